@@ -1,0 +1,48 @@
+# Two commands matter: `make run` and `make test`. Everything else is a helper.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_TEST := $(VENV)/.installed-test
+
+.PHONY: run test lint typecheck check bench clean docs
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,spark]'
+	touch $@ $(STAMP_RUN)
+
+run: $(STAMP_RUN)
+	$(BIN)/groupcoord serve --listen 127.0.0.1:9092 --data-dir ./data
+
+lint: $(STAMP_TEST)
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts || true
+
+typecheck: $(STAMP_TEST)
+	$(BIN)/mypy
+
+docs: $(STAMP_TEST)
+	$(BIN)/python scripts/gen_state_machine.py > docs/state-machine.md
+
+# The whole suite. pytest exit code 5 (no tests collected) is a failure here, never a pass.
+test: $(STAMP_TEST)
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/mypy
+	$(BIN)/python scripts/gen_state_machine.py --check docs/state-machine.md
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+bench: $(STAMP_TEST)
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python bench/core_bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info
