@@ -1,0 +1,631 @@
+"""Record batches, magic v2: framing, validation, in-place rewrites, decoding and building.
+
+A batch on disk and on the wire is the same bytes::
+
+    offset  size  field
+         0     8  base_offset             (not covered by the CRC: rewritten on append)
+         8     4  batch_length            (bytes after this field)
+        12     4  partition_leader_epoch  (not covered by the CRC)
+        16     1  magic                   (2)
+        17     4  crc                     (CRC-32C of bytes 21 .. end, unsigned)
+        21     2  attributes              (bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control)
+        23     4  last_offset_delta
+        27     8  base_timestamp
+        35     8  max_timestamp
+        43     8  producer_id
+        51     2  producer_epoch
+        53     4  base_sequence
+        57     4  record_count
+        61     .  records (varint framed; compressed as one block when the codec is not 0)
+
+Header work (framing, validation, offset rewrite) touches only these 61 bytes plus one CRC pass
+and creates no per-record objects. Record-level decoding is for readers that need the records
+(loaders of internal topics, the compactor, tests, the Spark decoder).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import crc32c as _crc32c
+import lz4.frame
+import snappy
+import zstandard
+
+__all__ = [
+    "ATTR_COMPRESSION_MASK",
+    "ATTR_CONTROL",
+    "ATTR_TIMESTAMP_TYPE",
+    "ATTR_TRANSACTIONAL",
+    "BATCH_HEADER_SIZE",
+    "COMPRESSION_GZIP",
+    "COMPRESSION_LZ4",
+    "COMPRESSION_NONE",
+    "COMPRESSION_SNAPPY",
+    "COMPRESSION_ZSTD",
+    "BatchHeader",
+    "CorruptBatchError",
+    "Record",
+    "RecordHeaders",
+    "build_batch",
+    "compress",
+    "decode_records",
+    "decompress",
+    "encode_batch",
+    "iter_batches",
+    "parse_header",
+    "rewrite_base_offset",
+    "set_log_append_time",
+    "validate_batch",
+]
+
+BATCH_HEADER_SIZE = 61
+#: Bytes before the batch_length field's payload starts: base_offset + batch_length.
+LOG_OVERHEAD = 12
+#: Smallest legal batch_length (a header with no records).
+MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+CRC_START = 21
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+CURRENT_MAGIC = 2
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+
+COMPRESSION_NONE = 0
+COMPRESSION_GZIP = 1
+COMPRESSION_SNAPPY = 2
+COMPRESSION_LZ4 = 3
+COMPRESSION_ZSTD = 4
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_LENGTH_AND_MAGIC = struct.Struct(">qiib")
+_I64 = struct.Struct(">q")
+_I16 = struct.Struct(">h")
+_U32 = struct.Struct(">I")
+_BE_I32 = struct.Struct(">i")
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER_SIZE = 16
+_XERIAL_BLOCK = 32 * 1024
+
+assert _HEADER.size == BATCH_HEADER_SIZE
+
+
+class CorruptBatchError(ValueError):
+    """Bytes that are not a well-formed v2 record batch (short, bad magic, bad size, bad CRC)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & ATTR_COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        """0 = CreateTime, 1 = LogAppendTime."""
+        return 1 if self.attributes & ATTR_TIMESTAMP_TYPE else 0
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies, header included."""
+        return self.batch_length + LOG_OVERHEAD
+
+
+RecordHeaders = tuple[tuple[str, bytes | None], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: RecordHeaders = ()
+    attributes: int = 0
+
+
+# --------------------------------------------------------------------------------------------
+# Header framing
+# --------------------------------------------------------------------------------------------
+
+
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """The 61-byte header at ``pos``. Raises :class:`CorruptBatchError` if short or not magic 2."""
+    if pos < 0 or len(buf) - pos < BATCH_HEADER_SIZE:
+        raise CorruptBatchError(f"batch header at {pos} is short: {max(0, len(buf) - pos)} bytes")
+    fields = _HEADER.unpack_from(buf, pos)
+    if fields[3] != CURRENT_MAGIC:
+        raise CorruptBatchError(f"unsupported record batch magic {fields[3]} at {pos}")
+    return BatchHeader(
+        base_offset=fields[0],
+        batch_length=fields[1],
+        partition_leader_epoch=fields[2],
+        magic=fields[3],
+        crc=fields[4],
+        attributes=fields[5],
+        last_offset_delta=fields[6],
+        base_timestamp=fields[7],
+        max_timestamp=fields[8],
+        producer_id=fields[9],
+        producer_epoch=fields[10],
+        base_sequence=fields[11],
+        record_count=fields[12],
+    )
+
+
+def iter_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, BatchHeader]]:
+    """``(position, header)`` of every complete batch in ``buf``, in order.
+
+    Stops without error at a partial trailing batch (Fetch answers may end with one). A batch
+    whose length field is impossible or whose magic is not 2 raises :class:`CorruptBatchError`.
+    The CRC is not checked here; see :func:`validate_batch`.
+    """
+    end = len(buf)
+    pos = 0
+    while end - pos >= LOG_OVERHEAD:
+        (batch_length,) = _BE_I32.unpack_from(buf, pos + 8)
+        if batch_length < MIN_BATCH_LENGTH:
+            raise CorruptBatchError(f"batch at {pos} has impossible length {batch_length}")
+        size = batch_length + LOG_OVERHEAD
+        if pos + size > end:
+            return
+        yield pos, parse_header(buf, pos)
+        pos += size
+
+
+def batch_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
+    """CRC-32C of the batch bytes the stored CRC covers (attributes to the end)."""
+    view = memoryview(buf)
+    return int(_crc32c.crc32c(view[pos + CRC_START : pos + size]))
+
+
+def validate_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Check one batch at ``pos`` completely: header, magic 2, length, CRC-32C.
+
+    Raises :class:`CorruptBatchError` with the reason; returns the header when the batch is sound.
+    """
+    header = parse_header(buf, pos)
+    if header.batch_length < MIN_BATCH_LENGTH:
+        raise CorruptBatchError(f"batch at {pos} has impossible length {header.batch_length}")
+    size = header.size
+    if pos + size > len(buf):
+        raise CorruptBatchError(
+            f"batch at {pos} claims {size} bytes but only {len(buf) - pos} are present"
+        )
+    if header.record_count < 0 or header.last_offset_delta < 0:
+        raise CorruptBatchError(
+            f"batch at {pos} has record_count {header.record_count}, "
+            f"last_offset_delta {header.last_offset_delta}"
+        )
+    if header.compression > COMPRESSION_ZSTD:
+        raise CorruptBatchError(f"batch at {pos} uses unknown compression codec {header.compression}")
+    actual = batch_crc(buf, pos, size)
+    if actual != header.crc:
+        raise CorruptBatchError(
+            f"batch at {pos} fails CRC-32C: stored {header.crc:#010x}, computed {actual:#010x}"
+        )
+    return header
+
+
+# --------------------------------------------------------------------------------------------
+# In-place rewrites
+# --------------------------------------------------------------------------------------------
+
+
+def rewrite_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
+    """Set the batch's base offset. The CRC does not cover it, so nothing else changes."""
+    _I64.pack_into(buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
+    """Set the batch's partition leader epoch (outside the CRC)."""
+    _BE_I32.pack_into(buf, pos + 12, epoch)
+
+
+def set_log_append_time(buf: bytearray | memoryview, pos: int, ts: int) -> None:
+    """Stamp a batch with LogAppendTime ``ts``: timestamp-type bit set, max_timestamp = ts.
+
+    Readers then report ``ts`` as every record's timestamp. The CRC is recomputed.
+    """
+    (attributes,) = _I16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+    _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | ATTR_TIMESTAMP_TYPE)
+    _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, ts)
+    (batch_length,) = _BE_I32.unpack_from(buf, pos + 8)
+    _U32.pack_into(buf, pos + CRC_OFFSET, batch_crc(buf, pos, batch_length + LOG_OVERHEAD))
+
+
+# --------------------------------------------------------------------------------------------
+# Compression
+# --------------------------------------------------------------------------------------------
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    """Compress a records block as Kafka clients do (snappy uses the xerial framing of Java)."""
+    if codec == COMPRESSION_NONE:
+        return data
+    if codec == COMPRESSION_GZIP:
+        return gzip.compress(data, compresslevel=6, mtime=0)
+    if codec == COMPRESSION_SNAPPY:
+        out = bytearray(_XERIAL_MAGIC)
+        out += _BE_I32.pack(1) + _BE_I32.pack(1)
+        for start in range(0, len(data), _XERIAL_BLOCK):
+            block = snappy.compress(data[start : start + _XERIAL_BLOCK])
+            out += _BE_I32.pack(len(block))
+            out += block
+        return bytes(out)
+    if codec == COMPRESSION_LZ4:
+        return bytes(lz4.frame.compress(data))
+    if codec == COMPRESSION_ZSTD:
+        return bytes(zstandard.ZstdCompressor().compress(data))
+    raise CorruptBatchError(f"unknown compression codec {codec}")
+
+
+def decompress(codec: int, data: bytes | memoryview) -> bytes:
+    """Decompress a records block. Snappy is accepted raw or xerial-framed."""
+    try:
+        if codec == COMPRESSION_NONE:
+            return bytes(data)
+        if codec == COMPRESSION_GZIP:
+            return gzip.decompress(data)
+        if codec == COMPRESSION_SNAPPY:
+            raw = bytes(data)
+            if raw.startswith(_XERIAL_MAGIC):
+                return _xerial_decompress(raw)
+            return bytes(snappy.decompress(raw))
+        if codec == COMPRESSION_LZ4:
+            return bytes(lz4.frame.decompress(bytes(data)))
+        if codec == COMPRESSION_ZSTD:
+            # Java's zstd-jni streams frames without a content size; read across all frames.
+            reader = zstandard.ZstdDecompressor().stream_reader(
+                io.BytesIO(bytes(data)), read_across_frames=True
+            )
+            with reader:
+                return bytes(reader.read())
+    except CorruptBatchError:
+        raise
+    except Exception as exc:  # each codec library raises its own error types
+        raise CorruptBatchError(f"cannot decompress records block (codec {codec}): {exc}") from exc
+    raise CorruptBatchError(f"unknown compression codec {codec}")
+
+
+def _xerial_decompress(raw: bytes) -> bytes:
+    out = bytearray()
+    pos = _XERIAL_HEADER_SIZE
+    end = len(raw)
+    while pos < end:
+        if end - pos < 4:
+            raise CorruptBatchError("truncated xerial snappy block length")
+        (length,) = _BE_I32.unpack_from(raw, pos)
+        pos += 4
+        if length < 0 or pos + length > end:
+            raise CorruptBatchError("truncated xerial snappy block")
+        out += snappy.decompress(raw[pos : pos + length])
+        pos += length
+    return bytes(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Varints (zigzag, as the v2 record format uses them)
+# --------------------------------------------------------------------------------------------
+
+
+def _read_varint(b: bytes, pos: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        try:
+            byte = b[pos]
+        except IndexError:
+            raise CorruptBatchError("record data ends inside a varint") from None
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CorruptBatchError("varint longer than 10 bytes")
+
+
+def _write_varint(out: bytearray, value: int) -> None:
+    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _varint_size(value: int) -> int:
+    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+
+def records_block(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[BatchHeader, bytes]:
+    """The batch header at ``pos`` and its records section, decompressed."""
+    header = parse_header(buf, pos)
+    end = pos + header.size
+    if end > len(buf) or header.batch_length < MIN_BATCH_LENGTH:
+        raise CorruptBatchError(f"batch at {pos} is truncated")
+    body = memoryview(buf)[pos + BATCH_HEADER_SIZE : end]
+    return header, decompress(header.compression, body)
+
+
+def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0) -> list[Record]:
+    """Every record of the batch at ``pos`` with absolute offsets and timestamps.
+
+    For a LogAppendTime batch every record's timestamp is the batch's max_timestamp.
+    """
+    header, data = records_block(buf, pos)
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp
+    log_append = header.attributes & ATTR_TIMESTAMP_TYPE
+    out: list[Record] = []
+    p = 0
+    end = len(data)
+    for _ in range(header.record_count):
+        length, p = _read_varint(data, p)
+        rec_end = p + length
+        if length < 0 or rec_end > end:
+            raise CorruptBatchError("record length runs past the records block")
+        attributes = data[p]
+        p += 1
+        ts_delta, p = _read_varint(data, p)
+        offset_delta, p = _read_varint(data, p)
+        key_len, p = _read_varint(data, p)
+        key: bytes | None
+        if key_len < 0:
+            key = None
+        else:
+            key = data[p : p + key_len]
+            p += key_len
+        value_len, p = _read_varint(data, p)
+        value: bytes | None
+        if value_len < 0:
+            value = None
+        else:
+            value = data[p : p + value_len]
+            p += value_len
+        header_count, p = _read_varint(data, p)
+        headers: list[tuple[str, bytes | None]] = []
+        for _h in range(header_count):
+            hk_len, p = _read_varint(data, p)
+            if hk_len < 0:
+                raise CorruptBatchError("record header key is null")
+            hkey = data[p : p + hk_len].decode("utf-8", errors="replace")
+            p += hk_len
+            hv_len, p = _read_varint(data, p)
+            hval: bytes | None
+            if hv_len < 0:
+                hval = None
+            else:
+                hval = data[p : p + hv_len]
+                p += hv_len
+            headers.append((hkey, hval))
+        if p != rec_end:
+            raise CorruptBatchError(f"record length {length} disagrees with its fields")
+        out.append(
+            Record(
+                offset=base_offset + offset_delta,
+                timestamp=header.max_timestamp if log_append else base_ts + ts_delta,
+                key=key,
+                value=value,
+                headers=tuple(headers),
+                attributes=attributes,
+            )
+        )
+    return out
+
+
+def _encode_record(
+    out: bytearray,
+    offset_delta: int,
+    ts_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]],
+) -> None:
+    body = bytearray(b"\x00")  # record attributes: unused in v2
+    _write_varint(body, ts_delta)
+    _write_varint(body, offset_delta)
+    if key is None:
+        _write_varint(body, -1)
+    else:
+        _write_varint(body, len(key))
+        body += key
+    if value is None:
+        _write_varint(body, -1)
+    else:
+        _write_varint(body, len(value))
+        body += value
+    _write_varint(body, len(headers))
+    for hkey, hval in headers:
+        hk = hkey.encode("utf-8")
+        _write_varint(body, len(hk))
+        body += hk
+        if hval is None:
+            _write_varint(body, -1)
+        else:
+            _write_varint(body, len(hval))
+            body += hval
+    _write_varint(out, len(body))
+    out += body
+
+
+def encode_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int,
+    base_timestamp: int | None = None,
+    last_offset_delta: int | None = None,
+    max_timestamp: int | None = None,
+    compression: int = COMPRESSION_NONE,
+    attributes: int = 0,
+    partition_leader_epoch: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+) -> bytes:
+    """A batch holding ``records`` at their own offsets and timestamps.
+
+    The compactor uses this to rewrite a batch with some records removed: ``last_offset_delta``
+    and the timestamps can be kept from the original header so offsets never move. ``records``
+    may be empty only when ``last_offset_delta`` and ``base_timestamp`` are given.
+    """
+    if not records and (last_offset_delta is None or base_timestamp is None):
+        raise ValueError("an empty batch needs an explicit last_offset_delta and base_timestamp")
+    if base_timestamp is None:
+        base_timestamp = records[0].timestamp
+    if last_offset_delta is None:
+        last_offset_delta = records[-1].offset - base_offset
+    if max_timestamp is None:
+        max_timestamp = max((r.timestamp for r in records), default=base_timestamp)
+    body = bytearray()
+    for r in records:
+        delta = r.offset - base_offset
+        if delta < 0 or delta > last_offset_delta:
+            raise ValueError(f"record offset {r.offset} is outside the batch starting at {base_offset}")
+        _encode_record(body, delta, r.timestamp - base_timestamp, r.key, r.value, r.headers)
+    return _frame(
+        bytes(body),
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        attributes=(attributes & ~ATTR_COMPRESSION_MASK) | compression,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=len(records),
+    )
+
+
+def build_batch(
+    records: Sequence[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
+    *,
+    base_offset: int = 0,
+    timestamp_ms: int,
+    timestamps: Sequence[int] | None = None,
+    compression: int = COMPRESSION_NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    attributes: int = 0,
+    partition_leader_epoch: int = 0,
+) -> bytes:
+    """A v2 batch of ``(key, value, headers)`` records at consecutive offsets from ``base_offset``.
+
+    Every record gets ``timestamp_ms`` unless ``timestamps`` gives one per record. ``attributes``
+    adds bits (transactional, control, timestamp type); the codec bits come from ``compression``.
+    """
+    if not records:
+        raise ValueError("a record batch holds at least one record")
+    if timestamps is not None and len(timestamps) != len(records):
+        raise ValueError("timestamps must give one timestamp per record")
+    ts_list = list(timestamps) if timestamps is not None else [timestamp_ms] * len(records)
+    base_ts = ts_list[0]
+    body = bytearray()
+    for i, (key, value, headers) in enumerate(records):
+        _encode_record(body, i, ts_list[i] - base_ts, key, value, headers)
+    return _frame(
+        bytes(body),
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        attributes=(attributes & ~ATTR_COMPRESSION_MASK) | compression,
+        last_offset_delta=len(records) - 1,
+        base_timestamp=base_ts,
+        max_timestamp=max(ts_list),
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=len(records),
+    )
+
+
+def _frame(
+    body: bytes,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+) -> bytes:
+    if not 0 <= attributes & ATTR_COMPRESSION_MASK <= COMPRESSION_ZSTD:
+        raise ValueError(f"unknown compression codec {attributes & ATTR_COMPRESSION_MASK}")
+    payload = compress(attributes & ATTR_COMPRESSION_MASK, body)
+    size = BATCH_HEADER_SIZE + len(payload)
+    out = bytearray(size)
+    _HEADER.pack_into(
+        out,
+        0,
+        base_offset,
+        size - LOG_OVERHEAD,
+        partition_leader_epoch,
+        CURRENT_MAGIC,
+        0,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    )
+    out[BATCH_HEADER_SIZE:] = payload
+    _U32.pack_into(out, CRC_OFFSET, batch_crc(out, 0, size))
+    return bytes(out)
