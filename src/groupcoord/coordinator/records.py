@@ -1,0 +1,597 @@
+"""Codecs for the records the coordinator writes to ``__consumer_offsets``.
+
+Every record is a (key, value) pair. Both halves start with a big-endian int16 version; the
+key version doubles as the record type:
+
+* key v0/v1 -> offset commit (``OffsetCommitKey``: group, topic, partition); we write v1;
+* key v2    -> group metadata (``GroupMetadataKey``: group);
+* key v3+   -> records of the KIP-848 and share-group coordinators, which a classic-only
+  coordinator skips (:class:`UnknownKey`).
+
+A ``None`` value is a tombstone: it deletes whatever the key names.
+
+Value versions 0-3 use the classic encoding (int16-length strings, int32-length bytes,
+int32-count arrays, length -1 for null); version 4 is the first "flexible" version
+(unsigned-varint lengths offset by one, and a tagged-field section closing every struct).
+We read 0-4 and write what a Kafka >= 2.3 broker writes: ``OffsetCommitValue`` v3 (v1 when
+the commit carries an explicit expire timestamp) and ``GroupMetadataValue`` v3.
+
+The layouts, field by field (versions in which each field is present):
+
+``OffsetCommitValue``: offset int64 (0+), leaderEpoch int32 (3+, -1 = none), metadata
+string (0+), commitTimestamp int64 (0+), expireTimestamp int64 (1 only, -1 = none).
+
+``GroupMetadataValue``: protocolType string (0+), generation int32 (0+), protocol nullable
+string (0+), leader nullable string (0+), currentStateTimestamp int64 (2+, -1 = none),
+members array (0+) of: memberId string (0+), groupInstanceId nullable string (3+),
+clientId string (0+), clientHost string (0+), rebalanceTimeout int32 (1+), sessionTimeout
+int32 (0+), subscription bytes (0+), assignment bytes (0+).
+
+Decoding is strict: truncated input, trailing bytes, negative lengths, nulls where the
+schema forbids them and invalid UTF-8 all raise :class:`RecordDecodeError` (a
+``ValueError``), never ``IndexError`` or ``struct.error``.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "GROUP_METADATA_KEY_VERSION",
+    "OFFSET_COMMIT_KEY_VERSION",
+    "CoordinatorRecord",
+    "GroupMetadataKey",
+    "GroupMetadataValue",
+    "MemberMetadataRecord",
+    "OffsetCommitKey",
+    "OffsetCommitValue",
+    "RecordDecodeError",
+    "UnknownKey",
+    "decode_key",
+    "decode_record",
+    "decode_value",
+    "encode_key",
+    "encode_record",
+    "encode_value",
+    "encoded_size",
+    "java_string_hash",
+    "partition_for",
+]
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+MAX_VALUE_VERSION = 4
+FLEXIBLE_VALUE_VERSION = 4
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_INT16_MAX = 0x7FFF
+
+
+class RecordDecodeError(ValueError):
+    """Bytes that are not a valid ``__consumer_offsets`` key or value."""
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommitKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommitValue:
+    offset: int
+    leader_epoch: int | None
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberMetadataRecord:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupMetadataValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int | None
+    members: tuple[MemberMetadataRecord, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnknownKey:
+    """A key whose version (record type) this coordinator does not handle (3 and above)."""
+
+    version: int
+    raw: bytes
+
+
+RecordKey = OffsetCommitKey | GroupMetadataKey
+RecordValue = OffsetCommitValue | GroupMetadataValue
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoordinatorRecord:
+    key: OffsetCommitKey | GroupMetadataKey
+    value: OffsetCommitValue | GroupMetadataValue | None  # None is a tombstone
+
+
+# --------------------------------------------------------------------------- writer
+
+
+class _Writer:
+    __slots__ = ("_flexible", "_parts")
+
+    def __init__(self, flexible: bool) -> None:
+        self._parts: list[bytes] = []
+        self._flexible = flexible
+
+    def getvalue(self) -> bytes:
+        return b"".join(self._parts)
+
+    def int16(self, v: int) -> None:
+        self._parts.append(_pack(_I16, v))
+
+    def int32(self, v: int) -> None:
+        self._parts.append(_pack(_I32, v))
+
+    def int64(self, v: int) -> None:
+        self._parts.append(_pack(_I64, v))
+
+    def uvarint(self, v: int) -> None:
+        out = bytearray()
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        self._parts.append(bytes(out))
+
+    def _length(self, n: int | None) -> None:
+        """A string/bytes/array length, or None for null, in the current encoding."""
+        if self._flexible:
+            self.uvarint(0 if n is None else n + 1)
+        else:
+            self.int32(-1 if n is None else n)
+
+    def string(self, s: str | None, field: str) -> None:
+        if s is None:
+            if self._flexible:
+                self.uvarint(0)
+            else:
+                self.int16(-1)
+            return
+        raw = s.encode("utf-8")
+        if len(raw) > _INT16_MAX:
+            raise ValueError(f"{field} is {len(raw)} bytes in UTF-8; a Kafka string holds at most 32767")
+        if self._flexible:
+            self.uvarint(len(raw) + 1)
+        else:
+            self.int16(len(raw))
+        self._parts.append(raw)
+
+    def bytes_(self, b: bytes) -> None:
+        self._length(len(b))
+        self._parts.append(bytes(b))
+
+    def array_length(self, n: int) -> None:
+        self._length(n)
+
+    def tagged_fields(self) -> None:
+        if self._flexible:
+            self.uvarint(0)  # we write no tagged fields
+
+
+def _pack(s: struct.Struct, v: int) -> bytes:
+    try:
+        return s.pack(v)
+    except struct.error as exc:
+        raise ValueError(f"integer {v} does not fit in {s.size * 8} bits") from exc
+
+
+# --------------------------------------------------------------------------- reader
+
+
+class _Reader:
+    __slots__ = ("_data", "_flexible", "_pos", "_what")
+
+    def __init__(self, data: bytes, what: str) -> None:
+        self._data = data
+        self._pos = 0
+        self._flexible = False
+        self._what = what
+
+    def fail(self, msg: str) -> RecordDecodeError:
+        return RecordDecodeError(f"malformed {self._what} at byte {self._pos}: {msg}")
+
+    def set_flexible(self, flexible: bool) -> None:
+        self._flexible = flexible
+
+    def _take(self, n: int) -> bytes:
+        end = self._pos + n
+        if n < 0 or end > len(self._data):
+            raise self.fail(f"need {n} bytes, {len(self._data) - self._pos} left")
+        chunk = self._data[self._pos : end]
+        self._pos = end
+        return chunk
+
+    def int16(self) -> int:
+        v: int = _I16.unpack(self._take(2))[0]
+        return v
+
+    def int32(self) -> int:
+        v: int = _I32.unpack(self._take(4))[0]
+        return v
+
+    def int64(self) -> int:
+        v: int = _I64.unpack(self._take(8))[0]
+        return v
+
+    def uvarint(self) -> int:
+        result = 0
+        for shift in range(0, 35, 7):
+            (b,) = self._take(1)
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                if result > 0xFFFFFFFF:
+                    break
+                return result
+        raise self.fail("unsigned varint longer than 32 bits")
+
+    def _length(self, classic_width: int) -> int | None:
+        """Read a length prefix; None means null. Negative lengths other than -1 are errors."""
+        if self._flexible:
+            n = self.uvarint()
+            return None if n == 0 else n - 1
+        n = self.int16() if classic_width == 2 else self.int32()
+        if n == -1:
+            return None
+        if n < 0:
+            raise self.fail(f"negative length {n}")
+        return n
+
+    def nullable_string(self) -> str | None:
+        n = self._length(2)
+        if n is None:
+            return None
+        raw = self._take(n)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.fail(f"string is not valid UTF-8 ({exc.reason})") from None
+
+    def string(self, field: str) -> str:
+        s = self.nullable_string()
+        if s is None:
+            raise self.fail(f"{field} is null but the schema does not allow null")
+        return s
+
+    def bytes_(self, field: str) -> bytes:
+        n = self._length(4)
+        if n is None:
+            raise self.fail(f"{field} is null but the schema does not allow null")
+        return self._take(n)
+
+    def array_length(self, field: str) -> int:
+        n = self._length(4)
+        if n is None:
+            raise self.fail(f"{field} is null but the schema does not allow null")
+        return n
+
+    def skip_tagged_fields(self) -> None:
+        if not self._flexible:
+            return
+        count = self.uvarint()
+        for _ in range(count):
+            tag = self.uvarint()
+            size = self.uvarint()
+            self._take(size)
+            log.debug("skipped unknown tagged field %d (%d bytes) in %s", tag, size, self._what)
+
+    def finish(self) -> None:
+        left = len(self._data) - self._pos
+        if left:
+            raise self.fail(f"{left} trailing bytes")
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
+    """Key bytes: OffsetCommitKey as version 1, GroupMetadataKey as version 2."""
+    w = _Writer(flexible=False)
+    if isinstance(key, OffsetCommitKey):
+        w.int16(OFFSET_COMMIT_KEY_VERSION)
+        w.string(key.group, "group")
+        w.string(key.topic, "topic")
+        w.int32(key.partition)
+    elif isinstance(key, GroupMetadataKey):
+        w.int16(GROUP_METADATA_KEY_VERSION)
+        w.string(key.group, "group")
+    else:
+        raise TypeError(f"not a coordinator record key: {key!r}")
+    return w.getvalue()
+
+
+def decode_key(data: bytes) -> OffsetCommitKey | GroupMetadataKey | UnknownKey:
+    data = bytes(data)
+    r = _Reader(data, "record key")
+    version = r.int16()
+    if version in (0, 1):
+        ok = OffsetCommitKey(group=r.string("group"), topic=r.string("topic"), partition=r.int32())
+        r.finish()
+        return ok
+    if version == GROUP_METADATA_KEY_VERSION:
+        gk = GroupMetadataKey(group=r.string("group"))
+        r.finish()
+        return gk
+    if version < 0:
+        raise r.fail(f"negative key version {version}")
+    return UnknownKey(version=version, raw=data)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _check_version(version: int) -> None:
+    if not 0 <= version <= MAX_VALUE_VERSION:
+        raise ValueError(f"value version {version} is outside 0..{MAX_VALUE_VERSION}")
+
+
+def default_value_version(value: OffsetCommitValue | GroupMetadataValue) -> int:
+    """The version a Kafka >= 2.3 broker writes for this value."""
+    if isinstance(value, OffsetCommitValue):
+        return 1 if value.expire_timestamp is not None else 3
+    return 3
+
+
+def encode_value(
+    value: OffsetCommitValue | GroupMetadataValue | None, version: int | None = None
+) -> bytes | None:
+    """Value bytes, or None for a tombstone.
+
+    Without ``version`` the broker's own choice is used (:func:`default_value_version`). As
+    in Kafka, an offset commit that carries an expire timestamp is written as v1, which has
+    no leader epoch: the epoch is dropped there (real requests never carry both, the expire
+    timestamp comes from OffsetCommit v2-v4 and the epoch from v6+). With an explicit
+    ``version`` every field must be representable, else ValueError.
+    """
+    if value is None:
+        return None
+    if version is None:
+        version = default_value_version(value)
+        if isinstance(value, OffsetCommitValue) and version == 1 and value.leader_epoch is not None:
+            log.debug("offset commit with expire timestamp written as v1 drops leader epoch %d",
+                      value.leader_epoch)
+            value = OffsetCommitValue(
+                offset=value.offset,
+                leader_epoch=None,
+                metadata=value.metadata,
+                commit_timestamp=value.commit_timestamp,
+                expire_timestamp=value.expire_timestamp,
+            )
+    _check_version(version)
+    w = _Writer(flexible=version >= FLEXIBLE_VALUE_VERSION)
+    w.int16(version)
+    if isinstance(value, OffsetCommitValue):
+        _write_offset_commit_value(w, value, version)
+    elif isinstance(value, GroupMetadataValue):
+        _write_group_metadata_value(w, value, version)
+    else:
+        raise TypeError(f"not a coordinator record value: {value!r}")
+    return w.getvalue()
+
+
+def _write_offset_commit_value(w: _Writer, v: OffsetCommitValue, version: int) -> None:
+    if v.leader_epoch is not None and version < 3:
+        raise ValueError(f"OffsetCommitValue v{version} cannot carry a leader epoch")
+    if v.expire_timestamp is not None and version != 1:
+        raise ValueError(f"OffsetCommitValue v{version} cannot carry an expire timestamp (only v1 can)")
+    w.int64(v.offset)
+    if version >= 3:
+        w.int32(-1 if v.leader_epoch is None else v.leader_epoch)
+    w.string(v.metadata, "metadata")
+    w.int64(v.commit_timestamp)
+    if version == 1:
+        w.int64(-1 if v.expire_timestamp is None else v.expire_timestamp)
+    w.tagged_fields()
+
+
+def _write_group_metadata_value(w: _Writer, v: GroupMetadataValue, version: int) -> None:
+    if v.current_state_timestamp is not None and version < 2:
+        raise ValueError(f"GroupMetadataValue v{version} cannot carry currentStateTimestamp")
+    w.string(v.protocol_type, "protocolType")
+    w.int32(v.generation)
+    w.string(v.protocol, "protocol")
+    w.string(v.leader, "leader")
+    if version >= 2:
+        w.int64(-1 if v.current_state_timestamp is None else v.current_state_timestamp)
+    w.array_length(len(v.members))
+    for m in v.members:
+        if m.group_instance_id is not None and version < 3:
+            raise ValueError(f"GroupMetadataValue v{version} cannot carry groupInstanceId")
+        if version == 0 and m.rebalance_timeout != m.session_timeout:
+            raise ValueError(
+                "GroupMetadataValue v0 has no rebalanceTimeout (readers use the session timeout); "
+                f"member {m.member_id!r} has {m.rebalance_timeout} != {m.session_timeout}"
+            )
+        w.string(m.member_id, "memberId")
+        if version >= 3:
+            w.string(m.group_instance_id, "groupInstanceId")
+        w.string(m.client_id, "clientId")
+        w.string(m.client_host, "clientHost")
+        if version >= 1:
+            w.int32(m.rebalance_timeout)
+        w.int32(m.session_timeout)
+        w.bytes_(m.subscription)
+        w.bytes_(m.assignment)
+        w.tagged_fields()
+    w.tagged_fields()
+
+
+def decode_value(
+    key: OffsetCommitKey | GroupMetadataKey | UnknownKey, data: bytes | None
+) -> OffsetCommitValue | GroupMetadataValue | None:
+    """Decode the value stored under ``key``; None (a tombstone) stays None."""
+    if data is None:
+        return None
+    data = bytes(data)
+    if isinstance(key, OffsetCommitKey):
+        r = _Reader(data, "OffsetCommitValue")
+    elif isinstance(key, GroupMetadataKey):
+        r = _Reader(data, "GroupMetadataValue")
+    else:
+        raise RecordDecodeError(f"no value layout for record key version {key.version}")
+    version = r.int16()
+    if not 0 <= version <= MAX_VALUE_VERSION:
+        raise r.fail(f"unsupported value version {version}")
+    r.set_flexible(version >= FLEXIBLE_VALUE_VERSION)
+    value: OffsetCommitValue | GroupMetadataValue
+    if isinstance(key, OffsetCommitKey):
+        value = _read_offset_commit_value(r, version)
+    else:
+        value = _read_group_metadata_value(r, version)
+    r.finish()
+    return value
+
+
+def _read_offset_commit_value(r: _Reader, version: int) -> OffsetCommitValue:
+    offset = r.int64()
+    leader_epoch: int | None = None
+    if version >= 3:
+        leader_epoch = r.int32()
+        if leader_epoch == -1:
+            leader_epoch = None
+    metadata = r.string("metadata")
+    commit_timestamp = r.int64()
+    expire_timestamp: int | None = None
+    if version == 1:
+        expire_timestamp = r.int64()
+        if expire_timestamp == -1:
+            expire_timestamp = None
+    r.skip_tagged_fields()
+    return OffsetCommitValue(
+        offset=offset,
+        leader_epoch=leader_epoch,
+        metadata=metadata,
+        commit_timestamp=commit_timestamp,
+        expire_timestamp=expire_timestamp,
+    )
+
+
+def _read_group_metadata_value(r: _Reader, version: int) -> GroupMetadataValue:
+    protocol_type = r.string("protocolType")
+    generation = r.int32()
+    protocol = r.nullable_string()
+    leader = r.nullable_string()
+    current_state_timestamp: int | None = None
+    if version >= 2:
+        current_state_timestamp = r.int64()
+        if current_state_timestamp == -1:
+            current_state_timestamp = None
+    count = r.array_length("members")
+    members: list[MemberMetadataRecord] = []
+    for _ in range(count):
+        member_id = r.string("memberId")
+        group_instance_id = r.nullable_string() if version >= 3 else None
+        client_id = r.string("clientId")
+        client_host = r.string("clientHost")
+        rebalance_timeout = r.int32() if version >= 1 else -1
+        session_timeout = r.int32()
+        if rebalance_timeout == -1:
+            rebalance_timeout = session_timeout
+        subscription = r.bytes_("subscription")
+        assignment = r.bytes_("assignment")
+        r.skip_tagged_fields()
+        members.append(
+            MemberMetadataRecord(
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                client_id=client_id,
+                client_host=client_host,
+                rebalance_timeout=rebalance_timeout,
+                session_timeout=session_timeout,
+                subscription=subscription,
+                assignment=assignment,
+            )
+        )
+    r.skip_tagged_fields()
+    return GroupMetadataValue(
+        protocol_type=protocol_type,
+        generation=generation,
+        protocol=protocol,
+        leader=leader,
+        current_state_timestamp=current_state_timestamp,
+        members=tuple(members),
+    )
+
+
+# --------------------------------------------------------------------------- records
+
+
+def encode_record(rec: CoordinatorRecord) -> tuple[bytes, bytes | None]:
+    return encode_key(rec.key), encode_value(rec.value)
+
+
+def decode_record(key_bytes: bytes, value_bytes: bytes | None) -> CoordinatorRecord | None:
+    """Decode one log record; None for record types a classic coordinator does not know."""
+    key = decode_key(key_bytes)
+    if isinstance(key, UnknownKey):
+        log.warning("skipping __consumer_offsets record with unknown key version %d", key.version)
+        return None
+    return CoordinatorRecord(key=key, value=decode_value(key, value_bytes))
+
+
+def encoded_size(rec: CoordinatorRecord) -> int:
+    """Bytes of key plus value as written (the payload, without record-batch framing)."""
+    key, value = encode_record(rec)
+    return len(key) + (0 if value is None else len(value))
+
+
+# --------------------------------------------------------------------------- partitioning
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode``: ``h = 31*h + unit`` over UTF-16 code units, as int32."""
+    raw = s.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(raw), 2):
+        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    """The ``__consumer_offsets`` partition that owns ``group_id``.
+
+    Kafka's ``Utils.abs(hashCode) % numPartitions``, where ``Utils.abs`` maps
+    ``Integer.MIN_VALUE`` to 0 (Java's ``Math.abs`` would leave it negative).
+    """
+    if num_partitions <= 0:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    h = java_string_hash(group_id)
+    h = 0 if h == -0x80000000 else abs(h)
+    return h % num_partitions
