@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from groupcoord.coordinator.state import (  # noqa: E402
+from groupcoord.coordinator.state import (
     STATE_ORDER,
     TRANSITION_CAUSES,
     VALID_PREVIOUS_STATES,
@@ -91,7 +91,9 @@ def _edges() -> list[tuple[GroupState, GroupState]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--check", metavar="FILE", help="fail when FILE differs from the generated page")
     group.add_argument("--write", metavar="FILE", help="write the generated page to FILE")
@@ -102,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         current = path.read_text(encoding="utf-8") if path.exists() else ""
         if current != page:
             sys.stderr.write(
-                f"{path} is out of date; regenerate with: python scripts/gen_state_machine.py --write {path}\n"
+                f"{path} is out of date; regenerate with: "
+                f"python scripts/gen_state_machine.py --write {path}\n"
             )
             return 1
         return 0
