@@ -1,0 +1,248 @@
+"""Spark-free decoders: ``__consumer_offsets`` and ``__group_events`` records to plain rows.
+
+The byte codecs are the coordinator's own (``groupcoord.coordinator.records``) and the client
+protocol's (``groupcoord.consumer_protocol``); this module only flattens what they return into rows
+with the column names of the pipeline's tables. Every function here is plain Python so it is unit
+tested without Spark; the Spark data sources call them inside their readers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupcoord.consumer_protocol import decode_assignment, decode_subscription
+from groupcoord.coordinator.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadataRecord,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_value,
+)
+
+log = logging.getLogger(__name__)
+
+_VERSION = struct.Struct(">h")
+
+OFFSET_COMMIT = "offset_commit"
+GROUP_METADATA = "group_metadata"
+UNKNOWN = "unknown"
+
+MEMBER_DDL = (
+    "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
+    "rebalance_timeout_ms:int,session_timeout_ms:int,subscribed_topics:array<string>,"
+    "assignment:array<struct<topic:string,partitions:array<int>>>,decode_error:string>"
+)
+
+# Columns of the ``consumer-offsets`` source, in order, with Spark SQL types. Timestamps are carried
+# as epoch milliseconds in the rows below and become TIMESTAMP columns in Spark.
+OFFSETS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("log_partition", "int"),
+    ("log_offset", "bigint"),
+    ("record_time", "timestamp"),
+    ("record_type", "string"),
+    ("key_version", "int"),
+    ("value_version", "int"),
+    ("tombstone", "boolean"),
+    ("group_id", "string"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("committed_offset", "bigint"),
+    ("leader_epoch", "int"),
+    ("metadata", "string"),
+    ("commit_time", "timestamp"),
+    ("expire_time", "timestamp"),
+    ("protocol_type", "string"),
+    ("generation", "int"),
+    ("protocol", "string"),
+    ("leader", "string"),
+    ("state_time", "timestamp"),
+    ("members", f"array<{MEMBER_DDL}>"),
+    ("decode_error", "string"),
+    ("corrupt", "boolean"),
+)
+
+# The JSON fields of a ``__group_events`` value (GroupEvent.to_json()), with Spark SQL types.
+EVENT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("time_ms", "bigint"),
+    ("group_id", "string"),
+    ("generation", "int"),
+    ("type", "string"),
+    ("from_state", "string"),
+    ("to_state", "string"),
+    ("reason", "string"),
+    ("member_id", "string"),
+    ("group_instance_id", "string"),
+    ("client_id", "string"),
+    ("client_host", "string"),
+    ("client_reason", "string"),
+    ("protocol_type", "string"),
+    ("protocol_name", "string"),
+    ("member_count", "int"),
+)
+
+
+def ddl(columns: Iterable[tuple[str, str]]) -> str:
+    return ", ".join(f"`{name}` {typ}" for name, typ in columns)
+
+
+def _version(data: bytes | None) -> int | None:
+    if data is None or len(data) < 2:
+        return None
+    return int(_VERSION.unpack_from(data, 0)[0])
+
+
+def member_row(member: MemberMetadataRecord, protocol_type: str) -> dict[str, Any]:
+    """One member of a GroupMetadata value; subscription/assignment decoded for "consumer" groups."""
+    topics: list[str] | None = None
+    assignment: list[dict[str, Any]] | None = None
+    error: str | None = None
+    if protocol_type == "consumer":
+        try:
+            topics = list(decode_subscription(member.subscription).topics) if member.subscription else []
+            if member.assignment:
+                decoded = decode_assignment(member.assignment)
+                assignment = [
+                    {"topic": topic, "partitions": sorted(parts)} for topic, parts in decoded.partitions
+                ]
+                assignment.sort(key=lambda a: a["topic"])
+            else:
+                assignment = []
+        except ValueError as exc:
+            error = f"consumer protocol: {exc}"
+    return {
+        "member_id": member.member_id,
+        "group_instance_id": member.group_instance_id,
+        "client_id": member.client_id,
+        "client_host": member.client_host,
+        "rebalance_timeout_ms": member.rebalance_timeout,
+        "session_timeout_ms": member.session_timeout,
+        "subscribed_topics": topics,
+        "assignment": assignment,
+        "decode_error": error,
+    }
+
+
+def _empty_row(log_partition: int, log_offset: int, record_time_ms: int) -> dict[str, Any]:
+    row: dict[str, Any] = {name: None for name, _ in OFFSETS_COLUMNS}
+    row["log_partition"] = log_partition
+    row["log_offset"] = log_offset
+    row["record_time"] = record_time_ms
+    row["tombstone"] = False
+    row["corrupt"] = False
+    return row
+
+
+def offsets_record_row(
+    log_partition: int,
+    log_offset: int,
+    record_time_ms: int,
+    key: bytes | None,
+    value: bytes | None,
+) -> dict[str, Any]:
+    """Decode one ``__consumer_offsets`` record into a row of :data:`OFFSETS_COLUMNS`.
+
+    Offset commits and group metadata of every key/value version are decoded; a null value is a
+    tombstone (``tombstone=True``, the key's columns filled); anything undecodable becomes
+    ``record_type="unknown"`` with ``decode_error`` set instead of raising.
+    """
+    row = _empty_row(log_partition, log_offset, record_time_ms)
+    row["key_version"] = _version(key)
+    row["value_version"] = _version(value)
+    row["tombstone"] = value is None
+    if key is None:
+        row["record_type"] = UNKNOWN
+        row["decode_error"] = "record without key"
+        return row
+    try:
+        decoded_key = decode_key(key)
+    except ValueError as exc:
+        row["record_type"] = UNKNOWN
+        row["decode_error"] = f"key: {exc}"
+        return row
+    if isinstance(decoded_key, OffsetCommitKey):
+        row["record_type"] = OFFSET_COMMIT
+        row["group_id"] = decoded_key.group
+        row["topic"] = decoded_key.topic
+        row["partition"] = decoded_key.partition
+    elif isinstance(decoded_key, GroupMetadataKey):
+        row["record_type"] = GROUP_METADATA
+        row["group_id"] = decoded_key.group
+    else:
+        row["record_type"] = UNKNOWN
+        return row
+    if value is None:
+        return row
+    try:
+        decoded = decode_value(decoded_key, value)
+    except ValueError as exc:
+        row["decode_error"] = f"value: {exc}"
+        return row
+    if isinstance(decoded, OffsetCommitValue):
+        row["committed_offset"] = decoded.offset
+        row["leader_epoch"] = decoded.leader_epoch
+        row["metadata"] = decoded.metadata
+        row["commit_time"] = decoded.commit_timestamp
+        row["expire_time"] = decoded.expire_timestamp
+    elif isinstance(decoded, GroupMetadataValue):
+        row["protocol_type"] = decoded.protocol_type
+        row["generation"] = decoded.generation
+        row["protocol"] = decoded.protocol
+        row["leader"] = decoded.leader
+        row["state_time"] = decoded.current_state_timestamp
+        row["members"] = [member_row(m, decoded.protocol_type) for m in decoded.members]
+    return row
+
+
+def corrupt_row(log_partition: int, next_offset: int, reason: str) -> dict[str, Any]:
+    """The row that marks where a corrupt or torn tail stopped the read of a segment."""
+    row = _empty_row(log_partition, next_offset, 0)
+    row["record_time"] = None
+    row["record_type"] = UNKNOWN
+    row["corrupt"] = True
+    row["decode_error"] = reason
+    return row
+
+
+@dataclass(slots=True)
+class ColumnBuffer:
+    """Rows accumulated column by column (what Arrow wants), flushed every ``batch_rows`` rows."""
+
+    names: tuple[str, ...]
+    columns: dict[str, list[Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.columns = {name: [] for name in self.names}
+
+    def __len__(self) -> int:
+        return len(self.columns[self.names[0]])
+
+    def add(self, row: dict[str, Any]) -> None:
+        for name in self.names:
+            self.columns[name].append(row[name])
+
+    def take(self) -> dict[str, list[Any]]:
+        out = self.columns
+        self.columns = {name: [] for name in self.names}
+        return out
+
+
+def group_event_row(value: bytes | None) -> dict[str, Any] | None:
+    """One ``__group_events`` value (GroupEvent JSON) as a row of :data:`EVENT_COLUMNS`; None when
+    the value is null or not a JSON object."""
+    if value is None:
+        return None
+    try:
+        obj = json.loads(value)
+    except (ValueError, UnicodeDecodeError):
+        log.warning("undecodable group event value (%d bytes)", len(value))
+        return None
+    if not isinstance(obj, dict):
+        return None
+    return {name: obj.get(name) for name, _ in EVENT_COLUMNS}

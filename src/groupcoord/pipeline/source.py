@@ -1,0 +1,301 @@
+"""Spark Python data sources over a data directory in Kafka's on-disk layout.
+
+- ``kafka-log``: one row per record (topic, partition, offset, timestamp, timestamp type, key, value,
+  headers, batch attributes), decompressed; a torn or corrupt tail yields one row with
+  ``corrupt = true`` (and the reason) instead of failing the job.
+- ``kafka-log-batches``: one row per record batch (offsets, counts, timestamps) without decoding the
+  records; this is what the lag table needs from the topics' own logs.
+- ``consumer-offsets``: the ``__consumer_offsets`` records decoded in the same pass
+  (:mod:`groupcoord.pipeline.decoders`), so 10 M commits cross the Python/JVM boundary once.
+
+All three plan one input partition per segment (large segments split at offset-index points, see
+:mod:`groupcoord.pipeline.segments`) and yield Arrow record batches whose schema equals Spark's.
+
+Options: ``path`` (or ``load(DIR)``), ``topics`` (comma-separated; ``kafka-log`` and
+``kafka-log-batches`` default to every topic, ``consumer-offsets`` to ``__consumer_offsets``),
+``splitBytes`` (default 64 MiB), ``batchRows`` (rows per Arrow batch, default 65536).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from groupcoord.pipeline import decoders
+from groupcoord.pipeline.segments import (
+    DEFAULT_SPLIT_BYTES,
+    SegmentSplit,
+    SplitWalk,
+    iter_records,
+    plan_splits,
+    record_timestamp,
+    walk_split,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH_ROWS = 65536
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+GROUP_EVENTS_TOPIC = "__group_events"
+
+RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("topic", "string"),
+    ("partition", "int"),
+    ("offset", "bigint"),
+    ("timestamp", "timestamp"),
+    ("timestamp_type", "string"),
+    ("key", "binary"),
+    ("value", "binary"),
+    ("headers", "array<struct<key:string,value:binary>>"),
+    ("attributes", "int"),
+    ("segment", "string"),
+    ("corrupt", "boolean"),
+    ("corrupt_reason", "string"),
+)
+
+BATCH_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("topic", "string"),
+    ("partition", "int"),
+    ("base_offset", "bigint"),
+    ("last_offset", "bigint"),
+    ("record_count", "int"),
+    ("first_timestamp", "timestamp"),
+    ("max_timestamp", "timestamp"),
+    ("timestamp_type", "string"),
+    ("attributes", "int"),
+    ("size_bytes", "int"),
+    ("segment", "string"),
+    ("corrupt", "boolean"),
+    ("corrupt_reason", "string"),
+)
+
+_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+class SplitPartition(InputPartition):  # type: ignore[misc]
+    """An input partition carrying one :class:`SegmentSplit` (picklable)."""
+
+    def __init__(self, split: SegmentSplit) -> None:
+        super().__init__(split)
+        self.split = split
+
+
+def _options_topics(options: Mapping[str, str], default: frozenset[str] | None) -> frozenset[str] | None:
+    raw = options.get("topics")
+    if raw is None or raw.strip() == "":
+        return default
+    if raw.strip() == "*":
+        return None
+    return frozenset(t.strip() for t in raw.split(",") if t.strip())
+
+
+def _to_record_batch(columns: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBatch:
+    """Build an Arrow batch whose schema equals ``schema`` exactly (Spark checks type and nullability).
+    Timestamp columns arrive as epoch milliseconds."""
+    import pyarrow as pa
+
+    arrays = []
+    for f in schema:
+        values = columns[f.name]
+        if pa.types.is_timestamp(f.type):
+            values = [None if v is None else v * 1000 for v in values]
+        arrays.append(pa.array(values, type=f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class _SegmentReader(DataSourceReader):  # type: ignore[misc]
+    columns: tuple[tuple[str, str], ...] = ()
+
+    def __init__(self, schema: StructType, options: Mapping[str, str], topics: frozenset[str] | None) -> None:
+        self.schema = schema
+        path = options.get("path")
+        if not path:
+            raise ValueError("kafka-log sources need a data directory: .load(DIR) or .option('path', DIR)")
+        self.data_dir = path
+        self.topics = topics
+        self.split_bytes = int(options.get("splitBytes", DEFAULT_SPLIT_BYTES))
+        self.batch_rows = int(options.get("batchRows", DEFAULT_BATCH_ROWS))
+
+    def partitions(self) -> Sequence[InputPartition]:
+        splits = plan_splits(Path(self.data_dir), topics=self.topics, split_bytes=self.split_bytes)
+        return [SplitPartition(s) for s in splits]
+
+    def arrow_schema(self) -> pa.Schema:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return to_arrow_schema(self.schema, timezone="UTC")
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        schema = self.arrow_schema()
+        names = tuple(name for name, _ in self.columns)
+        buffer = decoders.ColumnBuffer(names=names)
+        if not isinstance(partition, SplitPartition):
+            raise TypeError(f"unexpected input partition {partition!r}")
+        walk = walk_split(partition.split)
+        for row in self.rows(walk):
+            buffer.add(row)
+            if len(buffer) >= self.batch_rows:
+                yield _to_record_batch(buffer.take(), schema)
+        if len(buffer):
+            yield _to_record_batch(buffer.take(), schema)
+
+    def rows(self, walk: SplitWalk) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError
+
+
+class KafkaLogReader(_SegmentReader):
+    columns = RECORD_COLUMNS
+
+    def rows(self, walk: SplitWalk) -> Iterator[dict[str, Any]]:
+        split = walk.split
+        segment = Path(split.path).name
+        for header, rec in iter_records(walk):
+            yield {
+                "topic": split.topic,
+                "partition": split.partition,
+                "offset": rec.offset,
+                "timestamp": record_timestamp(header, rec),
+                "timestamp_type": _TIMESTAMP_TYPES[header.timestamp_type],
+                "key": rec.key,
+                "value": rec.value,
+                "headers": [{"key": k, "value": v} for k, v in rec.headers],
+                "attributes": header.attributes,
+                "segment": segment,
+                "corrupt": False,
+                "corrupt_reason": None,
+            }
+        if walk.tail is not None:
+            yield {
+                "topic": split.topic,
+                "partition": split.partition,
+                "offset": walk.tail.next_offset,
+                "timestamp": None,
+                "timestamp_type": None,
+                "key": None,
+                "value": None,
+                "headers": [],
+                "attributes": None,
+                "segment": segment,
+                "corrupt": True,
+                "corrupt_reason": walk.tail.reason,
+            }
+
+
+class KafkaLogBatchesReader(_SegmentReader):
+    columns = BATCH_COLUMNS
+
+    def rows(self, walk: SplitWalk) -> Iterator[dict[str, Any]]:
+        split = walk.split
+        segment = Path(split.path).name
+        for _pos, h in walk.batches():
+            yield {
+                "topic": split.topic,
+                "partition": split.partition,
+                "base_offset": h.base_offset,
+                "last_offset": h.last_offset,
+                "record_count": h.record_count,
+                "first_timestamp": h.base_timestamp,
+                "max_timestamp": h.max_timestamp,
+                "timestamp_type": _TIMESTAMP_TYPES[h.timestamp_type],
+                "attributes": h.attributes,
+                "size_bytes": h.size,
+                "segment": segment,
+                "corrupt": False,
+                "corrupt_reason": None,
+            }
+        if walk.tail is not None:
+            yield {
+                "topic": split.topic,
+                "partition": split.partition,
+                "base_offset": walk.tail.next_offset,
+                "last_offset": None,
+                "record_count": None,
+                "first_timestamp": None,
+                "max_timestamp": None,
+                "timestamp_type": None,
+                "attributes": None,
+                "size_bytes": None,
+                "segment": segment,
+                "corrupt": True,
+                "corrupt_reason": walk.tail.reason,
+            }
+
+
+class ConsumerOffsetsReader(_SegmentReader):
+    columns = decoders.OFFSETS_COLUMNS
+
+    def rows(self, walk: SplitWalk) -> Iterator[dict[str, Any]]:
+        split = walk.split
+        for header, rec in iter_records(walk):
+            if header.is_control:
+                continue
+            yield decoders.offsets_record_row(
+                split.partition, rec.offset, record_timestamp(header, rec), rec.key, rec.value
+            )
+        if walk.tail is not None:
+            yield decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason)
+
+
+class KafkaLogDataSource(DataSource):  # type: ignore[misc]
+    """``spark.read.format("kafka-log").load(DIR)``: every record of every segment under DIR."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log"
+
+    def schema(self) -> str:
+        return decoders.ddl(RECORD_COLUMNS)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkaLogReader(schema, self.options, _options_topics(self.options, None))
+
+
+class KafkaLogBatchesDataSource(DataSource):  # type: ignore[misc]
+    """``spark.read.format("kafka-log-batches").load(DIR)``: one row per record batch."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log-batches"
+
+    def schema(self) -> str:
+        return decoders.ddl(BATCH_COLUMNS)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkaLogBatchesReader(schema, self.options, _options_topics(self.options, None))
+
+
+class ConsumerOffsetsDataSource(DataSource):  # type: ignore[misc]
+    """``spark.read.format("consumer-offsets").load(DIR)``: decoded ``__consumer_offsets`` records."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "consumer-offsets"
+
+    def schema(self) -> str:
+        return decoders.ddl(decoders.OFFSETS_COLUMNS)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        default = frozenset({CONSUMER_OFFSETS_TOPIC})
+        return ConsumerOffsetsReader(schema, self.options, _options_topics(self.options, default))
+
+
+SOURCES: tuple[type[DataSource], ...] = (
+    KafkaLogDataSource,
+    KafkaLogBatchesDataSource,
+    ConsumerOffsetsDataSource,
+)
+
+
+def register_sources(spark: SparkSession) -> None:
+    """Register the three sources with a session (registration is per session)."""
+    for cls in SOURCES:
+        spark.dataSource.register(cls)
