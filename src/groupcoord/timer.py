@@ -87,10 +87,11 @@ class KeyedTimer(Generic[K, T]):
         the same key (or cancel or schedule others) while iterating; a timer scheduled
         during iteration with a deadline ``<= now_ms`` is yielded in the same pass.
         """
-        heap = self._heap
         live = self._live
-        while heap and heap[0][0] <= now_ms:
-            _, seq, key = heapq.heappop(heap)
+        # Re-read self._heap on every step: a schedule() made by the consumer while we are
+        # suspended may compact, replacing the list.
+        while self._heap and self._heap[0][0] <= now_ms:
+            _, seq, key = heapq.heappop(self._heap)
             entry = live.get(key)
             if entry is None or entry[1] != seq:
                 continue  # superseded or cancelled: a stale firing
