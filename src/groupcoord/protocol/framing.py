@@ -1,0 +1,84 @@
+"""Length-prefixed framing: every Kafka message is a big-endian int32 size, then that many bytes.
+
+:class:`FrameDecoder` is fed whatever the socket delivered and hands back complete frames.
+It refuses a negative size and a size above the configured maximum
+(``socket.request.max.bytes``) as soon as the 4-byte prefix is known, before buffering the
+body, so an oversized frame never costs memory.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+_SIZE = struct.Struct(">i")
+
+
+class FrameError(ValueError):
+    """The byte stream cannot be split into frames; the connection must be closed."""
+
+
+class FrameTooLargeError(FrameError):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds socket.request.max.bytes={limit}")
+        self.size = size
+        self.limit = limit
+
+
+class FrameDecoder:
+    """Incremental splitter of a byte stream into frames (without their size prefix)."""
+
+    __slots__ = ("_buf", "_max", "_pos")
+
+    def __init__(self, max_frame_bytes: int) -> None:
+        if max_frame_bytes <= 0:
+            raise ValueError("max_frame_bytes must be positive")
+        self._max = max_frame_bytes
+        self._buf = bytearray()
+        self._pos = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as part of a frame."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._pos and self._pos == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        self._buf += data
+
+    def next_frame(self) -> bytes | None:
+        """The next complete frame, or None until more bytes arrive.
+
+        Raises :class:`FrameTooLargeError` or :class:`FrameError` for a bad size prefix;
+        the decoder is unusable afterwards.
+        """
+        buf = self._buf
+        pos = self._pos
+        avail = len(buf) - pos
+        if avail < 4:
+            return None
+        (size,) = _SIZE.unpack_from(buf, pos)
+        if size < 0:
+            raise FrameError(f"negative frame size {size}")
+        if size > self._max:
+            raise FrameTooLargeError(size, self._max)
+        if avail < 4 + size:
+            return None
+        start = pos + 4
+        frame = bytes(buf[start : start + size])
+        self._pos = start + size
+        if self._pos > 65536 and self._pos * 2 > len(buf):
+            del buf[: self._pos]
+            self._pos = 0
+        return frame
+
+    def frames(self) -> Iterator[bytes]:
+        """Every complete frame buffered so far."""
+        while (frame := self.next_frame()) is not None:
+            yield frame
+
+
+def encode_frame(payload: bytes | bytearray | memoryview) -> bytes:
+    return _SIZE.pack(len(payload)) + bytes(payload)

@@ -1,0 +1,69 @@
+import struct
+
+import pytest
+
+from groupcoord.protocol.framing import FrameDecoder, FrameError, FrameTooLargeError, encode_frame
+
+
+def test_frame_split_across_feeds_is_returned_once_complete() -> None:
+    dec = FrameDecoder(1024)
+    data = encode_frame(b"hello world")
+    dec.feed(data[:2])
+    assert dec.next_frame() is None
+    dec.feed(data[2:7])
+    assert dec.next_frame() is None
+    dec.feed(data[7:])
+    assert dec.next_frame() == b"hello world"
+    assert dec.next_frame() is None
+    assert dec.buffered == 0
+
+
+def test_several_frames_in_one_feed_come_out_in_order() -> None:
+    dec = FrameDecoder(1024)
+    dec.feed(encode_frame(b"a") + encode_frame(b"") + encode_frame(b"ccc") + encode_frame(b"dd")[:3])
+    assert list(dec.frames()) == [b"a", b"", b"ccc"]
+    assert dec.buffered == 3
+
+
+def test_byte_at_a_time_feeding_yields_identical_frames() -> None:
+    payloads = [bytes([i]) * i for i in range(1, 40)]
+    stream = b"".join(encode_frame(p) for p in payloads)
+    dec = FrameDecoder(1024)
+    out = []
+    for i in range(len(stream)):
+        dec.feed(stream[i : i + 1])
+        out.extend(dec.frames())
+    assert out == payloads
+
+
+def test_frame_of_exactly_the_limit_is_accepted() -> None:
+    dec = FrameDecoder(10)
+    dec.feed(encode_frame(b"x" * 10))
+    assert dec.next_frame() == b"x" * 10
+
+
+def test_oversized_frame_is_refused_from_its_prefix_alone() -> None:
+    dec = FrameDecoder(10)
+    dec.feed(struct.pack(">i", 11))
+    with pytest.raises(FrameTooLargeError) as info:
+        dec.next_frame()
+    assert info.value.size == 11
+    assert info.value.limit == 10
+
+
+def test_negative_size_is_a_frame_error() -> None:
+    dec = FrameDecoder(10)
+    dec.feed(struct.pack(">i", -1))
+    with pytest.raises(FrameError, match="negative"):
+        dec.next_frame()
+
+
+def test_large_stream_compacts_buffer_and_keeps_frames_intact() -> None:
+    dec = FrameDecoder(1 << 20)
+    payloads = [bytes([i % 251]) * 5000 for i in range(100)]
+    stream = b"".join(encode_frame(p) for p in payloads)
+    out = []
+    for i in range(0, len(stream), 7777):
+        dec.feed(stream[i : i + 7777])
+        out.extend(dec.frames())
+    assert out == payloads
