@@ -1,0 +1,298 @@
+"""Version-independent requests and responses of the coordinator's handlers.
+
+The wire layer decodes a Kafka request of any version into one of these, calls the
+handler, and encodes the response for the version the client used. Fields are Kafka's,
+in snake case. ``version`` is carried because some behaviour depends on it (JoinGroup v4
+MEMBER_ID_REQUIRED, v9 skip_assignment, LeaveGroup v0-2 top-level error, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groupcoord.errors import ErrorCode
+
+# --------------------------------------------------------------------------- JoinGroup
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JoinGroupRequest:
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    reason: str | None = None
+    version: int = 9
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JoinGroupResponseMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JoinGroupResponse:
+    error: ErrorCode
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str
+    skip_assignment: bool
+    member_id: str
+    members: tuple[JoinGroupResponseMember, ...]
+
+
+# --------------------------------------------------------------------------- SyncGroup
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SyncGroupRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: tuple[tuple[str, bytes], ...]
+    version: int = 5
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SyncGroupResponse:
+    error: ErrorCode
+    protocol_type: str | None
+    protocol_name: str | None
+    assignment: bytes
+
+
+# --------------------------------------------------------------------------- Heartbeat
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    version: int = 4
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HeartbeatResponse:
+    error: ErrorCode
+
+
+# --------------------------------------------------------------------------- LeaveGroup
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LeaveGroupMember:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LeaveGroupRequest:
+    group_id: str
+    members: tuple[LeaveGroupMember, ...]
+    version: int = 5
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LeaveGroupMemberResponse:
+    member_id: str
+    group_instance_id: str | None
+    error: ErrorCode
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LeaveGroupResponse:
+    """``error`` is the top-level code; for v0-2 it already is the first member error."""
+
+    error: ErrorCode
+    members: tuple[LeaveGroupMemberResponse, ...]
+
+
+# --------------------------------------------------------------------------- OffsetCommit
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetCommitPartition:
+    partition: int
+    offset: int
+    leader_epoch: int | None = None
+    metadata: str | None = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetCommitTopic:
+    name: str
+    partitions: tuple[OffsetCommitPartition, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    retention_time_ms: int
+    topics: tuple[OffsetCommitTopic, ...]
+    version: int = 8
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetCommitPartitionResponse:
+    partition: int
+    error: ErrorCode
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetCommitTopicResponse:
+    name: str
+    partitions: tuple[OffsetCommitPartitionResponse, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetCommitResponse:
+    topics: tuple[OffsetCommitTopicResponse, ...]
+
+
+# --------------------------------------------------------------------------- OffsetFetch
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchTopic:
+    name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchGroup:
+    group_id: str
+    topics: tuple[OffsetFetchTopic, ...] | None  # None = every committed offset
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchRequest:
+    groups: tuple[OffsetFetchGroup, ...]
+    require_stable: bool = False
+    version: int = 8
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchPartitionResponse:
+    partition: int
+    offset: int
+    leader_epoch: int | None
+    metadata: str
+    error: ErrorCode
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchTopicResponse:
+    name: str
+    partitions: tuple[OffsetFetchPartitionResponse, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchGroupResponse:
+    group_id: str
+    error: ErrorCode
+    topics: tuple[OffsetFetchTopicResponse, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchResponse:
+    groups: tuple[OffsetFetchGroupResponse, ...]
+
+
+# --------------------------------------------------------------------------- admin
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DescribedGroup:
+    group_id: str
+    error: ErrorCode
+    state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[DescribedMember, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DescribeGroupsResponse:
+    groups: tuple[DescribedGroup, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    group_state: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ListGroupsResponse:
+    error: ErrorCode
+    groups: tuple[ListedGroup, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DeleteGroupResult:
+    group_id: str
+    error: ErrorCode
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DeleteGroupsResponse:
+    results: tuple[DeleteGroupResult, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetDeleteTopic:
+    name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetDeleteRequest:
+    group_id: str
+    topics: tuple[OffsetDeleteTopic, ...]
+    version: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetDeletePartitionResponse:
+    partition: int
+    error: ErrorCode
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetDeleteTopicResponse:
+    name: str
+    partitions: tuple[OffsetDeletePartitionResponse, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetDeleteResponse:
+    error: ErrorCode
+    topics: tuple[OffsetDeleteTopicResponse, ...]

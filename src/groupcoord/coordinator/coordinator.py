@@ -1,0 +1,1672 @@
+"""The classic group coordinator: every handler, every timer, records and replay.
+
+Sans-I/O. The owner (the broker, a test, the simulator) calls a handler with a request
+dataclass and a ``reply`` callable; the reply is called exactly once, either before the
+handler returns or later (from another handler, a timer expiry, or a write completion).
+Time comes from the injected clock; the owner wakes the core at :meth:`next_deadline` and
+calls :meth:`poll`. Durable changes leave as records through the ``record_sink``; a reply
+that depends on a write is only called after the sink confirms it.
+
+Names follow Kafka's ``GroupCoordinator.scala`` so a reader of the seeds finds
+``handle_join_group``, ``do_new_member_join_group``, ``do_current_member_join_group``,
+``add_member_and_rebalance``, ``update_member_and_rebalance``, ``prepare_rebalance``,
+``on_complete_join`` and ``complete_and_schedule_next_heartbeat_expiration``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from groupcoord.clock import Clock
+from groupcoord.coordinator import offsets as offsets_mod
+from groupcoord.coordinator.api import (
+    DeleteGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListedGroup,
+    ListGroupsResponse,
+    OffsetCommitPartitionResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopicResponse,
+    OffsetDeletePartitionResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteTopicResponse,
+    OffsetFetchGroup,
+    OffsetFetchGroupResponse,
+    OffsetFetchPartitionResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchTopicResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.events import EventReason, GroupEvent
+from groupcoord.coordinator.group import (
+    CONSUMER_PROTOCOL_TYPE,
+    ClassicGroup,
+    CommittedOffset,
+    Member,
+)
+from groupcoord.coordinator.records import (
+    CoordinatorRecord,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadataRecord,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    partition_for,
+)
+from groupcoord.coordinator.state import GroupState, can_rebalance
+from groupcoord.errors import ErrorCode, IllegalStateError
+from groupcoord.timer import KeyedTimer
+
+log = logging.getLogger(__name__)
+
+EMPTY = GroupState.EMPTY
+PREPARING = GroupState.PREPARING_REBALANCE
+COMPLETING = GroupState.COMPLETING_REBALANCE
+STABLE = GroupState.STABLE
+DEAD = GroupState.DEAD
+
+UNKNOWN_MEMBER_ID = ""
+NO_GENERATION = -1
+
+#: A ConsumerProtocolAssignment v0 with no partitions and null user data: what a member the
+#: leader left out of a "consumer" group's assignment receives (clients parse it cleanly).
+EMPTY_CONSUMER_ASSIGNMENT = bytes.fromhex("000000000000ffffffff")
+
+
+class RecordSink(Protocol):
+    def append(
+        self,
+        partition: int,
+        records: Sequence[CoordinatorRecord],
+        done: Callable[[ErrorCode], None],
+    ) -> None:
+        """Write ``records`` to ``__consumer_offsets`` partition ``partition``.
+
+        Call ``done(ErrorCode.NONE)`` once durable, or ``done(<storage error>)`` on failure;
+        ``done`` may be called synchronously inside ``append`` or later.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _InitialDelay:
+    delay_ms: int
+    remaining_ms: int
+
+
+TimerKey = tuple[Hashable, ...]
+
+# Write-error translation, reference §2.12 (offsets) and §2.13 (group metadata).
+_OFFSET_WRITE_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+_GROUP_WRITE_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+def map_offset_write_error(code: ErrorCode) -> ErrorCode:
+    return _OFFSET_WRITE_ERRORS.get(code, code)
+
+
+def map_group_write_error(code: ErrorCode) -> ErrorCode:
+    return _GROUP_WRITE_ERRORS.get(code, code)
+
+
+def _default_member_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+def join_error(version: int, error: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> JoinGroupResponse:
+    """An error JoinGroup response: protocol name "" before v7, null from v7."""
+    return JoinGroupResponse(
+        error=error,
+        generation_id=NO_GENERATION,
+        protocol_type=None,
+        protocol_name="" if version < 7 else None,
+        leader="",
+        skip_assignment=False,
+        member_id=member_id,
+        members=(),
+    )
+
+
+def sync_error(error: ErrorCode) -> SyncGroupResponse:
+    return SyncGroupResponse(error=error, protocol_type=None, protocol_name=None, assignment=b"")
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        *,
+        record_sink: RecordSink,
+        event_sink: Callable[[GroupEvent], None] | None = None,
+        member_id_factory: Callable[[str], str] | None = None,
+        owned_partitions: Iterable[int] | None = None,
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._sink = record_sink
+        self._event_sink = event_sink
+        self._new_member_id = member_id_factory or _default_member_id
+        n = config.offsets_topic_num_partitions
+        self._owned: set[int] = set(range(n)) if owned_partitions is None else set(owned_partitions)
+        self._loading: set[int] = set()
+        self._groups: dict[str, ClassicGroup] = {}
+        self._partition_cache: dict[str, int] = {}
+        self._timer: KeyedTimer[TimerKey, object] = KeyedTimer()
+        self._timer.schedule(("retention",), self._now() + config.offsets_retention_check_interval_ms, None)
+
+    # ================================================================== public queries
+    @property
+    def config(self) -> GroupConfig:
+        return self._config
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        """The live group object (read-only use: tests, describe, the simulator)."""
+        return self._groups.get(group_id)
+
+    def groups(self) -> list[ClassicGroup]:
+        return list(self._groups.values())
+
+    def partition_for(self, group_id: str) -> int:
+        p = self._partition_cache.get(group_id)
+        if p is None:
+            p = partition_for(group_id, self._config.offsets_topic_num_partitions)
+            if len(self._partition_cache) > 100_000:
+                self._partition_cache.clear()
+            self._partition_cache[group_id] = p
+        return p
+
+    def next_deadline(self) -> int | None:
+        return self._timer.next_deadline()
+
+    def poll(self) -> None:
+        """Run every timer due at the clock's current time."""
+        now = self._now()
+        for key, payload in self._timer.expire(now):
+            kind = key[0]
+            if kind == "heartbeat":
+                self._on_heartbeat_expired(str(key[1]), str(key[2]))
+            elif kind == "pending":
+                self._on_pending_member_expired(str(key[1]), str(key[2]))
+            elif kind == "join":
+                self._on_join_timer(str(key[1]), payload)
+            elif kind == "sync":
+                assert isinstance(payload, int)
+                self._on_sync_expired(str(key[1]), payload)
+            elif kind == "retention":
+                self._timer.schedule(key, now + self._config.offsets_retention_check_interval_ms, None)
+                self._expire_offsets()
+            else:  # pragma: no cover - keys are all created in this module
+                raise IllegalStateError(f"unknown timer key {key!r}")
+
+    # ================================================================== helpers
+    def _now(self) -> int:
+        return self._clock.now_ms()
+
+    def _status(self, group_id: str) -> ErrorCode | None:
+        """Coordinator-level checks, in Kafka's order: loading, then ownership."""
+        p = self.partition_for(group_id)
+        if p in self._loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if p not in self._owned:
+            return ErrorCode.NOT_COORDINATOR
+        return None
+
+    def _emit(
+        self,
+        group: ClassicGroup,
+        type_: str,
+        reason: EventReason,
+        *,
+        member: Member | None = None,
+        member_id: str | None = None,
+        from_state: GroupState | None = None,
+        to_state: GroupState | None = None,
+        client_reason: str | None = None,
+    ) -> None:
+        if self._event_sink is None:
+            return
+        event = GroupEvent(
+            time_ms=self._now(),
+            group_id=group.group_id,
+            generation=group.generation,
+            type=type_,
+            from_state=from_state.value if from_state is not None else None,
+            to_state=to_state.value if to_state is not None else None,
+            reason=reason,
+            member_id=member_id if member_id is not None else (member.member_id if member else None),
+            group_instance_id=member.group_instance_id if member else None,
+            client_id=member.client_id if member else None,
+            client_host=member.client_host if member else None,
+            client_reason=client_reason,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            member_count=len(group.members),
+        )
+        self._event_sink(event)
+
+    def _transition(
+        self,
+        group: ClassicGroup,
+        target: GroupState,
+        reason: EventReason,
+        *,
+        member: Member | None = None,
+        client_reason: str | None = None,
+    ) -> None:
+        source = group.transition_to(target, self._now())
+        log.info(
+            "group=%s generation=%d %s -> %s reason=%s",
+            group.group_id,
+            group.generation,
+            source.value,
+            target.value,
+            reason.value,
+        )
+        self._emit(
+            group,
+            "state_change",
+            reason,
+            member=member,
+            from_state=source,
+            to_state=target,
+            client_reason=client_reason,
+        )
+
+    def _append(
+        self, group_id: str, records: Sequence[CoordinatorRecord], done: Callable[[ErrorCode], None]
+    ) -> None:
+        self._sink.append(self.partition_for(group_id), records, done)
+
+    def _reply_join(self, group: ClassicGroup, member: Member, response: JoinGroupResponse) -> None:
+        reply = member.awaiting_join
+        if reply is None:
+            return
+        group.set_awaiting_join(member, None)
+        member.join_reason = None
+        reply(response)
+
+    def _reply_sync(self, member: Member, response: SyncGroupResponse) -> None:
+        reply = member.awaiting_sync
+        if reply is None:
+            return
+        member.awaiting_sync = None
+        reply(response)
+
+    # ---------------------------------------------------------------- heartbeats
+    def _schedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
+        """Kafka's ``completeAndScheduleNextHeartbeatExpiration``."""
+        timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        self._timer.schedule(("heartbeat", group.group_id, member.member_id), self._now() + timeout, None)
+
+    def _cancel_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
+        self._timer.cancel(("heartbeat", group.group_id, member_id))
+
+    # ================================================================== JoinGroup
+    def join_group(self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]) -> None:
+        """Kafka's ``handleJoinGroup``."""
+        v = req.version
+        if not req.group_id:
+            reply(join_error(v, ErrorCode.INVALID_GROUP_ID, req.member_id))
+            return
+        status = self._status(req.group_id)
+        if status is not None:
+            reply(join_error(v, status, req.member_id))
+            return
+        if v == 0:
+            # JoinGroup v0 has no rebalance timeout: the session timeout stands in for it.
+            req = _with_rebalance_timeout(req, req.session_timeout_ms)
+        cfg = self._config
+        if not (
+            cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms
+        ):
+            reply(join_error(v, ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
+            return
+        is_unknown = req.member_id == UNKNOWN_MEMBER_ID
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if not is_unknown:
+                reply(join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
+                return
+            group = ClassicGroup(req.group_id, self._now())
+            self._groups[req.group_id] = group
+            self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
+
+        if not self._accept_joining_member(group, req.member_id):
+            self._reject_over_max_size(group, req)
+            reply(join_error(v, ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID))
+        elif is_unknown:
+            self._do_new_member_join_group(group, req, reply)
+        else:
+            self._do_current_member_join_group(group, req, reply)
+
+        if group.state is PREPARING:
+            self._maybe_complete_join(group)
+
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        """Kafka's ``acceptJoiningMember`` (group.max.size, KIP-389 / KAFKA-9885)."""
+        max_size = self._config.group_max_size
+        if group.state in (EMPTY, DEAD):
+            return True
+        member = group.members.get(member_id)
+        if group.state is PREPARING:
+            return (
+                member is not None and member.awaiting_join is not None
+            ) or group.num_awaiting_join < max_size
+        return member is not None or len(group.members) < max_size
+
+    def _reject_over_max_size(self, group: ClassicGroup, req: JoinGroupRequest) -> None:
+        member = group.members.get(req.member_id)
+        if member is not None:
+            self._remove_member(
+                group, member, EventReason.MAX_SIZE_EXCEEDED, answer_parked=ErrorCode.UNKNOWN_MEMBER_ID
+            )
+        group.pending_members.pop(req.member_id, None)
+        self._timer.cancel(("pending", group.group_id, req.member_id))
+        log.info("group=%s member=%s rejected: group.max.size reached", group.group_id, req.member_id)
+
+    def _do_new_member_join_group(
+        self, group: ClassicGroup, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
+    ) -> None:
+        """Kafka's ``doNewMemberJoinGroup`` (``doUnknownJoinGroup``)."""
+        v = req.version
+        if group.state is DEAD:
+            reply(join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            reply(join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+            return
+        instance_id = req.group_instance_id
+        new_member_id = self._new_member_id(instance_id if instance_id is not None else req.client_id)
+        if instance_id is not None:
+            old_member_id = group.static_members.get(instance_id)
+            if old_member_id is not None:
+                self._update_static_member_and_rebalance(group, old_member_id, new_member_id, req, reply)
+            else:
+                self._add_member_and_rebalance(group, req, new_member_id, reply)
+        elif v >= 4:
+            # KIP-394: hand out an id and wait for the member to come back with it.
+            group.pending_members[new_member_id] = req.session_timeout_ms
+            self._timer.schedule(
+                ("pending", group.group_id, new_member_id), self._now() + req.session_timeout_ms, None
+            )
+            reply(join_error(v, ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
+        else:
+            self._add_member_and_rebalance(group, req, new_member_id, reply)
+
+    def _do_current_member_join_group(
+        self, group: ClassicGroup, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
+    ) -> None:
+        """Kafka's ``doCurrentMemberJoinGroup`` (``doJoinGroup``)."""
+        v = req.version
+        member_id = req.member_id
+        if group.state is DEAD:
+            reply(join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            reply(join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            return
+        if member_id in group.pending_members:
+            if req.group_instance_id is not None:
+                # Kafka treats this as an internal error (a pending id is never static).
+                reply(join_error(v, ErrorCode.UNKNOWN_SERVER_ERROR, member_id))
+                return
+            self._timer.cancel(("pending", group.group_id, member_id))
+            self._add_member_and_rebalance(group, req, member_id, reply)
+            return
+        error = self._validate_current_member(group, member_id, req.group_instance_id)
+        if error is not None:
+            reply(join_error(v, error, member_id))
+            return
+        member = group.members[member_id]
+        state = group.state
+        if state is PREPARING:
+            self._update_member_and_rebalance(
+                group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
+            )
+        elif state is COMPLETING:
+            if member.matches(req.protocols):
+                # A resend of the JoinGroup the member already got an answer to.
+                reply(self._join_response(group, member, with_members=group.is_leader(member_id)))
+            else:
+                self._update_member_and_rebalance(
+                    group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
+                )
+        elif state is STABLE:
+            if group.is_leader(member_id):
+                self._update_member_and_rebalance(group, member, req, reply, EventReason.LEADER_REJOINED)
+            elif not member.matches(req.protocols):
+                self._update_member_and_rebalance(
+                    group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
+                )
+            else:
+                reply(self._join_response(group, member, with_members=False))
+        else:  # Empty: the member must reset its generation and rejoin
+            reply(join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+
+    def _join_response(
+        self,
+        group: ClassicGroup,
+        member: Member,
+        *,
+        with_members: bool,
+        leader: str | None = None,
+        skip_assignment: bool = False,
+    ) -> JoinGroupResponse:
+        members: tuple[JoinGroupResponseMember, ...] = ()
+        if with_members:
+            members = tuple(
+                JoinGroupResponseMember(
+                    member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=md
+                )
+                for m, md in group.current_member_metadata()
+            )
+        return JoinGroupResponse(
+            error=ErrorCode.NONE,
+            generation_id=group.generation,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=(leader if leader is not None else group.leader_id) or "",
+            skip_assignment=skip_assignment,
+            member_id=member.member_id,
+            members=members,
+        )
+
+    def _validate_current_member(
+        self, group: ClassicGroup, member_id: str, instance_id: str | None
+    ) -> ErrorCode | None:
+        """Kafka's ``validateCurrentMember`` (static fencing, then membership)."""
+        if instance_id is not None:
+            mapped = group.static_members.get(instance_id)
+            if mapped is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if mapped != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return None
+
+    def _park_join(
+        self,
+        group: ClassicGroup,
+        member: Member,
+        req: JoinGroupRequest,
+        reply: Callable[[JoinGroupResponse], None],
+    ) -> None:
+        previous = member.awaiting_join
+        if previous is not None:
+            # A retried JoinGroup supersedes the parked one: answer the old one now.
+            group.set_awaiting_join(member, None)
+            previous(join_error(member.join_version, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+        group.set_awaiting_join(member, reply)
+        member.join_version = req.version
+        member.join_reason = req.reason
+
+    def _add_member_and_rebalance(
+        self,
+        group: ClassicGroup,
+        req: JoinGroupRequest,
+        member_id: str,
+        reply: Callable[[JoinGroupResponse], None],
+    ) -> None:
+        member = Member(
+            member_id=member_id,
+            group_instance_id=req.group_instance_id,
+            client_id=req.client_id,
+            client_host=req.client_host,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            session_timeout_ms=req.session_timeout_ms,
+            protocol_type=req.protocol_type,
+            protocols=req.protocols,
+        )
+        member.is_new = True
+        member.awaiting_join = reply
+        member.join_version = req.version
+        member.join_reason = req.reason
+        if group.state is PREPARING and group.previous_state is EMPTY:
+            group.new_member_added = True  # extends the initial rebalance delay (KIP-134)
+        group.add(member)
+        self._emit(
+            group, "member_added", EventReason.NEW_MEMBER_JOINED, member=member, client_reason=req.reason
+        )
+        # KAFKA-7610: a parked new member cannot heartbeat; give it the new-member join timeout.
+        self._schedule_heartbeat(group, member, self._config.group_new_member_join_timeout_ms)
+        self._maybe_prepare_rebalance(
+            group, EventReason.NEW_MEMBER_JOINED, member=member, client_reason=req.reason
+        )
+
+    def _update_member_and_rebalance(
+        self,
+        group: ClassicGroup,
+        member: Member,
+        req: JoinGroupRequest,
+        reply: Callable[[JoinGroupResponse], None],
+        reason: EventReason,
+    ) -> None:
+        changed = not member.matches(req.protocols)
+        group.update_protocols(member, req.protocols)
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        self._park_join(group, member, req, reply)
+        if changed:
+            self._emit(
+                group,
+                "member_updated",
+                EventReason.MEMBER_REJOINED_WITH_NEW_METADATA,
+                member=member,
+                client_reason=req.reason,
+            )
+        self._maybe_prepare_rebalance(group, reason, member=member, client_reason=req.reason)
+
+    def _update_static_member_and_rebalance(
+        self,
+        group: ClassicGroup,
+        old_member_id: str,
+        new_member_id: str,
+        req: JoinGroupRequest,
+        reply: Callable[[JoinGroupResponse], None],
+    ) -> None:
+        """A static member rejoining with an empty member id (restart, or a duplicate instance)."""
+        instance_id = req.group_instance_id
+        assert instance_id is not None
+        current_leader = group.leader_id
+        member = group.members[old_member_id]
+        old_protocols = member.protocols
+        old_rebalance_timeout = member.rebalance_timeout_ms
+        old_session_timeout = member.session_timeout_ms
+        fenced = member.awaiting_join is not None or member.awaiting_sync is not None
+        # Fence whatever the old id still has parked: that process is a zombie now.
+        self._reply_join(
+            group, member, join_error(member.join_version, ErrorCode.FENCED_INSTANCE_ID, old_member_id)
+        )
+        self._reply_sync(member, sync_error(ErrorCode.FENCED_INSTANCE_ID))
+        if fenced:
+            self._emit(group, "member_updated", EventReason.FENCED, member=member, member_id=old_member_id)
+        self._cancel_heartbeat(group, old_member_id)
+        group.replace_static_member(instance_id, old_member_id, new_member_id)
+        member.client_id = req.client_id
+        member.client_host = req.client_host
+        self._schedule_heartbeat(group, member)
+        group.update_protocols(member, req.protocols)
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        self._park_join(group, member, req, reply)
+        self._emit(
+            group,
+            "member_updated",
+            EventReason.STATIC_MEMBER_REPLACED,
+            member=member,
+            client_reason=req.reason,
+        )
+
+        state = group.state
+        if state is STABLE:
+            if group.select_protocol() == group.protocol_name:
+                self._persist_static_replacement(
+                    group,
+                    member,
+                    old_member_id,
+                    current_leader,
+                    old_protocols,
+                    old_rebalance_timeout,
+                    old_session_timeout,
+                    req,
+                )
+            else:
+                self._maybe_prepare_rebalance(
+                    group, EventReason.PROTOCOL_CHANGED, member=member, client_reason=req.reason
+                )
+        elif state is COMPLETING:
+            # The leader may be assigning for the old id right now: start over.
+            self._prepare_rebalance(
+                group, EventReason.STATIC_MEMBER_REPLACED, member=member, client_reason=req.reason
+            )
+        elif state is PREPARING:
+            pass  # parked; the handler tries to complete the join
+        else:
+            raise IllegalStateError(f"static member of {group.group_id} replaced in state {state.value}")
+
+    def _persist_static_replacement(
+        self,
+        group: ClassicGroup,
+        member: Member,
+        old_member_id: str,
+        current_leader: str | None,
+        old_protocols: tuple[tuple[str, bytes], ...],
+        old_rebalance_timeout: int,
+        old_session_timeout: int,
+        req: JoinGroupRequest,
+    ) -> None:
+        new_member_id = member.member_id
+        generation = group.generation
+        instance_id = member.group_instance_id
+        assert instance_id is not None
+        record = self._group_metadata_record(
+            group, {m.member_id: m.assignment for m in group.members.values()}
+        )
+
+        def done(error: ErrorCode) -> None:
+            if self._groups.get(group.group_id) is not group or group.generation != generation:
+                return
+            if group.static_members.get(instance_id) != new_member_id:
+                return  # replaced again meanwhile; that replacement answered this join
+            if error is not ErrorCode.NONE:
+                log.warning(
+                    "group=%s static member %s replacement not persisted: %s",
+                    group.group_id,
+                    new_member_id,
+                    error.name,
+                )
+                reply = member.awaiting_join
+                group.set_awaiting_join(member, None)
+                group.update_protocols(member, old_protocols)
+                member.rebalance_timeout_ms = old_rebalance_timeout
+                member.session_timeout_ms = old_session_timeout
+                self._cancel_heartbeat(group, new_member_id)
+                group.replace_static_member(instance_id, new_member_id, old_member_id)
+                self._schedule_heartbeat(group, member)
+                if reply is not None:
+                    reply(
+                        JoinGroupResponse(
+                            error=map_group_write_error(error),
+                            generation_id=group.generation,
+                            protocol_type=group.protocol_type,
+                            protocol_name=group.protocol_name,
+                            leader=group.leader_id or "",
+                            skip_assignment=False,
+                            member_id=UNKNOWN_MEMBER_ID,
+                            members=(),
+                        )
+                    )
+                return
+            self.replay(record)
+            if req.version >= 9:
+                is_leader = group.is_leader(new_member_id)
+                response = self._join_response(
+                    group, member, with_members=is_leader, skip_assignment=is_leader
+                )
+            else:
+                # Old clients get the old leader id, so a restarted static leader does not
+                # compute an assignment the Stable group would never distribute.
+                response = self._join_response(group, member, with_members=False, leader=current_leader or "")
+            self._reply_join(group, member, response)
+
+        self._append(group.group_id, [record], done)
+
+    # ---------------------------------------------------------------- rebalance
+    def _maybe_prepare_rebalance(
+        self,
+        group: ClassicGroup,
+        reason: EventReason,
+        *,
+        member: Member | None = None,
+        client_reason: str | None = None,
+    ) -> None:
+        if can_rebalance(group.state):
+            self._prepare_rebalance(group, reason, member=member, client_reason=client_reason)
+        elif group.state is PREPARING:
+            self._maybe_complete_join(group)
+
+    def _prepare_rebalance(
+        self,
+        group: ClassicGroup,
+        reason: EventReason,
+        *,
+        member: Member | None = None,
+        client_reason: str | None = None,
+    ) -> None:
+        if group.state is COMPLETING:
+            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        self._timer.cancel(("sync", group.group_id))
+        group.pending_sync.clear()
+        now = self._now()
+        rebalance_timeout = group.rebalance_timeout_ms()
+        if group.state is EMPTY:
+            delay = self._config.group_initial_rebalance_delay_ms
+            remaining = max(rebalance_timeout - delay, 0)
+            group.new_member_added = False
+            self._timer.schedule(("join", group.group_id), now + delay, _InitialDelay(delay, remaining))
+        else:
+            self._timer.schedule(("join", group.group_id), now + rebalance_timeout, None)
+        self._transition(group, PREPARING, reason, member=member, client_reason=client_reason)
+        self._maybe_complete_join(group)
+
+    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, error: ErrorCode) -> None:
+        for m in group.members.values():
+            m.assignment = b""
+            self._reply_sync(m, sync_error(error))
+
+    def _maybe_complete_join(self, group: ClassicGroup) -> None:
+        """Complete the join phase early when everyone has rejoined (never during the initial delay)."""
+        if group.state is PREPARING and group.all_members_joined() and group.previous_state is not EMPTY:
+            self._timer.cancel(("join", group.group_id))
+            self._on_complete_join(group)
+
+    def _on_join_timer(self, group_id: str, payload: object) -> None:
+        group = self._groups.get(group_id)
+        if group is None or group.state is not PREPARING:
+            return
+        if isinstance(payload, _InitialDelay) and group.new_member_added and payload.remaining_ms != 0:
+            group.new_member_added = False
+            delay = min(self._config.group_initial_rebalance_delay_ms, payload.remaining_ms)
+            remaining = max(payload.remaining_ms - payload.delay_ms, 0)
+            self._timer.schedule(("join", group_id), self._now() + delay, _InitialDelay(delay, remaining))
+            return
+        self._on_complete_join(group)
+
+    def _on_complete_join(self, group: ClassicGroup) -> None:
+        """Kafka's ``onCompleteJoin``: close the join phase and start the next generation."""
+        for m in group.not_yet_rejoined():
+            if not m.is_static:
+                self._remove_member(group, m, EventReason.NOT_REJOINED_BEFORE_REBALANCE_TIMEOUT)
+        if group.state is DEAD:
+            return
+        if group.members and not self._maybe_elect_new_joined_leader(group):
+            # Only static members that did not rejoin are left: wait another rebalance timeout.
+            log.error(
+                "group=%s join phase cannot complete: no member rejoined (static members %s remain)",
+                group.group_id,
+                list(group.members),
+            )
+            self._timer.schedule(("join", group.group_id), self._now() + group.rebalance_timeout_ms(), None)
+            return
+        group.generation += 1
+        group.pending_sync.clear()
+        if group.members:
+            group.protocol_name = group.select_protocol()
+            group.subscribed_topics = offsets_mod.subscribed_topics(group)
+            self._transition(group, COMPLETING, EventReason.JOIN_COMPLETED)
+            for m in list(group.members.values()):
+                response = self._join_response(group, m, with_members=group.is_leader(m.member_id))
+                self._reply_join(group, m, response)
+                self._schedule_heartbeat(group, m)
+                m.is_new = False
+                group.pending_sync.add(m.member_id)
+            self._timer.schedule(
+                ("sync", group.group_id), self._now() + group.rebalance_timeout_ms(), group.generation
+            )
+        else:
+            group.protocol_name = None
+            group.subscribed_topics = None
+            self._transition(group, EMPTY, EventReason.JOIN_COMPLETED)
+            record = self._group_metadata_record(group, {})
+
+            def done(error: ErrorCode) -> None:
+                if error is ErrorCode.NONE:
+                    if self._groups.get(group.group_id) is group:
+                        self.replay(record)
+                else:
+                    log.warning("group=%s empty group metadata not written: %s", group.group_id, error.name)
+
+            self._append(group.group_id, [record], done)
+
+    def _maybe_elect_new_joined_leader(self, group: ClassicGroup) -> bool:
+        if group.leader_id is not None:
+            leader = group.members.get(group.leader_id)
+            if leader is not None and leader.awaiting_join is not None:
+                return True
+        for m in group.members.values():
+            if m.awaiting_join is not None:
+                group.leader_id = m.member_id
+                return True
+        return False
+
+    # ---------------------------------------------------------------- removal
+    def _remove_member(
+        self,
+        group: ClassicGroup,
+        member: Member,
+        reason: EventReason,
+        *,
+        answer_parked: ErrorCode = ErrorCode.UNKNOWN_MEMBER_ID,
+        client_reason: str | None = None,
+    ) -> None:
+        """Drop a member without starting a rebalance; answers its parked requests."""
+        self._reply_join(group, member, join_error(member.join_version, answer_parked, UNKNOWN_MEMBER_ID))
+        self._reply_sync(member, sync_error(answer_parked))
+        self._cancel_heartbeat(group, member.member_id)
+        group.remove(member.member_id)
+        self._emit(group, "member_removed", reason, member=member, client_reason=client_reason)
+        if not group.pending_sync:
+            self._timer.cancel(("sync", group.group_id))
+
+    def _remove_member_and_update_group(
+        self, group: ClassicGroup, member: Member, reason: EventReason, client_reason: str | None = None
+    ) -> None:
+        self._remove_member(group, member, reason, client_reason=client_reason)
+        if group.state in (STABLE, COMPLETING):
+            self._maybe_prepare_rebalance(group, reason, member=member, client_reason=client_reason)
+        elif group.state is PREPARING:
+            self._maybe_complete_join(group)
+
+    def _on_heartbeat_expired(self, group_id: str, member_id: str) -> None:
+        group = self._groups.get(group_id)
+        if group is None or group.state is DEAD:
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            return
+        if not member.is_new and (member.awaiting_join is not None or member.awaiting_sync is not None):
+            return  # a parked request counts as liveness
+        reason = EventReason.NEW_MEMBER_JOIN_TIMEOUT if member.is_new else EventReason.SESSION_TIMEOUT
+        log.info("group=%s member=%s expired (%s)", group_id, member_id, reason.value)
+        self._remove_member_and_update_group(group, member, reason)
+
+    def _on_pending_member_expired(self, group_id: str, member_id: str) -> None:
+        group = self._groups.get(group_id)
+        if group is None or member_id not in group.pending_members:
+            return
+        del group.pending_members[member_id]
+        self._emit(group, "member_removed", EventReason.PENDING_MEMBER_EXPIRED, member_id=member_id)
+        if group.state is PREPARING:
+            self._maybe_complete_join(group)
+
+    # ================================================================== SyncGroup
+    def sync_group(self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]) -> None:
+        if req.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            reply(sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        if not req.group_id:
+            reply(sync_error(ErrorCode.INVALID_GROUP_ID))
+            return
+        status = self._status(req.group_id)
+        if status is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            # 3.x: the rebalance state was lost with the load; make the member rejoin.
+            reply(sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+            return
+        if status is not None:
+            reply(sync_error(status))
+            return
+        group = self._groups.get(req.group_id)
+        if group is None:
+            reply(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+            return
+        if group.state is DEAD:
+            reply(sync_error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return
+        error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+        if error is not None:
+            reply(sync_error(error))
+            return
+        if req.generation_id != group.generation:
+            reply(sync_error(ErrorCode.ILLEGAL_GENERATION))
+            return
+        if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
+            req.protocol_name is not None and req.protocol_name != group.protocol_name
+        ):
+            reply(sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        member = group.members[req.member_id]
+        state = group.state
+        if state is EMPTY:
+            reply(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+        elif state is PREPARING:
+            reply(sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+        elif state is COMPLETING:
+            if member.awaiting_sync is not None:
+                self._reply_sync(member, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))  # superseded
+            member.awaiting_sync = reply
+            self._remove_pending_sync_member(group, member.member_id)
+            if group.is_leader(member.member_id):
+                self._persist_leader_assignment(group, dict(req.assignments))
+        else:  # Stable
+            self._remove_pending_sync_member(group, member.member_id)
+            self._schedule_heartbeat(group, member)
+            reply(self._sync_ok(group, member.assignment))
+
+    def _sync_ok(self, group: ClassicGroup, assignment: bytes) -> SyncGroupResponse:
+        return SyncGroupResponse(
+            error=ErrorCode.NONE,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            assignment=assignment,
+        )
+
+    def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
+        group.pending_sync.discard(member_id)
+        if not group.pending_sync:
+            self._timer.cancel(("sync", group.group_id))
+
+    def _persist_leader_assignment(self, group: ClassicGroup, given: dict[str, bytes]) -> None:
+        empty = EMPTY_CONSUMER_ASSIGNMENT if group.protocol_type == CONSUMER_PROTOCOL_TYPE else b""
+        assignments: dict[str, bytes] = {}
+        for member_id in group.members:
+            if member_id in given:
+                assignments[member_id] = given[member_id]
+            else:
+                log.warning(
+                    "group=%s generation=%d leader left member %s out of the assignment: empty one",
+                    group.group_id,
+                    group.generation,
+                    member_id,
+                )
+                assignments[member_id] = empty
+        record = self._group_metadata_record(group, assignments)
+        generation = group.generation
+
+        def done(error: ErrorCode) -> None:
+            if (
+                self._groups.get(group.group_id) is not group
+                or group.state is not COMPLETING
+                or group.generation != generation
+            ):
+                return  # the group moved on while the write was in flight
+            if error is ErrorCode.NONE:
+                self.replay(record)
+                for m in group.members.values():
+                    if m.awaiting_sync is not None:
+                        self._reply_sync(m, self._sync_ok(group, m.assignment))
+                        self._schedule_heartbeat(group, m)
+                self._transition(group, STABLE, EventReason.ASSIGNMENT_PERSISTED)
+            else:
+                mapped = map_group_write_error(error)
+                log.warning(
+                    "group=%s assignment not persisted: %s -> %s", group.group_id, error.name, mapped.name
+                )
+                self._reset_and_propagate_assignment_error(group, mapped)
+                self._maybe_prepare_rebalance(group, EventReason.ASSIGNMENT_PERSIST_FAILED)
+
+        self._append(group.group_id, [record], done)
+
+    def _on_sync_expired(self, group_id: str, generation: int) -> None:
+        group = self._groups.get(group_id)
+        if group is None or group.generation != generation or group.state not in (COMPLETING, STABLE):
+            return
+        missing = [group.members[mid] for mid in list(group.members) if mid in group.pending_sync]
+        if not missing:
+            return
+        log.info(
+            "group=%s generation=%d members never synced: %s",
+            group_id,
+            generation,
+            [m.member_id for m in missing],
+        )
+        for m in missing:
+            self._remove_member(group, m, EventReason.SYNC_TIMEOUT)
+        if group.state in (STABLE, COMPLETING):
+            self._maybe_prepare_rebalance(group, EventReason.SYNC_TIMEOUT)
+
+    # ================================================================== Heartbeat
+    def heartbeat(self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]) -> None:
+        if not req.group_id:
+            reply(HeartbeatResponse(error=ErrorCode.INVALID_GROUP_ID))
+            return
+        status = self._status(req.group_id)
+        if status is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            reply(HeartbeatResponse(error=ErrorCode.NONE))  # respond blindly while loading
+            return
+        if status is not None:
+            reply(HeartbeatResponse(error=status))
+            return
+        group = self._groups.get(req.group_id)
+        if group is None:
+            reply(HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
+            return
+        if group.state is DEAD:
+            reply(HeartbeatResponse(error=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return
+        error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+        if error is not None:
+            reply(HeartbeatResponse(error=error))
+            return
+        if req.generation_id != group.generation:
+            reply(HeartbeatResponse(error=ErrorCode.ILLEGAL_GENERATION))
+            return
+        member = group.members[req.member_id]
+        if group.state is EMPTY:
+            reply(HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
+        elif group.state is PREPARING:
+            self._schedule_heartbeat(group, member)
+            reply(HeartbeatResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
+        else:
+            self._schedule_heartbeat(group, member)
+            reply(HeartbeatResponse(error=ErrorCode.NONE))
+
+    # ================================================================== LeaveGroup
+    def leave_group(self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]) -> None:
+        if not req.group_id:
+            reply(self._leave_response(req, ErrorCode.INVALID_GROUP_ID, ()))
+            return
+        status = self._status(req.group_id)
+        if status is not None:
+            reply(self._leave_response(req, status, ()))
+            return
+        group = self._groups.get(req.group_id)
+        if group is None:
+            results = tuple(
+                LeaveGroupMemberResponse(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    error=ErrorCode.UNKNOWN_MEMBER_ID,
+                )
+                for m in req.members
+            )
+            reply(self._leave_response(req, ErrorCode.NONE, results))
+            return
+        if group.state is DEAD:
+            reply(self._leave_response(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, ()))
+            return
+        out = []
+        for lm in req.members:
+            error = self._leave_one(group, lm.member_id, lm.group_instance_id, lm.reason)
+            out.append(
+                LeaveGroupMemberResponse(
+                    member_id=lm.member_id, group_instance_id=lm.group_instance_id, error=error
+                )
+            )
+        reply(self._leave_response(req, ErrorCode.NONE, tuple(out)))
+
+    @staticmethod
+    def _leave_response(
+        req: LeaveGroupRequest, error: ErrorCode, members: tuple[LeaveGroupMemberResponse, ...]
+    ) -> LeaveGroupResponse:
+        if req.version <= 2 and error is ErrorCode.NONE:
+            error = next((m.error for m in members if m.error is not ErrorCode.NONE), ErrorCode.NONE)
+        return LeaveGroupResponse(error=error, members=members)
+
+    def _leave_one(
+        self, group: ClassicGroup, member_id: str, instance_id: str | None, reason: str | None
+    ) -> ErrorCode:
+        if member_id == UNKNOWN_MEMBER_ID and instance_id is not None:
+            mapped = group.static_members.get(instance_id)
+            if mapped is None or mapped not in group.members:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            self._remove_member_and_update_group(
+                group, group.members[mapped], EventReason.MEMBER_LEFT, client_reason=reason
+            )
+            return ErrorCode.NONE
+        if member_id in group.pending_members:
+            del group.pending_members[member_id]
+            self._timer.cancel(("pending", group.group_id, member_id))
+            self._emit(
+                group, "member_removed", EventReason.MEMBER_LEFT, member_id=member_id, client_reason=reason
+            )
+            if group.state is PREPARING:
+                self._maybe_complete_join(group)
+            return ErrorCode.NONE
+        error = self._validate_current_member(group, member_id, instance_id)
+        if error is not None:
+            return error
+        self._remove_member_and_update_group(
+            group, group.members[member_id], EventReason.MEMBER_LEFT, client_reason=reason
+        )
+        return ErrorCode.NONE
+
+    # ================================================================== OffsetCommit
+    def offset_commit(self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]) -> None:
+        def all_fail(error: ErrorCode) -> None:
+            reply(_commit_response(req, lambda _t, _p: error))
+
+        status = self._status(req.group_id)
+        if status is not None:
+            all_fail(status)
+            return
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                all_fail(ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION)
+                return
+            group = ClassicGroup(req.group_id, self._now())  # a "simple" group: offsets only
+            self._groups[req.group_id] = group
+            self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
+        error = self._validate_offset_commit(group, req)
+        if error is not None:
+            all_fail(error)
+            return
+        member = group.members.get(req.member_id)
+        if member is not None and group.state in (STABLE, PREPARING):
+            self._schedule_heartbeat(group, member)
+
+        now = self._now()
+        expire: int | None = None
+        if 2 <= req.version <= 4 and req.retention_time_ms != -1:
+            expire = now + req.retention_time_ms
+        max_md = self._config.offset_metadata_max_bytes
+        results: dict[tuple[str, int], ErrorCode] = {}
+        records: list[CoordinatorRecord] = []
+        for topic in req.topics:
+            for p in topic.partitions:
+                metadata = p.metadata or ""
+                if offsets_mod.java_string_length(metadata) > max_md:
+                    results[(topic.name, p.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    continue
+                results[(topic.name, p.partition)] = ErrorCode.NONE
+                epoch = p.leader_epoch if p.leader_epoch is not None and p.leader_epoch >= 0 else None
+                records.append(
+                    CoordinatorRecord(
+                        key=OffsetCommitKey(group=req.group_id, topic=topic.name, partition=p.partition),
+                        value=OffsetCommitValue(
+                            offset=p.offset,
+                            leader_epoch=epoch,
+                            metadata=metadata,
+                            commit_timestamp=now,
+                            expire_timestamp=expire,
+                        ),
+                    )
+                )
+        if not records:
+            reply(_commit_response(req, lambda t, p: results[(t, p)]))
+            return
+
+        def done(write_error: ErrorCode) -> None:
+            if write_error is ErrorCode.NONE:
+                for rec in records:
+                    self.replay(rec)
+                reply(_commit_response(req, lambda t, p: results[(t, p)]))
+            else:
+                mapped = map_offset_write_error(write_error)
+                reply(
+                    _commit_response(
+                        req, lambda t, p: mapped if results[(t, p)] is ErrorCode.NONE else results[(t, p)]
+                    )
+                )
+
+        self._append(req.group_id, records, done)
+
+    def _validate_offset_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> ErrorCode | None:
+        if group.state is DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation_id < 0 and group.state is EMPTY:
+            return None  # an admin / simple commit
+        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+            if error is not None:
+                return error
+            if req.generation_id != group.generation:
+                return ErrorCode.ILLEGAL_GENERATION
+        else:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.state is COMPLETING:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return None
+
+    # ================================================================== OffsetFetch
+    def offset_fetch(self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]) -> None:
+        reply(OffsetFetchResponse(groups=tuple(self._fetch_one(g) for g in req.groups)))
+
+    def _fetch_one(self, req: OffsetFetchGroup) -> OffsetFetchGroupResponse:
+        status = self._status(req.group_id)
+        if status is not None:
+            return OffsetFetchGroupResponse(group_id=req.group_id, error=status, topics=())
+        group = self._groups.get(req.group_id)
+        stored = group.offsets if group is not None and group.state is not DEAD else {}
+
+        def part(topic: str, partition: int) -> OffsetFetchPartitionResponse:
+            o = stored.get((topic, partition))
+            if o is None:
+                return OffsetFetchPartitionResponse(
+                    partition=partition, offset=-1, leader_epoch=None, metadata="", error=ErrorCode.NONE
+                )
+            return OffsetFetchPartitionResponse(
+                partition=partition,
+                offset=o.offset,
+                leader_epoch=o.leader_epoch,
+                metadata=o.metadata,
+                error=ErrorCode.NONE,
+            )
+
+        if req.topics is None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in sorted(stored):
+                by_topic.setdefault(topic, []).append(partition)
+            wanted = [(t, tuple(ps)) for t, ps in by_topic.items()]
+        else:
+            wanted = [(t.name, t.partitions) for t in req.topics]
+        topics = tuple(
+            OffsetFetchTopicResponse(name=name, partitions=tuple(part(name, p) for p in ps))
+            for name, ps in wanted
+        )
+        return OffsetFetchGroupResponse(group_id=req.group_id, error=ErrorCode.NONE, topics=topics)
+
+    # ================================================================== admin
+    def describe_groups(
+        self, group_ids: Sequence[str], reply: Callable[[DescribeGroupsResponse], None]
+    ) -> None:
+        reply(DescribeGroupsResponse(groups=tuple(self._describe_one(g) for g in group_ids)))
+
+    def _describe_one(self, group_id: str) -> DescribedGroup:
+        def dead(error: ErrorCode) -> DescribedGroup:
+            return DescribedGroup(
+                group_id=group_id,
+                error=error,
+                state=DEAD.value,
+                protocol_type="",
+                protocol_data="",
+                members=(),
+            )
+
+        status = self._status(group_id)
+        if status is not None:
+            return dead(status)
+        group = self._groups.get(group_id)
+        if group is None:
+            return dead(ErrorCode.NONE)
+        stable = group.state is STABLE
+        members = tuple(
+            DescribedMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+                assignment=m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        )
+        return DescribedGroup(
+            group_id=group_id,
+            error=ErrorCode.NONE,
+            state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "",
+            members=members,
+        )
+
+    def list_groups(
+        self, states_filter: Sequence[str] | None, reply: Callable[[ListGroupsResponse], None]
+    ) -> None:
+        wanted = {s.lower() for s in states_filter} if states_filter else None
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
+        out = []
+        for group in self._groups.values():
+            p = self.partition_for(group.group_id)
+            if p in self._loading or p not in self._owned or group.state is DEAD:
+                continue
+            if wanted is not None and group.state.value.lower() not in wanted:
+                continue
+            out.append(
+                ListedGroup(
+                    group_id=group.group_id,
+                    protocol_type=group.protocol_type or "",
+                    group_state=group.state.value,
+                )
+            )
+        reply(ListGroupsResponse(error=error, groups=tuple(out)))
+
+    def delete_groups(self, group_ids: Sequence[str], reply: Callable[[DeleteGroupsResponse], None]) -> None:
+        results: dict[str, ErrorCode] = {}
+        waiting: set[str] = set()
+        order = list(dict.fromkeys(group_ids))
+        finished = False
+
+        def maybe_reply() -> None:
+            nonlocal finished
+            if not waiting and not finished and len(results) == len(order):
+                finished = True
+                reply(
+                    DeleteGroupsResponse(
+                        results=tuple(DeleteGroupResult(group_id=g, error=results[g]) for g in order)
+                    )
+                )
+
+        for group_id in order:
+            status = self._status(group_id)
+            group = self._groups.get(group_id)
+            if status is not None:
+                results[group_id] = status
+            elif group is None or group.state is DEAD:
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.state is not EMPTY:
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                waiting.add(group_id)
+                self._transition(group, DEAD, EventReason.GROUP_DELETED)
+                records = [
+                    CoordinatorRecord(key=OffsetCommitKey(group=group_id, topic=t, partition=p), value=None)
+                    for (t, p) in group.offsets
+                ]
+                records.append(CoordinatorRecord(key=GroupMetadataKey(group=group_id), value=None))
+
+                def done(
+                    error: ErrorCode, gid: str = group_id, recs: list[CoordinatorRecord] = records
+                ) -> None:
+                    if error is ErrorCode.NONE:
+                        for r in recs:
+                            self.replay(r)
+                        results[gid] = ErrorCode.NONE
+                    else:
+                        log.warning("group=%s deletion not persisted: %s", gid, error.name)
+                        self._drop_group(gid)
+                        results[gid] = map_offset_write_error(error)
+                    waiting.discard(gid)
+                    maybe_reply()
+
+                self._append(group_id, records, done)
+        maybe_reply()
+
+    def offset_delete(self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]) -> None:
+        status = self._status(req.group_id)
+        if status is not None:
+            reply(OffsetDeleteResponse(error=status, topics=()))
+            return
+        group = self._groups.get(req.group_id)
+        if group is None or group.state is DEAD:
+            reply(OffsetDeleteResponse(error=ErrorCode.GROUP_ID_NOT_FOUND, topics=()))
+            return
+        subscribed: frozenset[str] = frozenset()
+        if group.state is not EMPTY:
+            if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+                reply(OffsetDeleteResponse(error=ErrorCode.NON_EMPTY_GROUP, topics=()))
+                return
+            subscribed = group.subscribed_topics or frozenset()
+        records: list[CoordinatorRecord] = []
+        for t in req.topics:
+            if t.name in subscribed:
+                continue
+            for p in t.partitions:
+                if (t.name, p) in group.offsets:
+                    records.append(
+                        CoordinatorRecord(
+                            key=OffsetCommitKey(group=req.group_id, topic=t.name, partition=p), value=None
+                        )
+                    )
+
+        def respond(write_error: ErrorCode) -> None:
+            topics = tuple(
+                OffsetDeleteTopicResponse(
+                    name=t.name,
+                    partitions=tuple(
+                        OffsetDeletePartitionResponse(
+                            partition=p,
+                            error=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                            if t.name in subscribed
+                            else write_error,
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in req.topics
+            )
+            reply(OffsetDeleteResponse(error=ErrorCode.NONE, topics=topics))
+
+        if not records:
+            respond(ErrorCode.NONE)
+            return
+
+        def done(error: ErrorCode) -> None:
+            if error is ErrorCode.NONE:
+                for r in records:
+                    self.replay(r)
+            respond(map_offset_write_error(error))
+
+        self._append(req.group_id, records, done)
+
+    # ================================================================== offset expiry
+    def _expire_offsets(self) -> None:
+        now = self._now()
+        retention = self._config.offsets_retention_ms
+        for group in list(self._groups.values()):
+            p = self.partition_for(group.group_id)
+            if p in self._loading or p not in self._owned or group.state is DEAD:
+                continue
+            expired = offsets_mod.expired_offsets(group, now, retention)
+            records = [
+                CoordinatorRecord(
+                    key=OffsetCommitKey(group=group.group_id, topic=t, partition=part), value=None
+                )
+                for (t, part) in expired
+            ]
+            becomes_dead = group.state is EMPTY and len(expired) == len(group.offsets)
+            if becomes_dead:
+                log.info("group=%s empty with no offsets left: removing", group.group_id)
+                self._transition(group, DEAD, EventReason.OFFSETS_EXPIRED)
+                if group.generation > 0:
+                    records.append(CoordinatorRecord(key=GroupMetadataKey(group=group.group_id), value=None))
+            if not records:
+                if becomes_dead:
+                    self._drop_group(group.group_id)
+                continue
+            if becomes_dead:
+                self._drop_group(group.group_id)
+
+            def done(
+                error: ErrorCode, recs: list[CoordinatorRecord] = records, gid: str = group.group_id
+            ) -> None:
+                if error is ErrorCode.NONE:
+                    for r in recs:
+                        self.replay(r)
+                else:
+                    log.warning(
+                        "group=%s expired offsets not deleted (%s); retried next cycle", gid, error.name
+                    )
+
+            self._append(group.group_id, records, done)
+
+    def _drop_group(self, group_id: str) -> None:
+        group = self._groups.pop(group_id, None)
+        if group is None:
+            return
+        self._timer.cancel(("join", group_id))
+        self._timer.cancel(("sync", group_id))
+        for member_id in group.members:
+            self._cancel_heartbeat(group, member_id)
+        for member_id in group.pending_members:
+            self._timer.cancel(("pending", group_id, member_id))
+
+    # ================================================================== records and replay
+    def _group_metadata_record(self, group: ClassicGroup, assignments: dict[str, bytes]) -> CoordinatorRecord:
+        protocol = group.protocol_name
+        members = tuple(
+            MemberMetadataRecord(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout=m.rebalance_timeout_ms,
+                session_timeout=m.session_timeout_ms,
+                subscription=m.metadata(protocol) if protocol is not None else b"",
+                assignment=assignments.get(m.member_id, b""),
+            )
+            for m in group.members.values()
+        )
+        return CoordinatorRecord(
+            key=GroupMetadataKey(group=group.group_id),
+            value=GroupMetadataValue(
+                protocol_type=group.protocol_type or "",
+                generation=group.generation,
+                protocol=protocol,
+                leader=group.leader_id if group.members else None,
+                current_state_timestamp=group.state_timestamp,
+                members=members,
+            ),
+        )
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        """Apply one record to the state: the one way durable state changes.
+
+        Used on the live path (after the sink confirms a write) and while loading a
+        partition (between :meth:`begin_loading` and :meth:`complete_loading`).
+        """
+        key = record.key
+        value = record.value
+        if isinstance(key, OffsetCommitKey):
+            group = self._groups.get(key.group)
+            if value is None:
+                if group is not None:
+                    group.offsets.pop((key.topic, key.partition), None)
+                return
+            if not isinstance(value, OffsetCommitValue):
+                raise IllegalStateError(f"offset commit key with value {type(value).__name__}")
+            if group is None:
+                group = ClassicGroup(key.group, value.commit_timestamp)
+                group.state_timestamp = None
+                self._groups[key.group] = group
+            group.offsets[(key.topic, key.partition)] = CommittedOffset(
+                offset=value.offset,
+                leader_epoch=value.leader_epoch,
+                metadata=value.metadata,
+                commit_timestamp=value.commit_timestamp,
+                expire_timestamp=value.expire_timestamp,
+            )
+            return
+        if not isinstance(key, GroupMetadataKey):
+            log.warning("skipping record with unknown key type %s", type(key).__name__)
+            return
+        loading = self.partition_for(key.group) in self._loading
+        if value is None:
+            group = self._groups.get(key.group)
+            if group is not None and (loading or group.state is DEAD):
+                self._drop_group(key.group)
+            return
+        if not isinstance(value, GroupMetadataValue):
+            raise IllegalStateError(f"group metadata key with value {type(value).__name__}")
+        group = self._groups.get(key.group)
+        if group is not None and not loading and group.state is not DEAD:
+            self._apply_group_metadata(group, value)
+            return
+        fresh = self._group_from_record(key.group, value)
+        if group is not None:
+            fresh.offsets = group.offsets
+            self._drop_group(key.group)
+        self._groups[key.group] = fresh
+        if not loading:
+            self._activate_loaded_group(fresh)
+
+    def _apply_group_metadata(self, group: ClassicGroup, value: GroupMetadataValue) -> None:
+        """Live path: the record confirms what the in-memory group already decided."""
+        group.generation = value.generation
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        if value.leader is not None:
+            group.leader_id = value.leader
+        for rec in value.members:
+            member = group.members.get(rec.member_id)
+            if member is not None:
+                member.assignment = rec.assignment
+
+    def _group_from_record(self, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
+        group = ClassicGroup(group_id, self._now())
+        group.state_timestamp = value.current_state_timestamp
+        group.generation = value.generation
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        for rec in value.members:
+            protocols = ((value.protocol, rec.subscription),) if value.protocol is not None else ()
+            member = Member(
+                member_id=rec.member_id,
+                group_instance_id=rec.group_instance_id,
+                client_id=rec.client_id,
+                client_host=rec.client_host,
+                rebalance_timeout_ms=rec.rebalance_timeout
+                if rec.rebalance_timeout >= 0
+                else rec.session_timeout,
+                session_timeout_ms=rec.session_timeout,
+                protocol_type=value.protocol_type,
+                protocols=protocols,
+                assignment=rec.assignment,
+            )
+            group.add(member)
+        group.protocol_type = value.protocol_type or None
+        group.leader_id = value.leader if value.leader in group.members else next(iter(group.members), None)
+        group.subscribed_topics = offsets_mod.subscribed_topics(group)
+        return group
+
+    def _activate_loaded_group(self, group: ClassicGroup) -> None:
+        """Loaded groups become Stable (with members) or Empty; members get fresh sessions."""
+        target = STABLE if group.members else EMPTY
+        group.state = target
+        group.previous_state = None
+        self._emit(group, "state_change", EventReason.LOADED, to_state=target)
+        for m in group.members.values():
+            self._schedule_heartbeat(group, m)
+        if len(group.members) > self._config.group_max_size:
+            log.info(
+                "group=%s loaded with %d members > group.max.size: rebalancing",
+                group.group_id,
+                len(group.members),
+            )
+            self._prepare_rebalance(group, EventReason.MAX_SIZE_EXCEEDED)
+
+    def begin_loading(self, partition: int) -> None:
+        """Start loading ``partition``: its groups answer COORDINATOR_LOAD_IN_PROGRESS until done."""
+        self._owned.add(partition)
+        self._loading.add(partition)
+
+    def complete_loading(self, partition: int) -> None:
+        if partition not in self._loading:
+            raise IllegalStateError(f"partition {partition} is not loading")
+        self._loading.discard(partition)
+        for group in list(self._groups.values()):
+            if (
+                self.partition_for(group.group_id) == partition
+                and group.previous_state is None
+                and (group.state is EMPTY)
+            ):
+                self._activate_loaded_group(group)
+
+    def unload_partition(self, partition: int) -> None:
+        """Leadership of ``partition`` lost: its groups die and parked requests get NOT_COORDINATOR."""
+        self._owned.discard(partition)
+        self._loading.discard(partition)
+        for group in list(self._groups.values()):
+            if self.partition_for(group.group_id) != partition:
+                continue
+            for m in list(group.members.values()):
+                self._reply_join(group, m, join_error(m.join_version, ErrorCode.NOT_COORDINATOR, m.member_id))
+                self._reply_sync(m, sync_error(ErrorCode.NOT_COORDINATOR))
+            if group.state is not DEAD:
+                self._transition(group, DEAD, EventReason.COORDINATOR_UNLOADED)
+            self._drop_group(group.group_id)
+
+
+def _with_rebalance_timeout(req: JoinGroupRequest, rebalance_timeout_ms: int) -> JoinGroupRequest:
+    from dataclasses import replace
+
+    return replace(req, rebalance_timeout_ms=rebalance_timeout_ms)
+
+
+def _commit_response(
+    req: OffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
+) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        topics=tuple(
+            OffsetCommitTopicResponse(
+                name=t.name,
+                partitions=tuple(
+                    OffsetCommitPartitionResponse(partition=p.partition, error=error_of(t.name, p.partition))
+                    for p in t.partitions
+                ),
+            )
+            for t in req.topics
+        )
+    )

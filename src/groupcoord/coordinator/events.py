@@ -1,0 +1,74 @@
+"""Structured group events: every state transition and every member added, updated or removed.
+
+The coordinator hands each event to its ``event_sink``; the broker publishes them and the
+analytics pipeline is built on them. The schema is documented in ``docs/group-events.md``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+EVENT_TYPES = ("state_change", "member_added", "member_removed", "member_updated")
+
+
+class EventReason(enum.StrEnum):
+    """Why something happened to a group (closed set)."""
+
+    NEW_MEMBER_JOINED = "new_member_joined"
+    MEMBER_REJOINED_WITH_NEW_METADATA = "member_rejoined_with_new_metadata"
+    LEADER_REJOINED = "leader_rejoined"
+    MEMBER_LEFT = "member_left"
+    SESSION_TIMEOUT = "session_timeout"
+    PENDING_MEMBER_EXPIRED = "pending_member_expired"
+    NEW_MEMBER_JOIN_TIMEOUT = "new_member_join_timeout"
+    SYNC_TIMEOUT = "sync_timeout"
+    NOT_REJOINED_BEFORE_REBALANCE_TIMEOUT = "not_rejoined_before_rebalance_timeout"
+    STATIC_MEMBER_REPLACED = "static_member_replaced"
+    FENCED = "fenced"
+    MAX_SIZE_EXCEEDED = "max_size_exceeded"
+    GROUP_DELETED = "group_deleted"
+    OFFSETS_EXPIRED = "offsets_expired"
+    LOADED = "loaded"
+    JOIN_COMPLETED = "join_completed"
+    ASSIGNMENT_PERSISTED = "assignment_persisted"
+    ASSIGNMENT_PERSIST_FAILED = "assignment_persist_failed"
+    GROUP_CREATED = "group_created"
+    COORDINATOR_UNLOADED = "coordinator_unloaded"
+    PROTOCOL_CHANGED = "protocol_changed"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GroupEvent:
+    time_ms: int
+    group_id: str
+    generation: int
+    type: str
+    from_state: str | None
+    to_state: str | None
+    reason: EventReason
+    member_id: str | None
+    group_instance_id: str | None
+    client_id: str | None
+    client_host: str | None
+    client_reason: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    member_count: int
+
+    def __post_init__(self) -> None:
+        if self.type not in EVENT_TYPES:
+            raise ValueError(f"unknown group event type {self.type!r}")
+
+    def to_json(self) -> bytes:
+        d = asdict(self)
+        d["reason"] = self.reason.value
+        return json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> GroupEvent:
+        d: dict[str, Any] = json.loads(data)
+        d["reason"] = EventReason(d["reason"])
+        return cls(**d)

@@ -1,0 +1,255 @@
+"""A classic group and its members: the in-memory state the coordinator mutates.
+
+Durable parts (generation, protocol type and name, leader, members with their metadata
+and assignments, the state timestamp, committed offsets) are exactly what the records in
+``__consumer_offsets`` carry. Soft parts (parked JoinGroup/SyncGroup replies, pending
+members, the pending-sync set, ``is_new``, the initial-delay flag) are rebuilt empty on
+load.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from groupcoord.coordinator.state import GroupState, check_transition
+from groupcoord.errors import IllegalStateError
+
+JoinReply = Callable[[Any], None]
+SyncReply = Callable[[Any], None]
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int | None
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None
+
+
+class Member:
+    """One member of a classic group (Kafka's ``MemberMetadata``)."""
+
+    __slots__ = (
+        "assignment",
+        "awaiting_join",
+        "awaiting_sync",
+        "client_host",
+        "client_id",
+        "group_instance_id",
+        "is_new",
+        "join_reason",
+        "join_version",
+        "member_id",
+        "protocol_type",
+        "protocols",
+        "rebalance_timeout_ms",
+        "session_timeout_ms",
+    )
+
+    def __init__(
+        self,
+        *,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: tuple[tuple[str, bytes], ...],
+        assignment: bytes = b"",
+    ) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.protocol_type = protocol_type
+        self.protocols = protocols
+        self.assignment = assignment
+        self.awaiting_join: JoinReply | None = None
+        self.join_version = 0
+        self.join_reason: str | None = None
+        self.awaiting_sync: SyncReply | None = None
+        self.is_new = False
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return data
+        raise IllegalStateError(f"member {self.member_id} does not support protocol {protocol}")
+
+    def matches(self, protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        return self.protocols == protocols
+
+    def vote(self, candidates: set[str]) -> str:
+        for name, _ in self.protocols:
+            if name in candidates:
+                return name
+        raise IllegalStateError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+
+class ClassicGroup:
+    """Kafka's ``GroupMetadata`` / ``ClassicGroup``."""
+
+    def __init__(self, group_id: str, now_ms: int) -> None:
+        self.group_id = group_id
+        self.state = GroupState.EMPTY
+        self.previous_state: GroupState | None = None
+        self.state_timestamp: int | None = now_ms
+        self.generation = 0
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.members: dict[str, Member] = {}  # insertion order = join order
+        self.pending_members: dict[str, int] = {}  # member id -> session timeout (ordered set)
+        self.pending_sync: set[str] = set()
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.protocol_counts: Counter[str] = Counter()
+        self.num_awaiting_join = 0
+        self.new_member_added = False
+        self.subscribed_topics: frozenset[str] | None = None
+        self.offsets: dict[tuple[str, int], CommittedOffset] = {}
+
+    # ------------------------------------------------------------------ state
+    def is_in(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def transition_to(self, target: GroupState, now_ms: int) -> GroupState:
+        check_transition(self.state, target)
+        source = self.state
+        self.previous_state = source
+        self.state = target
+        self.state_timestamp = now_ms
+        return source
+
+    # ------------------------------------------------------------------ members
+    def has_member(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def add(self, member: Member) -> None:
+        if member.member_id in self.members:
+            raise IllegalStateError(f"member {member.member_id} already in group {self.group_id}")
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.members[member.member_id] = member
+        self.pending_members.pop(member.member_id, None)
+        if member.group_instance_id is not None:
+            mapped = self.static_members.get(member.group_instance_id)
+            if mapped is not None and mapped != member.member_id:
+                raise IllegalStateError(f"instance {member.group_instance_id} already mapped to {mapped}")
+            self.static_members[member.group_instance_id] = member.member_id
+        self.protocol_counts.update(member.protocol_names())
+        if member.awaiting_join is not None:
+            self.num_awaiting_join += 1
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        self.protocol_counts.subtract(member.protocol_names())
+        self.protocol_counts += Counter()  # drop zero counts
+        if member.awaiting_join is not None:
+            self.num_awaiting_join -= 1
+        self.pending_sync.discard(member_id)
+        if (
+            member.group_instance_id is not None
+            and self.static_members.get(member.group_instance_id) == member_id
+        ):
+            del self.static_members[member.group_instance_id]
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def update_protocols(self, member: Member, protocols: tuple[tuple[str, bytes], ...]) -> None:
+        self.protocol_counts.subtract(member.protocol_names())
+        self.protocol_counts += Counter()
+        member.protocols = protocols
+        self.protocol_counts.update(member.protocol_names())
+
+    def set_awaiting_join(self, member: Member, reply: JoinReply | None) -> None:
+        if member.awaiting_join is None and reply is not None:
+            self.num_awaiting_join += 1
+        elif member.awaiting_join is not None and reply is None:
+            self.num_awaiting_join -= 1
+        member.awaiting_join = reply
+
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
+        """Re-key the member of ``instance_id``; keeps its place, assignment and leadership."""
+        member = self.members.get(old_id)
+        if member is None:
+            raise IllegalStateError(f"static member {old_id} of instance {instance_id} not in group")
+        self.members = {(new_id if k == old_id else k): v for k, v in self.members.items()}
+        member.member_id = new_id
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        self.static_members[instance_id] = new_id
+        if old_id in self.pending_sync:
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new_id)
+        return member
+
+    def all_members_joined(self) -> bool:
+        return len(self.members) == self.num_awaiting_join and not self.pending_members
+
+    def not_yet_rejoined(self) -> list[Member]:
+        return [m for m in self.members.values() if m.awaiting_join is None]
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def awaiting_join_members(self) -> Iterator[Member]:
+        return (m for m in self.members.values() if m.awaiting_join is not None)
+
+    # ------------------------------------------------------------------ protocols
+    def supports_protocols(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        if self.state is GroupState.EMPTY:
+            return bool(protocol_type) and bool(protocols)
+        n = len(self.members)
+        return protocol_type == self.protocol_type and any(
+            self.protocol_counts.get(name, 0) == n for name, _ in protocols
+        )
+
+    def candidate_protocols(self) -> set[str]:
+        n = len(self.members)
+        return {name for name, count in self.protocol_counts.items() if count == n and n > 0}
+
+    def select_protocol(self) -> str:
+        """The vote of §2.10 with the documented tie-break (leader's preference order)."""
+        if not self.members:
+            raise IllegalStateError(f"cannot select a protocol for empty group {self.group_id}")
+        candidates = self.candidate_protocols()
+        if not candidates:
+            raise IllegalStateError(f"no protocol supported by every member of {self.group_id}")
+        votes: Counter[str] = Counter(m.vote(candidates) for m in self.members.values())
+        best = max(votes.values())
+        tied = {name for name, count in votes.items() if count == best}
+        chooser = self.members.get(self.leader_id or "") or next(iter(self.members.values()))
+        for name in chooser.protocol_names():
+            if name in tied:
+                return name
+        raise IllegalStateError("protocol vote found no winner")  # unreachable: chooser supports all
+
+    def current_member_metadata(self) -> list[tuple[Member, bytes]]:
+        if self.protocol_name is None:
+            raise IllegalStateError(f"group {self.group_id} has no selected protocol")
+        return [(m, m.metadata(self.protocol_name)) for m in self.members.values()]
