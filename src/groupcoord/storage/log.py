@@ -1,0 +1,1401 @@
+"""One partition's segmented log, in Kafka's on-disk layout.
+
+A partition directory ``<topic>-<partition>/`` holds segments named by their base offset::
+
+    00000000000000000000.log        record batches (v2), exactly as produced, offsets rewritten
+    00000000000000000000.index      8-byte entries: int32 relative offset, int32 file position
+    00000000000000000000.timeindex  12-byte entries: int64 timestamp, int32 relative offset
+
+plus two small files of ours: ``.clean_shutdown`` (written by :meth:`PartitionLog.close`, removed
+on open) and ``log-start-offset.checkpoint`` (only when the log start moved inside a segment).
+
+Index rules (the same when appending and when rebuilding, so a rebuilt index equals the original):
+before a batch is written, if at least ``index_interval_bytes`` were written since the last offset
+index entry, the batch gets an entry ``(last offset of the batch, its position)``; at the same
+moment, if the segment's max timestamp grew since the last time index entry, the time index gets
+``(max timestamp so far, last offset of the batch that holds it)``. Rolling a segment and closing
+the log add a final time index entry.
+
+Recovery (:meth:`PartitionLog.open`): with a ``.clean_shutdown`` marker that matches the files, the
+segments are trusted and only their indexes are checked; without one the active segment is read
+completely and every batch's framing, offsets and CRC-32C are checked, and the log is truncated at
+the first bad byte. Every rolled segment was fsynced when it was rolled, so only the active segment
+can hold a torn write. A missing or inconsistent index is rebuilt from the batch headers.
+
+Concurrency rule: all methods except :meth:`PartitionLog.compact` are called by one owner thread
+(the server's event loop). :meth:`PartitionLog.flush` and :meth:`PartitionLog.compact` may run in a
+worker thread at the same time: both take the log's lock only for short moments (capturing file
+descriptors; swapping a cleaned segment in), never while fsyncing or while reading and rewriting
+segments. Compaction reads rolled segments through descriptors of its own and swaps a cleaned
+segment in only if that segment is still part of the log and unchanged, so retention, truncation
+and record deletion may run meanwhile. At most one compaction runs at a time per log.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import json
+import logging
+import os
+import struct
+import threading
+from array import array
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from groupcoord.clock import Clock
+from groupcoord.errors import ErrorCode, KafkaError
+
+from .batch import (
+    ATTR_COMPRESSION_MASK,
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    CorruptBatchError,
+    Record,
+    decode_records,
+    encode_batch,
+    parse_header,
+    rewrite_base_offset,
+    set_log_append_time,
+    validate_batch,
+)
+
+log = logging.getLogger(__name__)
+
+LONG_MAX = 9223372036854775807
+INT32_MAX = 2147483647
+CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
+LOG_START_CHECKPOINT_FILE = "log-start-offset.checkpoint"
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIMEINDEX_SUFFIX = ".timeindex"
+CLEANED_SUFFIX = ".cleaned"
+
+_I32 = struct.Struct(">i")
+_Q = struct.Struct(">q")
+_INDEX_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_READ_CHUNK = 1 << 20
+_FIND_CHUNK = 64 * 1024
+
+
+# ----------------------------------------------------------------------------------------------
+# Errors and values
+# ----------------------------------------------------------------------------------------------
+
+
+class OffsetOutOfRangeError(KafkaError):
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.OFFSET_OUT_OF_RANGE, message)
+
+
+class RecordTooLargeError(KafkaError):
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.MESSAGE_TOO_LARGE, message)
+
+
+class InvalidConfigError(KafkaError):
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.INVALID_CONFIG, message)
+
+
+class InvalidOffsetError(ValueError):
+    """A batch appended with ``assign_offsets=False`` does not come after the log end."""
+
+
+class LogClosedError(RuntimeError):
+    """The log was closed (or its topic deleted)."""
+
+
+#: Topic config names Kafka defines. Those we act on map to :class:`LogConfig` fields; the rest
+#: are accepted (so admin tools that set them work) and reported back, but have no effect.
+KAFKA_TOPIC_CONFIG_NAMES = frozenset(
+    {
+        "cleanup.policy",
+        "compression.type",
+        "compression.gzip.level",
+        "compression.lz4.level",
+        "compression.zstd.level",
+        "delete.retention.ms",
+        "file.delete.delay.ms",
+        "flush.messages",
+        "flush.ms",
+        "follower.replication.throttled.replicas",
+        "index.interval.bytes",
+        "leader.replication.throttled.replicas",
+        "local.retention.bytes",
+        "local.retention.ms",
+        "max.compaction.lag.ms",
+        "max.message.bytes",
+        "message.downconversion.enable",
+        "message.format.version",
+        "message.timestamp.after.max.ms",
+        "message.timestamp.before.max.ms",
+        "message.timestamp.difference.max.ms",
+        "message.timestamp.type",
+        "min.cleanable.dirty.ratio",
+        "min.compaction.lag.ms",
+        "min.insync.replicas",
+        "preallocate",
+        "remote.storage.enable",
+        "retention.bytes",
+        "retention.ms",
+        "segment.bytes",
+        "segment.index.bytes",
+        "segment.jitter.ms",
+        "segment.ms",
+        "unclean.leader.election.enable",
+    }
+)
+
+#: Kafka topic config name -> LogConfig field, for the configs the log implements.
+TOPIC_CONFIG_FIELDS: Mapping[str, str] = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
+    "index.interval.bytes": "index_interval_bytes",
+    "flush.messages": "flush_interval_messages",
+    "flush.ms": "flush_interval_ms",
+    "max.message.bytes": "max_message_bytes",
+    "cleanup.policy": "cleanup_policy",
+    "delete.retention.ms": "delete_retention_ms",
+    "message.timestamp.type": "message_timestamp_type",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogConfig:
+    """Per-partition log settings (Kafka's topic-level configs, snake_cased)."""
+
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    index_interval_bytes: int = 4096
+    flush_interval_messages: int = LONG_MAX
+    flush_interval_ms: int | None = None
+    max_message_bytes: int = 1048588
+    cleanup_policy: str = "delete"
+    delete_retention_ms: int = 86400000
+    message_timestamp_type: str = "CreateTime"
+
+    def __post_init__(self) -> None:
+        if self.segment_bytes < 14:
+            raise InvalidConfigError(f"segment.bytes must be at least 14, got {self.segment_bytes}")
+        if self.segment_bytes > INT32_MAX:
+            raise InvalidConfigError(f"segment.bytes must fit in an int32, got {self.segment_bytes}")
+        if self.segment_ms < 1:
+            raise InvalidConfigError(f"segment.ms must be at least 1, got {self.segment_ms}")
+        if self.retention_ms < -1:
+            raise InvalidConfigError(f"retention.ms must be -1 or more, got {self.retention_ms}")
+        if self.retention_bytes < -1:
+            raise InvalidConfigError(f"retention.bytes must be -1 or more, got {self.retention_bytes}")
+        if self.index_interval_bytes < 0:
+            raise InvalidConfigError(f"index.interval.bytes must be >= 0, got {self.index_interval_bytes}")
+        if self.flush_interval_messages < 1:
+            raise InvalidConfigError(f"flush.messages must be >= 1, got {self.flush_interval_messages}")
+        if self.flush_interval_ms is not None and self.flush_interval_ms < 0:
+            raise InvalidConfigError(f"flush.ms must be >= 0, got {self.flush_interval_ms}")
+        if self.max_message_bytes < 0:
+            raise InvalidConfigError(f"max.message.bytes must be >= 0, got {self.max_message_bytes}")
+        if self.delete_retention_ms < 0:
+            raise InvalidConfigError(f"delete.retention.ms must be >= 0, got {self.delete_retention_ms}")
+        policies = {p.strip() for p in self.cleanup_policy.split(",") if p.strip()}
+        if not policies or not policies <= {"delete", "compact"}:
+            raise InvalidConfigError(
+                f"cleanup.policy must be delete and/or compact, got {self.cleanup_policy!r}"
+            )
+        if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
+            raise InvalidConfigError(
+                "message.timestamp.type must be CreateTime or LogAppendTime, "
+                f"got {self.message_timestamp_type!r}"
+            )
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    def with_overrides(self, configs: Mapping[str, str]) -> LogConfig:
+        """This config with Kafka topic-config overrides applied (``{"retention.ms": "1000"}``).
+
+        Unknown names and bad values raise :class:`InvalidConfigError` naming the key.
+        Known Kafka names that the log does not act on are accepted and ignored.
+        """
+        changes: dict[str, object] = {}
+        for name, raw in configs.items():
+            if name not in KAFKA_TOPIC_CONFIG_NAMES:
+                raise InvalidConfigError(f"unknown topic config {name!r}")
+            field = TOPIC_CONFIG_FIELDS.get(name)
+            if field is None:
+                continue
+            value = raw.strip()
+            if field in ("cleanup_policy", "message_timestamp_type"):
+                changes[field] = value.replace(" ", "")
+                continue
+            try:
+                number = int(value)
+            except ValueError:
+                raise InvalidConfigError(f"topic config {name!r} needs an integer, got {raw!r}") from None
+            if field == "flush_interval_ms":
+                changes[field] = None if number >= LONG_MAX else number
+            else:
+                changes[field] = number
+        try:
+            return replace(self, **changes)  # type: ignore[arg-type]
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"{exc.message} (from {dict(configs)})") from None
+
+    def to_topic_configs(self) -> dict[str, str]:
+        """The settings the log implements, under Kafka's topic config names."""
+        out: dict[str, str] = {}
+        for name, field in TOPIC_CONFIG_FIELDS.items():
+            value = getattr(self, field)
+            if field == "flush_interval_ms" and value is None:
+                value = LONG_MAX
+            out[name] = str(value)
+        return out
+
+
+assert {f.name for f in fields(LogConfig)} == set(TOPIC_CONFIG_FIELDS.values())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecoveryReport:
+    truncated_bytes: int
+    truncated_from_offset: int | None
+    segments_checked: int
+    indexes_rebuilt: int
+    clean_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppendInfo:
+    base_offset: int
+    last_offset: int
+    log_append_time: int
+    log_start_offset: int
+    record_count: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadResult:
+    data: memoryview | bytes
+    high_watermark: int
+    log_start_offset: int
+    #: (fd, position, length) of ``data`` in its segment file, for os.sendfile. The descriptor is
+    #: valid only until the log is next changed (retention, truncation, compaction swap, close).
+    file: tuple[int, int, int] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionReport:
+    segments_cleaned: int
+    records_removed: int
+    tombstones_removed: int
+    bytes_before: int
+    bytes_after: int
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading batches out of a file
+# ----------------------------------------------------------------------------------------------
+
+
+class _TornBatch(Exception):
+    def __init__(self, position: int, reason: str) -> None:
+        super().__init__(reason)
+        self.position = position
+        self.reason = reason
+
+
+def _read_batches(
+    fd: int, start: int, end: int, chunk: int = _READ_CHUNK
+) -> Iterator[tuple[int, memoryview]]:
+    """``(file position, batch bytes)`` of each batch in ``[start, end)``, read in chunks.
+
+    Raises :class:`_TornBatch` at the first batch that is cut short or has an impossible length.
+    """
+    pos = start
+    buf = b""
+    buf_start = start
+    while pos < end:
+        off = pos - buf_start
+        if len(buf) - off < LOG_OVERHEAD:
+            buf = os.pread(fd, min(chunk, end - pos), pos)
+            buf_start, off = pos, 0
+            if len(buf) < LOG_OVERHEAD:
+                raise _TornBatch(pos, f"{end - pos} trailing bytes are not a batch header")
+        (length,) = _I32.unpack_from(buf, off + 8)
+        if length < MIN_BATCH_LENGTH:
+            raise _TornBatch(pos, f"impossible batch length {length}")
+        size = length + LOG_OVERHEAD
+        if pos + size > end:
+            raise _TornBatch(pos, f"batch of {size} bytes cut at {end - pos}")
+        if len(buf) - off < size:
+            buf = os.pread(fd, min(max(chunk, size), end - pos), pos)
+            buf_start, off = pos, 0
+            if len(buf) < size:
+                raise _TornBatch(pos, "short read")
+        yield pos, memoryview(buf)[off : off + size]
+        pos += size
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, position)
+        view = view[n:]
+        position += n
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Segment
+# ----------------------------------------------------------------------------------------------
+
+
+class _Segment:
+    """One ``.log`` file with its two indexes, kept in memory as arrays and appended on disk."""
+
+    __slots__ = (
+        "base_offset",
+        "bytes_since_index",
+        "created_ms",
+        "dirty",
+        "fd",
+        "idx_off",
+        "idx_pos",
+        "index_fd",
+        "index_path",
+        "indexes_missing",
+        "log_path",
+        "max_ts",
+        "max_ts_offset",
+        "next_offset",
+        "size",
+        "tidx_off",
+        "tidx_ts",
+        "timeindex_fd",
+        "timeindex_path",
+    )
+
+    def __init__(self, directory: Path, base_offset: int, created_ms: int) -> None:
+        name = segment_name(base_offset)
+        self.base_offset = base_offset
+        self.log_path = directory / (name + LOG_SUFFIX)
+        self.index_path = directory / (name + INDEX_SUFFIX)
+        self.timeindex_path = directory / (name + TIMEINDEX_SUFFIX)
+        self.indexes_missing = not (self.index_path.exists() and self.timeindex_path.exists())
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.timeindex_fd = os.open(self.timeindex_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.next_offset = base_offset
+        self.max_ts = -1
+        self.max_ts_offset = -1
+        self.bytes_since_index = 0
+        self.created_ms = created_ms
+        self.dirty = False
+        self.idx_off: array[int] = array("i")
+        self.idx_pos: array[int] = array("i")
+        self.tidx_ts: array[int] = array("q")
+        self.tidx_off: array[int] = array("i")
+
+    # -- index maintenance ---------------------------------------------------------------------
+
+    def _note_batch(self, position: int, size: int, last_offset: int, max_ts: int, interval: int) -> None:
+        """Account for a batch written at ``position`` (in memory only)."""
+        if max_ts > self.max_ts:
+            self.max_ts = max_ts
+            self.max_ts_offset = last_offset
+        if self.bytes_since_index >= interval and position > 0:
+            self.idx_off.append(last_offset - self.base_offset)
+            self.idx_pos.append(position)
+            self.bytes_since_index = 0
+            self._maybe_time_entry()
+        self.bytes_since_index += size
+        self.next_offset = last_offset + 1
+
+    def _maybe_time_entry(self) -> bool:
+        if self.max_ts >= 0 and (not self.tidx_ts or self.max_ts > self.tidx_ts[-1]):
+            self.tidx_ts.append(self.max_ts)
+            self.tidx_off.append(self.max_ts_offset - self.base_offset)
+            return True
+        return False
+
+    def append(
+        self,
+        data: memoryview,
+        batches: list[tuple[int, int, int, int]],
+        interval: int,
+    ) -> None:
+        """Write ``data`` (whole batches) at the end; ``batches`` = (offset in data, size, last, max_ts)."""
+        start = self.size
+        n_idx = len(self.idx_off)
+        n_tidx = len(self.tidx_ts)
+        _write_all(self.fd, data, start)
+        for rel_pos, size, last, max_ts in batches:
+            self._note_batch(start + rel_pos, size, last, max_ts, interval)
+        self.size = start + len(data)
+        self.dirty = True
+        if len(self.idx_off) > n_idx:
+            out = b"".join(
+                _INDEX_ENTRY.pack(self.idx_off[i], self.idx_pos[i]) for i in range(n_idx, len(self.idx_off))
+            )
+            _write_all(self.index_fd, out, n_idx * 8)
+        if len(self.tidx_ts) > n_tidx:
+            self._write_time_entries(n_tidx)
+
+    def _write_time_entries(self, first: int) -> None:
+        out = b"".join(
+            _TIME_ENTRY.pack(self.tidx_ts[i], self.tidx_off[i]) for i in range(first, len(self.tidx_ts))
+        )
+        _write_all(self.timeindex_fd, out, first * 12)
+
+    def seal(self) -> None:
+        """Final time index entry (on roll and close)."""
+        n = len(self.tidx_ts)
+        if self._maybe_time_entry():
+            self._write_time_entries(n)
+
+    def fsync(self) -> None:
+        os.fsync(self.fd)
+        os.fsync(self.index_fd)
+        os.fsync(self.timeindex_fd)
+        self.dirty = False
+
+    def close(self) -> None:
+        for fd in (self.fd, self.index_fd, self.timeindex_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fd = self.index_fd = self.timeindex_fd = -1
+
+    def delete_files(self) -> None:
+        self.close()
+        for path in (self.log_path, self.index_path, self.timeindex_path):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    # -- loading and rebuilding ------------------------------------------------------------------
+
+    def reset_state(self) -> None:
+        self.next_offset = self.base_offset
+        self.max_ts = -1
+        self.max_ts_offset = -1
+        self.bytes_since_index = 0
+        self.idx_off = array("i")
+        self.idx_pos = array("i")
+        self.tidx_ts = array("q")
+        self.tidx_off = array("i")
+
+    def load_indexes(self) -> bool:
+        """Read both index files; False if either is missing-shaped or inconsistent with the log."""
+        if self.indexes_missing:
+            return False
+        raw = os.pread(self.index_fd, os.fstat(self.index_fd).st_size, 0)
+        traw = os.pread(self.timeindex_fd, os.fstat(self.timeindex_fd).st_size, 0)
+        if len(raw) % 8 or len(traw) % 12:
+            return False
+        offs = array("i")
+        poss = array("i")
+        for rel, p in _INDEX_ENTRY.iter_unpack(raw):
+            if rel < 0 or p <= 0 or p >= self.size or (offs and (rel <= offs[-1] or p <= poss[-1])):
+                return False
+            offs.append(rel)
+            poss.append(p)
+        tss = array("q")
+        toffs = array("i")
+        for ts, rel in _TIME_ENTRY.iter_unpack(traw):
+            if rel < 0 or (tss and (ts <= tss[-1] or rel < toffs[-1])):
+                return False
+            tss.append(ts)
+            toffs.append(rel)
+        self.idx_off, self.idx_pos, self.tidx_ts, self.tidx_off = offs, poss, tss, toffs
+        return True
+
+    def scan_tail(self, interval: int) -> None:
+        """After :meth:`load_indexes`: read the batches from the last index entry on for the
+        segment's next offset and max timestamp, checking that the index misses no entry the
+        indexing rule would have made. Raises :class:`_TornBatch` on a bad tail or index."""
+        start = self.idx_pos[-1] if self.idx_pos else 0
+        if self.tidx_ts:
+            self.max_ts = self.tidx_ts[-1]
+            self.max_ts_offset = self.base_offset + self.tidx_off[-1]
+        self.bytes_since_index = 0
+        for pos, view in _read_batches(self.fd, start, self.size):
+            h = parse_header(view)
+            if pos > start and self.bytes_since_index >= interval:
+                raise _TornBatch(pos, "offset index lacks an entry")
+            if h.max_timestamp > self.max_ts:
+                self.max_ts = h.max_timestamp
+                self.max_ts_offset = h.last_offset
+            self.next_offset = h.last_offset + 1
+            self.bytes_since_index += h.size
+        last = self.next_offset - 1
+        if self.idx_off and last < self.base_offset + self.idx_off[-1]:
+            raise _TornBatch(start, "offset index points past the last batch")
+        if self.tidx_off and last < self.base_offset + self.tidx_off[-1]:
+            raise _TornBatch(start, "time index points past the last batch")
+
+    def rebuild(self, interval: int, *, validate: bool) -> int:
+        """Rescan the whole segment and rebuild its indexes in memory and on disk.
+
+        With ``validate`` every batch's CRC is checked too. Returns the position of the first
+        batch that is torn, corrupt or out of offset order (== size when all are sound); the
+        in-memory state then describes the batches before it.
+        """
+        self.reset_state()
+        cut_at = self.size
+        expected_next = self.base_offset
+        try:
+            for pos, view in _read_batches(self.fd, 0, self.size):
+                try:
+                    h = validate_batch(view, 0) if validate else parse_header(view)
+                except CorruptBatchError as exc:
+                    raise _TornBatch(pos, str(exc)) from None
+                if h.base_offset < expected_next or h.last_offset - self.base_offset > INT32_MAX:
+                    raise _TornBatch(pos, f"batch base offset {h.base_offset} is out of order")
+                self._note_batch(pos, h.size, h.last_offset, h.max_timestamp, interval)
+                expected_next = h.last_offset + 1
+        except _TornBatch as exc:
+            cut_at = exc.position
+            log.warning("segment %s: %s at position %d", self.log_path, exc.reason, exc.position)
+        if cut_at < self.size:
+            # Index entries describe only the batches kept.
+            while self.idx_pos and self.idx_pos[-1] >= cut_at:
+                self.idx_pos.pop()
+                self.idx_off.pop()
+        self.write_indexes()
+        return cut_at
+
+    def write_indexes(self) -> None:
+        raw = b"".join(_INDEX_ENTRY.pack(o, p) for o, p in zip(self.idx_off, self.idx_pos, strict=True))
+        os.ftruncate(self.index_fd, 0)
+        _write_all(self.index_fd, raw, 0)
+        traw = b"".join(_TIME_ENTRY.pack(t, o) for t, o in zip(self.tidx_ts, self.tidx_off, strict=True))
+        os.ftruncate(self.timeindex_fd, 0)
+        _write_all(self.timeindex_fd, traw, 0)
+        self.dirty = True
+
+    def truncate_file(self, position: int) -> None:
+        os.ftruncate(self.fd, position)
+        self.size = position
+        self.dirty = True
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def index_position(self, offset: int) -> int:
+        """A position at or before the batch holding ``offset`` (from the sparse index)."""
+        i = bisect.bisect_left(self.idx_off, offset - self.base_offset) - 1
+        return self.idx_pos[i] if i >= 0 else 0
+
+    def find_batch(self, offset: int, end: int | None = None) -> tuple[int, int] | None:
+        """(position, size) of the first batch whose last offset is >= ``offset``."""
+        limit = self.size if end is None else end
+        try:
+            for pos, view in _read_batches(self.fd, self.index_position(offset), limit, _FIND_CHUNK):
+                base, length = _Q.unpack_from(view, 0)[0], _I32.unpack_from(view, 8)[0]
+                (delta,) = _I32.unpack_from(view, 23)
+                if base + delta >= offset:
+                    return pos, length + LOG_OVERHEAD
+        except _TornBatch:
+            return None
+        return None
+
+    def time_position(self, ts: int) -> int:
+        i = bisect.bisect_left(self.tidx_ts, ts) - 1
+        if i < 0:
+            return 0
+        return self.index_position(self.base_offset + self.tidx_off[i])
+
+    def batch_size_at(self, position: int) -> int:
+        (length,) = _I32.unpack(os.pread(self.fd, 4, position + 8))
+        return int(length) + LOG_OVERHEAD
+
+
+def _whole_batches(data: bytes | memoryview) -> int:
+    """Length of the prefix of ``data`` made of complete batches."""
+    pos = 0
+    n = len(data)
+    while n - pos >= LOG_OVERHEAD:
+        (length,) = _I32.unpack_from(data, pos + 8)
+        size = length + LOG_OVERHEAD
+        if length < MIN_BATCH_LENGTH or pos + size > n:
+            break
+        pos += size
+    return pos
+
+
+# ----------------------------------------------------------------------------------------------
+# PartitionLog
+# ----------------------------------------------------------------------------------------------
+
+
+class PartitionLog:
+    """A partition's log: segments, indexes, offsets, retention, recovery and compaction."""
+
+    def __init__(self, dir: Path, config: LogConfig, *, clock: Clock) -> None:
+        """Open (creating when absent) the log in ``dir``; use :meth:`open` to also get the report."""
+        self.dir = Path(dir)
+        self.config = config
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._compact_lock = threading.Lock()
+        self._segments: list[_Segment] = []
+        self._bases: list[int] = []
+        self._log_start = 0
+        self._closed = False
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock.now_ms()
+        self._flushed_offset = 0
+        self.recovery_report = self._recover()
+
+    @classmethod
+    def open(cls, dir: Path, config: LogConfig, clock: Clock) -> tuple[PartitionLog, RecoveryReport]:
+        plog = cls(dir, config, clock=clock)
+        return plog, plog.recovery_report
+
+    # -- properties --------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        """Every offset below this one is on disk (fsynced)."""
+        return self._flushed_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    def segment_base_offsets(self) -> list[int]:
+        return list(self._bases)
+
+    def segment_files(self) -> list[Path]:
+        return [s.log_path for s in self._segments]
+
+    # -- recovery ------------------------------------------------------------------------------
+
+    def _recover(self) -> RecoveryReport:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        now = self._clock.now_ms()
+        for leftover in self.dir.glob("*" + CLEANED_SUFFIX):
+            leftover.unlink()
+        bases = sorted(
+            int(p.name[: -len(LOG_SUFFIX)])
+            for p in self.dir.glob("*" + LOG_SUFFIX)
+            if p.name[: -len(LOG_SUFFIX)].isdigit() and len(p.name) == 20 + len(LOG_SUFFIX)
+        )
+        for suffix in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+            for p in self.dir.glob("*" + suffix):
+                stem = p.name[: -len(suffix)]
+                if stem.isdigit() and int(stem) not in bases:
+                    p.unlink()  # an index without its log
+        marker = self._read_marker()
+        clean = marker is not None and bool(bases) and marker.get("active_base") == bases[-1]
+        truncated_bytes = 0
+        truncated_from: int | None = None
+        checked = 0
+        rebuilt = 0
+        segments: list[_Segment] = []
+        for i, base in enumerate(bases):
+            seg = _Segment(self.dir, base, now)
+            segments.append(seg)
+            active = i == len(bases) - 1
+            if active and clean and marker is not None and marker.get("active_size") != seg.size:
+                clean = False
+            if active and not clean:
+                had_index = seg.load_indexes()
+                old = (bytes(seg.idx_off), bytes(seg.idx_pos))
+                cut = seg.rebuild(self.config.index_interval_bytes, validate=True)
+                checked += 1
+                if not had_index or old != (bytes(seg.idx_off), bytes(seg.idx_pos)):
+                    rebuilt += 1
+            else:
+                cut = seg.size
+                try:
+                    if not seg.load_indexes():
+                        raise _TornBatch(0, "index inconsistent")
+                    seg.scan_tail(self.config.index_interval_bytes)
+                except _TornBatch:
+                    rebuilt += 1
+                    cut = seg.rebuild(self.config.index_interval_bytes, validate=False)
+            if cut < seg.size:
+                truncated_bytes += seg.size - cut
+                if truncated_from is None:
+                    truncated_from = seg.next_offset
+                log.warning(
+                    "log %s: truncating segment %d from %d to %d bytes; log end offset now %d",
+                    self.dir,
+                    base,
+                    seg.size,
+                    cut,
+                    seg.next_offset,
+                )
+                seg.truncate_file(cut)
+                # Everything after a damaged segment is unreachable: drop later segments.
+                for later in bases[i + 1 :]:
+                    doomed = _Segment(self.dir, later, now)
+                    truncated_bytes += doomed.size
+                    doomed.delete_files()
+                break
+        if not segments:
+            segments.append(_Segment(self.dir, 0, now))
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        start = self._read_log_start_checkpoint()
+        self._log_start = min(max(start, self._bases[0]), self.log_end_offset)
+        for seg in self._segments:
+            if seg.dirty:
+                seg.fsync()
+        self._flushed_offset = self.log_end_offset
+        marker_path = self.dir / CLEAN_SHUTDOWN_FILE
+        if marker_path.exists():
+            marker_path.unlink()
+        _fsync_dir(self.dir)
+        report = RecoveryReport(
+            truncated_bytes=truncated_bytes,
+            truncated_from_offset=truncated_from,
+            segments_checked=checked,
+            indexes_rebuilt=rebuilt,
+            clean_shutdown=clean,
+        )
+        if truncated_bytes or rebuilt or not clean:
+            log.info(
+                "log %s recovered: clean_shutdown=%s segments_checked=%d indexes_rebuilt=%d "
+                "truncated_bytes=%d truncated_from_offset=%s log_end_offset=%d",
+                self.dir,
+                clean,
+                checked,
+                rebuilt,
+                truncated_bytes,
+                truncated_from,
+                self.log_end_offset,
+            )
+        return report
+
+    def _read_marker(self) -> dict[str, int] | None:
+        path = self.dir / CLEAN_SHUTDOWN_FILE
+        try:
+            data = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _read_log_start_checkpoint(self) -> int:
+        try:
+            return int((self.dir / LOG_START_CHECKPOINT_FILE).read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def _write_log_start_checkpoint(self) -> None:
+        path = self.dir / LOG_START_CHECKPOINT_FILE
+        if self._log_start == self._bases[0]:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            return
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(f"{self._log_start}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    # -- append ------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.dir} is closed")
+
+    def append(self, batches: bytes | bytearray | memoryview, *, assign_offsets: bool = True) -> AppendInfo:
+        """Validate and append one or more batches; all are written or none is.
+
+        With ``assign_offsets`` the batches get consecutive offsets from the log end (their base
+        offsets are rewritten in place). Otherwise their own offsets are kept and must be at or
+        past the log end (loaders, tests). Raises :class:`CorruptBatchError` (bad framing, CRC,
+        offsets inside the batch), :class:`RecordTooLargeError` (a batch above max.message.bytes).
+        """
+        buf = bytearray(batches)
+        n = len(buf)
+        if n == 0:
+            raise CorruptBatchError("empty record set")
+        cfg = self.config
+        headers: list[tuple[int, BatchHeader]] = []
+        pos = 0
+        while pos < n:
+            h = validate_batch(buf, pos)
+            if h.size > cfg.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {h.size} bytes is larger than max.message.bytes {cfg.max_message_bytes}"
+                )
+            if assign_offsets and (h.record_count < 1 or h.last_offset_delta != h.record_count - 1):
+                raise CorruptBatchError(
+                    f"batch has {h.record_count} records but last_offset_delta {h.last_offset_delta}"
+                )
+            headers.append((pos, h))
+            pos += h.size
+        with self._lock:
+            self._check_open()
+            now = self._clock.now_ms()
+            log_append = cfg.log_append_time
+            next_offset = self.log_end_offset
+            planned: list[tuple[int, int, int, int, int]] = []  # pos, size, base, last, max_ts
+            records = 0
+            max_ts = -1
+            for pos, h in headers:
+                if assign_offsets:
+                    rewrite_base_offset(buf, pos, next_offset)
+                    base = next_offset
+                elif h.base_offset < next_offset:
+                    raise InvalidOffsetError(
+                        f"batch base offset {h.base_offset} is below the log end offset {next_offset}"
+                    )
+                else:
+                    base = h.base_offset
+                batch_ts = h.max_timestamp
+                if log_append:
+                    set_log_append_time(buf, pos, now)
+                    batch_ts = now
+                last = base + h.last_offset_delta
+                planned.append((pos, h.size, base, last, batch_ts))
+                records += h.record_count
+                max_ts = max(max_ts, batch_ts)
+                next_offset = last + 1
+            view = memoryview(buf)
+            i = 0
+            while i < len(planned):
+                seg = self._segments[-1]
+                first_pos, first_size, first_base, first_last, _ = planned[i]
+                if self._should_roll(seg, first_size, first_last, now):
+                    seg = self._roll(first_base, now)
+                j = i
+                total = 0
+                while j < len(planned):
+                    size, last = planned[j][1], planned[j][3]
+                    if j > i and (
+                        seg.size + total + size > cfg.segment_bytes or last - seg.base_offset > INT32_MAX
+                    ):
+                        break
+                    total += size
+                    j += 1
+                seg.append(
+                    view[first_pos : first_pos + total],
+                    [(p - first_pos, s, last, ts) for p, s, _b, last, ts in planned[i:j]],
+                    cfg.index_interval_bytes,
+                )
+                i = j
+            self._unflushed_messages += records
+            info = AppendInfo(
+                base_offset=planned[0][2],
+                last_offset=planned[-1][3],
+                log_append_time=now if log_append else -1,
+                log_start_offset=self._log_start,
+                record_count=records,
+                max_timestamp=max_ts,
+            )
+            due = self._unflushed_messages >= cfg.flush_interval_messages or (
+                cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
+            )
+        if due:
+            self.flush()
+        return info
+
+    def _should_roll(self, seg: _Segment, size: int, last_offset: int, now: int) -> bool:
+        if seg.size == 0:
+            return False
+        return (
+            seg.size + size > self.config.segment_bytes
+            or now - seg.created_ms >= self.config.segment_ms
+            or last_offset - seg.base_offset > INT32_MAX
+        )
+
+    def _roll(self, base_offset: int, now: int) -> _Segment:
+        old = self._segments[-1]
+        old.seal()
+        old.fsync()
+        new = _Segment(self.dir, base_offset, now)
+        self._segments.append(new)
+        self._bases.append(base_offset)
+        _fsync_dir(self.dir)
+        self._flushed_offset = max(self._flushed_offset, base_offset)
+        log.debug("log %s rolled a new segment at offset %d", self.dir, base_offset)
+        return new
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """Flush when flush.ms has passed since the last flush; for the server's periodic timer."""
+        interval = self.config.flush_interval_ms
+        if interval is None or self._unflushed_messages == 0 or now_ms - self._last_flush_ms < interval:
+            return False
+        self.flush()
+        return True
+
+    def flush(self) -> int:
+        """fsync everything appended so far; returns the offset everything below is durable to.
+
+        Safe to call from a worker thread: the lock is held only while descriptors are duplicated.
+        """
+        with self._lock:
+            if self._closed:
+                return self._flushed_offset
+            target = self.log_end_offset
+            fds = [os.dup(fd) for s in self._segments if s.dirty for fd in (s.fd, s.index_fd, s.timeindex_fd)]
+            for s in self._segments:
+                s.dirty = False
+            self._unflushed_messages = 0
+            self._last_flush_ms = self._clock.now_ms()
+        try:
+            for fd in fds:
+                os.fsync(fd)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        with self._lock:
+            self._flushed_offset = max(self._flushed_offset, target)
+        return target
+
+    # -- read ------------------------------------------------------------------------------
+
+    def _segment_index(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> ReadResult:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` (at least one batch
+        when ``min_one``), all from one segment."""
+        with self._lock:
+            self._check_open()
+            leo = self.log_end_offset
+            if offset < self._log_start or offset > leo:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is outside [{self._log_start}, {leo}] of {self.dir.name}"
+                )
+            empty = ReadResult(data=b"", high_watermark=leo, log_start_offset=self._log_start, file=None)
+            if offset == leo:
+                return empty
+            for seg in self._segments[self._segment_index(offset) :]:
+                found = seg.find_batch(offset)
+                if found is None:
+                    continue
+                pos, first_size = found
+                want = min(max(max_bytes, 0), seg.size - pos)
+                data = os.pread(seg.fd, want, pos) if want >= first_size else b""
+                end = _whole_batches(data)
+                if end == 0:
+                    if not min_one:
+                        return empty
+                    data = os.pread(seg.fd, first_size, pos)
+                    end = first_size
+                view = memoryview(data)[:end]
+                return ReadResult(
+                    data=view, high_watermark=leo, log_start_offset=self._log_start, file=(seg.fd, pos, end)
+                )
+            return empty
+
+    def iter_batches_from(self, offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
+        """``(header, batch bytes)`` of every batch whose last offset is >= ``offset``, up to the
+        log end at the time each segment is reached. For loaders and tools; reads in 1 MiB chunks."""
+        offset = max(offset, self._log_start)
+        with self._lock:
+            segs = list(self._segments[self._segment_index(offset) :])
+        for seg in segs:
+            with self._lock:
+                if self._closed or seg.fd < 0:
+                    continue
+                fd = os.dup(seg.fd)
+                end = seg.size
+                start = seg.index_position(offset)
+            try:
+                for _pos, view in _read_batches(fd, start, end):
+                    h = parse_header(view)
+                    if h.last_offset >= offset:
+                        yield h, bytes(view)
+            finally:
+                os.close(fd)
+
+    # -- timestamps ------------------------------------------------------------------------
+
+    def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``ts``, or None."""
+        with self._lock:
+            self._check_open()
+            for seg in self._segments:
+                if seg.max_ts < ts:
+                    continue
+                start = seg.time_position(ts)
+                for _pos, view in _read_batches(seg.fd, start, seg.size):
+                    h = parse_header(view)
+                    if h.max_timestamp < ts or h.last_offset < self._log_start:
+                        continue
+                    for r in decode_records(view):
+                        if r.timestamp >= ts and r.offset >= self._log_start:
+                            return r.offset, r.timestamp
+            return None
+
+    def max_timestamp_offset(self) -> tuple[int, int]:
+        """(offset, timestamp) of the earliest record holding the largest timestamp; (-1, -1) if empty."""
+        with self._lock:
+            self._check_open()
+            best: _Segment | None = None
+            for seg in self._segments:
+                if seg.max_ts >= 0 and (best is None or seg.max_ts > best.max_ts):
+                    best = seg
+            if best is None:
+                return -1, -1
+            found = best.find_batch(best.max_ts_offset)
+            if found is not None:
+                pos, size = found
+                for r in decode_records(os.pread(best.fd, size, pos)):
+                    if r.timestamp == best.max_ts:
+                        return r.offset, r.timestamp
+            return best.max_ts_offset, best.max_ts
+
+    # -- retention, deletion, truncation ---------------------------------------------------
+
+    def _drop_segment(self, seg: _Segment) -> int:
+        i = self._segments.index(seg)
+        del self._segments[i]
+        del self._bases[i]
+        size = seg.size
+        seg.delete_files()
+        return size
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete rolled segments past retention.ms or beyond retention.bytes (and those wholly
+        below the log start offset); returns the bytes deleted. Only for cleanup.policy delete."""
+        with self._lock:
+            self._check_open()
+            cfg = self.config
+            deleted = 0
+            removed = 0
+            while len(self._segments) > 1 and self._bases[1] <= self._log_start:
+                deleted += self._drop_segment(self._segments[0])
+                removed += 1
+            if cfg.delete and cfg.retention_ms >= 0:
+                while len(self._segments) > 1:
+                    seg = self._segments[0]
+                    newest = seg.max_ts if seg.max_ts >= 0 else int(os.fstat(seg.fd).st_mtime * 1000)
+                    if now_ms - newest <= cfg.retention_ms:
+                        break
+                    deleted += self._drop_segment(seg)
+                    removed += 1
+            if cfg.delete and cfg.retention_bytes >= 0:
+                excess = self.size_bytes - cfg.retention_bytes
+                while len(self._segments) > 1 and excess - self._segments[0].size >= 0:
+                    excess -= self._segments[0].size
+                    deleted += self._drop_segment(self._segments[0])
+                    removed += 1
+            if removed:
+                if self._log_start < self._bases[0]:
+                    self._log_start = self._bases[0]
+                self._write_log_start_checkpoint()
+                log.info(
+                    "log %s retention deleted %d segments (%d bytes); log start offset %d",
+                    self.dir,
+                    removed,
+                    deleted,
+                    self._log_start,
+                )
+            return deleted
+
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset to ``offset`` (DeleteRecords); returns the new log start.
+
+        Rolled segments wholly below it are deleted at once."""
+        with self._lock:
+            self._check_open()
+            if offset > self.high_watermark or offset < 0:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records before {offset}: high watermark is {self.high_watermark}"
+                )
+            if offset <= self._log_start:
+                return self._log_start
+            self._log_start = offset
+            while len(self._segments) > 1 and self._bases[1] <= offset:
+                self._drop_segment(self._segments[0])
+            self._write_log_start_checkpoint()
+            return self._log_start
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch holding offsets >= ``offset``; a batch that straddles ``offset`` goes
+        entirely (batches are never split). Returns the new log end offset."""
+        with self._lock:
+            self._check_open()
+            if offset >= self.log_end_offset:
+                return self.log_end_offset
+            now = self._clock.now_ms()
+            if offset < self._log_start or offset <= self._bases[0]:
+                for seg in list(self._segments):
+                    self._drop_segment(seg)
+                new = _Segment(self.dir, offset, now)
+                self._segments = [new]
+                self._bases = [offset]
+                self._log_start = offset
+                self._write_log_start_checkpoint()
+                _fsync_dir(self.dir)
+                self._flushed_offset = min(self._flushed_offset, offset)
+                return offset
+            while len(self._segments) > 1 and self._bases[-1] >= offset:
+                self._drop_segment(self._segments[-1])
+            seg = self._segments[-1]
+            found = seg.find_batch(offset)
+            if found is not None:
+                seg.truncate_file(found[0])
+            seg.rebuild(self.config.index_interval_bytes, validate=False)
+            seg.created_ms = now
+            self._flushed_offset = min(self._flushed_offset, seg.next_offset)
+            _fsync_dir(self.dir)
+            return seg.next_offset
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def compact(self, now_ms: int) -> CompactionReport:
+        """Keep only the latest record per key in the rolled segments (see the module docstring
+        for the threading rule). Tombstones stay until delete.retention.ms after their timestamp.
+        Offsets never move: a batch that loses records is rewritten with its original base offset
+        and last offset delta; a batch that loses all its records is dropped."""
+        nothing = CompactionReport(
+            segments_cleaned=0, records_removed=0, tombstones_removed=0, bytes_before=0, bytes_after=0
+        )
+        if not self.config.compact:
+            return nothing
+        with self._compact_lock:
+            with self._lock:
+                self._check_open()
+                snapshot = [(seg, seg.size) for seg in self._segments[:-1]]
+            if not snapshot:
+                return nothing
+            latest = self._key_map(snapshot)
+            horizon = now_ms - self.config.delete_retention_ms
+            cleaned = removed = tombstones = before = after = 0
+            for seg, size in snapshot:
+                result = self._clean_segment(seg, size, latest, horizon)
+                if result is None:
+                    continue
+                data, n_removed, n_tomb = result
+                if self._swap_cleaned(seg, size, data):
+                    cleaned += 1
+                    removed += n_removed
+                    tombstones += n_tomb
+                    before += size
+                    after += len(data)
+            if cleaned:
+                log.info(
+                    "log %s compacted %d segments: %d records removed (%d tombstones), %d -> %d bytes",
+                    self.dir,
+                    cleaned,
+                    removed,
+                    tombstones,
+                    before,
+                    after,
+                )
+            return CompactionReport(
+                segments_cleaned=cleaned,
+                records_removed=removed,
+                tombstones_removed=tombstones,
+                bytes_before=before,
+                bytes_after=after,
+            )
+
+    def _key_map(self, snapshot: list[tuple[_Segment, int]]) -> dict[bytes, int]:
+        latest: dict[bytes, int] = {}
+        for seg, size in snapshot:
+            try:
+                fd = os.open(seg.log_path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                for _pos, view in _read_batches(fd, 0, size):
+                    h = parse_header(view)
+                    if h.is_control:
+                        continue
+                    for r in decode_records(view):
+                        if r.key is not None:
+                            latest[r.key] = r.offset
+            finally:
+                os.close(fd)
+        return latest
+
+    def _clean_segment(
+        self, seg: _Segment, size: int, latest: dict[bytes, int], horizon: int
+    ) -> tuple[bytes, int, int] | None:
+        try:
+            fd = os.open(seg.log_path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        out = bytearray()
+        removed = tombstones = 0
+        try:
+            for _pos, view in _read_batches(fd, 0, size):
+                h = parse_header(view)
+                if h.is_control:
+                    out += view
+                    continue
+                records = decode_records(view)
+                kept: list[Record] = []
+                for r in records:
+                    if r.key is not None and latest.get(r.key) != r.offset:
+                        continue
+                    if r.value is None and r.timestamp < horizon:
+                        tombstones += 1
+                        continue
+                    kept.append(r)
+                if len(kept) == len(records):
+                    out += view
+                    continue
+                removed += len(records) - len(kept)
+                if kept:
+                    out += encode_batch(
+                        kept,
+                        base_offset=h.base_offset,
+                        base_timestamp=h.base_timestamp,
+                        last_offset_delta=h.last_offset_delta,
+                        max_timestamp=h.max_timestamp
+                        if h.timestamp_type == 1
+                        else max(r.timestamp for r in kept),
+                        compression=h.compression,
+                        attributes=h.attributes & ~ATTR_COMPRESSION_MASK,
+                        partition_leader_epoch=h.partition_leader_epoch,
+                        producer_id=h.producer_id,
+                        producer_epoch=h.producer_epoch,
+                        base_sequence=h.base_sequence,
+                    )
+        finally:
+            os.close(fd)
+        if removed == 0:
+            return None
+        return bytes(out), removed, tombstones
+
+    def _swap_cleaned(self, seg: _Segment, size: int, data: bytes) -> bool:
+        cleaned_path = seg.log_path.with_name(seg.log_path.name + CLEANED_SUFFIX)
+        fd = os.open(cleaned_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, data, 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with self._lock:
+            if self._closed or seg not in self._segments or seg.size != size or seg is self._segments[-1]:
+                cleaned_path.unlink()
+                return False
+            i = self._segments.index(seg)
+            created = seg.created_ms
+            seg.close()
+            # Indexes first: a crash between the steps leaves a log without indexes (rebuilt at open).
+            seg.index_path.unlink()
+            seg.timeindex_path.unlink()
+            os.replace(cleaned_path, seg.log_path)
+            _fsync_dir(self.dir)
+            new = _Segment(self.dir, seg.base_offset, created)
+            new.rebuild(self.config.index_interval_bytes, validate=False)
+            new.seal()
+            new.fsync()
+            self._segments[i] = new
+            return True
+
+    # -- close -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush, close the files and leave a clean-shutdown marker for the next open."""
+        with self._lock:
+            if self._closed:
+                return
+            active = self._segments[-1]
+            active.seal()
+            for seg in self._segments:
+                if seg.dirty or seg is active:
+                    seg.fsync()
+                seg.close()
+            marker = {
+                "active_base": active.base_offset,
+                "active_size": active.size,
+                "log_end_offset": active.next_offset,
+            }
+            tmp = self.dir / (CLEAN_SHUTDOWN_FILE + ".tmp")
+            with open(tmp, "w") as f:
+                json.dump(marker, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.dir / CLEAN_SHUTDOWN_FILE)
+            _fsync_dir(self.dir)
+            self._closed = True
+
+    def delete(self) -> None:
+        """Close without a marker and remove the directory (topic deletion)."""
+        with self._lock:
+            for seg in self._segments:
+                seg.close()
+            self._closed = True
+        for p in sorted(self.dir.glob("*"), reverse=True):
+            if p.is_file():
+                p.unlink()
+        with contextlib.suppress(OSError):
+            self.dir.rmdir()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.dir.name}, start={self._log_start}, end={self.log_end_offset}, "
+            f"segments={len(self._segments)})"
+        )
+
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "AppendInfo",
+    "CompactionReport",
+    "CorruptBatchError",
+    "InvalidConfigError",
+    "InvalidOffsetError",
+    "LogClosedError",
+    "LogConfig",
+    "OffsetOutOfRangeError",
+    "PartitionLog",
+    "ReadResult",
+    "RecordTooLargeError",
+    "RecoveryReport",
+]
