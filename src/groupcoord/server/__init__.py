@@ -1,0 +1,1 @@
+"""The asyncio side: TCP server, per-connection loop, dispatch table, timers, lifecycle."""

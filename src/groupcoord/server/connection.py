@@ -1,0 +1,292 @@
+"""One client connection: frames in, handlers called, responses out in request order.
+
+Requests are decoded and handed to their handler as they arrive (pipelining is allowed);
+each gets a slot in an ordered queue, and a response is written as soon as it and every
+response before it are ready. A handler may mute the connection (stop reading) until its
+own answer is out. Anything malformed — a bad size prefix, an oversized frame, an unknown
+API, an unsupported version, a body that does not parse — closes this connection with one
+log line; other connections and the server are untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import io
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.api_versions.v0.response import ApiVersion as ApiKeysV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.serial import entity_writer
+from kio.static.primitive import i16
+
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.entities import err
+from groupcoord.protocol.framing import FrameDecoder, FrameError, encode_frame
+from groupcoord.protocol.headers import MalformedRequestError, decode_request_header, peek_request
+from groupcoord.protocol.registry import (
+    API_VERSIONS_KEY,
+    ApiMessages,
+    UnknownApiError,
+    UnsupportedVersionError,
+)
+from groupcoord.server.context import RequestContext
+from groupcoord.server.dispatch import Dispatcher
+
+log = logging.getLogger(__name__)
+
+#: Stop reading while this many responses are still owed on one connection.
+MAX_IN_FLIGHT = 256
+
+_write_api_versions_v0 = entity_writer(ApiVersionsResponseV0)
+
+
+def unsupported_api_versions_answer(correlation_id: int, ranges: list[tuple[int, int, int]]) -> bytes:
+    """ApiVersions v0 UNSUPPORTED_VERSION answer listing our ranges (KIP-511), header v0."""
+    body = ApiVersionsResponseV0(
+        error_code=err(ErrorCode.UNSUPPORTED_VERSION),
+        api_keys=tuple(
+            ApiKeysV0(api_key=i16(key), min_version=i16(lo), max_version=i16(hi)) for key, lo, hi in ranges
+        ),
+    )
+    buf = io.BytesIO()
+    buf.write(correlation_id.to_bytes(4, "big", signed=True))
+    _write_api_versions_v0(buf, body)
+    return encode_frame(buf.getvalue())
+
+
+class _Slot:
+    __slots__ = ("data", "done")
+
+    def __init__(self) -> None:
+        self.data: bytes | None = None
+        self.done = False
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(
+        self,
+        dispatcher: Dispatcher[Any],
+        connection_id: int,
+        max_frame_bytes: int,
+        on_close: Callable[[KafkaConnection], None] | None = None,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.connection_id = connection_id
+        self.client_host = "/unknown"
+        self.peer = "?"
+        self._decoder = FrameDecoder(max_frame_bytes)
+        self._transport: asyncio.Transport | None = None
+        self._pending: deque[_Slot] = deque()
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._muted_by: _Slot | None = None
+        self._write_paused = False
+        self._reading_paused = False
+        self._closing = False
+        self._draining = False
+        self._on_close = on_close
+        self._drained: asyncio.Future[None] | None = None
+
+    # ------------------------------------------------------------------ asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and peer:
+            self.client_host = f"/{peer[0]}"
+            self.peer = f"{peer[0]}:{peer[1]}"
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing or self._draining:
+            return
+        self._decoder.feed(data)
+        self._pump()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
+        self._tasks.clear()
+        self._pending.clear()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        if self._on_close is not None:
+            self._on_close(self)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+        self._pump()
+
+    # ------------------------------------------------------------------ request path
+    def _blocked(self) -> bool:
+        return (
+            self._closing
+            or self._draining
+            or self._muted_by is not None
+            or self._write_paused
+            or len(self._pending) >= MAX_IN_FLIGHT
+        )
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or self._closing:
+            return
+        want_pause = self._blocked()
+        if want_pause and not self._reading_paused:
+            transport.pause_reading()
+            self._reading_paused = True
+        elif not want_pause and self._reading_paused:
+            transport.resume_reading()
+            self._reading_paused = False
+
+    def _pump(self) -> None:
+        while not self._blocked():
+            try:
+                frame = self._decoder.next_frame()
+            except FrameError as exc:
+                self.abort(str(exc))
+                return
+            if frame is None:
+                break
+            self._handle_frame(frame)
+        self._update_reading()
+
+    def _handle_frame(self, frame: bytes) -> None:
+        registry = self.dispatcher.registry
+        try:
+            api_key, api_version, correlation_id = peek_request(frame)
+            try:
+                messages = registry.lookup(api_key, api_version)
+            except UnsupportedVersionError:
+                if api_key != API_VERSIONS_KEY:
+                    raise
+                slot = _Slot()
+                slot.data = unsupported_api_versions_answer(correlation_id, registry.ranges())
+                slot.done = True
+                self._pending.append(slot)
+                self._flush()
+                return
+            header = decode_request_header(frame, messages.request_header_version)
+            request = messages.decode_request(frame, header.body_offset)
+        except (MalformedRequestError, UnknownApiError, UnsupportedVersionError) as exc:
+            self.abort(str(exc))
+            return
+
+        ctx = RequestContext(
+            connection_id=self.connection_id,
+            client_id=header.client_id or "",
+            client_host=self.client_host,
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+        )
+        try:
+            result = self.dispatcher.call(ctx, request)
+        except Exception as exc:
+            log.exception("conn=%d %s v%d handler failed", self.connection_id, messages.name, api_version)
+            self.abort(f"handler for {messages.name} v{api_version} failed: {exc!r}")
+            return
+
+        if inspect.isawaitable(result):
+            slot = _Slot()
+            self._pending.append(slot)
+            task = asyncio.ensure_future(result)
+            self._tasks.add(task)
+            task.add_done_callback(lambda t: self._on_done(t, slot, messages, correlation_id))
+            if ctx.muted and not slot.done:
+                self._muted_by = slot
+        elif result is not None:
+            slot = _Slot()
+            slot.data = self._encode(messages, correlation_id, result)
+            if slot.data is None:
+                return
+            slot.done = True
+            self._pending.append(slot)
+            self._flush()
+
+    def _encode(self, messages: ApiMessages, correlation_id: int, response: Any) -> bytes | None:
+        try:
+            return messages.encode_response(correlation_id, response)
+        except Exception as exc:
+            log.exception(
+                "conn=%d cannot encode %s v%d response", self.connection_id, messages.name, messages.version
+            )
+            self.abort(f"cannot encode {messages.name} v{messages.version} response: {exc!r}")
+            return None
+
+    def _on_done(
+        self, task: asyncio.Future[Any], slot: _Slot, messages: ApiMessages, correlation_id: int
+    ) -> None:
+        self._tasks.discard(task)
+        if task.cancelled() or self._closing:
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error(
+                "conn=%d %s v%d handler failed: %r",
+                self.connection_id,
+                messages.name,
+                messages.version,
+                exc,
+                exc_info=exc,
+            )
+            self.abort(f"handler for {messages.name} v{messages.version} failed: {exc!r}")
+            return
+        response = task.result()
+        if response is not None:
+            data = self._encode(messages, correlation_id, response)
+            if data is None:
+                return
+            slot.data = data
+        slot.done = True
+        self._flush()
+        if self._muted_by is slot:
+            self._muted_by = None
+        self._pump()
+
+    def _flush(self) -> None:
+        transport = self._transport
+        pending = self._pending
+        while pending and pending[0].done:
+            slot = pending.popleft()
+            if slot.data is not None and transport is not None and not self._closing:
+                transport.write(slot.data)
+        if self._draining and not pending and self._transport is not None and not self._closing:
+            self._closing = True
+            self._transport.close()
+
+    # ------------------------------------------------------------------ closing
+    def abort(self, reason: str) -> None:
+        """Close this connection because of what the client sent; one log line."""
+        if self._closing:
+            return
+        log.warning("closing conn=%d peer=%s: %s", self.connection_id, self.peer, reason)
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
+        if self._transport is not None:
+            self._transport.close()
+
+    def drain(self) -> asyncio.Future[None]:
+        """Stop reading, answer what is in flight, then close (graceful shutdown)."""
+        loop = asyncio.get_running_loop()
+        self._drained = loop.create_future()
+        if self._closing:
+            self._drained.set_result(None)
+            return self._drained
+        self._draining = True
+        self._update_reading()
+        self._flush()
+        return self._drained
+
+    def close_now(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.abort()

@@ -1,0 +1,80 @@
+"""``serve``: open the data dir, start the broker, run until SIGTERM/SIGINT, shut down cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+from groupcoord.broker.apis import build_dispatcher
+from groupcoord.broker.state import Broker
+from groupcoord.clock import SystemClock
+from groupcoord.config import BrokerConfig
+from groupcoord.server.app import KafkaServer
+
+log = logging.getLogger(__name__)
+
+
+async def run(
+    config: BrokerConfig,
+    data_dir: Path,
+    *,
+    on_listening: Callable[[str, int], None] | None = None,
+    stop: asyncio.Event | None = None,
+    extra_apis: list[ModuleType] | None = None,
+) -> None:
+    started = time.monotonic()
+    broker = Broker.open(config, data_dir, SystemClock())
+    dispatcher = build_dispatcher(broker, extra_apis)
+    listener = config.listener()
+    server = KafkaServer(
+        dispatcher, host=listener.host, port=listener.port, max_frame_bytes=config.socket_request_max_bytes
+    )
+    host, port = await server.start()
+    if not config.advertised_listeners:
+        broker.advertised_host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    if broker.advertised_port == 0 or not config.advertised_listeners:
+        broker.advertised_port = port
+    broker.start_maintenance()
+    log.info(
+        "listening on %s:%d (cluster %s, node %d, data %s) after %.0f ms",
+        host,
+        port,
+        broker.cluster_id,
+        broker.node_id,
+        data_dir,
+        (time.monotonic() - started) * 1000,
+    )
+    stop_event = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop_event.set)
+    if on_listening is not None:
+        on_listening(host, port)
+    try:
+        await stop_event.wait()
+    finally:
+        log.info("shutting down: stop accepting, answer in-flight requests, flush, close")
+        await server.stop()
+        await broker.close()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+        log.info("stopped")
+
+
+def run_blocking(
+    config: BrokerConfig, data_dir: Path, on_listening: Callable[[str, int], None] | None = None
+) -> None:
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(run(config, data_dir, on_listening=on_listening))
+    else:
+        uvloop.run(run(config, data_dir, on_listening=on_listening))
