@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -295,6 +295,7 @@ assignments = st.builds(
 
 
 @given(subscriptions())
+@settings(deadline=None)
 def test_subscription_round_trip_and_matches_kafka_python(sub: Subscription) -> None:
     wire = encode_subscription(sub)
     assert decode_subscription(wire) == sub
@@ -310,6 +311,7 @@ def test_subscription_round_trip_and_matches_kafka_python(sub: Subscription) -> 
 
 
 @given(assignments)
+@settings(deadline=None)
 def test_assignment_round_trip_and_matches_kafka_python(a: Assignment) -> None:
     wire = encode_assignment(a)
     assert decode_assignment(wire) == a
@@ -323,6 +325,7 @@ def test_assignment_round_trip_and_matches_kafka_python(a: Assignment) -> None:
 
 
 @given(st.binary(max_size=48))
+@settings(deadline=None)
 def test_arbitrary_bytes_decode_or_raise_consumer_protocol_error(blob: bytes) -> None:
     for decode in (decode_subscription, decode_assignment):
         try:

@@ -221,7 +221,7 @@ ops = st.lists(
 
 
 @given(ops)
-@settings(max_examples=300)
+@settings(deadline=None, max_examples=300)
 def test_timer_behaves_like_a_dict_of_deadlines(program: list[tuple[str, int, int]]) -> None:
     t: KeyedTimer[int, int] = KeyedTimer()
     model: dict[int, tuple[int, int, int]] = {}  # key -> (deadline, seq, payload)

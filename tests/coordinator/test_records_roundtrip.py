@@ -78,16 +78,19 @@ versioned_group_values = st.integers(0, 4).flatmap(lambda v: st.tuples(st.just(v
 
 
 @given(offset_keys)
+@settings(deadline=None)
 def test_offset_commit_key_round_trip(key: OffsetCommitKey) -> None:
     assert decode_key(encode_key(key)) == key
 
 
 @given(group_keys)
+@settings(deadline=None)
 def test_group_metadata_key_round_trip(key: GroupMetadataKey) -> None:
     assert decode_key(encode_key(key)) == key
 
 
 @given(offset_keys, versioned_offset_values)
+@settings(deadline=None)
 def test_offset_commit_value_round_trip_in_every_version(
     key: OffsetCommitKey, vv: tuple[int, OffsetCommitValue]
 ) -> None:
@@ -99,7 +102,7 @@ def test_offset_commit_value_round_trip_in_every_version(
 
 
 @given(group_keys, versioned_group_values)
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 def test_group_metadata_value_round_trip_in_every_version(
     key: GroupMetadataKey, vv: tuple[int, GroupMetadataValue]
 ) -> None:
@@ -116,6 +119,7 @@ def test_group_metadata_value_round_trip_in_every_version(
         st.builds(CoordinatorRecord, key=group_keys, value=st.none() | group_values(3)),
     )
 )
+@settings(deadline=None)
 def test_records_round_trip_with_default_versions(rec: CoordinatorRecord) -> None:
     key_bytes, value_bytes = encode_record(rec)
     assert decode_record(key_bytes, value_bytes) == rec
@@ -123,6 +127,7 @@ def test_records_round_trip_with_default_versions(rec: CoordinatorRecord) -> Non
 
 
 @given(versioned_group_values, st.data())
+@settings(deadline=None)
 def test_any_truncation_of_a_group_value_is_a_decode_error(
     vv: tuple[int, GroupMetadataValue], data: st.DataObject
 ) -> None:
@@ -138,6 +143,7 @@ def test_any_truncation_of_a_group_value_is_a_decode_error(
 
 
 @given(st.binary(max_size=64))
+@settings(deadline=None)
 def test_arbitrary_bytes_decode_or_raise_record_decode_error(blob: bytes) -> None:
     for key in (OffsetCommitKey(group="g", topic="t", partition=0), GroupMetadataKey(group="g")):
         try:
