@@ -1,0 +1,138 @@
+"""Compaction: latest record per key, tombstones, offsets preserved, concurrency with appends."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from groupcoord.clock import ManualClock
+from groupcoord.storage.batch import build_batch as _build
+from groupcoord.storage.batch import decode_records, parse_header
+from groupcoord.storage.log import LogConfig, PartitionLog
+
+T0 = 1_700_000_000_000
+DAY = 86_400_000
+
+
+def put(plog: PartitionLog, *pairs: tuple[str, str | None], ts: int = T0, compression: int = 0) -> int:
+    records = [(k.encode(), None if v is None else v.encode(), ()) for k, v in pairs]
+    return plog.append(_build(records, timestamp_ms=ts, compression=compression)).base_offset
+
+
+def contents(plog: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
+    out = []
+    for _h, raw in plog.iter_batches_from(0):
+        out += [(r.offset, r.key, r.value) for r in decode_records(raw)]
+    return out
+
+
+def compacted_log(tmp_path: Path) -> PartitionLog:
+    plog, _ = PartitionLog.open(
+        tmp_path / "c-0",
+        LogConfig(cleanup_policy="compact", segment_bytes=250, delete_retention_ms=DAY),
+        ManualClock(T0),
+    )
+    return plog
+
+
+def test_compaction_keeps_the_latest_record_per_key_at_its_original_offset(tmp_path: Path) -> None:
+    plog = compacted_log(tmp_path)
+    put(plog, ("a", "a1"), ("b", "b1"), ("c", "c1"))  # 0-2
+    put(plog, ("a", "a2"), ("b", "b2"), compression=1)  # 3-4
+    put(plog, ("c", "c2"), ("d", "d1"), compression=3)  # 5-6
+    put(plog, ("a", "a3"))  # 7
+    put(plog, ("e", "e1"))  # 8
+    put(plog, ("a", "a4"))  # 9, active segment
+    assert plog.segment_count >= 3
+    bases_before = plog.segment_base_offsets()
+    report = plog.compact(T0)
+    assert report.records_removed == 4  # a1, b1, c1, a2
+    assert report.tombstones_removed == 0
+    assert report.bytes_after < report.bytes_before
+    assert contents(plog) == [
+        (4, b"b", b"b2"),
+        (5, b"c", b"c2"),
+        (6, b"d", b"d1"),
+        (7, b"a", b"a3"),  # superseded only by the active segment, which is never cleaned
+        (8, b"e", b"e1"),
+        (9, b"a", b"a4"),
+    ]
+    assert plog.segment_base_offsets() == bases_before
+    assert (plog.log_start_offset, plog.log_end_offset) == (0, 10)
+    # Reading a removed offset returns the next batch holding later offsets.
+    assert [r.offset for r in decode_records(plog.read(0, 1).data)] == [4]
+    # The rewritten batch keeps its span and codec.
+    header = parse_header(plog.read(3, 1).data)
+    assert (header.base_offset, header.last_offset, header.record_count, header.compression) == (3, 4, 1, 1)
+
+
+def test_tombstones_stay_for_delete_retention_then_go(tmp_path: Path) -> None:
+    plog = compacted_log(tmp_path)
+    put(plog, ("a", "a1"), ("b", "b1"))  # 0-1
+    put(plog, ("a", None))  # 2: tombstone for a
+    put(plog, ("b", "b2"))  # 3
+    put(plog, ("z", "z1"))  # 4 (active by the end)
+    put(plog, ("z", "z2"))
+    first = plog.compact(T0 + DAY - 1)
+    assert (first.records_removed, first.tombstones_removed) == (2, 0)
+    assert [(o, k, v) for o, k, v in contents(plog) if k != b"z"] == [(2, b"a", None), (3, b"b", b"b2")]
+    second = plog.compact(T0 + DAY + 1)
+    assert (second.records_removed, second.tombstones_removed) == (1, 1)
+    assert [(o, k, v) for o, k, v in contents(plog) if k != b"z"] == [(3, b"b", b"b2")]
+
+
+def test_compacted_log_reopens_with_the_same_contents(tmp_path: Path) -> None:
+    plog = compacted_log(tmp_path)
+    for i in range(40):
+        put(plog, (f"k{i % 4}", f"v{i}"), ts=T0 + i)
+    plog.compact(T0 + 100)
+    expected = contents(plog)
+    assert len(expected) < 40
+    plog.close()
+    again, report = PartitionLog.open(
+        tmp_path / "c-0", LogConfig(cleanup_policy="compact", segment_bytes=250), ManualClock(T0)
+    )
+    assert (report.indexes_rebuilt, report.truncated_bytes) == (0, 0)
+    assert contents(again) == expected
+    assert again.log_end_offset == 40
+
+
+def test_delete_policy_logs_are_not_compacted(tmp_path: Path) -> None:
+    plog, _ = PartitionLog.open(tmp_path / "d-0", LogConfig(segment_bytes=100), ManualClock(T0))
+    for _ in range(5):
+        put(plog, ("a", "same"))
+    assert plog.compact(T0).segments_cleaned == 0
+    assert len(contents(plog)) == 5
+
+
+def test_compaction_in_a_worker_thread_while_the_owner_appends(tmp_path: Path) -> None:
+    plog, _ = PartitionLog.open(
+        tmp_path / "c-0", LogConfig(cleanup_policy="compact", segment_bytes=2000), ManualClock(T0)
+    )
+    for i in range(300):
+        put(plog, (f"k{i % 10}", f"v{i}"))
+    done = threading.Event()
+    reports = []
+
+    def worker() -> None:
+        while not done.is_set():
+            reports.append(plog.compact(T0))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        for i in range(300, 1300):
+            put(plog, (f"k{i % 10}", f"v{i}"))
+            if i % 100 == 0:
+                assert plog.read(plog.log_end_offset - 1, 100).data
+    finally:
+        done.set()
+        thread.join()
+    plog.compact(T0)
+    final = contents(plog)
+    assert plog.log_end_offset == 1300
+    offsets = [o for o, _k, _v in final]
+    assert offsets == sorted(offsets)
+    latest = {k: (o, v) for o, k, v in final}
+    assert latest == {f"k{j}".encode(): (1290 + j, f"v{1290 + j}".encode()) for j in range(10)}
+    assert sum(r.segments_cleaned for r in reports) > 0
