@@ -1,0 +1,5 @@
+import sys
+
+from groupcoord.cli import main
+
+sys.exit(main())

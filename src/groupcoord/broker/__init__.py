@@ -1,0 +1,1 @@
+"""Broker handlers: topics and partitions, produce, fetch, list-offsets, metadata, configs."""

@@ -1,0 +1,126 @@
+"""Metadata (key 3): brokers (just us), cluster id, controller (us), topics with ids.
+
+A topic that does not exist is created when the request allows it (v4+ flag; always for
+older versions) and ``auto.create.topics.enable`` is on; it is answered at once with its
+partitions, since creation here is synchronous.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from groupcoord.broker.state import Broker
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
+from groupcoord.server.context import RequestContext
+from groupcoord.storage.manager import InvalidTopicError, TopicExistsError, TopicMeta
+
+log = logging.getLogger(__name__)
+
+
+_NULL_UUID = None
+
+
+def _topic_entry(broker: Broker, topic_t: type[Any], meta: TopicMeta) -> Any:
+    part_t = child(topic_t, "partitions")
+    node = broker.node_id
+    partitions = tuple(
+        make(
+            part_t,
+            error_code=err(ErrorCode.NONE),
+            partition_index=p,
+            leader_id=node,
+            leader_epoch=-1,
+            replica_nodes=(node,),
+            isr_nodes=(node,),
+            offline_replicas=(),
+        )
+        for p in range(meta.partitions)
+    )
+    return make(
+        topic_t,
+        error_code=err(ErrorCode.NONE),
+        name=meta.name,
+        topic_id=meta.topic_id,
+        is_internal=meta.internal,
+        partitions=partitions,
+    )
+
+
+def _error_entry(topic_t: type[Any], code: ErrorCode, name: str | None, topic_id: Any) -> Any:
+    import uuid
+
+    return make(
+        topic_t,
+        error_code=err(code),
+        name=name,
+        topic_id=topic_id if topic_id is not None else uuid.UUID(int=0),
+        is_internal=False,
+        partitions=(),
+    )
+
+
+def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    resp_t = messages.response_type
+    topic_t = child(resp_t, "topics")
+    broker_t = child(resp_t, "brokers")
+    version = ctx.api_version
+
+    requested = request.topics
+    all_topics = requested is None or (version == 0 and len(requested) == 0)
+    allow_auto = bool(getattr(request, "allow_auto_topic_creation", True))
+    topics_out: list[Any] = []
+    known = broker.logs.topics()
+    if all_topics:
+        for name in sorted(known):
+            topics_out.append(_topic_entry(broker, topic_t, known[name]))
+    else:
+        for entry in requested:
+            name = getattr(entry, "name", None)
+            topic_id = getattr(entry, "topic_id", None)
+            if name is None and topic_id is not None and int(topic_id) != 0:
+                meta = broker.topic_by_id(topic_id)
+                if meta is None:
+                    topics_out.append(_error_entry(topic_t, ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id))
+                else:
+                    topics_out.append(_topic_entry(broker, topic_t, meta))
+                continue
+            if name is None:
+                topics_out.append(_error_entry(topic_t, ErrorCode.INVALID_REQUEST, None, None))
+                continue
+            meta = known.get(name)
+            if meta is None and allow_auto and broker.config.auto_create_topics_enable:
+                try:
+                    meta = broker.logs.create_topic(name, broker.config.num_partitions, {})
+                    log.info("auto-created topic %s with %d partitions", name, meta.partitions)
+                except TopicExistsError:
+                    meta = broker.logs.topics().get(name)
+                except InvalidTopicError:
+                    topics_out.append(_error_entry(topic_t, ErrorCode.INVALID_TOPIC_EXCEPTION, name, None))
+                    continue
+            if meta is None:
+                topics_out.append(_error_entry(topic_t, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, None))
+            else:
+                topics_out.append(_topic_entry(broker, topic_t, meta))
+
+    brokers = (
+        make(
+            broker_t,
+            node_id=broker.node_id,
+            host=broker.advertised_host,
+            port=broker.advertised_port,
+            rack=None,
+        ),
+    )
+    values: dict[str, Any] = {
+        "throttle_time": NO_THROTTLE,
+        "brokers": brokers,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": tuple(topics_out),
+    }
+    if has_field(resp_t, "cluster_authorized_operations"):
+        values["cluster_authorized_operations"] = -2147483648
+    return make(resp_t, **values)

@@ -1,0 +1,227 @@
+"""Produce (key 0): validate, de-duplicate, append, and answer per acks.
+
+Appends happen synchronously inside the handler, so pipelined produces on one connection are
+appended in request order. acks=0 gets no response on the wire; acks=1 is answered once the
+batch is in the log; acks=-1 is answered once the batch is fsynced (coalesced across
+concurrent produces by :class:`~groupcoord.broker.durability.Flusher`) unless the operator
+chose a flush policy (``log.flush.interval.*`` set explicitly), which then governs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Hashable
+from typing import Any
+
+from groupcoord.broker.durability import Flushable
+from groupcoord.broker.state import Broker
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
+from groupcoord.server.context import RequestContext
+from groupcoord.storage.batch import CorruptBatchError, iter_batches, parse_header
+from groupcoord.storage.log import RecordTooLargeError
+
+log = logging.getLogger(__name__)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _append_time(ts: int) -> datetime.datetime | None:
+    if ts < 0:
+        return None
+    return _EPOCH + datetime.timedelta(milliseconds=ts)
+
+
+class _PartitionResult:
+    __slots__ = ("base_offset", "error", "log_append_time", "log_start_offset", "message")
+
+    def __init__(
+        self,
+        error: ErrorCode,
+        base_offset: int = -1,
+        log_append_time: int = -1,
+        log_start_offset: int = -1,
+        message: str | None = None,
+    ) -> None:
+        self.error = error
+        self.base_offset = base_offset
+        self.log_append_time = log_append_time
+        self.log_start_offset = log_start_offset
+        self.message = message
+
+
+def _produce_partition(
+    broker: Broker, topic: str, partition: int, records: bytes | None, dirty: dict[Hashable, Flushable]
+) -> _PartitionResult:
+    try:
+        plog = broker.logs.partition(topic, partition)
+    except KeyError:
+        return _PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not records:
+        return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="empty record set")
+    try:
+        batches = list(iter_batches(records))
+    except CorruptBatchError as exc:
+        return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message=str(exc))
+    if not batches:
+        try:
+            parse_header(records, 0)
+        except CorruptBatchError as exc:
+            return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message=str(exc))
+        return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="truncated record batch")
+    end = batches[-1][0] + batches[-1][1].size
+    if end != len(records):
+        return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="trailing bytes after the last batch")
+    if any(h.is_transactional or h.is_control for _, h in batches):
+        return _PartitionResult(
+            ErrorCode.INVALID_RECORD, message="transactional batches are not supported by this broker"
+        )
+
+    tp = (topic, partition)
+    first = batches[0][1]
+    idempotent = first.producer_id >= 0 and first.base_sequence >= 0
+    if idempotent:
+        if len(batches) != 1:
+            return _PartitionResult(ErrorCode.INVALID_RECORD, message="idempotent produce needs one batch")
+        table = broker.producers_for(tp)
+        check = table.check(first.producer_id, first.producer_epoch, first.base_sequence, first.record_count)
+        if check.error != ErrorCode.NONE:
+            return _PartitionResult(check.error, log_start_offset=plog.log_start_offset)
+        if check.duplicate is not None:
+            dup = check.duplicate
+            log.info(
+                "duplicate batch from producer %d seq %d-%d on %s-%d: answered with offset %d",
+                first.producer_id,
+                dup.first_seq,
+                dup.last_seq,
+                topic,
+                partition,
+                dup.base_offset,
+            )
+            return _PartitionResult(
+                ErrorCode.NONE,
+                base_offset=dup.base_offset,
+                log_append_time=dup.log_append_time,
+                log_start_offset=plog.log_start_offset,
+            )
+    try:
+        info = plog.append(records)
+    except RecordTooLargeError as exc:
+        return _PartitionResult(ErrorCode.MESSAGE_TOO_LARGE, message=str(exc))
+    except CorruptBatchError as exc:
+        return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message=str(exc))
+    if idempotent:
+        broker.producers_for(tp).record(
+            first.producer_id,
+            first.producer_epoch,
+            first.base_sequence,
+            first.record_count,
+            info.base_offset,
+            info.last_offset,
+            info.log_append_time,
+        )
+    meta = broker.logs.topics().get(topic)
+    topic_flush_policy = meta is not None and bool({"flush.messages", "flush.ms"} & set(meta.configs))
+    if not topic_flush_policy:
+        dirty[tp] = plog
+    broker.notify_append(tp, len(records))
+    return _PartitionResult(
+        ErrorCode.NONE,
+        base_offset=info.base_offset,
+        log_append_time=info.log_append_time,
+        log_start_offset=info.log_start_offset,
+    )
+
+
+def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    acks = int(request.acks)
+    results: list[tuple[str, list[tuple[int, _PartitionResult]]]] = []
+    dirty: dict[Hashable, Flushable] = {}
+    if request.transactional_id is not None:
+        for topic in request.topic_data:
+            results.append(
+                (
+                    topic.name,
+                    [
+                        (int(p.index), _PartitionResult(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+                        for p in topic.partition_data
+                    ],
+                )
+            )
+    elif acks not in (0, 1, -1):
+        for topic in request.topic_data:
+            results.append(
+                (
+                    topic.name,
+                    [
+                        (int(p.index), _PartitionResult(ErrorCode.INVALID_REQUIRED_ACKS))
+                        for p in topic.partition_data
+                    ],
+                )
+            )
+    else:
+        for topic in request.topic_data:
+            parts = []
+            for p in topic.partition_data:
+                parts.append(
+                    (int(p.index), _produce_partition(broker, topic.name, int(p.index), p.records, dirty))
+                )
+            results.append((topic.name, parts))
+
+    if acks == 0:
+        return None
+
+    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    resp_t = messages.response_type
+
+    def build() -> Any:
+        topic_t = child(resp_t, "responses")
+        part_t = child(topic_t, "partition_responses")
+        return make(
+            resp_t,
+            responses=tuple(
+                make(
+                    topic_t,
+                    name=name,
+                    partition_responses=tuple(
+                        make(
+                            part_t,
+                            index=index,
+                            error_code=err(r.error),
+                            base_offset=r.base_offset,
+                            log_append_time=_append_time(r.log_append_time),
+                            log_start_offset=r.log_start_offset,
+                            record_errors=(),
+                            error_message=r.message,
+                        )
+                        for index, r in parts
+                    ),
+                )
+                for name, parts in results
+            ),
+            throttle_time=NO_THROTTLE,
+        )
+
+    if acks == -1 and dirty and not broker.config.flush_policy_explicit:
+        return _after_flush(broker, dirty, results, build)
+    return build()
+
+
+async def _after_flush(
+    broker: Broker,
+    dirty: dict[Hashable, Flushable],
+    results: list[tuple[str, list[tuple[int, _PartitionResult]]]],
+    build: Any,
+) -> Any:
+    try:
+        await broker.flusher.flush(dirty)
+    except OSError as exc:
+        log.error("fsync failed, answering KAFKA_STORAGE_ERROR: %r", exc)
+        for name, parts in results:
+            for index, r in parts:
+                if (name, index) in dirty:
+                    r.error = ErrorCode.KAFKA_STORAGE_ERROR
+                    r.message = str(exc)
+    return build()

@@ -1,0 +1,203 @@
+"""The broker's state: the one object every handler is given.
+
+It owns the log manager, the cluster identity (``meta.properties`` in the data dir, like
+Kafka's), producer ids and sequence state, the fsync coalescer, the keyed timer service and
+the fetch long-poll waiters. Everything here is touched from the event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import uuid
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groupcoord.broker.durability import Flusher
+from groupcoord.broker.producers import PartitionProducers, ProducerIdAllocator
+from groupcoord.clock import Clock
+from groupcoord.config import BrokerConfig
+from groupcoord.server.timers import LoopTimers
+from groupcoord.storage.manager import LogManager, TopicMeta
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+def _read_meta(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def load_cluster_id(data_dir: Path, node_id: int) -> str:
+    """The cluster id stored in ``meta.properties``, created (22-char url-safe base64) on first start."""
+    path = data_dir / "meta.properties"
+    meta = _read_meta(path)
+    cluster_id = meta.get("cluster.id")
+    if cluster_id:
+        return cluster_id
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return cluster_id
+
+
+@dataclass(slots=True, kw_only=True)
+class FetchWaiter:
+    """A parked Fetch: woken by appends to any of its partitions, or by its max_wait timer."""
+
+    partitions: frozenset[TopicPartition]
+    min_bytes: int
+    on_wake: Callable[[], None]
+    accumulated: int = 0
+    done: bool = False
+
+
+@dataclass(slots=True)
+class FetchWaiters:
+    by_partition: dict[TopicPartition, set[int]] = field(default_factory=dict)
+    waiters: dict[int, FetchWaiter] = field(default_factory=dict)
+    _next: int = 0
+
+    def add(self, waiter: FetchWaiter) -> int:
+        self._next += 1
+        wid = self._next
+        self.waiters[wid] = waiter
+        for tp in waiter.partitions:
+            self.by_partition.setdefault(tp, set()).add(wid)
+        return wid
+
+    def remove(self, wid: int) -> None:
+        waiter = self.waiters.pop(wid, None)
+        if waiter is None:
+            return
+        waiter.done = True
+        for tp in waiter.partitions:
+            ids = self.by_partition.get(tp)
+            if ids is not None:
+                ids.discard(wid)
+                if not ids:
+                    del self.by_partition[tp]
+
+    def appended(self, tp: TopicPartition, nbytes: int) -> None:
+        ids = self.by_partition.get(tp)
+        if not ids:
+            return
+        for wid in list(ids):
+            waiter = self.waiters.get(wid)
+            if waiter is None:
+                continue
+            waiter.accumulated += nbytes
+            if waiter.accumulated >= waiter.min_bytes:
+                self.remove(wid)
+                waiter.on_wake()
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, data_dir: Path, clock: Clock, logs: LogManager) -> None:
+        self.config = config
+        self.data_dir = data_dir
+        self.clock = clock
+        self.logs = logs
+        self.node_id = config.node_id
+        self.cluster_id = load_cluster_id(data_dir, config.node_id)
+        listener = config.advertised_listener()
+        #: Where clients are told to connect; the server fixes the port after binding port 0.
+        self.advertised_host = listener.host
+        self.advertised_port = listener.port
+        self.timers = LoopTimers(clock)
+        self.flusher = Flusher()
+        self.producer_ids = ProducerIdAllocator(data_dir / "producer_id_block")
+        self.producers: dict[TopicPartition, PartitionProducers] = {}
+        self.fetch_waiters = FetchWaiters()
+        self.dispatcher: Any = None  # set by build_dispatcher; ApiVersions reads its registry
+        self._maintenance: asyncio.Task[None] | None = None
+
+    @classmethod
+    def open(cls, config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        logs = LogManager.open(data_dir, config.log_config(), clock)
+        return cls(config, data_dir, clock, logs)
+
+    def topic_by_id(self, topic_id: uuid.UUID | None) -> TopicMeta | None:
+        if topic_id is None or topic_id.int == 0:
+            return None
+        try:
+            meta: TopicMeta | None = self.logs.topic_by_id(topic_id)
+        except KeyError:
+            return None
+        return meta
+
+    def producers_for(self, tp: TopicPartition) -> PartitionProducers:
+        table = self.producers.get(tp)
+        if table is None:
+            table = self.producers[tp] = PartitionProducers()
+        return table
+
+    def forget_topic(self, topic: str) -> None:
+        for tp in [tp for tp in self.producers if tp[0] == topic]:
+            del self.producers[tp]
+
+    def notify_append(self, tp: TopicPartition, nbytes: int) -> None:
+        self.fetch_waiters.appended(tp, nbytes)
+
+    def schedule(self, key: Hashable, deadline_ms: int, callback: Callable[[], None]) -> None:
+        self.timers.schedule(key, deadline_ms, callback)
+
+    # ------------------------------------------------------------------ background work
+    def start_maintenance(self) -> None:
+        self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
+
+    async def _maintain(self) -> None:
+        """Retention every log.retention.check.interval.ms; time-based flushes when configured."""
+        interval_ms = self.config.log_retention_check_interval_ms
+        flush_ms = self.config.log_flush_interval_ms
+        tick_ms = min(interval_ms, flush_ms) if flush_ms else interval_ms
+        tick_ms = max(tick_ms, 100)
+        last_retention = self.clock.now_ms()
+        last_flush = last_retention
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(tick_ms / 1000.0)
+            now = self.clock.now_ms()
+            if now - last_retention >= interval_ms:
+                last_retention = now
+                try:
+                    deleted = self.logs.apply_retention(now)
+                    if deleted:
+                        log.info("retention deleted %s bytes", deleted)
+                except Exception:
+                    log.exception("retention check failed")
+            if flush_ms and now - last_flush >= flush_ms:
+                last_flush = now
+                try:
+                    await loop.run_in_executor(self.flusher._executor, self.logs.flush_all)
+                except Exception:
+                    log.exception("periodic flush failed")
+
+    async def close(self) -> None:
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+        self.timers.close()
+        self.flusher.close()  # waits for an fsync round in progress
+        self.logs.flush_all()
+        self.logs.close()

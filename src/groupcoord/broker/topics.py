@@ -1,0 +1,243 @@
+"""CreateTopics (19), DeleteTopics (20), CreatePartitions (37).
+
+Single-broker rules: replication factor -1 or 1; manual assignments may only name this
+broker. ``num_partitions = -1`` takes ``num.partitions``. Topic configs are checked against
+the topic config table before anything is created; ``validate_only`` checks everything and
+creates nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from groupcoord.broker.state import Broker
+from groupcoord.broker.topic_configs import describe_topic_configs, validate_topic_configs
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
+from groupcoord.server.context import RequestContext
+from groupcoord.storage.log import InvalidConfigError
+from groupcoord.storage.manager import InvalidTopicError, TopicExistsError
+
+log = logging.getLogger(__name__)
+
+CREATE_TOPICS_KEY = 19
+DELETE_TOPICS_KEY = 20
+CREATE_PARTITIONS_KEY = 37
+
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+class _Fail(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
+    """(partition count, configs) for a valid CreateTopics entry; raises :class:`_Fail`."""
+    name: str = t.name
+    assignments = tuple(t.assignments or ())
+    num_partitions = int(t.num_partitions)
+    replication = int(t.replication_factor)
+    if assignments:
+        if num_partitions != -1 or replication != -1:
+            raise _Fail(
+                ErrorCode.INVALID_REQUEST,
+                "Both numPartitions or replicationFactor and replicasAssignments were set.",
+            )
+        indexes = sorted(int(a.partition_index) for a in assignments)
+        if indexes != list(range(len(indexes))):
+            raise _Fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions must be numbered 0..n-1.")
+        for a in assignments:
+            if [int(b) for b in a.broker_ids] != [broker.node_id]:
+                raise _Fail(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Partition {a.partition_index} must be assigned to broker {broker.node_id} only.",
+                )
+        num_partitions = len(assignments)
+    else:
+        if num_partitions == -1:
+            num_partitions = broker.config.num_partitions
+        if num_partitions < 1:
+            raise _Fail(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if replication not in (-1, 1):
+            raise _Fail(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication} time(s): The target replication factor "
+                f"of {replication} cannot be reached because only 1 broker(s) are registered.",
+            )
+    configs: dict[str, str] = {}
+    for c in t.configs:
+        if c.value is None:
+            raise _Fail(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic config {c.name}")
+        configs[c.name] = c.value
+    bad = validate_topic_configs(configs)
+    if bad is not None:
+        raise _Fail(ErrorCode.INVALID_CONFIG, bad[1])
+    try:
+        broker.config.log_config().with_overrides(configs)
+    except InvalidConfigError as exc:
+        raise _Fail(ErrorCode.INVALID_CONFIG, exc.message or str(exc)) from None
+    if name in broker.logs.topics():
+        raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    return num_partitions, configs
+
+
+def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    resp_t = messages.response_type
+    topic_t = child(resp_t, "topics")
+    config_t = child(topic_t, "configs") if has_field(topic_t, "configs") else None
+    counts: dict[str, int] = {}
+    for t in request.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    out = []
+    for t in request.topics:
+        topic_id: uuid.UUID = _ZERO_UUID
+        partitions = -1
+        replication = -1
+        configs_out: tuple[Any, ...] | None = None
+        try:
+            if counts[t.name] > 1:
+                raise _Fail(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Create topics request from client contains a duplicate topic {t.name}.",
+                )
+            num_partitions, configs = _check_new_topic(broker, t)
+            if request.validate_only:
+                meta_configs = configs
+            else:
+                try:
+                    meta = broker.logs.create_topic(t.name, num_partitions, configs)
+                except TopicExistsError:
+                    raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.") from None
+                except InvalidTopicError as exc:
+                    raise _Fail(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
+                log.info("created topic %s (%d partitions, configs %s)", t.name, num_partitions, configs)
+                topic_id = meta.topic_id
+                meta_configs = dict(meta.configs)
+            partitions, replication = num_partitions, 1
+            if config_t is not None:
+                configs_out = tuple(
+                    make(
+                        config_t,
+                        name=e.name,
+                        value=e.value,
+                        read_only=e.read_only,
+                        config_source=e.source,
+                        is_sensitive=e.is_sensitive,
+                    )
+                    for e in describe_topic_configs(broker.config, meta_configs)
+                )
+            code, message = ErrorCode.NONE, None
+        except _Fail as fail:
+            code, message = fail.code, fail.message
+            if code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                existing = broker.logs.topics().get(t.name)
+                topic_id = existing.topic_id if existing is not None else _ZERO_UUID
+        except InvalidTopicError as exc:
+            code, message = ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
+        out.append(
+            make(
+                topic_t,
+                name=t.name,
+                topic_id=topic_id,
+                error_code=err(code),
+                error_message=message,
+                topic_config_error_code=0,
+                num_partitions=partitions,
+                replication_factor=replication,
+                configs=configs_out,
+            )
+        )
+    return make(resp_t, throttle_time=NO_THROTTLE, topics=tuple(out))
+
+
+def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    resp_t = messages.response_type
+    result_t = child(resp_t, "responses")
+    wanted: list[tuple[str | None, uuid.UUID | None]]
+    if has_field(type(request), "topics"):
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    out = []
+    for name, topic_id in wanted:
+        code, message = ErrorCode.NONE, None
+        meta = None
+        if name is None:
+            meta = broker.topic_by_id(topic_id)
+            if meta is None:
+                code, message = ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID."
+        else:
+            meta = broker.logs.topics().get(name)
+            if meta is None:
+                code, message = (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    "This server does not host this topic-partition.",
+                )
+        if meta is not None:
+            if not broker.config.delete_topic_enable:
+                code, message = ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled."
+            elif meta.internal:
+                code, message = (
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Internal topic {meta.name} cannot be deleted.",
+                )
+            else:
+                broker.logs.delete_topic(meta.name)
+                broker.forget_topic(meta.name)
+                log.info("deleted topic %s", meta.name)
+        out.append(
+            make(
+                result_t,
+                name=meta.name if meta is not None else name,
+                topic_id=meta.topic_id if meta is not None else (topic_id or _ZERO_UUID),
+                error_code=err(code),
+                error_message=message,
+            )
+        )
+    return make(resp_t, throttle_time=NO_THROTTLE, responses=tuple(out))
+
+
+def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    resp_t = messages.response_type
+    result_t = child(resp_t, "results")
+    out = []
+    for t in request.topics:
+        code, message = ErrorCode.NONE, None
+        meta = broker.logs.topics().get(t.name)
+        count = int(t.count)
+        if meta is None:
+            code, message = (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.",
+            )
+        elif meta.internal:
+            code, message = ErrorCode.INVALID_REQUEST, f"Cannot add partitions to internal topic {t.name}."
+        elif count < meta.partitions:
+            code, message = (
+                ErrorCode.INVALID_PARTITIONS,
+                f"Topic currently has {meta.partitions} partitions, "
+                f"which is higher than the requested {count}.",
+            )
+        elif count == meta.partitions:
+            code, message = ErrorCode.INVALID_PARTITIONS, f"Topic already has {meta.partitions} partitions."
+        elif t.assignments is not None and (
+            len(t.assignments) != count - meta.partitions
+            or any([int(b) for b in a.broker_ids] != [broker.node_id] for a in t.assignments)
+        ):
+            code, message = (
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Each new partition must be assigned to broker {broker.node_id} only.",
+            )
+        elif not request.validate_only:
+            broker.logs.create_partitions(t.name, count)
+            log.info("topic %s now has %d partitions", t.name, count)
+        out.append(make(result_t, name=t.name, error_code=err(code), error_message=message))
+    return make(resp_t, throttle_time=NO_THROTTLE, results=tuple(out))
