@@ -118,8 +118,10 @@ class ApiRegistry:
             raise ValueError(f"kio has no schema for api key {api_key}")
         if min_version > max_version:
             raise ValueError(f"empty version range {min_version}-{max_version} for api key {api_key}")
+        versions = schema_name_map[api_key_map[api_key]]
         for version in range(min_version, max_version + 1):
-            self._messages[(api_key, version)] = load_messages(api_key, version)
+            if version not in versions:
+                raise KeyError(f"kio has no schema for api key {api_key} version {version}")
         self._ranges[api_key] = (min_version, max_version)
 
     def ranges(self) -> list[tuple[int, int, int]]:
@@ -136,4 +138,8 @@ class ApiRegistry:
         supported = self._ranges.get(api_key)
         if supported is None:
             raise UnknownApiError(api_key)
-        raise UnsupportedVersionError(api_key, version, supported)
+        if not supported[0] <= version <= supported[1]:
+            raise UnsupportedVersionError(api_key, version, supported)
+        # Codecs are built on first use: building all of them up front costs ~0.3 s of startup.
+        messages = self._messages[(api_key, version)] = load_messages(api_key, version)
+        return messages

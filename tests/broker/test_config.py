@@ -1,0 +1,145 @@
+from pathlib import Path
+
+import pytest
+
+from groupcoord.cli import main
+from groupcoord.config import LONG_MAX, PROPERTIES, BrokerConfig, parse_properties
+from groupcoord.errors import ConfigError
+
+
+def test_defaults_are_kafkas() -> None:
+    c = BrokerConfig()
+    assert c.num_partitions == 1
+    assert c.log_segment_bytes == 1073741824
+    assert c.effective_retention_ms == 168 * 3_600_000
+    assert c.message_max_bytes == 1048588
+    assert c.socket_request_max_bytes == 104857600
+    assert c.log_flush_interval_messages == LONG_MAX
+    assert c.group_min_session_timeout_ms == 6000
+    assert c.group_max_session_timeout_ms == 1800000
+    assert c.group_initial_rebalance_delay_ms == 3000
+    assert c.offsets_topic_num_partitions == 50
+    assert c.offsets_retention_minutes == 10080
+    assert c.offset_metadata_max_bytes == 4096
+    assert c.node_id == 0
+
+
+def test_properties_syntax_comments_separators_continuations_escapes() -> None:
+    text = "\n".join(
+        [
+            "# a comment",
+            "! another comment",
+            "num.partitions=3",
+            "log.retention.ms : 1000",
+            "auto.create.topics.enable false",
+            "listeners = PLAINTEXT://127.0.0.1:\\",
+            "    9093",
+            "advertised.listeners=PLAINTEXT\\://localhost:9093",
+            "",
+        ]
+    )
+    props = parse_properties(text)
+    assert props == {
+        "num.partitions": "3",
+        "log.retention.ms": "1000",
+        "auto.create.topics.enable": "false",
+        "listeners": "PLAINTEXT://127.0.0.1:9093",
+        "advertised.listeners": "PLAINTEXT://localhost:9093",
+    }
+
+
+def test_file_then_set_overrides(tmp_path: Path) -> None:
+    f = tmp_path / "server.properties"
+    f.write_text("num.partitions=3\nlog.segment.bytes=1048576\ngroup.max.size=10\n")
+    c = BrokerConfig.load(f, ["num.partitions=5", "broker.id=7"])
+    assert (c.num_partitions, c.log_segment_bytes, c.group_max_size, c.node_id) == (5, 1048576, 10, 7)
+    assert c.explicit == {"num.partitions", "log.segment.bytes", "group.max.size", "broker.id"}
+
+
+def test_retention_resolution_prefers_ms_then_minutes_then_hours() -> None:
+    assert BrokerConfig.load(None, ["log.retention.hours=1"]).effective_retention_ms == 3_600_000
+    assert BrokerConfig.load(None, ["log.retention.minutes=2"]).effective_retention_ms == 120_000
+    c = BrokerConfig.load(None, ["log.retention.minutes=2", "log.retention.ms=5"])
+    assert c.effective_retention_ms == 5
+    assert BrokerConfig.load(None, ["log.retention.ms=-1"]).effective_retention_ms == -1
+
+
+@pytest.mark.parametrize(
+    ("item", "fragment"),
+    [
+        ("no.such.key=1", "'no.such.key'"),
+        ("num.partitions=zero", "num.partitions: 'zero'"),
+        ("num.partitions=0", "num.partitions: '0'"),
+        ("default.replication.factor=3", "default.replication.factor: '3'"),
+        ("auto.create.topics.enable=yes", "auto.create.topics.enable: 'yes'"),
+        ("log.cleanup.policy=shred", "log.cleanup.policy: 'shred'"),
+        ("group.max.size=0", "group.max.size: '0'"),
+        ("message.max.bytes=1_000", "message.max.bytes: '1_000'"),
+        ("listeners=SSL://h:1", "listeners"),
+        ("novalue", "key=value"),
+    ],
+)
+def test_unknown_key_or_bad_value_names_them(item: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.load(None, [item])
+    assert fragment in str(info.value)
+
+
+def test_min_session_above_max_is_rejected() -> None:
+    with pytest.raises(ConfigError, match=r"group\.min\.session\.timeout\.ms"):
+        BrokerConfig.load(None, ["group.min.session.timeout.ms=10", "group.max.session.timeout.ms=5"])
+
+
+def test_offsets_topic_replication_factor_accepts_kafka_values() -> None:
+    assert (
+        BrokerConfig.load(None, ["offsets.topic.replication.factor=3"]).offsets_topic_replication_factor == 3
+    )
+
+
+def test_listener_parsing() -> None:
+    c = BrokerConfig.load(None, ["listeners=PLAINTEXT://0.0.0.0:0", "advertised.listeners=PLAINTEXT://h:99"])
+    assert (c.listener().host, c.listener().port) == ("0.0.0.0", 0)
+    assert (c.advertised_listener().host, c.advertised_listener().port) == ("h", 99)
+    assert BrokerConfig.load(None, ["listeners=127.0.0.1:5"]).listener().port == 5
+
+
+def test_every_group_and_offsets_key_reaches_the_coordinator_config() -> None:
+    overrides = [
+        f"{k}=7"
+        for k in PROPERTIES
+        if k.startswith(("group.", "offsets.", "offset.")) and k != "offsets.topic.compression.codec"
+    ]
+    overrides.append("group.max.session.timeout.ms=70")
+    c = BrokerConfig.load(None, overrides)
+    g = c.group_config()
+    assert g.group_min_session_timeout_ms == 7
+    assert g.group_max_session_timeout_ms == 70
+    assert g.group_initial_rebalance_delay_ms == 7
+    assert g.group_max_size == 7
+    assert g.offsets_topic_num_partitions == 7
+    assert g.offsets_retention_minutes == 7
+    assert g.offsets_commit_timeout_ms == 7
+    assert g.offset_metadata_max_bytes == 7
+    assert g.offsets_load_buffer_size == 7
+
+
+def test_log_config_carries_broker_defaults() -> None:
+    c = BrokerConfig.load(
+        None, ["log.segment.bytes=2048", "log.retention.bytes=100", "message.max.bytes=500"]
+    )
+    lc = c.log_config()
+    assert (lc.segment_bytes, lc.retention_bytes, lc.max_message_bytes) == (2048, 100, 500)
+
+
+def test_cli_exits_2_naming_the_bad_key(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["serve", "--data-dir", str(tmp_path), "--set", "log.segment.bytes=huge"]) == 2
+    err = capsys.readouterr().err
+    assert "log.segment.bytes" in err
+    assert "'huge'" in err
+
+
+def test_cli_exits_2_on_unknown_key_in_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "server.properties"
+    f.write_text("zookeeper.connect=localhost:2181\n")
+    assert main(["serve", "--data-dir", str(tmp_path), "--config", str(f)]) == 2
+    assert "zookeeper.connect" in capsys.readouterr().err
