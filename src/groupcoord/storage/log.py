@@ -362,7 +362,7 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> 
         position += n
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -795,7 +795,7 @@ class PartitionLog:
         marker_path = self.dir / CLEAN_SHUTDOWN_FILE
         if marker_path.exists():
             marker_path.unlink()
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
         report = RecoveryReport(
             truncated_bytes=truncated_bytes,
             truncated_from_offset=truncated_from,
@@ -911,6 +911,8 @@ class PartitionLog:
                 first_pos, first_size, first_base, first_last, _ = planned[i]
                 if self._should_roll(seg, first_size, first_last, now):
                     seg = self._roll(first_base, now)
+                if seg.size == 0:
+                    seg.created_ms = now  # segment.ms counts from the segment's first append
                 j = i
                 total = 0
                 while j < len(planned):
@@ -959,7 +961,7 @@ class PartitionLog:
         new = _Segment(self.dir, base_offset, now)
         self._segments.append(new)
         self._bases.append(base_offset)
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
         self._flushed_offset = max(self._flushed_offset, base_offset)
         log.debug("log %s rolled a new segment at offset %d", self.dir, base_offset)
         return new
@@ -1173,7 +1175,7 @@ class PartitionLog:
                 self._bases = [offset]
                 self._log_start = offset
                 self._write_log_start_checkpoint()
-                _fsync_dir(self.dir)
+                fsync_dir(self.dir)
                 self._flushed_offset = min(self._flushed_offset, offset)
                 return offset
             while len(self._segments) > 1 and self._bases[-1] >= offset:
@@ -1185,7 +1187,7 @@ class PartitionLog:
             seg.rebuild(self.config.index_interval_bytes, validate=False)
             seg.created_ms = now
             self._flushed_offset = min(self._flushed_offset, seg.next_offset)
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
             return seg.next_offset
 
     # -- compaction ------------------------------------------------------------------------
@@ -1326,7 +1328,7 @@ class PartitionLog:
             seg.index_path.unlink()
             seg.timeindex_path.unlink()
             os.replace(cleaned_path, seg.log_path)
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
             new = _Segment(self.dir, seg.base_offset, created)
             new.rebuild(self.config.index_interval_bytes, validate=False)
             new.seal()
@@ -1358,7 +1360,7 @@ class PartitionLog:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.dir / CLEAN_SHUTDOWN_FILE)
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
             self._closed = True
 
     def delete(self) -> None:

@@ -1,0 +1,382 @@
+"""Every topic's partitions under one data directory.
+
+Layout::
+
+    <data_dir>/__topics.json              topic name -> id, partition count, configs, internal flag
+    <data_dir>/<topic>-<partition>/       one PartitionLog each (see groupcoord.storage.log)
+    <data_dir>/<topic>-<partition>/partition.metadata   Kafka's file: format version and topic id
+
+``__topics.json`` is the source of truth; it is replaced atomically (write, fsync, rename, fsync the
+directory) on every change. If it is missing, topics are rebuilt from the ``partition.metadata``
+files (configs are then lost and the broker defaults apply), and the event is logged.
+
+Topic deletion first removes the topic from ``__topics.json``, then renames each partition
+directory to ``<topic>-<partition>.<id>-delete`` and removes it; leftovers of a crash in between are
+removed at the next open.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from groupcoord.clock import Clock
+from groupcoord.errors import ErrorCode, KafkaError
+
+from .log import LogConfig, PartitionLog, RecoveryReport, fsync_dir
+
+log = logging.getLogger(__name__)
+
+TOPICS_FILE = "__topics.json"
+PARTITION_METADATA_FILE = "partition.metadata"
+DELETE_SUFFIX = "-delete"
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+class TopicExistsError(KafkaError):
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.TOPIC_ALREADY_EXISTS, message)
+
+
+class InvalidTopicError(KafkaError):
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.INVALID_TOPIC_EXCEPTION, message)
+
+
+class InvalidPartitionsError(KafkaError):
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.INVALID_PARTITIONS, message)
+
+
+class UnknownTopicOrPartitionError(KafkaError, KeyError):
+    """An unknown topic or partition; also a KeyError so lookups read naturally."""
+
+    def __init__(self, message: str) -> None:
+        KafkaError.__init__(self, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message)
+
+    def __str__(self) -> str:
+        return self.message or self.code.name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicMeta:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: Mapping[str, str] = field(default_factory=dict)
+    internal: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "topic_id": str(self.topic_id),
+            "partitions": self.partitions,
+            "configs": dict(self.configs),
+            "internal": self.internal,
+        }
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules: 1-249 characters of ``[a-zA-Z0-9._-]``, not ``.`` or ``..``."""
+    if not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
+            f"topic name: {name}"
+        )
+    if not _LEGAL_TOPIC.match(name):
+        raise InvalidTopicError(
+            f"Topic name \"{name}\" is illegal, it contains a character other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def _topic_id_text(topic_id: uuid.UUID) -> str:
+    """Kafka prints topic ids as URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def _parse_topic_id(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+class LogManager:
+    """Creates, opens, finds and deletes partition logs; keeps the topic metadata.
+
+    Called from one owner thread; :meth:`flush_all` may run in a worker thread.
+    """
+
+    def __init__(self, data_dir: Path, default_config: LogConfig, clock: Clock) -> None:
+        self.data_dir = Path(data_dir)
+        self.default_config = default_config
+        self._clock = clock
+        self._topics: dict[str, TopicMeta] = {}
+        self._by_id: dict[uuid.UUID, str] = {}
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self.recovery_reports: dict[tuple[str, int], RecoveryReport] = {}
+        self._closed = False
+
+    @classmethod
+    def open(cls, data_dir: Path, default_config: LogConfig, clock: Clock) -> LogManager:
+        """Load every topic from ``data_dir`` (created if absent) and recover its partitions.
+
+        The recovery reports are logged and kept in :attr:`recovery_reports`."""
+        manager = cls(data_dir, default_config, clock)
+        manager._load()
+        return manager
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        for leftover in self.data_dir.glob("*" + DELETE_SUFFIX):
+            shutil.rmtree(leftover, ignore_errors=True)
+        path = self.data_dir / TOPICS_FILE
+        if path.exists():
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            for name, entry in raw.get("topics", {}).items():
+                meta = TopicMeta(
+                    name=name,
+                    topic_id=uuid.UUID(entry["topic_id"]),
+                    partitions=int(entry["partitions"]),
+                    configs=dict(entry.get("configs", {})),
+                    internal=bool(entry.get("internal", False)),
+                )
+                self._topics[name] = meta
+        else:
+            self._topics = self._topics_from_partition_dirs()
+            if self._topics:
+                log.warning(
+                    "%s missing: rebuilt %d topics from partition.metadata files (configs reset)",
+                    path,
+                    len(self._topics),
+                )
+                self._save()
+        self._by_id = {m.topic_id: m.name for m in self._topics.values()}
+        known = {
+            partition_dir_name(m.name, p) for m in self._topics.values() for p in range(m.partitions)
+        }
+        for child in self.data_dir.iterdir():
+            if child.is_dir() and _PARTITION_DIR.match(child.name) and child.name not in known:
+                log.warning("ignoring partition directory %s: its topic is not in %s", child, TOPICS_FILE)
+        for meta in self._topics.values():
+            config = self.log_config_for(meta.name)
+            for p in range(meta.partitions):
+                self._open_partition(meta, p, config)
+
+    def _topics_from_partition_dirs(self) -> dict[str, TopicMeta]:
+        found: dict[str, tuple[uuid.UUID, int]] = {}
+        for child in self.data_dir.iterdir():
+            m = _PARTITION_DIR.match(child.name)
+            meta_file = child / PARTITION_METADATA_FILE
+            if not (child.is_dir() and m and meta_file.exists()):
+                continue
+            fields = dict(
+                line.split(":", 1) for line in meta_file.read_text().splitlines() if ":" in line
+            )
+            topic_id = _parse_topic_id(fields["topic_id"].strip())
+            topic, partition = m.group("topic"), int(m.group("partition"))
+            _, count = found.get(topic, (topic_id, 0))
+            found[topic] = (topic_id, max(count, partition + 1))
+        return {
+            name: TopicMeta(name=name, topic_id=tid, partitions=n, configs={}, internal=name.startswith("__"))
+            for name, (tid, n) in found.items()
+        }
+
+    def _open_partition(self, meta: TopicMeta, partition: int, config: LogConfig) -> PartitionLog:
+        pdir = self.data_dir / partition_dir_name(meta.name, partition)
+        plog, report = PartitionLog.open(pdir, config, self._clock)
+        meta_file = pdir / PARTITION_METADATA_FILE
+        if not meta_file.exists():
+            _atomic_write(meta_file, f"version: 0\ntopic_id: {_topic_id_text(meta.topic_id)}\n")
+        self._logs[(meta.name, partition)] = plog
+        self.recovery_reports[(meta.name, partition)] = report
+        if report.truncated_bytes or report.indexes_rebuilt:
+            log.warning("partition %s-%d recovery: %s", meta.name, partition, report)
+        return plog
+
+    def _save(self) -> None:
+        doc = {"version": 1, "topics": {name: m.to_json() for name, m in sorted(self._topics.items())}}
+        _atomic_write(self.data_dir / TOPICS_FILE, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def topics(self) -> Mapping[str, TopicMeta]:
+        return MappingProxyType(self._topics)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMeta | None:
+        name = self._by_id.get(topic_id)
+        return None if name is None else self._topics[name]
+
+    def partition(self, topic: str, partition: int) -> PartitionLog:
+        try:
+            return self._logs[(topic, partition)]
+        except KeyError:
+            raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}") from None
+
+    def partitions(self) -> Mapping[tuple[str, int], PartitionLog]:
+        return MappingProxyType(self._logs)
+
+    def log_config_for(self, topic: str) -> LogConfig:
+        """Broker defaults overridden by the topic's own configs (Kafka names)."""
+        meta = self._topics.get(topic)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
+        return self.default_config.with_overrides(meta.configs)
+
+    # -- changes -------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("log manager is closed")
+
+    def create_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str], internal: bool = False
+    ) -> TopicMeta:
+        """Create a topic with ``partitions`` empty partitions.
+
+        Raises InvalidTopicError, TopicExistsError, InvalidPartitionsError, InvalidConfigError."""
+        self._check_open()
+        validate_topic_name(name)
+        if name in self._topics:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        if partitions < 1:
+            raise InvalidPartitionsError(f"Number of partitions must be larger than 0, got {partitions}")
+        config = self.default_config.with_overrides(configs)
+        topic_id = uuid.uuid4()
+        while topic_id in self._by_id or topic_id.int == 0:
+            topic_id = uuid.uuid4()
+        meta = TopicMeta(
+            name=name, topic_id=topic_id, partitions=partitions, configs=dict(configs), internal=internal
+        )
+        for p in range(partitions):
+            stale = self.data_dir / partition_dir_name(name, p)
+            if stale.exists():
+                shutil.rmtree(stale)
+        self._topics[name] = meta
+        self._by_id[topic_id] = name
+        for p in range(partitions):
+            self._open_partition(meta, p, config)
+        self._save()
+        log.info("created topic %s id=%s partitions=%d internal=%s", name, topic_id, partitions, internal)
+        return meta
+
+    def create_partitions(self, name: str, new_total: int) -> TopicMeta:
+        self._check_open()
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic {name}")
+        if new_total <= meta.partitions:
+            raise InvalidPartitionsError(
+                f"Topic currently has {meta.partitions} partitions, which is higher than or equal "
+                f"to the requested {new_total}."
+            )
+        grown = TopicMeta(
+            name=name,
+            topic_id=meta.topic_id,
+            partitions=new_total,
+            configs=meta.configs,
+            internal=meta.internal,
+        )
+        config = self.log_config_for(name)
+        for p in range(meta.partitions, new_total):
+            stale = self.data_dir / partition_dir_name(name, p)
+            if stale.exists():
+                shutil.rmtree(stale)
+            self._open_partition(grown, p, config)
+        self._topics[name] = grown
+        self._save()
+        log.info("topic %s grew from %d to %d partitions", name, meta.partitions, new_total)
+        return grown
+
+    def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMeta:
+        """Replace a topic's config overrides; open partitions use the new settings at once."""
+        self._check_open()
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic {name}")
+        config = self.default_config.with_overrides(configs)
+        changed = TopicMeta(
+            name=name,
+            topic_id=meta.topic_id,
+            partitions=meta.partitions,
+            configs=dict(configs),
+            internal=meta.internal,
+        )
+        self._topics[name] = changed
+        for p in range(meta.partitions):
+            self._logs[(name, p)].config = config
+        self._save()
+        return changed
+
+    def delete_topic(self, name: str) -> TopicMeta:
+        """Forget the topic and remove its directories. Raises UnknownTopicOrPartitionError."""
+        self._check_open()
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic {name}")
+        del self._topics[name]
+        self._by_id.pop(meta.topic_id, None)
+        self._save()
+        for p in range(meta.partitions):
+            plog = self._logs.pop((name, p), None)
+            self.recovery_reports.pop((name, p), None)
+            pdir = self.data_dir / partition_dir_name(name, p)
+            if plog is not None:
+                plog.delete()
+            if pdir.exists():
+                doomed = pdir.with_name(f"{pdir.name}.{meta.topic_id.hex}{DELETE_SUFFIX}")
+                os.replace(pdir, doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            fsync_dir(self.data_dir)
+        log.info("deleted topic %s id=%s", name, meta.topic_id)
+        return meta
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Retention over every partition; returns the bytes deleted."""
+        self._check_open()
+        return sum(plog.apply_retention(now_ms) for plog in list(self._logs.values()))
+
+    def flush_all(self) -> None:
+        """fsync every partition (safe from a worker thread)."""
+        for plog in list(self._logs.values()):
+            plog.flush()
+
+    def close(self) -> None:
+        """Close every partition, leaving clean-shutdown markers."""
+        if self._closed:
+            return
+        for plog in self._logs.values():
+            plog.close()
+        self._closed = True
