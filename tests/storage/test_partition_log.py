@@ -344,3 +344,20 @@ def test_topic_config_overrides_use_kafka_names(tmp_path: Path) -> None:
         base.with_overrides({"segment.bytes": "big"})
     with pytest.raises(InvalidConfigError, match=r"cleanup\.policy"):
         base.with_overrides({"cleanup.policy": "shred"})
+
+
+def test_rolled_segments_keep_one_descriptor_each(tmp_path: Path, clock: ManualClock) -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    plog = open_log(tmp_path / "t-0", clock, segment_bytes=len(batch()))
+    for _ in range(10):
+        plog.append(batch())
+    assert plog.segment_count == 10
+    assert open_fds() - before == 10 + 2  # one .log each, plus the active segment's two indexes
+    plog.close()
+    assert open_fds() == before
+    again = open_log(tmp_path / "t-0", clock, segment_bytes=len(batch()))
+    assert open_fds() - before == 10
+    again.close()

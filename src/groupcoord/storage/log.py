@@ -412,9 +412,13 @@ class _Segment:
         self.timeindex_path = directory / (name + TIMEINDEX_SUFFIX)
         self.indexes_missing = not (self.index_path.exists() and self.timeindex_path.exists())
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.timeindex_fd = os.open(self.timeindex_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
+        # Index descriptors are open only while the segment is written (active, or rebuilt);
+        # a rolled segment keeps just its .log descriptor, and its indexes in memory.
+        self.index_fd = -1
+        self.timeindex_fd = -1
+        if self.size == 0:
+            self.open_index_fds()
         self.next_offset = base_offset
         self.max_ts = -1
         self.max_ts_offset = -1
@@ -464,6 +468,7 @@ class _Segment:
         self.size = start + len(data)
         self.dirty = True
         if len(self.idx_off) > n_idx:
+            self.open_index_fds()
             out = b"".join(
                 _INDEX_ENTRY.pack(self.idx_off[i], self.idx_pos[i]) for i in range(n_idx, len(self.idx_off))
             )
@@ -471,7 +476,25 @@ class _Segment:
         if len(self.tidx_ts) > n_tidx:
             self._write_time_entries(n_tidx)
 
+    def open_index_fds(self) -> None:
+        if self.index_fd < 0:
+            self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
+        if self.timeindex_fd < 0:
+            self.timeindex_fd = os.open(self.timeindex_path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def release_index_fds(self) -> None:
+        """Close the index descriptors of a segment that is no longer written."""
+        for fd in (self.index_fd, self.timeindex_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.index_fd = self.timeindex_fd = -1
+
+    def index_fds(self) -> list[int]:
+        return [fd for fd in (self.index_fd, self.timeindex_fd) if fd >= 0]
+
     def _write_time_entries(self, first: int) -> None:
+        self.open_index_fds()
         out = b"".join(
             _TIME_ENTRY.pack(self.tidx_ts[i], self.tidx_off[i]) for i in range(first, len(self.tidx_ts))
         )
@@ -485,15 +508,16 @@ class _Segment:
 
     def fsync(self) -> None:
         os.fsync(self.fd)
-        os.fsync(self.index_fd)
-        os.fsync(self.timeindex_fd)
+        for fd in self.index_fds():
+            os.fsync(fd)
         self.dirty = False
 
     def close(self) -> None:
-        for fd in (self.fd, self.index_fd, self.timeindex_fd):
+        self.release_index_fds()
+        if self.fd >= 0:
             with contextlib.suppress(OSError):
-                os.close(fd)
-        self.fd = self.index_fd = self.timeindex_fd = -1
+                os.close(self.fd)
+        self.fd = -1
 
     def delete_files(self) -> None:
         self.close()
@@ -517,8 +541,11 @@ class _Segment:
         """Read both index files; False if either is missing-shaped or inconsistent with the log."""
         if self.indexes_missing:
             return False
-        raw = os.pread(self.index_fd, os.fstat(self.index_fd).st_size, 0)
-        traw = os.pread(self.timeindex_fd, os.fstat(self.timeindex_fd).st_size, 0)
+        try:
+            raw = self.index_path.read_bytes()
+            traw = self.timeindex_path.read_bytes()
+        except FileNotFoundError:
+            return False
         if len(raw) % 8 or len(traw) % 12:
             return False
         offs = array("i")
@@ -594,6 +621,7 @@ class _Segment:
         return cut_at
 
     def write_indexes(self) -> None:
+        self.open_index_fds()
         raw = b"".join(_INDEX_ENTRY.pack(o, p) for o, p in zip(self.idx_off, self.idx_pos, strict=True))
         os.ftruncate(self.index_fd, 0)
         _write_all(self.index_fd, raw, 0)
@@ -791,6 +819,8 @@ class PartitionLog:
         for seg in self._segments:
             if seg.dirty:
                 seg.fsync()
+            if seg is not self._segments[-1]:
+                seg.release_index_fds()
         self._flushed_offset = self.log_end_offset
         marker_path = self.dir / CLEAN_SHUTDOWN_FILE
         if marker_path.exists():
@@ -958,6 +988,7 @@ class PartitionLog:
         old = self._segments[-1]
         old.seal()
         old.fsync()
+        old.release_index_fds()
         new = _Segment(self.dir, base_offset, now)
         self._segments.append(new)
         self._bases.append(base_offset)
@@ -983,7 +1014,7 @@ class PartitionLog:
             if self._closed:
                 return self._flushed_offset
             target = self.log_end_offset
-            fds = [os.dup(fd) for s in self._segments if s.dirty for fd in (s.fd, s.index_fd, s.timeindex_fd)]
+            fds = [os.dup(fd) for s in self._segments if s.dirty for fd in (s.fd, *s.index_fds())]
             for s in self._segments:
                 s.dirty = False
             self._unflushed_messages = 0
@@ -1333,6 +1364,7 @@ class PartitionLog:
             new.rebuild(self.config.index_interval_bytes, validate=False)
             new.seal()
             new.fsync()
+            new.release_index_fds()
             self._segments[i] = new
             return True
 
