@@ -312,7 +312,12 @@ class Harness:
         assert leader == ids[0]
         given = assignments or {i: f"assignment-{i}".encode() for i in range(n)}
         plan = tuple((ids[i], given[i]) for i in range(n) if i in given)
-        syncs = [self.sync(leader, gen, plan)] + [self.sync(m, gen) for m in ids[1:]]
+        skw: dict[str, Any] = {"protocol_name": joins[0].protocol_name}
+        if "group" in kw:
+            skw["group"] = kw["group"]
+        if "protocol_type" in kw:
+            skw["protocol_type"] = kw["protocol_type"]
+        syncs = [self.sync(leader, gen, plan, **skw)] + [self.sync(m, gen, **skw) for m in ids[1:]]
         assert all(s.error is ErrorCode.NONE for s in syncs)
-        assert self.state() == "Stable"
+        assert self.state(kw.get("group", GROUP)) == "Stable"
         return ids, gen
