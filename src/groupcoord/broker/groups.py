@@ -1,0 +1,557 @@
+"""Consumer-group APIs over the wire: kio requests in, coordinator calls, kio responses out.
+
+Each handler translates the request of whatever version arrived into the coordinator's
+version-independent request, calls the coordinator with a reply callable, and encodes the
+reply for the client's version. A reply given before the handler returns goes out at once;
+otherwise (a parked JoinGroup or SyncGroup, an OffsetCommit waiting for its write) the handler
+returns an awaitable, and for JoinGroup and SyncGroup mutes the connection until it is
+answered, as Kafka does. If the client disconnects meanwhile, the reply finds its future
+cancelled and is dropped; the member's own session timer ends its membership.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from groupcoord.broker.group_runtime import OFFSETS_TOPIC, GroupRuntime
+from groupcoord.broker.state import Broker
+from groupcoord.coordinator import api
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms
+from groupcoord.server.context import RequestContext
+
+R = TypeVar("R")
+
+#: FindCoordinator key types.
+KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+
+
+def _runtime(broker: Broker) -> GroupRuntime:
+    runtime: GroupRuntime | None = getattr(broker, "groups", None)
+    if runtime is None:  # pragma: no cover - serve always installs it
+        raise RuntimeError("the group runtime is not installed on this broker")
+    return runtime
+
+
+def _response_type(broker: Broker, ctx: RequestContext) -> Any:
+    return broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version).response_type
+
+
+def _call(
+    runtime: GroupRuntime,
+    invoke: Callable[[Callable[[R], None]], None],
+    encode: Callable[[R], Any],
+    ctx: RequestContext | None = None,
+) -> Any:
+    """Run one coordinator handler; the encoded reply now, or an awaitable of it later.
+
+    With ``ctx`` given, a reply that is not immediate mutes the connection until it is sent.
+    """
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[R] = loop.create_future()
+
+    def reply(response: R) -> None:
+        if not fut.done():
+            fut.set_result(response)
+
+    invoke(reply)
+    runtime.kick()
+    if fut.done():
+        return encode(fut.result())
+    if ctx is not None:
+        ctx.mute()
+
+    async def wait() -> Any:
+        return encode(await fut)
+
+    return wait()
+
+
+# ------------------------------------------------------------------------ FindCoordinator
+def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    resp_t = _response_type(broker, ctx)
+    key_type = int(getattr(request, "key_type", KEY_TYPE_GROUP))
+    host, port, node = broker.advertised_host, broker.advertised_port, broker.node_id
+
+    def answer(key: str) -> tuple[ErrorCode, str | None]:
+        if key_type == KEY_TYPE_TRANSACTION:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported by this broker"
+        if key_type != KEY_TYPE_GROUP:
+            return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
+        # One broker leads every __consumer_offsets partition: it is every group's coordinator
+        # (a partition still loading is reported by the group requests themselves).
+        return ErrorCode.NONE, None
+
+    if has_field(resp_t, "coordinators"):  # v4+: batched keys
+        coord_t = child(resp_t, "coordinators")
+        out = []
+        for key in request.coordinator_keys:
+            code, message = answer(key)
+            ok = code is ErrorCode.NONE
+            out.append(
+                make(
+                    coord_t,
+                    key=key,
+                    node_id=node if ok else -1,
+                    host=host if ok else "",
+                    port=port if ok else -1,
+                    error_code=err(code),
+                    error_message=message,
+                )
+            )
+        return make(resp_t, throttle_time=NO_THROTTLE, coordinators=tuple(out))
+    code, message = answer(request.key)
+    ok = code is ErrorCode.NONE
+    return make(
+        resp_t,
+        throttle_time=NO_THROTTLE,
+        error_code=err(code),
+        error_message=message,
+        node_id=node if ok else -1,
+        host=host if ok else "",
+        port=port if ok else -1,
+    )
+
+
+# ------------------------------------------------------------------------ JoinGroup
+def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    member_t = child(resp_t, "members")
+    version = ctx.api_version
+    session_ms = ms(request.session_timeout)
+    rebalance_ms = ms(request.rebalance_timeout) if version >= 1 else session_ms
+    req = api.JoinGroupRequest(
+        group_id=request.group_id,
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=rebalance_ms,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        protocol_type=request.protocol_type,
+        protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
+        reason=getattr(request, "reason", None),
+        version=version,
+        client_id=ctx.client_id,
+        client_host=ctx.client_host,
+    )
+
+    def encode(r: api.JoinGroupResponse) -> Any:
+        protocol_name = r.protocol_name
+        if version < 7 and protocol_name is None:
+            protocol_name = ""
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            error_code=err(r.error),
+            generation_id=r.generation_id,
+            protocol_type=r.protocol_type,
+            protocol_name=protocol_name,
+            leader=r.leader,
+            skip_assignment=r.skip_assignment,
+            member_id=r.member_id,
+            members=tuple(
+                make(
+                    member_t,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    metadata=m.metadata,
+                )
+                for m in r.members
+            ),
+        )
+
+    return _call(runtime, lambda reply: runtime.coordinator.join_group(req, reply), encode, ctx)
+
+
+# ------------------------------------------------------------------------ SyncGroup
+def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    version = ctx.api_version
+    if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # Kafka's request layer: v5+ must name the protocol type and name.
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            error_code=err(ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
+            protocol_type=None,
+            protocol_name=None,
+            assignment=b"",
+        )
+    req = api.SyncGroupRequest(
+        group_id=request.group_id,
+        generation_id=int(request.generation_id),
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        protocol_type=getattr(request, "protocol_type", None),
+        protocol_name=getattr(request, "protocol_name", None),
+        assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments),
+        version=version,
+    )
+
+    def encode(r: api.SyncGroupResponse) -> Any:
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            error_code=err(r.error),
+            protocol_type=r.protocol_type,
+            protocol_name=r.protocol_name,
+            assignment=r.assignment,
+        )
+
+    return _call(runtime, lambda reply: runtime.coordinator.sync_group(req, reply), encode, ctx)
+
+
+# ------------------------------------------------------------------------ Heartbeat
+def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    req = api.HeartbeatRequest(
+        group_id=request.group_id,
+        generation_id=int(request.generation_id),
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        version=ctx.api_version,
+    )
+
+    def encode(r: api.HeartbeatResponse) -> Any:
+        return make(resp_t, throttle_time=NO_THROTTLE, error_code=err(r.error))
+
+    return _call(runtime, lambda reply: runtime.coordinator.heartbeat(req, reply), encode)
+
+
+# ------------------------------------------------------------------------ LeaveGroup
+def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    if has_field(type(request), "members"):
+        members = tuple(
+            api.LeaveGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                reason=getattr(m, "reason", None),
+            )
+            for m in request.members
+        )
+    else:
+        members = (api.LeaveGroupMember(member_id=request.member_id),)
+    req = api.LeaveGroupRequest(group_id=request.group_id, members=members, version=ctx.api_version)
+
+    def encode(r: api.LeaveGroupResponse) -> Any:
+        if not has_field(resp_t, "members"):
+            return make(resp_t, throttle_time=NO_THROTTLE, error_code=err(r.error))
+        member_t = child(resp_t, "members")
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            error_code=err(r.error),
+            members=tuple(
+                make(
+                    member_t,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    error_code=err(m.error),
+                )
+                for m in r.members
+            ),
+        )
+
+    return _call(runtime, lambda reply: runtime.coordinator.leave_group(req, reply), encode)
+
+
+# ------------------------------------------------------------------------ OffsetCommit
+def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the core."""
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    topic_t = child(resp_t, "topics")
+    part_t = child(topic_t, "partitions")
+    topics_meta = broker.logs.topics()
+    unknown: dict[tuple[str, int], ErrorCode] = {}
+    known_topics: list[api.OffsetCommitTopic] = []
+    for t in request.topics:
+        meta = topics_meta.get(t.name)
+        parts = []
+        for p in t.partitions:
+            index = int(p.partition_index)
+            if meta is None or not 0 <= index < meta.partitions:
+                unknown[(t.name, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            epoch = getattr(p, "committed_leader_epoch", -1)
+            parts.append(
+                api.OffsetCommitPartition(
+                    partition=index,
+                    offset=int(p.committed_offset),
+                    leader_epoch=None if epoch is None or int(epoch) < 0 else int(epoch),
+                    metadata=p.committed_metadata,
+                )
+            )
+        if parts:
+            known_topics.append(api.OffsetCommitTopic(name=t.name, partitions=tuple(parts)))
+    retention = getattr(request, "retention_time", None)
+    req = api.OffsetCommitRequest(
+        group_id=request.group_id,
+        generation_id=int(request.generation_id_or_member_epoch),
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        retention_time_ms=-1 if retention is None else ms(retention),
+        topics=tuple(known_topics),
+        version=ctx.api_version,
+    )
+
+    def encode(r: api.OffsetCommitResponse) -> Any:
+        codes = {(t.name, p.partition): p.error for t in r.topics for p in t.partitions}
+        codes.update(unknown)
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            topics=tuple(
+                make(
+                    topic_t,
+                    name=t.name,
+                    partitions=tuple(
+                        make(
+                            part_t,
+                            partition_index=p.partition_index,
+                            error_code=err(codes.get((t.name, int(p.partition_index)), ErrorCode.NONE)),
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in request.topics
+            ),
+        )
+
+    return _call(runtime, lambda reply: runtime.coordinator.offset_commit(req, reply), encode)
+
+
+# ------------------------------------------------------------------------ OffsetFetch
+def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    version = ctx.api_version
+    multi = has_field(type(request), "groups")
+    if multi:
+        groups = tuple(
+            api.OffsetFetchGroup(
+                group_id=g.group_id,
+                topics=None
+                if g.topics is None
+                else tuple(
+                    api.OffsetFetchTopic(name=t.name, partitions=tuple(int(i) for i in t.partition_indexes))
+                    for t in g.topics
+                ),
+            )
+            for g in request.groups
+        )
+    else:
+        groups = (
+            api.OffsetFetchGroup(
+                group_id=request.group_id,
+                topics=None
+                if request.topics is None
+                else tuple(
+                    api.OffsetFetchTopic(name=t.name, partitions=tuple(int(i) for i in t.partition_indexes))
+                    for t in request.topics
+                ),
+            ),
+        )
+    req = api.OffsetFetchRequest(
+        groups=groups, require_stable=bool(getattr(request, "require_stable", False)), version=version
+    )
+
+    def encode_topics(topic_t: Any, g: api.OffsetFetchGroupResponse) -> tuple[Any, ...]:
+        part_t = child(topic_t, "partitions")
+        return tuple(
+            make(
+                topic_t,
+                name=t.name,
+                partitions=tuple(
+                    make(
+                        part_t,
+                        partition_index=p.partition,
+                        committed_offset=p.offset,
+                        committed_leader_epoch=-1 if p.leader_epoch is None else p.leader_epoch,
+                        metadata=p.metadata,
+                        error_code=err(p.error),
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in g.topics
+        )
+
+    def encode(r: api.OffsetFetchResponse) -> Any:
+        if multi:
+            group_t = child(resp_t, "groups")
+            topic_t = child(group_t, "topics")
+            return make(
+                resp_t,
+                throttle_time=NO_THROTTLE,
+                groups=tuple(
+                    make(
+                        group_t,
+                        group_id=g.group_id,
+                        error_code=err(g.error),
+                        topics=encode_topics(topic_t, g),
+                    )
+                    for g in r.groups
+                ),
+            )
+        g = r.groups[0]
+        topic_t = child(resp_t, "topics")
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            error_code=err(g.error),
+            topics=encode_topics(topic_t, g),
+        )
+
+    return _call(runtime, lambda reply: runtime.coordinator.offset_fetch(req, reply), encode)
+
+
+# ------------------------------------------------------------------------ admin
+def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    group_t = child(resp_t, "groups")
+    member_t = child(group_t, "members")
+
+    def encode(r: api.DescribeGroupsResponse) -> Any:
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            groups=tuple(
+                make(
+                    group_t,
+                    error_code=err(g.error),
+                    group_id=g.group_id,
+                    group_state=g.state,
+                    protocol_type=g.protocol_type,
+                    protocol_data=g.protocol_data,
+                    authorized_operations=-2147483648,
+                    members=tuple(
+                        make(
+                            member_t,
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            member_metadata=m.metadata,
+                            member_assignment=m.assignment,
+                        )
+                        for m in g.members
+                    ),
+                )
+                for g in r.groups
+            ),
+        )
+
+    group_ids = tuple(str(g) for g in request.groups)
+    return _call(runtime, lambda reply: runtime.coordinator.describe_groups(group_ids, reply), encode)
+
+
+def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    group_t = child(resp_t, "groups")
+    states = tuple(getattr(request, "states_filter", ()) or ())
+    types = tuple(getattr(request, "types_filter", ()) or ())
+
+    def encode(r: api.ListGroupsResponse) -> Any:
+        listed = r.groups
+        if types and "classic" not in {t.lower() for t in types}:
+            listed = ()
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            error_code=err(r.error),
+            groups=tuple(
+                make(
+                    group_t,
+                    group_id=g.group_id,
+                    protocol_type=g.protocol_type,
+                    group_state=g.group_state,
+                    group_type="classic",
+                )
+                for g in listed
+            ),
+        )
+
+    return _call(runtime, lambda reply: runtime.coordinator.list_groups(states or None, reply), encode)
+
+
+def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    result_t = child(resp_t, "results")
+    names = tuple(str(g) for g in request.groups_names)
+
+    def encode(r: api.DeleteGroupsResponse) -> Any:
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            results=tuple(make(result_t, group_id=x.group_id, error_code=err(x.error)) for x in r.results),
+        )
+
+    return _call(runtime, lambda reply: runtime.coordinator.delete_groups(names, reply), encode)
+
+
+def offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    runtime = _runtime(broker)
+    resp_t = _response_type(broker, ctx)
+    topic_t = child(resp_t, "topics")
+    part_t = child(topic_t, "partitions")
+    req = api.OffsetDeleteRequest(
+        group_id=request.group_id,
+        topics=tuple(
+            api.OffsetDeleteTopic(name=t.name, partitions=tuple(int(p.partition_index) for p in t.partitions))
+            for t in request.topics
+        ),
+        version=ctx.api_version,
+    )
+
+    def encode(r: api.OffsetDeleteResponse) -> Any:
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            error_code=err(r.error),
+            topics=tuple(
+                make(
+                    topic_t,
+                    name=t.name,
+                    partitions=tuple(
+                        make(part_t, partition_index=p.partition, error_code=err(p.error))
+                        for p in t.partitions
+                    ),
+                )
+                for t in r.topics
+            ),
+        )
+
+    return _call(runtime, lambda reply: runtime.coordinator.offset_delete(req, reply), encode)
+
+
+def routes() -> list[Any]:
+    """The group APIs' dispatch lines (api key, versions, handler)."""
+    from groupcoord.broker.apis import ApiRoute
+
+    return [
+        ApiRoute(api_key=8, min_version=2, max_version=9, handler=offset_commit),  # OffsetCommit
+        ApiRoute(api_key=9, min_version=1, max_version=9, handler=offset_fetch),  # OffsetFetch
+        ApiRoute(api_key=10, min_version=0, max_version=6, handler=find_coordinator),  # FindCoordinator
+        ApiRoute(api_key=11, min_version=0, max_version=9, handler=join_group),  # JoinGroup
+        ApiRoute(api_key=12, min_version=0, max_version=4, handler=heartbeat),  # Heartbeat
+        ApiRoute(api_key=13, min_version=0, max_version=5, handler=leave_group),  # LeaveGroup
+        ApiRoute(api_key=14, min_version=0, max_version=5, handler=sync_group),  # SyncGroup
+        ApiRoute(api_key=15, min_version=0, max_version=5, handler=describe_groups),  # DescribeGroups
+        ApiRoute(api_key=16, min_version=0, max_version=5, handler=list_groups),  # ListGroups
+        ApiRoute(api_key=42, min_version=0, max_version=2, handler=delete_groups),  # DeleteGroups
+        ApiRoute(api_key=47, min_version=0, max_version=0, handler=offset_delete),  # OffsetDelete
+    ]
+
+
+__all__ = ["OFFSETS_TOPIC", "routes"]
