@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 
 class Flushable(Protocol):
-    def flush(self) -> None: ...
+    def flush(self) -> object: ...
 
 
 class Flusher:

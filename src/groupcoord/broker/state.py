@@ -130,6 +130,8 @@ class Broker:
         self.producers: dict[TopicPartition, PartitionProducers] = {}
         self.fetch_waiters = FetchWaiters()
         self.dispatcher: Any = None  # set by build_dispatcher; ApiVersions reads its registry
+        #: The consumer-group coordinator's host (broker.group_runtime.GroupRuntime), set by serve.
+        self.groups: Any = None
         self._maintenance: asyncio.Task[None] | None = None
 
     @classmethod

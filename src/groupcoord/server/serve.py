@@ -9,9 +9,10 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
-from groupcoord.broker.apis import build_dispatcher
+from groupcoord.broker.apis import ApiRoute, build_dispatcher
+from groupcoord.broker.group_runtime import GroupRuntime
+from groupcoord.broker.groups import routes as group_routes
 from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
@@ -26,11 +27,12 @@ async def run(
     *,
     on_listening: Callable[[str, int], None] | None = None,
     stop: asyncio.Event | None = None,
-    extra_apis: list[ModuleType] | None = None,
+    extra_apis: list[ApiRoute] | None = None,
 ) -> None:
     started = time.monotonic()
     broker = Broker.open(config, data_dir, SystemClock())
-    dispatcher = build_dispatcher(broker, extra_apis)
+    broker.groups = GroupRuntime(broker)
+    dispatcher = build_dispatcher(broker, [*group_routes(), *(extra_apis or ())])
     listener = config.listener()
     server = KafkaServer(
         dispatcher, host=listener.host, port=listener.port, max_frame_bytes=config.socket_request_max_bytes
@@ -41,6 +43,7 @@ async def run(
     if broker.advertised_port == 0 or not config.advertised_listeners:
         broker.advertised_port = port
     broker.start_maintenance()
+    broker.groups.start()
     log.info(
         "listening on %s:%d (cluster %s, node %d, data %s) after %.0f ms",
         host,
@@ -62,6 +65,7 @@ async def run(
     finally:
         log.info("shutting down: stop accepting, answer in-flight requests, flush, close")
         await server.stop()
+        await broker.groups.close()
         await broker.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
