@@ -1,0 +1,199 @@
+"""``groupcoord analyze``: read a data directory, write the tables as Parquet and the HTML report.
+
+The raw ``__consumer_offsets`` records are decoded once (Python, in the data source) into Parquet;
+everything after that is JVM-side SQL over Parquet. The data directory must be readable at the same
+path by every executor (local mode trivially; on a cluster: a shared file system).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groupcoord.pipeline import tables
+from groupcoord.pipeline.segments import DEFAULT_SPLIT_BYTES, list_partitions
+from groupcoord.pipeline.source import CONSUMER_OFFSETS_TOPIC, GROUP_EVENTS_TOPIC
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+TABLES = (
+    "offset_commits",
+    "group_generations",
+    "partition_ownership",
+    "partition_movement",
+    "group_events",
+    "rebalances",
+    "lag",
+    "partition_status",
+    "group_status",
+    "rebalance_summary",
+    "group_lag_series",
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AnalyzeOptions:
+    since_ms: int | None = None
+    until_ms: int | None = None
+    burrow: tables.BurrowConfig = field(default_factory=tables.BurrowConfig)
+    storms: tables.StormConfig = field(default_factory=tables.StormConfig)
+    split_bytes: int = DEFAULT_SPLIT_BYTES
+    report: bool = True
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AnalyzeResult:
+    out: Path
+    now_ms: int
+    row_counts: dict[str, int]
+    stage_seconds: dict[str, float]
+    report: Path | None
+
+
+Progress = Callable[[int, int, str, float], None]
+
+
+class _Stages:
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.total = total
+        self.done = 0
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def step(self, name: str) -> None:
+        now = time.perf_counter()
+        elapsed = now - self._t
+        self._t = now
+        self.done += 1
+        self.seconds[name] = round(elapsed, 3)
+        log.info("analyze stage %d/%d %s %.2fs", self.done, self.total, name, elapsed)
+        if self.progress is not None:
+            self.progress(self.done, self.total, name, elapsed)
+
+
+def data_topics(data_dir: Path) -> list[str]:
+    """Topics in the data directory other than the broker's internal ones."""
+    return sorted({t for t, _p, _d in list_partitions(data_dir) if not t.startswith("__")})
+
+
+def run_analysis(
+    spark: SparkSession,
+    data_dir: Path,
+    out: Path,
+    options: AnalyzeOptions | None = None,
+    *,
+    progress: Progress | None = None,
+) -> AnalyzeResult:
+    from pyspark.sql import functions as F
+
+    opts = options or AnalyzeOptions()
+    data_dir = data_dir.resolve()
+    out = out.resolve()
+    tdir = out / "tables"
+    tdir.mkdir(parents=True, exist_ok=True)
+    stages = _Stages(14 if opts.report else 13, progress)
+    counts: dict[str, int] = {}
+    path = str(data_dir)
+    split = str(opts.split_bytes)
+
+    def save(name: str, df: DataFrame) -> DataFrame:
+        target = str(tdir / name)
+        df.write.mode("overwrite").parquet(target)
+        back = spark.read.parquet(target)
+        counts[name] = back.count()
+        stages.step(name)
+        return back
+
+    # Bronze: decode once.
+    raw = (
+        spark.read.format("consumer-offsets")
+        .option("topics", CONSUMER_OFFSETS_TOPIC)
+        .option("splitBytes", split)
+        .load(path)
+    )
+    offsets = save("_offsets_records", raw)
+    topics = data_topics(data_dir)
+    batches_df = (
+        spark.read.format("kafka-log-batches")
+        .option("topics", ",".join(topics) if topics else "__none__")
+        .option("splitBytes", split)
+        .load(path)
+    )
+    if opts.until_ms is not None:
+        batches_df = batches_df.where(F.unix_millis("max_timestamp") < F.lit(opts.until_ms))
+    batches = save("_log_batches", batches_df)
+    ev_raw = (
+        spark.read.format("kafka-log")
+        .option("topics", GROUP_EVENTS_TOPIC)
+        .option("splitBytes", split)
+        .load(path)
+    )
+    events = save(
+        "group_events", tables.within(tables.group_events(ev_raw), "time", opts.since_ms, opts.until_ms)
+    )
+
+    commits = save(
+        "offset_commits",
+        tables.within(tables.offset_commits(offsets), "commit_time", opts.since_ms, opts.until_ms),
+    )
+    gm = offsets
+    if opts.until_ms is not None:
+        gm = gm.where(F.unix_millis("record_time") < F.lit(opts.until_ms))
+    generations = save("group_generations", tables.group_generations(gm))
+    ownership = save("partition_ownership", tables.partition_ownership(generations))
+    movement = save("partition_movement", tables.partition_movement(generations, ownership))
+    rebalances = save("rebalances", tables.rebalances(events, generations, movement))
+    lag = save("lag", tables.lag(commits, batches))
+
+    now_ms = opts.until_ms if opts.until_ms is not None else _latest_ms(commits, batches, events)
+    pstatus = save(
+        "partition_status", tables.partition_status(lag, batches, now_ms=now_ms, config=opts.burrow)
+    )
+    save("group_status", tables.group_status(pstatus))
+    save("rebalance_summary", tables.rebalance_summary(rebalances, opts.storms))
+    bucket = _bucket_ms(lag)
+    save("group_lag_series", tables.group_lag_series(lag, bucket))
+
+    report_path: Path | None = None
+    if opts.report:
+        from groupcoord.pipeline.report import write_report
+
+        report_path = write_report(spark, out, now_ms=now_ms)
+        stages.step("report")
+    return AnalyzeResult(
+        out=out, now_ms=now_ms, row_counts=counts, stage_seconds=stages.seconds, report=report_path
+    )
+
+
+def _latest_ms(commits: DataFrame, batches: DataFrame, events: DataFrame) -> int:
+    from pyspark.sql import functions as F
+
+    candidates = [
+        commits.agg(F.max(F.unix_millis("commit_time"))).first(),
+        batches.agg(F.max(F.unix_millis("max_timestamp"))).first(),
+        events.agg(F.max(F.unix_millis("time"))).first(),
+    ]
+    values = [int(r[0]) for r in candidates if r is not None and r[0] is not None]
+    return max(values) if values else int(time.time() * 1000)
+
+
+def _bucket_ms(lag: DataFrame) -> int:
+    """A time bucket giving at most ~300 points per group in the lag-over-time series."""
+    from pyspark.sql import functions as F
+
+    row = lag.agg(F.min(F.unix_millis("time")), F.max(F.unix_millis("time"))).first()
+    if row is None or row[0] is None:
+        return 60_000
+    span = int(row[1]) - int(row[0])
+    for step in (1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 21_600_000, 86_400_000):
+        if span / step <= 300:
+            return step
+    return 86_400_000
