@@ -812,6 +812,7 @@ class PartitionLog:
                 break
         if not segments:
             segments.append(_Segment(self.dir, 0, now))
+            clean = True  # a new log: nothing to recover
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         start = self._read_log_start_checkpoint()
@@ -833,8 +834,9 @@ class PartitionLog:
             indexes_rebuilt=rebuilt,
             clean_shutdown=clean,
         )
-        if truncated_bytes or rebuilt or not clean:
-            log.info(
+        if truncated_bytes or rebuilt or (bases and not clean):
+            log.log(
+                logging.WARNING if truncated_bytes or rebuilt else logging.DEBUG,
                 "log %s recovered: clean_shutdown=%s segments_checked=%d indexes_rebuilt=%d "
                 "truncated_bytes=%d truncated_from_offset=%s log_end_offset=%d",
                 self.dir,
@@ -1014,19 +1016,25 @@ class PartitionLog:
             if self._closed:
                 return self._flushed_offset
             target = self.log_end_offset
-            fds = [os.dup(fd) for s in self._segments if s.dirty for fd in (s.fd, *s.index_fds())]
-            for s in self._segments:
+            dirty = [s for s in self._segments if s.dirty]
+            fds = [os.dup(fd) for s in dirty for fd in (s.fd, *s.index_fds())]
+            for s in dirty:
                 s.dirty = False
             self._unflushed_messages = 0
             self._last_flush_ms = self._clock.now_ms()
         try:
             for fd in fds:
                 os.fsync(fd)
+        except OSError:
+            with self._lock:
+                for s in dirty:
+                    s.dirty = True
+            raise
         finally:
             for fd in fds:
                 os.close(fd)
         with self._lock:
-            self._flushed_offset = max(self._flushed_offset, target)
+            self._flushed_offset = max(self._flushed_offset, min(target, self.log_end_offset))
         return target
 
     # -- read ------------------------------------------------------------------------------

@@ -191,6 +191,18 @@ class LogManager:
             config = self.log_config_for(meta.name)
             for p in range(meta.partitions):
                 self._open_partition(meta, p, config)
+        reports = self.recovery_reports.values()
+        log.info(
+            "opened %d partitions of %d topics in %s: %d after an unclean shutdown, %d truncated "
+            "(%d bytes), %d with rebuilt indexes",
+            len(self._logs),
+            len(self._topics),
+            self.data_dir,
+            sum(1 for r in reports if not r.clean_shutdown),
+            sum(1 for r in reports if r.truncated_bytes),
+            sum(r.truncated_bytes for r in reports),
+            sum(1 for r in reports if r.indexes_rebuilt),
+        )
 
     def _topics_from_partition_dirs(self) -> dict[str, TopicMeta]:
         found: dict[str, tuple[uuid.UUID, int]] = {}
@@ -199,10 +211,14 @@ class LogManager:
             meta_file = child / PARTITION_METADATA_FILE
             if not (child.is_dir() and m and meta_file.exists()):
                 continue
-            fields = dict(
-                line.split(":", 1) for line in meta_file.read_text().splitlines() if ":" in line
-            )
-            topic_id = _parse_topic_id(fields["topic_id"].strip())
+            try:
+                fields = dict(
+                    line.split(":", 1) for line in meta_file.read_text().splitlines() if ":" in line
+                )
+                topic_id = _parse_topic_id(fields["topic_id"].strip())
+            except (KeyError, ValueError) as exc:
+                log.warning("ignoring %s: unreadable partition.metadata (%s)", child, exc)
+                continue
             topic, partition = m.group("topic"), int(m.group("partition"))
             _, count = found.get(topic, (topic_id, 0))
             found[topic] = (topic_id, max(count, partition + 1))
@@ -219,8 +235,6 @@ class LogManager:
             _atomic_write(meta_file, f"version: 0\ntopic_id: {_topic_id_text(meta.topic_id)}\n")
         self._logs[(meta.name, partition)] = plog
         self.recovery_reports[(meta.name, partition)] = report
-        if report.truncated_bytes or report.indexes_rebuilt:
-            log.warning("partition %s-%d recovery: %s", meta.name, partition, report)
         return plog
 
     def _save(self) -> None:
