@@ -58,6 +58,7 @@ class BrokerConfig:
     log_flush_interval_ms: int | None = None
     log_cleanup_policy: str = "delete"
     log_cleaner_delete_retention_ms: int = 86400000
+    log_cleaner_backoff_ms: int = 15000
     log_message_timestamp_type: str = "CreateTime"
     message_max_bytes: int = 1048588
     socket_request_max_bytes: int = 104857600
@@ -286,6 +287,7 @@ PROPERTIES: dict[str, PropertySpec] = {
     "log.cleaner.delete.retention.ms": PropertySpec(
         field="log_cleaner_delete_retention_ms", **_int_at_least(0)
     ),
+    "log.cleaner.backoff.ms": PropertySpec(field="log_cleaner_backoff_ms", **_int_at_least(0)),
     "log.message.timestamp.type": PropertySpec(
         field="log_message_timestamp_type", **_choice("CreateTime", "LogAppendTime")
     ),

@@ -41,8 +41,6 @@ EVENTS_TOPIC = "__group_events"
 _TIMER_KEY = ("group-coordinator",)
 #: Batches replayed between two yields to the event loop while loading.
 _LOAD_CHUNK = 256
-#: How often the log cleaner looks at ``__consumer_offsets`` (Kafka's cleaner backoff is 15 s).
-_CLEANER_INTERVAL_MS = 15_000
 
 
 class GroupRuntime:
@@ -248,8 +246,10 @@ class GroupRuntime:
 
     # ------------------------------------------------------------------ log cleaner
     async def _clean_periodically(self) -> None:
-        """Compact ``__consumer_offsets`` in a worker thread, one partition at a time."""
-        interval_s = _CLEANER_INTERVAL_MS / 1000.0
+        """Compact ``__consumer_offsets`` in a worker thread, one partition at a time, every
+        ``log.cleaner.backoff.ms``. Appends go on meanwhile: compaction touches only rolled
+        segments (the storage layer's threading rule)."""
+        interval_s = max(self.broker.config.log_cleaner_backoff_ms, 10) / 1000.0
         loop = asyncio.get_running_loop()
         await self.loaded.wait()
         while True:
