@@ -13,6 +13,8 @@ import lz4.frame
 import pytest
 import snappy
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from groupcoord.storage.batch import (
@@ -20,6 +22,7 @@ from groupcoord.storage.batch import (
     CorruptBatchError,
     Record,
     build_batch,
+    decode_record_tuples,
     decode_records,
     encode_batch,
     iter_batches,
@@ -239,3 +242,54 @@ def test_transactional_and_control_bits_come_through_attributes() -> None:
         1,
         0,
     )
+
+
+_record = st.tuples(
+    st.one_of(st.none(), st.binary(max_size=300)),
+    st.one_of(st.none(), st.binary(max_size=300)),
+    st.lists(st.tuples(st.text(max_size=20), st.one_of(st.none(), st.binary(max_size=80))), max_size=4),
+)
+
+
+@settings(max_examples=150)
+@given(
+    records=st.lists(_record, min_size=1, max_size=80),
+    timestamps=st.data(),
+    codec=st.sampled_from([0, 1, 2, 3, 4]),
+    base=st.integers(min_value=0, max_value=2**62),
+)
+def test_any_records_round_trip_through_build_and_decode(
+    records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    timestamps: st.DataObject,
+    codec: int,
+    base: int,
+) -> None:
+    ts = timestamps.draw(
+        st.lists(
+            st.integers(min_value=TS - 10**6, max_value=TS + 10**6),
+            min_size=len(records),
+            max_size=len(records),
+        )
+    )
+    buf = build_batch(records, base_offset=base, timestamp_ms=0, timestamps=ts, compression=codec)
+    header = validate_batch(buf, 0)
+    assert (header.base_offset, header.record_count, header.max_timestamp) == (base, len(records), max(ts))
+    decoded = decode_records(buf)
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decoded] == [
+        (base + i, ts[i], k, v, tuple(h)) for i, (k, v, h) in enumerate(records)
+    ]
+    _header, rows = decode_record_tuples(buf)
+    assert rows == [(r.offset, r.timestamp, r.key, r.value, r.headers, r.attributes) for r in decoded]
+
+
+@settings(max_examples=100)
+@given(cut=st.integers(min_value=0, max_value=400), flip=st.integers(min_value=0, max_value=255))
+def test_damaged_records_decode_to_eight_records_or_raise_corrupt_batch(cut: int, flip: int) -> None:
+    buf = bytearray(build_batch([(b"k%d" % i, b"v" * i, [("h", b"x")]) for i in range(8)], timestamp_ms=TS))
+    pos = BATCH_HEADER_SIZE + cut % (len(buf) - BATCH_HEADER_SIZE)
+    buf[pos] ^= flip or 1
+    try:
+        outcome: object = len(decode_records(buf))
+    except CorruptBatchError:
+        outcome = "corrupt"
+    assert outcome in (8, "corrupt")

@@ -53,6 +53,7 @@ __all__ = [
     "RecordHeaders",
     "build_batch",
     "compress",
+    "decode_record_tuples",
     "decode_records",
     "decompress",
     "encode_batch",
@@ -398,70 +399,115 @@ def records_block(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[Ba
     return header, decompress(header.compression, body)
 
 
+#: A decoded record as a plain tuple: (offset, timestamp, key, value, headers, attributes).
+RecordTuple = tuple[int, int, bytes | None, bytes | None, RecordHeaders, int]
+
+
+def decode_record_tuples(
+    buf: bytes | bytearray | memoryview, pos: int = 0
+) -> tuple[BatchHeader, list[RecordTuple]]:
+    """The header and the records of the batch at ``pos`` as plain tuples (the fast path for
+    bulk readers); field order as in :class:`Record`."""
+    header, data = records_block(buf, pos)
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp
+    fixed_ts = header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else None
+    out: list[RecordTuple] = []
+    append = out.append
+    read_varint = _read_varint
+    p = 0
+    end = len(data)
+    try:
+        for _ in range(header.record_count):
+            # Varints below 0x80 are one byte; those take the inline path.
+            b = data[p]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                length, p = read_varint(data, p)
+            rec_end = p + length
+            if length < 0 or rec_end > end:
+                raise CorruptBatchError("record length runs past the records block")
+            attributes = data[p]
+            b = data[p + 1]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                p += 2
+            else:
+                ts_delta, p = read_varint(data, p + 1)
+            b = data[p]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                offset_delta, p = read_varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                n, p = read_varint(data, p)
+            key: bytes | None = None
+            if n >= 0:
+                key = data[p : p + n]
+                p += n
+            b = data[p]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                n, p = read_varint(data, p)
+            value: bytes | None = None
+            if n >= 0:
+                value = data[p : p + n]
+                p += n
+            b = data[p]
+            if b == 0:
+                headers: RecordHeaders = ()
+                p += 1
+            else:
+                header_count, p = read_varint(data, p)
+                hlist: list[tuple[str, bytes | None]] = []
+                for _h in range(header_count):
+                    n, p = read_varint(data, p)
+                    if n < 0:
+                        raise CorruptBatchError("record header key is null")
+                    hkey = data[p : p + n].decode("utf-8", errors="replace")
+                    p += n
+                    n, p = read_varint(data, p)
+                    hval: bytes | None = None
+                    if n >= 0:
+                        hval = data[p : p + n]
+                        p += n
+                    hlist.append((hkey, hval))
+                headers = tuple(hlist)
+            if p != rec_end:
+                raise CorruptBatchError(f"record length {length} disagrees with its fields")
+            append(
+                (
+                    base_offset + offset_delta,
+                    base_ts + ts_delta if fixed_ts is None else fixed_ts,
+                    key,
+                    value,
+                    headers,
+                    attributes,
+                )
+            )
+    except IndexError:
+        raise CorruptBatchError("records block ends inside a record") from None
+    return header, out
+
+
 def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0) -> list[Record]:
     """Every record of the batch at ``pos`` with absolute offsets and timestamps.
 
     For a LogAppendTime batch every record's timestamp is the batch's max_timestamp.
     """
-    header, data = records_block(buf, pos)
-    base_offset = header.base_offset
-    base_ts = header.base_timestamp
-    log_append = header.attributes & ATTR_TIMESTAMP_TYPE
-    out: list[Record] = []
-    p = 0
-    end = len(data)
-    for _ in range(header.record_count):
-        length, p = _read_varint(data, p)
-        rec_end = p + length
-        if length < 0 or rec_end > end:
-            raise CorruptBatchError("record length runs past the records block")
-        attributes = data[p]
-        p += 1
-        ts_delta, p = _read_varint(data, p)
-        offset_delta, p = _read_varint(data, p)
-        key_len, p = _read_varint(data, p)
-        key: bytes | None
-        if key_len < 0:
-            key = None
-        else:
-            key = data[p : p + key_len]
-            p += key_len
-        value_len, p = _read_varint(data, p)
-        value: bytes | None
-        if value_len < 0:
-            value = None
-        else:
-            value = data[p : p + value_len]
-            p += value_len
-        header_count, p = _read_varint(data, p)
-        headers: list[tuple[str, bytes | None]] = []
-        for _h in range(header_count):
-            hk_len, p = _read_varint(data, p)
-            if hk_len < 0:
-                raise CorruptBatchError("record header key is null")
-            hkey = data[p : p + hk_len].decode("utf-8", errors="replace")
-            p += hk_len
-            hv_len, p = _read_varint(data, p)
-            hval: bytes | None
-            if hv_len < 0:
-                hval = None
-            else:
-                hval = data[p : p + hv_len]
-                p += hv_len
-            headers.append((hkey, hval))
-        if p != rec_end:
-            raise CorruptBatchError(f"record length {length} disagrees with its fields")
-        out.append(
-            Record(
-                offset=base_offset + offset_delta,
-                timestamp=header.max_timestamp if log_append else base_ts + ts_delta,
-                key=key,
-                value=value,
-                headers=tuple(headers),
-                attributes=attributes,
-            )
-        )
-    return out
+    _header, rows = decode_record_tuples(buf, pos)
+    return [
+        Record(offset=o, timestamp=t, key=k, value=v, headers=h, attributes=a) for o, t, k, v, h, a in rows
+    ]
 
 
 def _encode_record(
