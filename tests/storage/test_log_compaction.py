@@ -136,3 +136,30 @@ def test_compaction_in_a_worker_thread_while_the_owner_appends(tmp_path: Path) -
     latest = {k: (o, v) for o, k, v in final}
     assert latest == {f"k{j}".encode(): (1290 + j, f"v{1290 + j}".encode()) for j in range(10)}
     assert sum(r.segments_cleaned for r in reports) > 0
+
+
+def test_a_segment_emptied_by_compaction_stays_readable_and_reopens(tmp_path: Path) -> None:
+    config = LogConfig(cleanup_policy="compact", segment_bytes=100, delete_retention_ms=0)
+    plog, _ = PartitionLog.open(tmp_path / "c-0", config, ManualClock(T0))
+    put(plog, ("a", "1"), ("b", "1"))  # 0-1
+    put(plog, ("a", "2"), ("b", "2"))  # 2-3
+    put(plog, ("a", "3"), ("b", "3"))  # 4-5
+    put(plog, ("c", "1"))  # 6 (active)
+    assert plog.segment_base_offsets() == [0, 2, 4, 6]
+    report = plog.compact(T0)
+    assert (report.segments_cleaned, report.records_removed) == (2, 4)
+    assert (tmp_path / "c-0" / "00000000000000000000.log").stat().st_size == 0
+    assert (tmp_path / "c-0" / "00000000000000000002.log").stat().st_size == 0
+    assert [r.offset for r in decode_records(plog.read(0, 1).data)] == [4, 5]
+    assert plog.log_start_offset == 0
+    plog.close()
+    for marker in (True, False):
+        if not marker:
+            (tmp_path / "c-0" / ".clean_shutdown").unlink()
+        again, report2 = PartitionLog.open(tmp_path / "c-0", config, ManualClock(T0))
+        assert (report2.truncated_bytes, report2.indexes_rebuilt, again.log_end_offset) == (0, 0, 7)
+        assert again.segment_base_offsets() == [0, 2, 4, 6]
+        assert [o for o, _k, _v in contents(again)] == [4, 5, 6]
+        assert [r.offset for r in decode_records(again.read(1, 1).data)] == [4, 5]
+        if marker:
+            again.close()
