@@ -361,3 +361,16 @@ def test_rolled_segments_keep_one_descriptor_each(tmp_path: Path, clock: ManualC
     again = open_log(tmp_path / "t-0", clock, segment_bytes=len(batch()))
     assert open_fds() - before == 10
     again.close()
+
+
+def test_iter_batches_from_sees_segments_rolled_while_iterating(tmp_path: Path, clock: ManualClock) -> None:
+    one = len(batch(1))
+    plog = open_log(tmp_path / "t-0", clock, segment_bytes=one)
+    plog.append(batch(1))
+    plog.append(batch(1))
+    seen = []
+    for h, _raw in plog.iter_batches_from(0):
+        seen.append(h.base_offset)
+        if h.base_offset == 0:
+            plog.append(batch(1))  # rolls a third segment after the walk started
+    assert seen == [0, 1, 2]

@@ -1075,18 +1075,28 @@ class PartitionLog:
             return empty
 
     def iter_batches_from(self, offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
-        """``(header, batch bytes)`` of every batch whose last offset is >= ``offset``, up to the
-        log end at the time each segment is reached. For loaders and tools; reads in 1 MiB chunks."""
+        """``(header, batch bytes)`` of every batch whose last offset is >= ``offset``, in order.
+
+        For loaders and tools; reads in 1 MiB chunks. Segments are looked up one at a time, so
+        segments rolled while the caller iterates are included; each segment is read up to its
+        size when it is reached. Holds no lock between batches."""
         offset = max(offset, self._log_start)
-        with self._lock:
-            segs = list(self._segments[self._segment_index(offset) :])
-        for seg in segs:
+        after_base: int | None = None
+        while True:
             with self._lock:
-                if self._closed or seg.fd < 0:
-                    continue
+                if self._closed:
+                    return
+                if after_base is None:
+                    i = self._segment_index(offset)
+                else:
+                    i = bisect.bisect_right(self._bases, after_base)
+                if i >= len(self._segments):
+                    return
+                seg = self._segments[i]
                 fd = os.dup(seg.fd)
                 end = seg.size
                 start = seg.index_position(offset)
+                after_base = seg.base_offset
             try:
                 for _pos, view in _read_batches(fd, start, end):
                     h = parse_header(view)
