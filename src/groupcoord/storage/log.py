@@ -404,12 +404,12 @@ class _Segment:
         "timeindex_path",
     )
 
-    def __init__(self, directory: Path, base_offset: int, created_ms: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, created_ms: int, suffix: str = "") -> None:
         name = segment_name(base_offset)
         self.base_offset = base_offset
-        self.log_path = directory / (name + LOG_SUFFIX)
-        self.index_path = directory / (name + INDEX_SUFFIX)
-        self.timeindex_path = directory / (name + TIMEINDEX_SUFFIX)
+        self.log_path = directory / (name + LOG_SUFFIX + suffix)
+        self.index_path = directory / (name + INDEX_SUFFIX + suffix)
+        self.timeindex_path = directory / (name + TIMEINDEX_SUFFIX + suffix)
         self.indexes_missing = not (self.index_path.exists() and self.timeindex_path.exists())
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
@@ -511,6 +511,15 @@ class _Segment:
         for fd in self.index_fds():
             os.fsync(fd)
         self.dirty = False
+
+    def promote(self, suffix: str) -> None:
+        """Rename a segment built under ``suffix`` names to its real names: the log first, so
+        a crash in between leaves the real log with missing indexes (rebuilt at open)."""
+        for attr in ("log_path", "index_path", "timeindex_path"):
+            path: Path = getattr(self, attr)
+            final = path.with_name(path.name[: -len(suffix)])
+            os.replace(path, final)
+            setattr(self, attr, final)
 
     def close(self) -> None:
         self.release_index_fds()
@@ -1359,30 +1368,33 @@ class PartitionLog:
         return bytes(out), removed, tombstones
 
     def _swap_cleaned(self, seg: _Segment, size: int, data: bytes) -> bool:
-        cleaned_path = seg.log_path.with_name(seg.log_path.name + CLEANED_SUFFIX)
-        fd = os.open(cleaned_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        """Write the cleaned segment and its indexes under ``.cleaned`` names (no lock held), then
+        swap them in under the lock if ``seg`` is still a rolled segment of this log, unchanged."""
         try:
-            _write_all(fd, data, 0)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        with self._lock:
-            if self._closed or seg not in self._segments or seg.size != size or seg is self._segments[-1]:
-                cleaned_path.unlink()
-                return False
-            i = self._segments.index(seg)
-            created = seg.created_ms
-            seg.close()
-            # Indexes first: a crash between the steps leaves a log without indexes (rebuilt at open).
-            seg.index_path.unlink()
-            seg.timeindex_path.unlink()
-            os.replace(cleaned_path, seg.log_path)
-            fsync_dir(self.dir)
-            new = _Segment(self.dir, seg.base_offset, created)
+            new = _Segment(self.dir, seg.base_offset, seg.created_ms, suffix=CLEANED_SUFFIX)
+        except FileNotFoundError:
+            return False  # the partition was deleted meanwhile
+        try:
+            os.ftruncate(new.fd, 0)
+            _write_all(new.fd, data, 0)
+            new.size = len(data)
             new.rebuild(self.config.index_interval_bytes, validate=False)
             new.seal()
             new.fsync()
             new.release_index_fds()
+        except BaseException:
+            new.delete_files()
+            raise
+        with self._lock:
+            if self._closed or seg not in self._segments or seg.size != size or seg is self._segments[-1]:
+                new.delete_files()
+                return False
+            i = self._segments.index(seg)
+            seg.close()
+            seg.index_path.unlink(missing_ok=True)
+            seg.timeindex_path.unlink(missing_ok=True)
+            new.promote(CLEANED_SUFFIX)
+            fsync_dir(self.dir)
             self._segments[i] = new
             return True
 
