@@ -323,6 +323,7 @@ action_st = st.one_of(
     st.tuples(st.just("leave"), st.integers(0, 9), st.just(0)),
     st.tuples(st.just("commit"), st.integers(0, 9), st.integers(0, 1)),
     st.tuples(st.just("replay"), st.just(0), st.just(0)),
+    st.tuples(st.just("release"), st.just(0), st.just(0)),
 )
 
 
@@ -330,20 +331,27 @@ action_st = st.one_of(
 @given(
     clients=st.lists(client_st, min_size=1, max_size=10),
     actions=st.lists(action_st, min_size=10, max_size=80),
+    deferred_writes=st.booleans(),
 )
 def test_random_interleavings_keep_the_group_invariants(
-    clients: list[Client], actions: list[tuple[str, int, int]]
+    clients: list[Client], actions: list[tuple[str, int, int]], deferred_writes: bool
 ) -> None:
     for i, c in enumerate(clients):
         c.index = i
         if c.instance is not None:
             c.instance = f"inst{i}"
     world = World(clients)
+    # deferred: the sink confirms writes only on "release" (or before a replay check), so
+    # replies that wait for durability interleave with everything else
+    world.sink.hold = deferred_writes
     offset = 0
     for kind, a, b in actions:
         if kind == "advance":
             world.advance(a)
+        elif kind == "release":
+            world.sink.release()
         elif kind == "replay":
+            world.sink.release()
             check_replay(world)
         else:
             c = clients[a % len(clients)]
@@ -360,6 +368,8 @@ def test_random_interleavings_keep_the_group_invariants(
                 world.commit(c, offset, simple=bool(b))
         world.check()
     # let the group settle: everyone keeps syncing/heartbeating as a client would
+    world.sink.hold = False
+    world.sink.release()
     for _ in range(6):
         for c in clients:
             if c.member_id:

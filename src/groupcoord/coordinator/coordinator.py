@@ -686,8 +686,12 @@ class GroupCoordinator:
         )
 
         def done(error: ErrorCode) -> None:
-            if self._groups.get(group.group_id) is not group or group.generation != generation:
-                return
+            if (
+                self._groups.get(group.group_id) is not group
+                or group.generation != generation
+                or group.state is not STABLE
+            ):
+                return  # a rebalance started meanwhile: the parked join is answered by it
             if group.static_members.get(instance_id) != new_member_id:
                 return  # replaced again meanwhile; that replacement answered this join
             if error is not ErrorCode.NONE:
@@ -831,9 +835,15 @@ class GroupCoordinator:
             self._transition(group, EMPTY, EventReason.JOIN_COMPLETED)
             record = self._group_metadata_record(group, {})
 
+            generation = group.generation
+
             def done(error: ErrorCode) -> None:
                 if error is ErrorCode.NONE:
-                    if self._groups.get(group.group_id) is group:
+                    if (
+                        self._groups.get(group.group_id) is group
+                        and group.state is EMPTY
+                        and group.generation == generation
+                    ):
                         self.replay(record)
                 else:
                     log.warning("group=%s empty group metadata not written: %s", group.group_id, error.name)
@@ -1564,6 +1574,8 @@ class GroupCoordinator:
 
     def _apply_group_metadata(self, group: ClassicGroup, value: GroupMetadataValue) -> None:
         """Live path: the record confirms what the in-memory group already decided."""
+        if value.generation < group.generation:
+            return  # the group has moved past this record while it was being written
         group.generation = value.generation
         group.protocol_type = value.protocol_type or None
         group.protocol_name = value.protocol
@@ -1637,9 +1649,13 @@ class GroupCoordinator:
     def unload_partition(self, partition: int) -> None:
         """Leadership of ``partition`` lost: its groups die and parked requests get NOT_COORDINATOR."""
         self._owned.discard(partition)
+        was_loading = partition in self._loading
         self._loading.discard(partition)
         for group in list(self._groups.values()):
             if self.partition_for(group.group_id) != partition:
+                continue
+            if was_loading:
+                self._drop_group(group.group_id)  # never became visible
                 continue
             for m in list(group.members.values()):
                 self._reply_join(group, m, join_error(m.join_version, ErrorCode.NOT_COORDINATOR, m.member_id))
