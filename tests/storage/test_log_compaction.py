@@ -64,6 +64,13 @@ def test_compaction_keeps_the_latest_record_per_key_at_its_original_offset(tmp_p
     # The rewritten batch keeps its span and codec.
     header = parse_header(plog.read(3, 1).data)
     assert (header.base_offset, header.last_offset, header.record_count, header.compression) == (3, 4, 1, 1)
+    assert plog.compact(T0).skipped
+    put(plog, ("f", "f1"))  # lands in the active segment: still nothing to clean
+    assert plog.compact(T0).skipped
+    segments = plog.segment_count
+    while plog.segment_count == segments:
+        put(plog, ("g", "g1"))
+    assert not plog.compact(T0).skipped  # a segment rolled: the next pass runs again
 
 
 def test_tombstones_stay_for_delete_retention_then_go(tmp_path: Path) -> None:
@@ -76,8 +83,12 @@ def test_tombstones_stay_for_delete_retention_then_go(tmp_path: Path) -> None:
     first = plog.compact(T0 + DAY - 1)
     assert (first.records_removed, first.tombstones_removed) == (2, 0)
     assert [(o, k, v) for o, k, v in contents(plog) if k != b"z"] == [(2, b"a", None), (3, b"b", b"b2")]
+    # Nothing rolled and the tombstone has not expired yet: the next pass is skipped.
+    assert plog.compact(T0 + DAY).skipped
     second = plog.compact(T0 + DAY + 1)
+    assert not second.skipped
     assert (second.records_removed, second.tombstones_removed) == (1, 1)
+    assert plog.compact(T0 + 10 * DAY).skipped
     assert [(o, k, v) for o, k, v in contents(plog) if k != b"z"] == [(3, b"b", b"b2")]
 
 

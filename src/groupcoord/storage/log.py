@@ -308,6 +308,9 @@ class CompactionReport:
     tombstones_removed: int
     bytes_before: int
     bytes_after: int
+    #: True when the pass was skipped: no segment rolled, changed or had a tombstone expire since
+    #: the last complete pass.
+    skipped: bool = False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -710,6 +713,9 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = clock.now_ms()
         self._flushed_offset = 0
+        # (delete.retention.ms, rolled segments' (base, size)) after the last complete compaction,
+        # and the time its oldest kept tombstone expires: a pass before either changes is skipped.
+        self._compaction_mark: tuple[tuple[int, tuple[tuple[int, int], ...]], int | None] | None = None
         self.recovery_report = self._recover()
 
     @classmethod
@@ -1261,25 +1267,42 @@ class PartitionLog:
         if not self.config.compact:
             return nothing
         with self._compact_lock:
+            delete_retention = self.config.delete_retention_ms
             with self._lock:
                 self._check_open()
                 snapshot = [(seg, seg.size) for seg in self._segments[:-1]]
+                signature = (delete_retention, tuple((s.base_offset, s.size) for s, _ in snapshot))
             if not snapshot:
                 return nothing
+            mark = self._compaction_mark
+            if mark is not None and mark[0] == signature and (mark[1] is None or now_ms < mark[1]):
+                return replace(nothing, skipped=True)
             latest = self._key_map(snapshot)
-            horizon = now_ms - self.config.delete_retention_ms
+            horizon = now_ms - delete_retention
             cleaned = removed = tombstones = before = after = 0
+            oldest_kept_tombstone: int | None = None
+            complete = True
             for seg, size in snapshot:
-                result = self._clean_segment(seg, size, latest, horizon)
-                if result is None:
+                data, n_removed, n_tomb, oldest = self._clean_segment(seg, size, latest, horizon)
+                if oldest is not None and (oldest_kept_tombstone is None or oldest < oldest_kept_tombstone):
+                    oldest_kept_tombstone = oldest
+                if data is None:
                     continue
-                data, n_removed, n_tomb = result
                 if self._swap_cleaned(seg, size, data):
                     cleaned += 1
                     removed += n_removed
                     tombstones += n_tomb
                     before += size
                     after += len(data)
+                else:
+                    complete = False
+            with self._lock:
+                after_signature = (
+                    delete_retention,
+                    tuple((s.base_offset, s.size) for s in self._segments[:-1]),
+                )
+            expiry = None if oldest_kept_tombstone is None else oldest_kept_tombstone + delete_retention + 1
+            self._compaction_mark = (after_signature, expiry) if complete else None
             if cleaned:
                 log.info(
                     "log %s compacted %d segments: %d records removed (%d tombstones), %d -> %d bytes",
@@ -1319,13 +1342,16 @@ class PartitionLog:
 
     def _clean_segment(
         self, seg: _Segment, size: int, latest: dict[bytes, int], horizon: int
-    ) -> tuple[bytes, int, int] | None:
+    ) -> tuple[bytes | None, int, int, int | None]:
+        """(cleaned bytes or None when nothing goes, records removed, tombstones removed,
+        timestamp of the oldest tombstone kept)."""
         try:
             fd = os.open(seg.log_path, os.O_RDONLY)
         except FileNotFoundError:
-            return None
+            return None, 0, 0, None
         out = bytearray()
         removed = tombstones = 0
+        oldest_tombstone: int | None = None
         try:
             for _pos, view in _read_batches(fd, 0, size):
                 h = parse_header(view)
@@ -1337,9 +1363,12 @@ class PartitionLog:
                 for r in records:
                     if r.key is not None and latest.get(r.key) != r.offset:
                         continue
-                    if r.value is None and r.timestamp < horizon:
-                        tombstones += 1
-                        continue
+                    if r.value is None:
+                        if r.timestamp < horizon:
+                            tombstones += 1
+                            continue
+                        if oldest_tombstone is None or r.timestamp < oldest_tombstone:
+                            oldest_tombstone = r.timestamp
                     kept.append(r)
                 if len(kept) == len(records):
                     out += view
@@ -1364,8 +1393,8 @@ class PartitionLog:
         finally:
             os.close(fd)
         if removed == 0:
-            return None
-        return bytes(out), removed, tombstones
+            return None, 0, 0, oldest_tombstone
+        return bytes(out), removed, tombstones, oldest_tombstone
 
     def _swap_cleaned(self, seg: _Segment, size: int, data: bytes) -> bool:
         """Write the cleaned segment and its indexes under ``.cleaned`` names (no lock held), then
