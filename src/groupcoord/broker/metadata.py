@@ -74,8 +74,8 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     topics_out: list[Any] = []
     known = broker.logs.topics()
     if all_topics:
-        for name in sorted(known):
-            topics_out.append(_topic_entry(broker, topic_t, known[name]))
+        for topic_name in sorted(known):
+            topics_out.append(_topic_entry(broker, topic_t, known[topic_name]))
     else:
         for entry in requested:
             name = getattr(entry, "name", None)
