@@ -1032,7 +1032,9 @@ class PartitionLog:
                 return self._flushed_offset
             target = self.log_end_offset
             dirty = [s for s in self._segments if s.dirty]
-            fds = [os.dup(fd) for s in dirty for fd in (s.fd, *s.index_fds())]
+            # Only the .log files: an unclean open rebuilds the active segment's indexes anyway,
+            # and rolled segments had theirs fsynced when they were rolled.
+            fds = [os.dup(s.fd) for s in dirty]
             for s in dirty:
                 s.dirty = False
             self._unflushed_messages = 0
