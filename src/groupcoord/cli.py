@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from groupcoord import admin
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import ConfigError
 
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for register in REGISTRARS:
         register(subparsers)
+    admin.register(subparsers)  # groupcoord groups list|describe
     return parser
 
 

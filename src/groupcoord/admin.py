@@ -1,0 +1,650 @@
+"""``groupcoord groups``: consumer groups seen over the wire, like kafka-consumer-groups.sh.
+
+``groups list [--state S]`` lists groups (ListGroups); ``groups describe GROUP`` shows the
+group's state, protocol, generation and leader, its members with their decoded assignments,
+and per partition the committed offset, the log-end offset and the lag.
+
+Everything comes over the Kafka protocol, through the raw codec of ``groupcoord.protocol``
+(no client library), so the tool works against any broker that speaks these APIs:
+
+* ApiVersions picks, for each API, the highest version both sides know;
+* FindCoordinator finds the group's coordinator; DescribeGroups gives the state, protocol type,
+  protocol and members (client id, host, assignment bytes, decoded with the consumer protocol);
+* OffsetFetch (all topics) gives the committed offsets, ListOffsets the log-end offsets;
+* the **generation and the leader** are not part of any admin API (Kafka's own tool does not
+  show them). They live in the group's newest GroupMetadata record in ``__consumer_offsets``
+  (partition ``partition_for(group)``), which this tool reads with Fetch, as any consumer of
+  that internal topic can. That record is written when the leader's assignment is stored,
+  when a static member is replaced and when the group becomes Empty, so during a rebalance
+  (PreparingRebalance / CompletingRebalance) it describes the last completed generation, and
+  the output says so. A group that never wrote one (offsets only) has neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import socket
+import struct
+import sys
+import typing
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from groupcoord.consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
+from groupcoord.coordinator.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    RecordDecodeError,
+    decode_record,
+    partition_for,
+)
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.entities import child
+from groupcoord.protocol.registry import ApiMessages, load_messages
+from groupcoord.storage.batch import CorruptBatchError, decode_records, iter_batches
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "AdminClient",
+    "AdminError",
+    "GroupDescription",
+    "GroupListing",
+    "MemberDescription",
+    "PartitionLag",
+    "describe_group",
+    "format_description",
+    "format_listing",
+    "list_groups",
+    "register",
+]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+# API keys and the version ranges this tool can build requests for.
+FETCH, LIST_OFFSETS, METADATA, OFFSET_FETCH, FIND_COORDINATOR = 1, 2, 3, 9, 10
+DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS = 15, 16, 18
+_CLIENT_RANGES: dict[int, tuple[int, int]] = {
+    FETCH: (4, 11),
+    LIST_OFFSETS: (1, 7),
+    METADATA: (1, 9),
+    OFFSET_FETCH: (2, 7),
+    FIND_COORDINATOR: (0, 3),
+    DESCRIBE_GROUPS: (0, 5),
+    LIST_GROUPS: (0, 4),
+}
+_LATEST_TIMESTAMP = -1
+_EARLIEST_TIMESTAMP = -2
+_FETCH_MAX_BYTES = 4 << 20
+_SIZE = struct.Struct(">i")
+
+
+class AdminError(Exception):
+    """Something the user must be told: unreachable broker, an error code, a missing API."""
+
+
+# ------------------------------------------------------------------------------ values
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupListing:
+    group_id: str
+    state: str | None  # None when the broker's ListGroups is older than v4
+    protocol_type: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    #: Decoded consumer-protocol assignment as ``((topic, (partitions...)), ...)``; None when
+    #: the group is not Stable, not a consumer group, or the bytes do not decode.
+    assignment: tuple[tuple[str, tuple[int, ...]], ...] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionLag:
+    topic: str
+    partition: int
+    committed: int | None  # None: nothing committed
+    log_end: int | None  # None: the broker could not tell (e.g. the topic is gone)
+    lag: int | None
+    member_id: str | None
+    client_id: str | None
+    host: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    #: From the newest GroupMetadata record in __consumer_offsets (see the module docstring).
+    generation: int | None
+    leader: str | None
+    metadata_current: bool  # False while a rebalance has not yet written the new generation
+    coordinator: str
+    members: tuple[MemberDescription, ...]
+    partitions: tuple[PartitionLag, ...]
+
+
+# ------------------------------------------------------------------------------ wire
+def _build(cls: type[Any], fields: dict[str, Any]) -> Any:
+    """A kio entity of whatever version ``cls`` is, from plain values.
+
+    Fields the version does not have are dropped; dicts and lists of dicts become nested
+    entities; ints given to timedelta fields are milliseconds.
+    """
+    hints = typing.get_type_hints(cls)
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name not in hints:
+            continue
+        hint = hints[name]
+        if isinstance(value, dict):
+            out[name] = _build(child(cls, name), value)
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            out[name] = tuple(_build(child(cls, name), v) for v in value)
+        elif isinstance(value, list):
+            out[name] = tuple(value)
+        elif isinstance(value, int) and isinstance(hint, type) and issubclass(hint, datetime.timedelta):
+            out[name] = datetime.timedelta(milliseconds=value)
+        else:
+            out[name] = value
+    return cls(**out)
+
+
+def _parse_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise AdminError(f"bad address {address!r}: expected HOST:PORT")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+class Connection:
+    """One synchronous connection to one broker, speaking whatever versions it negotiated."""
+
+    def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float) -> None:
+        self.address = f"{host}:{port}"
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise AdminError(f"cannot connect to {self.address}: {exc}") from exc
+        self._client_id = client_id
+        self._correlation = 0
+        self._versions: dict[int, int] = {}
+        self._negotiate()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _read(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            try:
+                chunk = self._sock.recv(n - len(buf))
+            except OSError as exc:
+                raise AdminError(f"{self.address}: {exc}") from exc
+            if not chunk:
+                raise AdminError(f"{self.address} closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    def _roundtrip(self, messages: ApiMessages, fields: dict[str, Any]) -> Any:
+        self._correlation += 1
+        request = _build(messages.request_type, fields)
+        try:
+            self._sock.sendall(encode_request(messages, self._correlation, request, self._client_id))
+        except OSError as exc:
+            raise AdminError(f"{self.address}: {exc}") from exc
+        (size,) = _SIZE.unpack(self._read(4))
+        correlation, response = decode_response(messages, self._read(size))
+        if correlation != self._correlation:
+            raise AdminError(f"{self.address}: answer {correlation} to request {self._correlation}")
+        return response
+
+    def _negotiate(self) -> None:
+        response = self._roundtrip(load_messages(API_VERSIONS, 0), {})
+        if int(response.error_code) != 0:
+            raise AdminError(f"{self.address}: ApiVersions failed: {_name(response.error_code)}")
+        broker = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
+        for key, (lo, hi) in _CLIENT_RANGES.items():
+            theirs = broker.get(key)
+            if theirs is not None and max(lo, theirs[0]) <= min(hi, theirs[1]):
+                self._versions[key] = min(hi, theirs[1])
+
+    def version(self, api_key: int) -> int:
+        try:
+            return self._versions[api_key]
+        except KeyError:
+            raise AdminError(f"{self.address} offers no usable version of api key {api_key}") from None
+
+    def call(self, api_key: int, **fields: Any) -> Any:
+        return self._roundtrip(load_messages(api_key, self.version(api_key)), fields)
+
+
+def _name(code: Any) -> str:
+    try:
+        return ErrorCode(int(code)).name
+    except ValueError:
+        return f"error {int(code)}"
+
+
+def _check(code: Any, what: str) -> None:
+    if int(code) != 0:
+        raise AdminError(f"{what}: {_name(code)}")
+
+
+class AdminClient:
+    """The bootstrap connection plus, when it is another broker, the group's coordinator."""
+
+    def __init__(
+        self, bootstrap: str, *, client_id: str = "groupcoord-admin", timeout_s: float = 10.0
+    ) -> None:
+        host, port = _parse_address(bootstrap)
+        self._client_id = client_id
+        self._timeout_s = timeout_s
+        self.bootstrap = Connection(host, port, client_id=client_id, timeout_s=timeout_s)
+        self._others: dict[tuple[str, int], Connection] = {}
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.bootstrap.close()
+        for c in self._others.values():
+            c.close()
+
+    def connection(self, host: str, port: int) -> Connection:
+        if f"{host}:{port}" == self.bootstrap.address:
+            return self.bootstrap
+        conn = self._others.get((host, port))
+        if conn is None:
+            conn = self._others[(host, port)] = Connection(
+                host, port, client_id=self._client_id, timeout_s=self._timeout_s
+            )
+        return conn
+
+    def coordinator(self, group_id: str) -> Connection:
+        r = self.bootstrap.call(FIND_COORDINATOR, key=group_id, key_type=0)
+        _check(r.error_code, f"FindCoordinator({group_id!r})")
+        return self.connection(r.host, int(r.port))
+
+    def leaders(self, topics: Iterable[str]) -> dict[tuple[str, int], Connection]:
+        """The connection to each partition's leader, from Metadata."""
+        r = self.bootstrap.call(
+            METADATA,
+            topics=[{"name": t} for t in sorted(set(topics))],
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        brokers = {int(b.node_id): (b.host, int(b.port)) for b in r.brokers}
+        out: dict[tuple[str, int], Connection] = {}
+        for t in r.topics:
+            if int(t.error_code) != 0:
+                log.info("metadata for %s: %s", t.name, _name(t.error_code))
+                continue
+            for p in t.partitions:
+                where = brokers.get(int(p.leader_id))
+                if int(p.error_code) == 0 and where is not None:
+                    out[(t.name, int(p.partition_index))] = self.connection(*where)
+        return out
+
+
+def _list_offsets(
+    leaders: dict[tuple[str, int], Connection], wanted: Iterable[tuple[str, int]], timestamp: int
+) -> dict[tuple[str, int], int]:
+    by_conn: dict[str, tuple[Connection, list[tuple[str, int]]]] = {}
+    for tp in wanted:
+        conn = leaders.get(tp)
+        if conn is not None:
+            by_conn.setdefault(conn.address, (conn, []))[1].append(tp)
+    out: dict[tuple[str, int], int] = {}
+    for conn, tps in by_conn.values():
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for t, p in tps:
+            topics.setdefault(t, []).append(
+                {
+                    "partition_index": p,
+                    "current_leader_epoch": -1,
+                    "timestamp": timestamp,
+                    "max_num_offsets": 1,
+                }
+            )
+        r = conn.call(
+            LIST_OFFSETS,
+            replica_id=-1,
+            isolation_level=0,
+            topics=[{"name": t, "partitions": ps} for t, ps in topics.items()],
+        )
+        for t in r.topics:
+            for p in t.partitions:
+                if int(p.error_code) == 0:
+                    out[(t.name, int(p.partition_index))] = int(p.offset)
+                else:
+                    log.info("ListOffsets %s-%d: %s", t.name, int(p.partition_index), _name(p.error_code))
+    return out
+
+
+def _newest_group_metadata(admin: AdminClient, group_id: str) -> GroupMetadataValue | None:
+    """The group's newest GroupMetadata record value in ``__consumer_offsets`` (None: none or
+    a tombstone), read with Fetch from the log start to the high watermark."""
+    leaders = admin.leaders([OFFSETS_TOPIC])
+    count = sum(1 for t, _ in leaders if t == OFFSETS_TOPIC)
+    if count == 0:
+        return None
+    tp = (OFFSETS_TOPIC, partition_for(group_id, count))
+    conn = leaders.get(tp)
+    if conn is None:
+        return None
+    start = _list_offsets(leaders, [tp], _EARLIEST_TIMESTAMP).get(tp, 0)
+    end = _list_offsets(leaders, [tp], _LATEST_TIMESTAMP).get(tp, 0)
+    found: GroupMetadataValue | None = None
+    position = start
+    while position < end:
+        r = conn.call(
+            FETCH,
+            replica_id=-1,
+            max_wait=0,
+            min_bytes=0,
+            max_bytes=_FETCH_MAX_BYTES,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                {
+                    "topic": tp[0],
+                    "partitions": [
+                        {
+                            "partition": tp[1],
+                            "current_leader_epoch": -1,
+                            "fetch_offset": position,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": _FETCH_MAX_BYTES,
+                        }
+                    ],
+                }
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+        part = r.responses[0].partitions[0]
+        _check(part.error_code, f"Fetch {tp[0]}-{tp[1]} at {position}")
+        data = bytes(part.records or b"")
+        advanced = position
+        try:
+            for pos, header in iter_batches(data):
+                if header.last_offset < position:
+                    continue
+                advanced = header.last_offset + 1
+                if header.is_control:
+                    continue
+                for rec in decode_records(data, pos):
+                    if rec.offset < position or rec.key is None:
+                        continue
+                    try:
+                        record = decode_record(
+                            bytes(rec.key), None if rec.value is None else bytes(rec.value)
+                        )
+                    except (RecordDecodeError, ValueError):
+                        continue
+                    if (
+                        record is not None
+                        and isinstance(record.key, GroupMetadataKey)
+                        and record.key.group == group_id
+                    ):
+                        found = record.value if isinstance(record.value, GroupMetadataValue) else None
+        except CorruptBatchError as exc:
+            raise AdminError(f"{tp[0]}-{tp[1]}: corrupt batch in Fetch answer: {exc}") from exc
+        if advanced == position:
+            break  # nothing complete came back (a batch larger than the fetch size)
+        position = advanced
+    return found
+
+
+# ------------------------------------------------------------------------------ commands
+def list_groups(admin: AdminClient, states: Sequence[str] = ()) -> list[GroupListing]:
+    conn = admin.bootstrap
+    if states and conn.version(LIST_GROUPS) < 4:
+        raise AdminError("the broker's ListGroups is older than v4 and cannot filter by state")
+    r = conn.call(LIST_GROUPS, states_filter=list(states), types_filter=[])
+    _check(r.error_code, "ListGroups")
+    out = [
+        GroupListing(
+            group_id=g.group_id,
+            state=getattr(g, "group_state", None),
+            protocol_type=g.protocol_type,
+        )
+        for g in r.groups
+    ]
+    return sorted(out, key=lambda g: g.group_id)
+
+
+def describe_group(admin: AdminClient, group_id: str) -> GroupDescription:
+    coord = admin.coordinator(group_id)
+    r = coord.call(DESCRIBE_GROUPS, groups=[group_id], include_authorized_operations=False)
+    g = r.groups[0]
+    _check(g.error_code, f"DescribeGroups({group_id!r})")
+
+    members = []
+    owners: dict[tuple[str, int], MemberDescription] = {}
+    for m in g.members:
+        assignment: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+        raw = bytes(m.member_assignment)
+        if g.protocol_type == CONSUMER_PROTOCOL_TYPE and raw:
+            try:
+                assignment = decode_assignment(raw).partitions
+            except ConsumerProtocolError as exc:
+                log.warning("member %s: undecodable assignment: %s", m.member_id, exc)
+        member = MemberDescription(
+            member_id=m.member_id,
+            group_instance_id=getattr(m, "group_instance_id", None),
+            client_id=m.client_id,
+            host=m.client_host,
+            assignment=assignment,
+        )
+        members.append(member)
+        for topic, parts in assignment or ():
+            for p in parts:
+                owners[(topic, p)] = member
+
+    f = coord.call(OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False)
+    _check(f.error_code, f"OffsetFetch({group_id!r})")
+    committed: dict[tuple[str, int], int] = {}
+    for t in f.topics:
+        for p in t.partitions:
+            _check(p.error_code, f"OffsetFetch({group_id!r}) {t.name}-{int(p.partition_index)}")
+            if int(p.committed_offset) >= 0:
+                committed[(t.name, int(p.partition_index))] = int(p.committed_offset)
+
+    wanted = sorted(set(committed) | set(owners))
+    leaders = admin.leaders({t for t, _ in wanted}) if wanted else {}
+    ends = _list_offsets(leaders, wanted, _LATEST_TIMESTAMP)
+    partitions = []
+    for tp in wanted:
+        owner = owners.get(tp)
+        done = committed.get(tp)
+        end = ends.get(tp)
+        partitions.append(
+            PartitionLag(
+                topic=tp[0],
+                partition=tp[1],
+                committed=done,
+                log_end=end,
+                lag=None if done is None or end is None else max(end - done, 0),
+                member_id=owner.member_id if owner else None,
+                client_id=owner.client_id if owner else None,
+                host=owner.host if owner else None,
+            )
+        )
+
+    record = _newest_group_metadata(admin, group_id)
+    return GroupDescription(
+        group_id=group_id,
+        state=g.group_state,
+        protocol_type=g.protocol_type,
+        protocol=g.protocol_data,
+        generation=record.generation if record is not None else None,
+        leader=record.leader if record is not None else None,
+        metadata_current=g.group_state in ("Stable", "Empty", "Dead"),
+        coordinator=coord.address,
+        members=tuple(sorted(members, key=lambda m: (m.client_id, m.member_id))),
+        partitions=tuple(partitions),
+    )
+
+
+# ------------------------------------------------------------------------------ output
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return [line(headers), *(line(r) for r in rows)]
+
+
+def _dash(value: object) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def _assignment_text(assignment: tuple[tuple[str, tuple[int, ...]], ...] | None) -> str:
+    if assignment is None:
+        return "-"
+    if not assignment:
+        return "(none)"
+    return " ".join(f"{topic}:{','.join(str(p) for p in parts)}" for topic, parts in assignment)
+
+
+def format_listing(groups: Sequence[GroupListing]) -> str:
+    rows = [(g.group_id, _dash(g.state), _dash(g.protocol_type)) for g in groups]
+    return "\n".join(_table(("GROUP", "STATE", "PROTOCOL-TYPE"), rows)) + "\n"
+
+
+def format_description(d: GroupDescription) -> str:
+    note = "" if d.metadata_current else " (last completed generation; a rebalance is in progress)"
+    head = [
+        ("Group", d.group_id),
+        ("Coordinator", d.coordinator),
+        ("State", d.state),
+        ("Protocol type", _dash(d.protocol_type)),
+        ("Protocol", _dash(d.protocol)),
+        ("Generation", _dash(d.generation) + (note if d.generation is not None else "")),
+        ("Leader", _dash(d.leader)),
+        ("Members", str(len(d.members))),
+    ]
+    width = max(len(k) for k, _ in head) + 1
+    out = [f"{(k + ':').ljust(width)} {v}" for k, v in head]
+    if d.state == "Dead" and not d.members and not d.partitions:
+        out += ["", f"Group {d.group_id!r} does not exist (or was deleted)."]
+    if d.members:
+        out.append("")
+        out += _table(
+            ("MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"),
+            [
+                (m.member_id, _dash(m.group_instance_id), m.client_id, m.host, _assignment_text(m.assignment))
+                for m in d.members
+            ],
+        )
+    if d.partitions:
+        out.append("")
+        out += _table(
+            (
+                "TOPIC",
+                "PARTITION",
+                "CURRENT-OFFSET",
+                "LOG-END-OFFSET",
+                "LAG",
+                "CONSUMER-ID",
+                "HOST",
+                "CLIENT-ID",
+            ),
+            [
+                (
+                    p.topic,
+                    str(p.partition),
+                    _dash(p.committed),
+                    _dash(p.log_end),
+                    _dash(p.lag),
+                    _dash(p.member_id),
+                    _dash(p.host),
+                    _dash(p.client_id),
+                )
+                for p in d.partitions
+            ],
+        )
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------ CLI
+def _run_list(args: argparse.Namespace) -> int:
+    states = [s for item in args.state or () for s in item.split(",") if s]
+    with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
+        groups = list_groups(admin, states)
+    if args.json:
+        sys.stdout.write(json.dumps([asdict(g) for g in groups], indent=2) + "\n")
+    else:
+        sys.stdout.write(format_listing(groups))
+    return 0
+
+
+def _run_describe(args: argparse.Namespace) -> int:
+    with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
+        description = describe_group(admin, args.group)
+    if args.json:
+        sys.stdout.write(json.dumps(asdict(description), indent=2) + "\n")
+    else:
+        sys.stdout.write(format_description(description))
+    return 0
+
+
+def _guarded(run: typing.Callable[[argparse.Namespace], int]) -> typing.Callable[[argparse.Namespace], int]:
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except AdminError as exc:
+            sys.stderr.write(f"groupcoord groups: {exc}\n")
+            return 1
+
+    return wrapper
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``groups list`` and ``groups describe`` to the ``groupcoord`` command line."""
+    groups = subparsers.add_parser("groups", help="list and describe consumer groups over the wire")
+    sub = groups.add_subparsers(dest="groups_command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--bootstrap",
+            metavar="HOST:PORT",
+            default=DEFAULT_BOOTSTRAP,
+            help=f"a broker to ask (default {DEFAULT_BOOTSTRAP})",
+        )
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="socket timeout")
+
+    p_list = sub.add_parser("list", help="list groups (ListGroups)")
+    common(p_list)
+    p_list.add_argument(
+        "--state",
+        action="append",
+        metavar="STATE",
+        help="only groups in this state, e.g. Stable or Empty (repeatable, or comma separated)",
+    )
+    p_list.set_defaults(func=_guarded(_run_list))
+
+    p_describe = sub.add_parser("describe", help="members, assignments, offsets and lag of one group")
+    common(p_describe)
+    p_describe.add_argument("group", metavar="GROUP")
+    p_describe.set_defaults(func=_guarded(_run_describe))
