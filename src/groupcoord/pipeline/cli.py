@@ -1,0 +1,188 @@
+"""``groupcoord analyze`` and ``groupcoord simulate``.
+
+``register(subparsers)`` adds both subcommands to the main ``groupcoord`` parser; ``main(argv)`` runs
+them standalone (``python -m groupcoord.pipeline.cli analyze ...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def parse_time_ms(text: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 date/time (UTC unless it names a zone)."""
+    s = text.strip()
+    if s.lstrip("-").isdigit():
+        return int(s)
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (use ISO-8601 or epoch ms)") from exc
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+def _progress(done: int, total: int, name: str, seconds: float) -> None:
+    width = 24
+    filled = int(width * done / total)
+    bar = "#" * filled + "." * (width - filled)
+    print(
+        f"\ranalyze [{bar}] {done}/{total} {name} ({seconds:.1f}s)\033[K", end="", file=sys.stderr, flush=True
+    )
+    if done == total:
+        print(file=sys.stderr, flush=True)
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from groupcoord.pipeline.analyze import AnalyzeOptions, run_analysis
+    from groupcoord.pipeline.session import JavaNotFoundError, build_session
+    from groupcoord.pipeline.tables import BurrowConfig, StormConfig
+
+    data_dir = Path(args.data_dir)
+    if not data_dir.is_dir():
+        print(f"groupcoord analyze: data directory {data_dir} does not exist", file=sys.stderr)
+        return 2
+    if args.since is not None and args.until is not None and args.since >= args.until:
+        print("groupcoord analyze: --since must be before --until", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    try:
+        spark = build_session(
+            master=args.master,
+            remote=args.remote,
+            shuffle_partitions=args.shuffle_partitions,
+            driver_memory=args.driver_memory,
+        )
+    except JavaNotFoundError as exc:
+        print(f"groupcoord analyze: {exc}", file=sys.stderr)
+        return 3
+    if args.remote:
+        _ship_package(spark)
+    options = AnalyzeOptions(
+        since_ms=args.since,
+        until_ms=args.until,
+        burrow=BurrowConfig(intervals=args.intervals, allowed_lag=args.allowed_lag),
+        storms=StormConfig(count=args.storm_count, minutes=args.storm_minutes),
+        report=not args.no_report,
+    )
+    try:
+        result = run_analysis(
+            spark, data_dir, Path(args.out), options, progress=None if args.quiet else _progress
+        )
+    finally:
+        if args.stop_session:
+            spark.stop()
+    total = time.perf_counter() - started
+    print(
+        f"analyze: {result.row_counts.get('offset_commits', 0)} offset commits, "
+        f"{result.row_counts.get('rebalances', 0)} rebalances, "
+        f"{result.row_counts.get('partition_status', 0)} group-partitions; "
+        f"tables in {result.out / 'tables'}"
+        + (f", report {result.report}" if result.report else "")
+        + f" ({total:.1f}s)",
+        flush=True,
+    )
+    return 0
+
+
+def _ship_package(spark: Any) -> None:
+    """Spark Connect runs the data sources server-side: send our package along as an artifact."""
+    import shutil
+    import tempfile
+
+    import groupcoord
+
+    pkg = Path(groupcoord.__file__).parent
+    tmp = Path(tempfile.mkdtemp(prefix="groupcoord-artifact-"))
+    archive = shutil.make_archive(str(tmp / "groupcoord"), "zip", root_dir=pkg.parent, base_dir=pkg.name)
+    spark.addArtifacts(archive, pyfile=True)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from groupcoord.pipeline.simulate import SimulationConfig, simulate
+
+    config = SimulationConfig(
+        groups=args.groups,
+        members=args.members,
+        minutes=args.minutes,
+        seed=args.seed,
+        partitions=args.partitions,
+        offsets_partitions=args.offsets_partitions,
+        produce_rate=args.produce_rate,
+        commit_interval_ms=args.commit_interval_ms,
+    )
+    started = time.perf_counter()
+    truth = simulate(Path(args.out), config)
+    print(
+        f"simulate: {len(truth.rebalances)} rebalances injected, {truth.commits} offset commits, "
+        f"{truth.produced} records produced; ground truth in {truth.path} "
+        f"({time.perf_counter() - started:.1f}s)",
+        flush=True,
+    )
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    a = subparsers.add_parser(
+        "analyze", help="rebalance history, consumer lag and group health from a data directory (Spark)"
+    )
+    a.add_argument("--data-dir", required=True, metavar="DIR", help="broker data directory (Kafka layout)")
+    a.add_argument(
+        "--out", required=True, metavar="OUT", help="output: OUT/tables/*.parquet, OUT/report.html"
+    )
+    where = a.add_mutually_exclusive_group()
+    where.add_argument(
+        "--master", default=None, help="Spark master (default local[*]; e.g. spark://host:7077)"
+    )
+    where.add_argument("--remote", default=None, help="Spark Connect URL (sc://host:15002)")
+    a.add_argument("--since", type=parse_time_ms, default=None, help="ISO-8601 or epoch ms (inclusive)")
+    a.add_argument(
+        "--until", type=parse_time_ms, default=None, help="ISO-8601 or epoch ms (exclusive); status 'now'"
+    )
+    a.add_argument("--intervals", type=int, default=10, help="Burrow window: last N commits (default 10)")
+    a.add_argument("--allowed-lag", type=int, default=0, help="Burrow allowed lag (default 0)")
+    a.add_argument("--storm-count", type=int, default=3, help="storm: at least N rebalances (default 3)")
+    a.add_argument("--storm-minutes", type=float, default=10.0, help="storm: within M minutes (default 10)")
+    a.add_argument("--shuffle-partitions", type=int, default=None)
+    a.add_argument("--driver-memory", default="1g")
+    a.add_argument("--no-report", action="store_true", help="write the tables only")
+    a.add_argument("--quiet", action="store_true", help="no progress display")
+    a.set_defaults(func=_analyze, stop_session=True)
+
+    s = subparsers.add_parser("simulate", help="write a data directory from simulated groups in virtual time")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.add_argument("--groups", type=int, default=3)
+    s.add_argument("--members", type=int, default=4)
+    s.add_argument("--minutes", type=float, default=30.0)
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--partitions", type=int, default=6, help="partitions per topic (one topic per group)")
+    s.add_argument("--offsets-partitions", type=int, default=50, help="__consumer_offsets partitions")
+    s.add_argument("--produce-rate", type=float, default=50.0, help="records/s per partition")
+    s.add_argument("--commit-interval-ms", type=int, default=5_000, help="consumers' auto-commit interval")
+    s.set_defaults(func=_simulate)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="groupcoord", description="groupcoord analytics")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    register(subparsers)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    status: int = args.func(args)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
