@@ -165,3 +165,13 @@ def test_alter_topic_configs_applies_to_open_partitions(tmp_path: Path) -> None:
     assert m.partition("t", 0).config.log_append_time
     m.close()
     assert open_manager(tmp_path).partition("t", 0).config.log_append_time
+
+
+def test_topics_mapping_is_a_snapshot_safe_to_iterate_while_creating(tmp_path: Path) -> None:
+    m = open_manager(tmp_path)
+    m.create_topic("a", 1, {})
+    view = m.topics()
+    for name in view:
+        m.create_topic(name + "-copy", 1, {})
+    assert sorted(view) == ["a"]
+    assert sorted(m.topics()) == ["a", "a-copy"]

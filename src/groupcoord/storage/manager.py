@@ -139,6 +139,7 @@ class LogManager:
         self.default_config = default_config
         self._clock = clock
         self._topics: dict[str, TopicMeta] = {}
+        self._topics_view: Mapping[str, TopicMeta] = MappingProxyType({})
         self._by_id: dict[uuid.UUID, str] = {}
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self.recovery_reports: dict[tuple[str, int], RecoveryReport] = {}
@@ -181,6 +182,7 @@ class LogManager:
                 )
                 self._save()
         self._by_id = {m.topic_id: m.name for m in self._topics.values()}
+        self._topics_view = MappingProxyType(dict(self._topics))
         known = {
             partition_dir_name(m.name, p) for m in self._topics.values() for p in range(m.partitions)
         }
@@ -238,13 +240,15 @@ class LogManager:
         return plog
 
     def _save(self) -> None:
+        self._topics_view = MappingProxyType(dict(self._topics))
         doc = {"version": 1, "topics": {name: m.to_json() for name, m in sorted(self._topics.items())}}
         _atomic_write(self.data_dir / TOPICS_FILE, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
     # -- queries -------------------------------------------------------------------------------
 
     def topics(self) -> Mapping[str, TopicMeta]:
-        return MappingProxyType(self._topics)
+        """A read-only snapshot; later topic changes do not alter it (iterate it freely)."""
+        return self._topics_view
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMeta | None:
         name = self._by_id.get(topic_id)
