@@ -651,7 +651,9 @@ class _Segment:
 
     def index_position(self, offset: int) -> int:
         """A position at or before the batch holding ``offset`` (from the sparse index)."""
-        i = bisect.bisect_left(self.idx_off, offset - self.base_offset) - 1
+        # Entries are (last offset of a batch, its position): the last entry at or below the
+        # target names a batch that holds the target or ends before it.
+        i = bisect.bisect_right(self.idx_off, offset - self.base_offset) - 1
         return self.idx_pos[i] if i >= 0 else 0
 
     def find_batch(self, offset: int, end: int | None = None) -> tuple[int, int] | None:
