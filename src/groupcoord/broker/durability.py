@@ -23,7 +23,7 @@ class Flushable(Protocol):
 
 class Flusher:
     def __init__(self) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupcoord-fsync")
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupcoord-fsync")
         self._dirty: dict[Hashable, Flushable] = {}
         self._waiters: list[asyncio.Future[None]] = []
         self._task: asyncio.Task[None] | None = None
@@ -46,7 +46,7 @@ class Flusher:
             self._dirty, self._waiters = {}, []
             error: BaseException | None = None
             try:
-                await loop.run_in_executor(self._executor, _flush_all, list(dirty.values()))
+                await loop.run_in_executor(self.executor, _flush_all, list(dirty.values()))
             except Exception as exc:
                 log.error("fsync round failed: %r", exc)
                 error = exc
@@ -60,7 +60,7 @@ class Flusher:
                     fut.set_exception(error)
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True)
+        self.executor.shutdown(wait=True)
 
 
 def _flush_all(parts: list[Flushable]) -> None:

@@ -132,7 +132,6 @@ class Broker:
         self.dispatcher: Any = None  # set by build_dispatcher; ApiVersions reads its registry
         #: The consumer-group coordinator's host (broker.group_runtime.GroupRuntime), set by serve.
         self.groups: Any = None
-        self._maintenance: asyncio.Task[None] | None = None
 
     @classmethod
     def open(cls, config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:
@@ -166,40 +165,51 @@ class Broker:
         self.timers.schedule(key, deadline_ms, callback)
 
     # ------------------------------------------------------------------ background work
-    def start_maintenance(self) -> None:
-        self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
+    RETENTION_KEY = ("log", "retention")
+    FLUSH_KEY = ("log", "flush-check")
+    #: How often partitions with a flush.ms policy are checked.
+    FLUSH_CHECK_MS = 1000
 
-    async def _maintain(self) -> None:
-        """Retention every log.retention.check.interval.ms; time-based flushes when configured."""
-        interval_ms = self.config.log_retention_check_interval_ms
-        flush_ms = self.config.log_flush_interval_ms
-        tick_ms = min(interval_ms, flush_ms) if flush_ms else interval_ms
-        tick_ms = max(tick_ms, 100)
-        last_retention = self.clock.now_ms()
-        last_flush = last_retention
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(tick_ms / 1000.0)
-            now = self.clock.now_ms()
-            if now - last_retention >= interval_ms:
-                last_retention = now
-                try:
-                    deleted = self.logs.apply_retention(now)
-                    if deleted:
-                        log.info("retention deleted %s bytes", deleted)
-                except Exception:
-                    log.exception("retention check failed")
-            if flush_ms and now - last_flush >= flush_ms:
-                last_flush = now
-                try:
-                    await loop.run_in_executor(self.flusher._executor, self.logs.flush_all)
-                except Exception:
-                    log.exception("periodic flush failed")
+    def start_maintenance(self) -> None:
+        """Retention every log.retention.check.interval.ms and flush.ms checks, on the keyed timers."""
+        now = self.clock.now_ms()
+        self.timers.schedule(
+            self.RETENTION_KEY, now + self.config.log_retention_check_interval_ms, self._retention
+        )
+        self.timers.schedule(self.FLUSH_KEY, now + self.FLUSH_CHECK_MS, self._flush_check)
+
+    def _retention(self) -> None:
+        now = self.clock.now_ms()
+        try:
+            deleted = self.logs.apply_retention(now)
+            if deleted:
+                log.info("retention deleted %d bytes", deleted)
+        finally:
+            self.timers.schedule(
+                self.RETENTION_KEY, now + self.config.log_retention_check_interval_ms, self._retention
+            )
+
+    def _flush_check(self) -> None:
+        now = self.clock.now_ms()
+        due = [plog for plog in self.logs.partitions().values() if plog.config.flush_interval_ms is not None]
+        if due:
+            loop = asyncio.get_running_loop()
+            fut = loop.run_in_executor(self.flusher.executor, _maybe_flush_all, due, now)
+            fut.add_done_callback(_log_flush_failure)
+        self.timers.schedule(self.FLUSH_KEY, now + self.FLUSH_CHECK_MS, self._flush_check)
 
     async def close(self) -> None:
-        if self._maintenance is not None:
-            self._maintenance.cancel()
         self.timers.close()
         self.flusher.close()  # waits for an fsync round in progress
         self.logs.flush_all()
         self.logs.close()
+
+
+def _maybe_flush_all(parts: list[Any], now_ms: int) -> None:
+    for plog in parts:
+        plog.maybe_flush(now_ms)
+
+
+def _log_flush_failure(fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled() and fut.exception() is not None:
+        log.error("periodic flush failed: %r", fut.exception())
