@@ -34,10 +34,11 @@ from groupcoord.protocol.registry import ApiMessages, load_messages
 # api keys
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
 JOIN, HEARTBEAT, LEAVE, SYNC = 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_GROUPS = 15, 16, 19, 42
+DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 19, 42, 47
 
 TOPIC = "wire-orders"
 TOPIC_PARTITIONS = 3
+OTHER_TOPIC = "wire-audit"
 OFFSETS_PARTITIONS = 4
 SETTINGS = (
     "group.initial.rebalance.delay.ms=0",
@@ -135,17 +136,18 @@ def wire_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProc
             4,
             topics=[
                 {
-                    "name": TOPIC,
+                    "name": name,
                     "num_partitions": TOPIC_PARTITIONS,
                     "replication_factor": 1,
                     "assignments": [],
                     "configs": [],
                 }
+                for name in (TOPIC, OTHER_TOPIC)
             ],
             timeout=5000,
             validate_only=False,
         )
-        assert code(created.topics[0].error_code) is ErrorCode.NONE
+        assert [code(t.error_code) for t in created.topics] == [ErrorCode.NONE, ErrorCode.NONE]
         admin.close()
         yield b
     finally:
@@ -358,7 +360,7 @@ def test_join_with_unknown_member_id_is_unknown_member_on_new_and_existing_group
 def test_join_v4_and_later_requires_member_id_then_forms_generation_1(
     wire_broker: BrokerProcess, conns: list[Wire]
 ) -> None:
-    for version in (4, 9):
+    for version in range(4, 10):
         group = f"g-mid-v{version}"
         c = open_conn(wire_broker, conns, client_id=f"cli-v{version}")
         first = join(c, group, version=version)
@@ -378,15 +380,17 @@ def test_join_v4_and_later_requires_member_id_then_forms_generation_1(
         assert [(m.member_id, bytes(m.metadata)) for m in second.members] == [(first.member_id, SUB)]
 
 
-def test_join_v3_gets_a_member_id_and_generation_1_in_one_round_trip(
+def test_join_v0_to_v3_gets_a_member_id_and_generation_1_in_one_round_trip(
     wire_broker: BrokerProcess, conns: list[Wire]
 ) -> None:
-    c = open_conn(wire_broker, conns, client_id="old-client")
-    r = join(c, "g-v3", version=3)
-    assert code(r.error_code) is ErrorCode.NONE
-    match = MEMBER_ID.match(r.member_id)
-    assert match is not None and match["prefix"] == "old-client"
-    assert (r.generation_id, r.leader, r.protocol_name) == (1, r.member_id, "range")
+    for version in range(4):
+        c = open_conn(wire_broker, conns, client_id=f"old-client-{version}")
+        r = join(c, f"g-v{version}", version=version)
+        assert code(r.error_code) is ErrorCode.NONE
+        match = MEMBER_ID.match(r.member_id)
+        assert match is not None and match["prefix"] == f"old-client-{version}"
+        assert (r.generation_id, r.leader, r.protocol_name) == (1, r.member_id, "range")
+        assert [m.member_id for m in r.members] == [r.member_id]
 
 
 def test_join_with_other_protocol_type_or_no_common_protocol_is_inconsistent_group_protocol(
@@ -446,6 +450,28 @@ def test_wrong_generation_is_illegal_generation_for_heartbeat_sync_and_commit(
     # The right generation still works, and nothing was committed by the refused ones.
     assert heartbeat(c, group, gen, member) is ErrorCode.NONE
     assert fetch_offsets(c, group, {TOPIC: [0]}) == {(TOPIC, 0): (-1, "")}
+
+
+def test_sync_v5_with_another_protocol_type_or_name_is_inconsistent_group_protocol(
+    wire_broker: BrokerProcess, conns: list[Wire]
+) -> None:
+    group = "g-sync-v5"
+    c = open_conn(wire_broker, conns)
+    r = join_new(c, group, version=7)
+    fields: dict[str, Any] = {
+        "group_id": group,
+        "generation_id": 1,
+        "member_id": r.member_id,
+        "group_instance_id": None,
+        "assignments": [{"member_id": r.member_id, "assignment": assignment_for(0, 1, 2)}],
+    }
+    for protocol_type, protocol_name in (("connect", "range"), ("consumer", "roundrobin")):
+        s = c.call(SYNC, 5, protocol_type=protocol_type, protocol_name=protocol_name, **fields)
+        assert code(s.error_code) is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        assert (s.protocol_type, s.protocol_name, bytes(s.assignment)) == (None, None, b"")
+    s = c.call(SYNC, 5, protocol_type="consumer", protocol_name="range", **fields)
+    assert (code(s.error_code), s.protocol_type, s.protocol_name) == (ErrorCode.NONE, "consumer", "range")
+    assert bytes(s.assignment) == assignment_for(0, 1, 2)
 
 
 def test_sync_during_rebalance_is_rebalance_in_progress(
@@ -628,10 +654,15 @@ def test_offset_fetch_of_never_committed_partitions_is_minus_one_with_empty_meta
             (TOPIC, 0): (-1, ""),
             (TOPIC, 2): (-1, ""),
         }
-    # v8: several groups in one request, each answered on its own.
+    # v8 and v9: several groups in one request, each answered on its own.
+    for version in (8, 9):
+        assert_multi_group_fetch(c, version)
+
+
+def assert_multi_group_fetch(c: Wire, version: int) -> None:
     r = c.call(
         OFFSET_FETCH,
-        8,
+        version,
         groups=[
             {"group_id": "g-fetch-some", "topics": [{"name": TOPIC, "partition_indexes": [1, 2]}]},
             {"group_id": "g-fetch-never", "topics": [{"name": TOPIC, "partition_indexes": [1]}]},
@@ -677,6 +708,35 @@ def test_offset_commit_to_unknown_topic_or_partition_fails_only_those_partitions
             ("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         }
         assert fetch_offsets(c, group, None, version=2) == {(TOPIC, 0): (7, "m7")}
+
+
+def test_offset_delete_spares_subscribed_topics_of_a_stable_group(
+    wire_broker: BrokerProcess, conns: list[Wire]
+) -> None:
+    group = "g-offset-delete"
+    c = open_conn(wire_broker, conns)
+    member, gen = stable_single(c, group)  # subscribed to TOPIC only
+    assert commit(c, group, gen, member, {(TOPIC, 0): 3, (OTHER_TOPIC, 0): 9}) == {
+        (TOPIC, 0): ErrorCode.NONE,
+        (OTHER_TOPIC, 0): ErrorCode.NONE,
+    }
+    r = c.call(
+        OFFSET_DELETE,
+        0,
+        group_id=group,
+        topics=[
+            {"name": TOPIC, "partitions": [{"partition_index": 0}]},
+            {"name": OTHER_TOPIC, "partitions": [{"partition_index": 0}]},
+        ],
+    )
+    assert code(r.error_code) is ErrorCode.NONE
+    assert [(t.name, int(p.partition_index), code(p.error_code)) for t in r.topics for p in t.partitions] == [
+        (TOPIC, 0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC),
+        (OTHER_TOPIC, 0, ErrorCode.NONE),
+    ]
+    assert fetch_offsets(c, group, None, version=2) == {(TOPIC, 0): (3, "m3")}
+    r = c.call(OFFSET_DELETE, 0, group_id="g-offset-delete-none", topics=[])
+    assert code(r.error_code) is ErrorCode.GROUP_ID_NOT_FOUND
 
 
 # ============================================================================== admin APIs
