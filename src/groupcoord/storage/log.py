@@ -1255,6 +1255,9 @@ class PartitionLog:
             seg.rebuild(self.config.index_interval_bytes, validate=False)
             seg.created_ms = now
             self._flushed_offset = min(self._flushed_offset, seg.next_offset)
+            if self._log_start > seg.next_offset:  # the straddling batch began below the log start
+                self._log_start = seg.next_offset
+                self._write_log_start_checkpoint()
             fsync_dir(self.dir)
             return seg.next_offset
 
