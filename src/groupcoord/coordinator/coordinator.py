@@ -1456,7 +1456,9 @@ class GroupCoordinator:
                 )
                 for (t, part) in expired
             ]
-            becomes_dead = group.state is EMPTY and len(expired) == len(group.offsets)
+            becomes_dead = (
+                group.state is EMPTY and len(expired) == len(group.offsets) and not group.pending_members
+            )
             if becomes_dead:
                 log.info("group=%s empty with no offsets left: removing", group.group_id)
                 self._transition(group, DEAD, EventReason.OFFSETS_EXPIRED)
