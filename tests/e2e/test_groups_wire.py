@@ -974,3 +974,32 @@ def test_group_events_topic_records_a_scripted_rebalance_in_order(
         ("member_added", b_id, "ev-b"),
         ("member_removed", b_id, "ev-b"),
     ]
+
+
+def test_commit_only_to_unknown_topics_does_not_create_the_group(
+    wire_broker: BrokerProcess, conns: list[Wire]
+) -> None:
+    c = open_conn(wire_broker, conns)
+    assert commit(c, "g-commit-nothing", -1, "", {("no-such-topic", 0): 1, (TOPIC, 9): 1}) == {
+        ("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        (TOPIC, 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    assert describe(c, "g-commit-nothing").group_state == "Dead"
+    r = c.call(LIST_GROUPS, 4, states_filter=[])
+    assert "g-commit-nothing" not in [g.group_id for g in r.groups]
+
+
+@pytest.mark.parametrize("api", ["join", "sync", "heartbeat", "leave"])
+def test_empty_group_id_is_invalid_group_id_for_membership_requests(
+    wire_broker: BrokerProcess, conns: list[Wire], api: str
+) -> None:
+    c = open_conn(wire_broker, conns)
+    if api == "join":
+        got = code(join(c, "").error_code)
+    elif api == "sync":
+        got = code(sync(c, "", 1, "m").error_code)
+    elif api == "heartbeat":
+        got = heartbeat(c, "", 1, "m")
+    else:
+        got = code(c.call(LEAVE, 0, group_id="", member_id="m").error_code)
+    assert got is ErrorCode.INVALID_GROUP_ID

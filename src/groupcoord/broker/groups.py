@@ -325,6 +325,10 @@ def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             ),
         )
 
+    if not known_topics:
+        # As in Kafka's request layer: with nothing committable the coordinator is not asked,
+        # so no group is created and no membership is checked.
+        return encode(api.OffsetCommitResponse(topics=()))
     return _call(runtime, lambda reply: runtime.coordinator.offset_commit(req, reply), encode)
 
 
