@@ -12,7 +12,14 @@ from coord_harness import DELAY, GROUP, SESSION, Harness
 
 from groupcoord.coordinator.events import EventReason, GroupEvent
 from groupcoord.coordinator.group import ClassicGroup
-from groupcoord.coordinator.records import GroupMetadataValue, decode_record, encode_record, encode_value
+from groupcoord.coordinator.records import (
+    CoordinatorRecord,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    decode_record,
+    encode_record,
+    encode_value,
+)
 from groupcoord.coordinator.state import VALID_PREVIOUS_STATES, GroupState, check_transition
 from groupcoord.errors import ErrorCode, IllegalStateError
 
@@ -258,3 +265,23 @@ def test_group_event_json_round_trip_uses_the_field_names_and_reason_string() ->
     assert GroupEvent.from_json(e.to_json()) == e
     with pytest.raises(ValueError):
         GroupEvent.from_json(e.to_json().replace(b'"member_added"', b'"bogus"'))
+
+
+def test_offsets_written_before_a_group_tombstone_load_as_a_simple_group() -> None:
+    # A log written by another broker: group metadata, an offset, then a group tombstone
+    # without offset tombstones (what a 3.x broker can leave behind).
+    h = Harness()
+    (a,), gen = h.stable_group(1)
+    h.commit({("t", 0): 3}, member_id=a, generation=gen)
+    records = [*h.sink.records, CoordinatorRecord(key=GroupMetadataKey(group=GROUP), value=None)]
+    h2 = Harness()
+    p = h2.c.partition_for(GROUP)
+    h2.c.unload_partition(p)
+    h2.c.begin_loading(p)
+    for rec in records:
+        h2.c.replay(rec)
+    h2.c.complete_loading(p)
+    g = h2.c.group(GROUP)
+    assert g is not None
+    assert (g.state, g.generation, g.protocol_type, g.members) == (GroupState.EMPTY, 0, None, {})
+    assert h2.fetch(None) == {("t", 0): (3, None, "", ErrorCode.NONE)}

@@ -1559,6 +1559,13 @@ class GroupCoordinator:
             group = self._groups.get(key.group)
             if group is not None and (loading or group.state is DEAD):
                 self._drop_group(key.group)
+                if loading and group.offsets:
+                    # As Kafka's loader: offsets outlive a group tombstone; they load as a
+                    # simple (offsets-only) group.
+                    simple = ClassicGroup(key.group, self._now())
+                    simple.state_timestamp = None
+                    simple.offsets = group.offsets
+                    self._groups[key.group] = simple
             return
         if not isinstance(value, GroupMetadataValue):
             raise IllegalStateError(f"group metadata key with value {type(value).__name__}")
