@@ -384,3 +384,24 @@ def test_every_advertised_produce_and_fetch_version_round_trips(tmp_path: Path) 
         c.close()
 
     run_broker(tmp_path, scenario)
+
+
+def test_garbage_on_one_connection_does_not_disturb_a_producer_on_another(tmp_path: Path) -> None:
+    async def scenario(env: Env) -> None:
+        create(env, "t")
+        producer = await env.connect()
+        evil = await env.connect()
+        corrs = []
+        for i in range(50):
+            corrs.append(await producer.send(PRODUCE, 9, **produce_body(9, "t", 0, batch(1, start=i))))
+            if i == 25:
+                evil.writer.write(b"\x00\x00\x00\x0cNOT KAFKA AT ALL")
+                await evil.writer.drain()
+        answers = [await producer.recv(PRODUCE, 9) for _ in corrs]
+        assert [a[0] for a in answers] == corrs
+        assert [a[1].responses[0].partition_responses[0].base_offset for a in answers] == list(range(50))
+        assert await evil.reader.read(1) == b""
+        assert env.broker.logs.partition("t", 0).log_end_offset == 50
+        producer.close()
+
+    run_broker(tmp_path, scenario)
