@@ -19,7 +19,6 @@ import struct
 import time
 import typing
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -914,7 +913,7 @@ def test_client_disconnecting_while_parked_leaves_others_working_and_expires_by_
 
 # ============================================================================== __group_events
 def test_group_events_topic_records_a_scripted_rebalance_in_order(
-    wire_broker: BrokerProcess, conns: list[Wire], tmp_path: Path
+    wire_broker: BrokerProcess, conns: list[Wire]
 ) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
@@ -1003,3 +1002,51 @@ def test_empty_group_id_is_invalid_group_id_for_membership_requests(
     else:
         got = code(c.call(LEAVE, 0, group_id="", member_id="m").error_code)
     assert got is ErrorCode.INVALID_GROUP_ID
+
+
+def test_follower_sync_waits_for_the_leader_and_heartbeats_are_fine_meanwhile(
+    wire_broker: BrokerProcess, conns: list[Wire]
+) -> None:
+    group = "g-follower-first"
+    a, b = open_conn(wire_broker, conns), open_conn(wire_broker, conns)
+    a_id, gen = stable_single(a, group)
+    rb = join(b, group)
+    send_join(b, group, rb.member_id)
+    ra = join(a, group, a_id)
+    b_id = b.recv().member_id
+    assert ra.generation_id == gen + 1
+    # CompletingRebalance: heartbeats are answered NONE (scenario 45).
+    assert heartbeat(a, group, gen + 1, a_id) is ErrorCode.NONE
+    b.send(
+        SYNC,
+        3,
+        group_id=group,
+        generation_id=gen + 1,
+        member_id=b_id,
+        group_instance_id=None,
+        assignments=[],
+    )
+    assert describe(a, group).group_state == "CompletingRebalance"
+    assert not b.readable(0.3)  # the follower's SyncGroup is held for the leader's
+    sa = sync(a, group, gen + 1, a_id, {a_id: assignment_for(0), b_id: assignment_for(1, 2)})
+    sb = b.recv()
+    assert (code(sa.error_code), bytes(sa.assignment)) == (ErrorCode.NONE, assignment_for(0))
+    assert (code(sb.error_code), bytes(sb.assignment)) == (ErrorCode.NONE, assignment_for(1, 2))
+    assert describe(a, group).group_state == "Stable"
+
+
+def test_static_leader_rejoining_with_v9_skips_assignment_and_keeps_generation(
+    wire_broker: BrokerProcess, conns: list[Wire]
+) -> None:
+    group = "g-static-v9"
+    old, new = open_conn(wire_broker, conns), open_conn(wire_broker, conns)
+    first = join(old, group, version=9, instance_id="lead")
+    sync(old, group, 1, first.member_id, {first.member_id: assignment_for(0, 1, 2)}, instance_id="lead")
+    again = join(new, group, version=9, instance_id="lead")
+    assert code(again.error_code) is ErrorCode.NONE
+    assert again.member_id != first.member_id
+    assert (again.generation_id, again.leader, again.skip_assignment) == (1, again.member_id, True)
+    assert [(m.member_id, m.group_instance_id) for m in again.members] == [(again.member_id, "lead")]
+    s = sync(new, group, 1, again.member_id, version=5, instance_id="lead")
+    assert (code(s.error_code), bytes(s.assignment)) == (ErrorCode.NONE, assignment_for(0, 1, 2))
+    assert describe(new, group).group_state == "Stable"
