@@ -6,10 +6,12 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from coord_harness import DELAY, GROUP, SESSION, Harness
 
+from groupcoord.coordinator.api import OffsetFetchGroup, OffsetFetchRequest
 from groupcoord.coordinator.events import EventReason, GroupEvent
 from groupcoord.coordinator.group import ClassicGroup
 from groupcoord.coordinator.records import (
@@ -285,3 +287,25 @@ def test_offsets_written_before_a_group_tombstone_load_as_a_simple_group() -> No
     assert g is not None
     assert (g.state, g.generation, g.protocol_type, g.members) == (GroupState.EMPTY, 0, None, {})
     assert h2.fetch(None) == {("t", 0): (3, None, "", ErrorCode.NONE)}
+
+
+def test_fetch_describe_list_and_delete_while_loading_report_load_in_progress() -> None:
+    h = Harness()
+    p = h.c.partition_for(GROUP)
+    h.c.unload_partition(p)
+    h.c.begin_loading(p)
+    fetched: list[Any] = []
+    h.c.offset_fetch(
+        OffsetFetchRequest(groups=(OffsetFetchGroup(group_id=GROUP, topics=None),)), fetched.append
+    )
+    assert fetched[0].groups[0].error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    described: list[Any] = []
+    h.c.describe_groups([GROUP], described.append)
+    assert described[0].groups[0].error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    listed: list[Any] = []
+    h.c.list_groups(None, listed.append)
+    assert listed[0].error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    deleted: list[Any] = []
+    h.c.delete_groups([GROUP], deleted.append)
+    assert deleted[0].results[0].error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert h.commit({("t", 0): 1}) == {("t", 0): ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}

@@ -1,6 +1,7 @@
 """Random interleavings of join, sync, heartbeat, leave, commit and time, against invariants.
 
-Up to 10 clients (dynamic or static) behave like simple Kafka consumers: they react to
+Up to 10 clients (dynamic or static; JoinGroup v3, v8 or v9; writes confirmed at once or
+deferred until a "release" step) behave like simple Kafka consumers: they react to
 each response the way a client would (take the member id from MEMBER_ID_REQUIRED and
 rejoin, reset on UNKNOWN_MEMBER_ID, the leader assigns ``"<generation>:<client>"`` to
 every member it was told about). After every step we check that
@@ -74,6 +75,7 @@ class Client:
     instance: str | None
     session: int
     rebalance: int
+    version: int = 9
     member_id: str = ""
     generation: int = -1
     join_seq: int = 0
@@ -134,7 +136,7 @@ class World:
                 group_instance_id=c.instance,
                 protocol_type="consumer",
                 protocols=protocols,
-                version=9,
+                version=c.version,
                 client_id=f"client{c.index}",
                 client_host="/127.0.0.1",
             ),
@@ -295,13 +297,19 @@ CONFIG = GroupConfig(
 )
 
 client_st = st.builds(
-    lambda i, static, session, rebalance: Client(
-        index=i, instance=f"inst{i}" if static else None, session=session, rebalance=rebalance
+    lambda i, static, session, rebalance, version: Client(
+        index=i,
+        instance=f"inst{i}" if static else None,
+        session=session,
+        rebalance=rebalance,
+        # JoinGroup v3 (no MEMBER_ID_REQUIRED) is dynamic only; static members need v5+
+        version=max(version, 5) if static else version,
     ),
     st.just(0),
     st.booleans(),
     st.sampled_from([200, 500, 1_000]),
     st.sampled_from([200, 500, 2_000]),
+    st.sampled_from([3, 8, 9]),
 )
 
 join_st = st.tuples(st.just("join"), st.integers(0, 9), st.integers(0, len(PROTOCOL_CHOICES) - 1))
