@@ -239,3 +239,30 @@ def test_describe_unknown_group_and_unreachable_broker(cli_broker: BrokerProcess
     r = cli(cli_broker, "list", "--bootstrap", "127.0.0.1:1", "--timeout", "2")
     assert r.returncode == 1
     assert r.stderr.startswith("groupcoord groups: cannot connect to 127.0.0.1:1")
+
+
+def test_describe_during_a_rebalance_reports_the_last_completed_generation(cli_broker: BrokerProcess) -> None:
+    # Raw-wire members (no client library) so the group can be held in PreparingRebalance.
+    from test_groups_wire import Wire, join, send_join, stable_single
+
+    a, b = Wire(cli_broker.port, "raw-a"), Wire(cli_broker.port, "raw-b")
+    try:
+        a_id, _ = stable_single(a, "cli-rebalancing")
+        pending = join(b, "cli-rebalancing")
+        send_join(b, "cli-rebalancing", pending.member_id)  # parked until A rejoins
+        r = cli(cli_broker, "describe", "cli-rebalancing", "--bootstrap", cli_broker.bootstrap)
+        assert r.returncode == 0, r.stderr
+        head = heading(r.stdout)
+        assert (head["State"], head["Protocol"], head["Generation"], head["Leader"], head["Members"]) == (
+            "PreparingRebalance",
+            "-",
+            "1 (last completed generation; a rebalance is in progress)",
+            a_id,
+            "2",
+        )
+        assert sorted(table(r.stdout, "MEMBER-ID")) == sorted(
+            [[a_id, "-", "raw-a", "/127.0.0.1", "-"], [pending.member_id, "-", "raw-b", "/127.0.0.1", "-"]]
+        )
+    finally:
+        a.close()
+        b.close()
