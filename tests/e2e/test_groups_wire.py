@@ -1050,3 +1050,32 @@ def test_static_leader_rejoining_with_v9_skips_assignment_and_keeps_generation(
     s = sync(new, group, 1, again.member_id, version=5, instance_id="lead")
     assert (code(s.error_code), bytes(s.assignment)) == (ErrorCode.NONE, assignment_for(0, 1, 2))
     assert describe(new, group).group_state == "Stable"
+
+
+def test_parked_join_mutes_its_connection_until_answered(
+    wire_broker: BrokerProcess, conns: list[Wire]
+) -> None:
+    group = "g-muted"
+    a, x = open_conn(wire_broker, conns), open_conn(wire_broker, conns)
+    a_id, gen = stable_single(a, group)
+    b_id = join(x, group).member_id
+    send_join(x, group, b_id)  # parked: x is muted from here on
+    # Behind the parked JoinGroup, the same connection asks to remove A. Were it read now, A
+    # would leave and B's join would complete at once.
+    x.send(LEAVE, 3, group_id=group, members=[{"member_id": a_id, "group_instance_id": None}])
+    assert not x.readable(0.3)
+    g = describe(a, group)
+    assert (g.group_state, sorted(m.member_id for m in g.members)) == (
+        "PreparingRebalance",
+        sorted([a_id, b_id]),
+    )
+    # A rejoins: the join completes, x is answered and unmuted, and only then is its
+    # LeaveGroup read and applied.
+    ra = join(a, group, a_id)
+    assert (ra.generation_id, sorted(m.member_id for m in ra.members)) == (gen + 1, sorted([a_id, b_id]))
+    rb = x.recv()
+    assert (code(rb.error_code), rb.member_id, rb.generation_id) == (ErrorCode.NONE, b_id, gen + 1)
+    leave = x.recv()
+    assert [(m.member_id, code(m.error_code)) for m in leave.members] == [(a_id, ErrorCode.NONE)]
+    g = describe(a, group)
+    assert (g.group_state, [m.member_id for m in g.members]) == ("PreparingRebalance", [b_id])
