@@ -644,7 +644,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p_list.set_defaults(func=_guarded(_run_list))
 
-    p_describe = sub.add_parser("describe", help="members, assignments, offsets and lag of one group")
+    p_describe = sub.add_parser(
+        "describe",
+        help="members, assignments, offsets and lag of one group",
+        description="State, protocol, members and per-partition lag of GROUP. No admin API carries "
+        "the generation or the leader: they are read (with Fetch) from the group's newest "
+        "GroupMetadata record in __consumer_offsets, so during a rebalance they describe the "
+        "last completed generation, and the output says so.",
+    )
     common(p_describe)
     p_describe.add_argument("group", metavar="GROUP")
     p_describe.set_defaults(func=_guarded(_run_describe))
