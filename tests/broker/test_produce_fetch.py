@@ -144,6 +144,8 @@ def test_produce_errors_per_partition(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         create(env, "small", 1, {"max.message.bytes": "100"})
         create(env, "t")
+        env.broker.logs.create_topic("__inside", 1, {}, internal=True)
+        assert (await produce(env, "__inside", 0, batch(1))).error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
         assert (await produce(env, "nope", 0, batch(1))).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert (await produce(env, "t", 5, batch(1))).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         corrupt = bytearray(batch(2))

@@ -59,6 +59,12 @@ def _produce_partition(
         plog = broker.logs.partition(topic, partition)
     except KeyError:
         return _PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    meta = broker.logs.topics().get(topic)
+    if meta is not None and meta.internal:
+        # Kafka refuses client appends to internal topics; only the broker writes them.
+        return _PartitionResult(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, message=f"Cannot append to internal topic {topic}"
+        )
     if not records:
         return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="empty record set")
     try:
@@ -122,7 +128,6 @@ def _produce_partition(
             info.last_offset,
             info.log_append_time,
         )
-    meta = broker.logs.topics().get(topic)
     topic_flush_policy = meta is not None and bool({"flush.messages", "flush.ms"} & set(meta.configs))
     if not topic_flush_policy:
         dirty[tp] = plog

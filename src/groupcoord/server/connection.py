@@ -191,8 +191,7 @@ class KafkaConnection(asyncio.Protocol):
         try:
             result = self.dispatcher.call(ctx, request)
         except Exception as exc:
-            log.exception("conn=%d %s v%d handler failed", self.connection_id, messages.name, api_version)
-            self.abort(f"handler for {messages.name} v{api_version} failed: {exc!r}")
+            self.abort(f"handler for {messages.name} v{api_version} failed: {exc!r}", exc=exc)
             return
 
         if inspect.isawaitable(result):
@@ -216,10 +215,7 @@ class KafkaConnection(asyncio.Protocol):
         try:
             return messages.encode_response(correlation_id, response)
         except Exception as exc:
-            log.exception(
-                "conn=%d cannot encode %s v%d response", self.connection_id, messages.name, messages.version
-            )
-            self.abort(f"cannot encode {messages.name} v{messages.version} response: {exc!r}")
+            self.abort(f"cannot encode {messages.name} v{messages.version} response: {exc!r}", exc=exc)
             return None
 
     def _on_done(
@@ -230,15 +226,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         exc = task.exception()
         if exc is not None:
-            log.error(
-                "conn=%d %s v%d handler failed: %r",
-                self.connection_id,
-                messages.name,
-                messages.version,
-                exc,
-                exc_info=exc,
-            )
-            self.abort(f"handler for {messages.name} v{messages.version} failed: {exc!r}")
+            self.abort(f"handler for {messages.name} v{messages.version} failed: {exc!r}", exc=exc)
             return
         response = task.result()
         if response is not None:
@@ -264,11 +252,14 @@ class KafkaConnection(asyncio.Protocol):
             self._transport.close()
 
     # ------------------------------------------------------------------ closing
-    def abort(self, reason: str) -> None:
-        """Close this connection because of what the client sent; one log line."""
+    def abort(self, reason: str, exc: BaseException | None = None) -> None:
+        """Close this connection; one log record (with the traceback when a handler failed)."""
         if self._closing:
             return
-        log.warning("closing conn=%d peer=%s: %s", self.connection_id, self.peer, reason)
+        if exc is None:
+            log.warning("closing conn=%d peer=%s: %s", self.connection_id, self.peer, reason)
+        else:
+            log.error("closing conn=%d peer=%s: %s", self.connection_id, self.peer, reason, exc_info=exc)
         self._closing = True
         for task in list(self._tasks):
             task.cancel()
