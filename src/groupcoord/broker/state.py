@@ -98,6 +98,14 @@ class FetchWaiters:
                 if not ids:
                     del self.by_partition[tp]
 
+    def wake_all(self) -> None:
+        """Answer every parked fetch now with what is available (graceful shutdown)."""
+        for wid in list(self.waiters):
+            waiter = self.waiters.get(wid)
+            if waiter is not None:
+                self.remove(wid)
+                waiter.on_wake()
+
     def appended(self, tp: TopicPartition, nbytes: int) -> None:
         ids = self.by_partition.get(tp)
         if not ids:

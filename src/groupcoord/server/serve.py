@@ -64,6 +64,8 @@ async def run(
         await stop_event.wait()
     finally:
         log.info("shutting down: stop accepting, answer in-flight requests, flush, close")
+        # Parked fetches would otherwise hold the drain until their max_wait.
+        broker.fetch_waiters.wake_all()
         await server.stop()
         await broker.groups.close()
         await broker.close()
