@@ -920,7 +920,12 @@ def test_group_events_topic_records_a_scripted_rebalance_in_order(
     group = "g-events"
     a, b = open_conn(wire_broker, conns, client_id="ev-a"), open_conn(wire_broker, conns, client_id="ev-b")
     a_id, b_id, gen = stable_pair(a, b, group)
-    r = b.call(LEAVE, 3, group_id=group, members=[{"member_id": b_id, "group_instance_id": None}])
+    r = b.call(
+        LEAVE,
+        5,
+        group_id=group,
+        members=[{"member_id": b_id, "group_instance_id": None, "reason": "scripted shutdown"}],
+    )
     assert code(r.members[0].error_code) is ErrorCode.NONE
     assert heartbeat(a, group, gen, a_id) is ErrorCode.REBALANCE_IN_PROGRESS
     ra = join(a, group, a_id)
@@ -967,11 +972,15 @@ def test_group_events_topic_records_a_scripted_rebalance_in_order(
         ("state_change", "PreparingRebalance", "CompletingRebalance", "join_completed", 3),
         ("state_change", "CompletingRebalance", "Stable", "assignment_persisted", 3),
     ]
-    by_member = [(e["type"], e["member_id"], e["client_id"]) for e in events if e["type"] != "state_change"]
+    by_member = [
+        (e["type"], e["member_id"], e["client_id"], e["client_reason"])
+        for e in events
+        if e["type"] != "state_change"
+    ]
     assert by_member == [
-        ("member_added", a_id, "ev-a"),
-        ("member_added", b_id, "ev-b"),
-        ("member_removed", b_id, "ev-b"),
+        ("member_added", a_id, "ev-a", None),
+        ("member_added", b_id, "ev-b", None),
+        ("member_removed", b_id, "ev-b", "scripted shutdown"),
     ]
 
 
