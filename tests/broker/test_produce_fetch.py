@@ -407,3 +407,27 @@ def test_garbage_on_one_connection_does_not_disturb_a_producer_on_another(tmp_pa
         producer.close()
 
     run_broker(tmp_path, scenario)
+
+
+def test_retry_after_restart_of_a_batch_already_in_the_log_is_a_duplicate(tmp_path: Path) -> None:
+    pid = 42
+
+    def b(seq: int, n: int) -> bytes:
+        return batch(n, start=seq, producer_id=pid, producer_epoch=0, base_sequence=seq)
+
+    async def before(env: Env) -> None:
+        create(env, "t")
+        assert (await produce(env, "t", 0, b(0, 2))).base_offset == 0
+        assert (await produce(env, "t", 0, b(2, 3))).base_offset == 2
+
+    async def after(env: Env) -> None:
+        retried = await produce(env, "t", 0, b(2, 3))
+        assert (retried.error_code, retried.base_offset) == (ErrorCode.NONE, 2)
+        assert env.broker.logs.partition("t", 0).log_end_offset == 5
+        nxt = await produce(env, "t", 0, b(5, 1))
+        assert (nxt.error_code, nxt.base_offset) == (ErrorCode.NONE, 5)
+        gap = await produce(env, "t", 0, b(9, 1))
+        assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+    run_broker(tmp_path, before)
+    run_broker(tmp_path, after)
