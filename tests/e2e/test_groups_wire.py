@@ -19,6 +19,7 @@ import struct
 import time
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1088,3 +1089,84 @@ def test_parked_join_mutes_its_connection_until_answered(
     assert [(m.member_id, code(m.error_code)) for m in leave.members] == [(a_id, ErrorCode.NONE)]
     g = describe(a, group)
     assert (g.group_state, [m.member_id for m in g.members]) == ("PreparingRebalance", [b_id])
+
+
+# ============================================================================== loading
+def test_requests_for_a_loading_partition_get_the_reference_codes(tmp_path: Path) -> None:
+    """An in-process broker whose coordinator is held loading every partition (a real server
+    on loopback, driven by the same raw client): reference §2.1."""
+    import asyncio
+    import threading
+
+    from groupcoord.broker.apis import build_dispatcher
+    from groupcoord.broker.group_runtime import GroupRuntime
+    from groupcoord.broker.groups import routes as group_routes
+    from groupcoord.broker.state import Broker
+    from groupcoord.clock import ManualClock
+    from groupcoord.config import BrokerConfig
+    from groupcoord.server.app import KafkaServer
+
+    ready = threading.Event()
+    stop = threading.Event()
+    port: list[int] = []
+
+    async def serve() -> None:
+        config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *SETTINGS])
+        broker = Broker.open(config, tmp_path / "data", ManualClock())
+        runtime = broker.groups = GroupRuntime(broker)
+        runtime.ensure_topics()
+        broker.logs.create_topic("t", 2, {})
+        for p in range(OFFSETS_PARTITIONS):
+            runtime.coordinator.begin_loading(p)  # and never complete
+        server = KafkaServer(
+            build_dispatcher(broker, group_routes()),
+            host="127.0.0.1",
+            port=0,
+            max_frame_bytes=config.socket_request_max_bytes,
+        )
+        _, bound = await server.start()
+        broker.advertised_port = bound
+        port.append(bound)
+        ready.set()
+        try:
+            while not stop.is_set():
+                await asyncio.sleep(0.01)
+        finally:
+            await server.stop(grace_s=1)
+            await broker.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()))
+    thread.start()
+    try:
+        assert ready.wait(15)
+        c = Wire(port[0])
+        try:
+            group = "g-loading"
+            load = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            assert code(join(c, group).error_code) is load
+            assert heartbeat(c, group, 1, "m") is ErrorCode.NONE  # answered blindly
+            assert code(sync(c, group, 1, "m").error_code) is ErrorCode.REBALANCE_IN_PROGRESS  # 3.x
+            assert commit(c, group, -1, "", {("t", 0): 1}) == {("t", 0): load}
+            r = c.call(LEAVE, 3, group_id=group, members=[{"member_id": "m", "group_instance_id": None}])
+            assert (code(r.error_code), r.members) == (load, ())
+            g = describe(c, group)
+            assert (code(g.error_code), g.group_state) == (load, "Dead")
+            r = c.call(DELETE_GROUPS, 2, groups_names=[group])
+            assert [(x.group_id, code(x.error_code)) for x in r.results] == [(group, load)]
+            # OffsetFetch: v1 has no top-level error, so each partition carries it; v2+ top level;
+            # v8 per group.
+            r = c.call(OFFSET_FETCH, 1, group_id=group, topics=[{"name": "t", "partition_indexes": [0, 1]}])
+            assert [
+                (t.name, int(p.partition_index), int(p.committed_offset), code(p.error_code))
+                for t in r.topics
+                for p in t.partitions
+            ] == [("t", 0, -1, load), ("t", 1, -1, load)]
+            r = c.call(OFFSET_FETCH, 7, group_id=group, topics=None, require_stable=False)
+            assert (code(r.error_code), r.topics) == (load, ())
+            r = c.call(OFFSET_FETCH, 8, groups=[{"group_id": group, "topics": None}], require_stable=False)
+            assert [(g.group_id, code(g.error_code), g.topics) for g in r.groups] == [(group, load, ())]
+        finally:
+            c.close()
+    finally:
+        stop.set()
+        thread.join(15)

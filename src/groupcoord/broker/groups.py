@@ -407,6 +407,24 @@ def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             )
         g = r.groups[0]
         topic_t = child(resp_t, "topics")
+        if version < 2 and g.error is not ErrorCode.NONE and request.topics is not None:
+            # v0-1 have no top-level error: every requested partition carries the group's.
+            g = api.OffsetFetchGroupResponse(
+                group_id=g.group_id,
+                error=g.error,
+                topics=tuple(
+                    api.OffsetFetchTopicResponse(
+                        name=t.name,
+                        partitions=tuple(
+                            api.OffsetFetchPartitionResponse(
+                                partition=int(i), offset=-1, leader_epoch=None, metadata="", error=g.error
+                            )
+                            for i in t.partition_indexes
+                        ),
+                    )
+                    for t in request.topics
+                ),
+            )
         return make(
             resp_t,
             throttle_time=NO_THROTTLE,
