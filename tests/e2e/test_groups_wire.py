@@ -1170,3 +1170,44 @@ def test_requests_for_a_loading_partition_get_the_reference_codes(tmp_path: Path
     finally:
         stop.set()
         thread.join(15)
+
+
+def test_commit_metadata_longer_than_the_limit_fails_only_that_partition(
+    wire_broker: BrokerProcess, conns: list[Wire]
+) -> None:
+    c = open_conn(wire_broker, conns)
+    group = "g-metadata-size"
+    # offset.metadata.max.bytes=4096 counts UTF-16 code units: 2048 astral characters are 4096.
+    fits, too_long = "\U0001f600" * 2048, "x" * 4097
+    r = c.call(
+        OFFSET_COMMIT,
+        8,
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=[
+            {
+                "name": TOPIC,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 5,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": too_long,
+                    },
+                    {
+                        "partition_index": 1,
+                        "committed_offset": 6,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": fits,
+                    },
+                ],
+            }
+        ],
+    )
+    assert [(int(p.partition_index), code(p.error_code)) for p in r.topics[0].partitions] == [
+        (0, ErrorCode.OFFSET_METADATA_TOO_LARGE),
+        (1, ErrorCode.NONE),
+    ]
+    assert fetch_offsets(c, group, {TOPIC: [0, 1]}) == {(TOPIC, 0): (-1, ""), (TOPIC, 1): (6, fits)}
