@@ -1211,3 +1211,26 @@ def test_commit_metadata_longer_than_the_limit_fails_only_that_partition(
         (1, ErrorCode.NONE),
     ]
     assert fetch_offsets(c, group, {TOPIC: [0, 1]}) == {(TOPIC, 0): (-1, ""), (TOPIC, 1): (6, fits)}
+
+
+def test_member_that_never_syncs_is_removed_at_the_rebalance_timeout(
+    wire_broker: BrokerProcess, conns: list[Wire]
+) -> None:
+    group = "g-pending-sync"
+    a, b = open_conn(wire_broker, conns), open_conn(wire_broker, conns)
+    timeouts = {"session_ms": 30_000, "rebalance_ms": 1500}
+    a_id, gen = stable_single(a, group, **timeouts)
+    b_id = join(b, group, **timeouts).member_id
+    send_join(b, group, b_id, **timeouts)
+    ra = join(a, group, a_id, **timeouts)
+    assert (b.recv().generation_id, ra.generation_id) == (gen + 1, gen + 1)
+    sa = sync(a, group, gen + 1, a_id, {a_id: assignment_for(0, 1), b_id: assignment_for(2)})
+    assert code(sa.error_code) is ErrorCode.NONE
+    # B never sends SyncGroup (scenario 39): 1.5 s after the join completed it is removed.
+    wait_until(
+        lambda: [m.member_id for m in describe(a, group).members] == [a_id],
+        timeout=10,
+        what="the member that never synced to be removed",
+    )
+    assert heartbeat(b, group, gen + 1, b_id) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert heartbeat(a, group, gen + 1, a_id) is ErrorCode.REBALANCE_IN_PROGRESS
