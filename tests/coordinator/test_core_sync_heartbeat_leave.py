@@ -5,7 +5,7 @@ from __future__ import annotations
 from coord_harness import DELAY, GROUP, REBALANCE, SESSION, Harness
 
 from groupcoord.consumer_protocol import decode_assignment
-from groupcoord.coordinator.api import LeaveGroupMemberResponse
+from groupcoord.coordinator.api import LeaveGroupMemberResponse, SyncGroupRequest
 from groupcoord.coordinator.records import GroupMetadataKey, GroupMetadataValue
 from groupcoord.errors import ErrorCode
 
@@ -385,3 +385,35 @@ def test_leave_answers_the_leavers_parked_join_with_unknown_member_id() -> None:
     ra = h.join(a)
     h.leave((a, None))
     assert (ra.error, ra.member_id) == (ErrorCode.UNKNOWN_MEMBER_ID, "")
+
+
+def test_reply_callbacks_that_call_back_into_the_core_see_the_finished_transition() -> None:
+    # The follower's parked SyncGroup is answered REBALANCE_IN_PROGRESS because a new member
+    # joined; its callback rejoins at once (as a client would). The rejoin must land in
+    # PreparingRebalance, not in the CompletingRebalance the group is leaving.
+    h = Harness()
+    (a, b), gen = _completing(h)
+    rejoin: list[object] = []
+
+    def on_sync(resp: object) -> None:
+        rejoin.append(h.join(b))
+
+    h.c.sync_group(
+        SyncGroupRequest(
+            group_id=GROUP,
+            generation_id=gen,
+            member_id=b,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=(),
+            version=5,
+        ),
+        on_sync,
+    )
+    c = h.join_new()
+    assert len(rejoin) == 1
+    assert h.state() == "PreparingRebalance"
+    ra = h.join(a)
+    (rb,) = rejoin
+    assert ra.generation_id == c.generation_id == rb.generation_id == gen + 1  # type: ignore[attr-defined]

@@ -7,6 +7,9 @@ Time comes from the injected clock; the owner wakes the core at :meth:`next_dead
 calls :meth:`poll`. Durable changes leave as records through the ``record_sink``; a reply
 that depends on a write is only called after the sink confirms it.
 
+Replies are queued while a public method runs and delivered, in order, when the outermost
+one returns; a reply callback may therefore call straight back into the core.
+
 Names follow Kafka's ``GroupCoordinator.scala`` so a reader of the seeds finds
 ``handle_join_group``, ``do_new_member_join_group``, ``do_current_member_join_group``,
 ``add_member_and_rebalance``, ``update_member_and_rebalance``, ``prepare_rebalance``,
@@ -15,11 +18,13 @@ Names follow Kafka's ``GroupCoordinator.scala`` so a reader of the seeds finds
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from groupcoord.clock import Clock
 from groupcoord.coordinator import offsets as offsets_mod
@@ -171,6 +176,37 @@ def sync_error(error: ErrorCode) -> SyncGroupResponse:
     return SyncGroupResponse(error=error, protocol_type=None, protocol_name=None, assignment=b"")
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+V = TypeVar("V")
+
+
+def _entry_point(
+    method: Callable[Concatenate[GroupCoordinator, P], R],
+) -> Callable[Concatenate[GroupCoordinator, P], R]:
+    """Run a public method as one step: replies it produces are delivered when it ends.
+
+    Replies are queued while the core mutates state and handed out only once the outermost
+    entry point finishes, so a reply callback that calls back into the core (the next
+    request of that connection, a client's immediate rejoin) always sees a consistent
+    group, never one half-way through a transition.
+    """
+
+    def wrapper(self: GroupCoordinator, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        self._depth += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._depth -= 1
+            if self._depth == 0 and not self._flushing:
+                self._flush()
+
+    wrapper.__name__ = method.__name__
+    wrapper.__qualname__ = method.__qualname__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
 class GroupCoordinator:
     def __init__(
         self,
@@ -193,6 +229,9 @@ class GroupCoordinator:
         self._groups: dict[str, ClassicGroup] = {}
         self._partition_cache: dict[str, int] = {}
         self._timer: KeyedTimer[TimerKey, object] = KeyedTimer()
+        self._outbox: deque[tuple[Callable[[Any], None], Any]] = deque()
+        self._depth = 0
+        self._flushing = False
         self._timer.schedule(("retention",), self._now() + config.offsets_retention_check_interval_ms, None)
 
     # ================================================================== public queries
@@ -219,6 +258,7 @@ class GroupCoordinator:
     def next_deadline(self) -> int | None:
         return self._timer.next_deadline()
 
+    @_entry_point
     def poll(self) -> None:
         """Run every timer due at the clock's current time."""
         now = self._now()
@@ -242,6 +282,37 @@ class GroupCoordinator:
     # ================================================================== helpers
     def _now(self) -> int:
         return self._clock.now_ms()
+
+    def _deferred(self, reply: Callable[[V], None]) -> Callable[[V], None]:
+        """Wrap a caller's reply so that calling it queues the response (see ``_entry_point``)."""
+        outbox = self._outbox
+
+        def queue(response: V) -> None:
+            outbox.append((reply, response))
+
+        return queue
+
+    def _flush(self) -> None:
+        self._flushing = True
+        try:
+            while self._outbox:
+                reply, response = self._outbox.popleft()
+                reply(response)
+        finally:
+            self._flushing = False
+
+    def _write_done(self, done: Callable[[ErrorCode], None]) -> Callable[[ErrorCode], None]:
+        @functools.wraps(done)
+        def confirmed(error: ErrorCode) -> None:
+            self._depth += 1
+            try:
+                done(error)
+            finally:
+                self._depth -= 1
+                if self._depth == 0 and not self._flushing:
+                    self._flush()
+
+        return confirmed
 
     def _status(self, group_id: str) -> ErrorCode | None:
         """Coordinator-level checks, in Kafka's order: loading, then ownership."""
@@ -316,7 +387,7 @@ class GroupCoordinator:
     def _append(
         self, group_id: str, records: Sequence[CoordinatorRecord], done: Callable[[ErrorCode], None]
     ) -> None:
-        self._sink.append(self.partition_for(group_id), records, done)
+        self._sink.append(self.partition_for(group_id), records, self._write_done(done))
 
     def _reply_join(self, group: ClassicGroup, member: Member, response: JoinGroupResponse) -> None:
         reply = member.awaiting_join
@@ -343,8 +414,10 @@ class GroupCoordinator:
         self._timer.cancel(("heartbeat", group.group_id, member_id))
 
     # ================================================================== JoinGroup
+    @_entry_point
     def join_group(self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]) -> None:
         """Kafka's ``handleJoinGroup``."""
+        reply = self._deferred(reply)
         v = req.version
         if not req.group_id:
             reply(join_error(v, ErrorCode.INVALID_GROUP_ID, req.member_id))
@@ -912,7 +985,9 @@ class GroupCoordinator:
             self._maybe_complete_join(group)
 
     # ================================================================== SyncGroup
+    @_entry_point
     def sync_group(self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]) -> None:
+        reply = self._deferred(reply)
         if req.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
             reply(sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
@@ -1037,7 +1112,9 @@ class GroupCoordinator:
             self._maybe_prepare_rebalance(group, EventReason.SYNC_TIMEOUT)
 
     # ================================================================== Heartbeat
+    @_entry_point
     def heartbeat(self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]) -> None:
+        reply = self._deferred(reply)
         if not req.group_id:
             reply(HeartbeatResponse(error=ErrorCode.INVALID_GROUP_ID))
             return
@@ -1073,7 +1150,9 @@ class GroupCoordinator:
             reply(HeartbeatResponse(error=ErrorCode.NONE))
 
     # ================================================================== LeaveGroup
+    @_entry_point
     def leave_group(self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]) -> None:
+        reply = self._deferred(reply)
         if not req.group_id:
             reply(self._leave_response(req, ErrorCode.INVALID_GROUP_ID, ()))
             return
@@ -1143,7 +1222,10 @@ class GroupCoordinator:
         return ErrorCode.NONE
 
     # ================================================================== OffsetCommit
+    @_entry_point
     def offset_commit(self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]) -> None:
+        reply = self._deferred(reply)
+
         def all_fail(error: ErrorCode) -> None:
             reply(_commit_response(req, lambda _t, _p: error))
 
@@ -1231,7 +1313,9 @@ class GroupCoordinator:
         return None
 
     # ================================================================== OffsetFetch
+    @_entry_point
     def offset_fetch(self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]) -> None:
+        reply = self._deferred(reply)
         reply(OffsetFetchResponse(groups=tuple(self._fetch_one(g) for g in req.groups)))
 
     def _fetch_one(self, req: OffsetFetchGroup) -> OffsetFetchGroupResponse:
@@ -1269,9 +1353,11 @@ class GroupCoordinator:
         return OffsetFetchGroupResponse(group_id=req.group_id, error=ErrorCode.NONE, topics=topics)
 
     # ================================================================== admin
+    @_entry_point
     def describe_groups(
         self, group_ids: Sequence[str], reply: Callable[[DescribeGroupsResponse], None]
     ) -> None:
+        reply = self._deferred(reply)
         reply(DescribeGroupsResponse(groups=tuple(self._describe_one(g) for g in group_ids)))
 
     def _describe_one(self, group_id: str) -> DescribedGroup:
@@ -1312,9 +1398,11 @@ class GroupCoordinator:
             members=members,
         )
 
+    @_entry_point
     def list_groups(
         self, states_filter: Sequence[str] | None, reply: Callable[[ListGroupsResponse], None]
     ) -> None:
+        reply = self._deferred(reply)
         wanted = {s.lower() for s in states_filter} if states_filter else None
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
         out = []
@@ -1333,7 +1421,9 @@ class GroupCoordinator:
             )
         reply(ListGroupsResponse(error=error, groups=tuple(out)))
 
+    @_entry_point
     def delete_groups(self, group_ids: Sequence[str], reply: Callable[[DeleteGroupsResponse], None]) -> None:
+        reply = self._deferred(reply)
         results: dict[str, ErrorCode] = {}
         waiting: set[str] = set()
         order = list(dict.fromkeys(group_ids))
@@ -1384,7 +1474,9 @@ class GroupCoordinator:
                 self._append(group_id, records, done)
         maybe_reply()
 
+    @_entry_point
     def offset_delete(self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]) -> None:
+        reply = self._deferred(reply)
         status = self._status(req.group_id)
         if status is not None:
             reply(OffsetDeleteResponse(error=status, topics=()))
@@ -1523,6 +1615,7 @@ class GroupCoordinator:
             ),
         )
 
+    @_entry_point
     def replay(self, record: CoordinatorRecord) -> None:
         """Apply one record to the state: the one way durable state changes.
 
@@ -1638,11 +1731,13 @@ class GroupCoordinator:
             )
             self._prepare_rebalance(group, EventReason.MAX_SIZE_EXCEEDED)
 
+    @_entry_point
     def begin_loading(self, partition: int) -> None:
         """Start loading ``partition``: its groups answer COORDINATOR_LOAD_IN_PROGRESS until done."""
         self._owned.add(partition)
         self._loading.add(partition)
 
+    @_entry_point
     def complete_loading(self, partition: int) -> None:
         if partition not in self._loading:
             raise IllegalStateError(f"partition {partition} is not loading")
@@ -1655,6 +1750,7 @@ class GroupCoordinator:
             ):
                 self._activate_loaded_group(group)
 
+    @_entry_point
     def unload_partition(self, partition: int) -> None:
         """Leadership of ``partition`` lost: its groups die and parked requests get NOT_COORDINATOR."""
         self._owned.discard(partition)
