@@ -20,3 +20,22 @@ def spark() -> Iterator[object]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def scripted(spark: object, tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The scripted scenario (scenario.py) written once and analysed once in local mode."""
+    from groupcoord.pipeline.analyze import AnalyzeOptions, run_analysis
+    from groupcoord.pipeline.tables import BurrowConfig, StormConfig
+
+    from .scenario import END, T0, write_scenario
+
+    root = tmp_path_factory.mktemp("scripted")
+    written = write_scenario(root / "data")
+    options = AnalyzeOptions(
+        until_ms=T0 + END,
+        burrow=BurrowConfig(intervals=3, allowed_lag=0),
+        storms=StormConfig(count=3, minutes=1),
+    )
+    result = run_analysis(spark, written.data_dir, root / "out", options)  # type: ignore[arg-type]
+    return written, result

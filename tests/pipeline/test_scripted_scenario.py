@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from groupcoord.pipeline.analyze import AnalyzeOptions, AnalyzeResult, run_analysis
-from groupcoord.pipeline.tables import BurrowConfig, StormConfig
+from groupcoord.pipeline.analyze import AnalyzeResult
 
-from .scenario import END, T0, Written, write_scenario
+from .scenario import T0, Written
 
 pytestmark = pytest.mark.spark
 
@@ -21,16 +20,8 @@ def ts(ms: int) -> datetime:
 
 
 @pytest.fixture(scope="module")
-def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Written, AnalyzeResult]:
-    root = tmp_path_factory.mktemp("scripted")
-    written = write_scenario(root / "data")
-    options = AnalyzeOptions(
-        until_ms=T0 + END,
-        burrow=BurrowConfig(intervals=3, allowed_lag=0),
-        storms=StormConfig(count=3, minutes=1),
-    )
-    result = run_analysis(spark, written.data_dir, root / "out", options)
-    return written, result
+def analysed(scripted: tuple[Written, AnalyzeResult]) -> tuple[Written, AnalyzeResult]:
+    return scripted
 
 
 def rows(spark: Any, result: AnalyzeResult, table: str, order: list[str]) -> list[dict[str, Any]]:
