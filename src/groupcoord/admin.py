@@ -280,6 +280,18 @@ class AdminClient:
         _check(r.error_code, f"FindCoordinator({group_id!r})")
         return self.connection(r.host, int(r.port))
 
+    def brokers(self) -> list[Connection]:
+        """A connection to every broker of the cluster, from Metadata."""
+        r = self.bootstrap.call(
+            METADATA,
+            topics=[],
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        found = sorted((int(b.node_id), b.host, int(b.port)) for b in r.brokers)
+        return [self.connection(host, port) for _, host, port in found] or [self.bootstrap]
+
     def leaders(self, topics: Iterable[str]) -> dict[tuple[str, int], Connection]:
         """The connection to each partition's leader, from Metadata."""
         r = self.bootstrap.call(
@@ -415,20 +427,20 @@ def _newest_group_metadata(admin: AdminClient, group_id: str) -> GroupMetadataVa
 
 # ------------------------------------------------------------------------------ commands
 def list_groups(admin: AdminClient, states: Sequence[str] = ()) -> list[GroupListing]:
-    conn = admin.bootstrap
-    if states and conn.version(LIST_GROUPS) < 4:
-        raise AdminError("the broker's ListGroups is older than v4 and cannot filter by state")
-    r = conn.call(LIST_GROUPS, states_filter=list(states), types_filter=[])
-    _check(r.error_code, "ListGroups")
-    out = [
-        GroupListing(
-            group_id=g.group_id,
-            state=getattr(g, "group_state", None),
-            protocol_type=g.protocol_type,
-        )
-        for g in r.groups
-    ]
-    return sorted(out, key=lambda g: g.group_id)
+    """Every broker's groups (each coordinator lists only its own), by group id."""
+    out: dict[str, GroupListing] = {}
+    for conn in admin.brokers():
+        if states and conn.version(LIST_GROUPS) < 4:
+            raise AdminError(f"{conn.address}: ListGroups is older than v4 and cannot filter by state")
+        r = conn.call(LIST_GROUPS, states_filter=list(states), types_filter=[])
+        _check(r.error_code, f"ListGroups on {conn.address}")
+        for g in r.groups:
+            out[g.group_id] = GroupListing(
+                group_id=g.group_id,
+                state=getattr(g, "group_state", None),
+                protocol_type=g.protocol_type,
+            )
+    return [out[k] for k in sorted(out)]
 
 
 def describe_group(admin: AdminClient, group_id: str) -> GroupDescription:
