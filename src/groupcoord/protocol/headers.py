@@ -51,7 +51,22 @@ def peek_request(frame: bytes) -> tuple[int, int, int]:
     return int(key), int(version), int(correlation_id)
 
 
+def _check_header_bounds(frame: bytes, header_version: int) -> None:
+    """Bounds of the client id and (v2) of the tagged fields, before the native reader runs."""
+    if len(frame) < 10:
+        raise MalformedRequestError(f"frame of {len(frame)} bytes is too short for a request header")
+    (length,) = struct.unpack_from(">h", frame, 8)
+    pos = 10 + max(length, 0)
+    if length < -1 or pos > len(frame):
+        raise MalformedRequestError(f"client id of {length} bytes overruns the frame")
+    if header_version == 2:
+        from groupcoord.protocol.guard import check_header_tags
+
+        check_header_tags(frame, pos)
+
+
 def decode_request_header(frame: bytes, header_version: int) -> RequestHeaderInfo:
+    _check_header_bounds(frame, header_version)
     reader = _read_v2 if header_version == 2 else _read_v1
     try:
         header: Any

@@ -16,6 +16,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from groupcoord.protocol.guard import check_request
 from groupcoord.protocol.headers import MalformedRequestError, encode_response_header
 
 API_VERSIONS_KEY = 18
@@ -53,6 +54,8 @@ class ApiMessages:
     writer: Any
 
     def decode_request(self, frame: bytes, offset: int) -> Any:
+        # Counts and lengths are verified first: kio's native reader allocates from them.
+        check_request(frame, offset, self.request_type)
         try:
             entity, _ = self.reader(frame, offset)
         except Exception as exc:  # truncated or invalid body
