@@ -174,6 +174,7 @@ def test_create_topics_defaults_and_validation(tmp_path: Path) -> None:
             env,
             new_topic(7, "rf3", 1, 3),
             new_topic(7, "zero", 0, 1),
+            new_topic(7, "huge", 2_000_000_000, 1),
             new_topic(7, "badcfg", 1, 1, {"retention.ms": "soon"}),
             new_topic(7, "unknowncfg", 1, 1, {"no.such": "1"}),
             new_topic(7, "d", 1, 1),
@@ -185,6 +186,7 @@ def test_create_topics_defaults_and_validation(tmp_path: Path) -> None:
         assert [(r.name, int(r.error_code)) for r in results] == [
             ("rf3", ErrorCode.INVALID_REPLICATION_FACTOR),
             ("zero", ErrorCode.INVALID_PARTITIONS),
+            ("huge", ErrorCode.INVALID_PARTITIONS),
             ("badcfg", ErrorCode.INVALID_CONFIG),
             ("unknowncfg", ErrorCode.INVALID_CONFIG),
             ("d", ErrorCode.TOPIC_ALREADY_EXISTS),
@@ -193,7 +195,7 @@ def test_create_topics_defaults_and_validation(tmp_path: Path) -> None:
             ("dup", ErrorCode.INVALID_REQUEST),
             ("cfg", ErrorCode.NONE),
         ]
-        assert results[2].error_message is not None and "retention.ms" in results[2].error_message
+        assert results[3].error_message is not None and "retention.ms" in results[3].error_message
         assert set(env.broker.logs.topics()) == {"d", "cfg"}
         assert dict(env.broker.logs.topics()["cfg"].configs) == {
             "retention.ms": "1000",
@@ -291,6 +293,7 @@ def test_create_partitions_grows_only(tmp_path: Path) -> None:
         assert env.broker.logs.partition("t", 3).log_end_offset == 0
         assert await ask("t", 4) == ErrorCode.INVALID_PARTITIONS
         assert await ask("t", 3) == ErrorCode.INVALID_PARTITIONS
+        assert await ask("t", 2_000_000_000) == ErrorCode.INVALID_PARTITIONS
         assert await ask("nope", 3) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         c.close()
 

@@ -28,6 +28,10 @@ CREATE_PARTITIONS_KEY = 37
 
 _ZERO_UUID = uuid.UUID(int=0)
 
+#: One directory and open files per partition, created synchronously on the event loop: a single
+#: request asking for millions would stall every client, so requests above this are refused.
+MAX_PARTITIONS_PER_TOPIC = 10_000
+
 
 class _Fail(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
@@ -63,6 +67,11 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
             num_partitions = broker.config.num_partitions
         if num_partitions < 1:
             raise _Fail(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if num_partitions > MAX_PARTITIONS_PER_TOPIC:
+            raise _Fail(
+                ErrorCode.INVALID_PARTITIONS,
+                f"groupcoord supports at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
+            )
         if replication not in (-1, 1):
             raise _Fail(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -228,6 +237,11 @@ def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             )
         elif count == meta.partitions:
             code, message = ErrorCode.INVALID_PARTITIONS, f"Topic already has {meta.partitions} partitions."
+        elif count > MAX_PARTITIONS_PER_TOPIC:
+            code, message = (
+                ErrorCode.INVALID_PARTITIONS,
+                f"groupcoord supports at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
+            )
         elif t.assignments is not None and (
             len(t.assignments) != count - meta.partitions
             or any([int(b) for b in a.broker_ids] != [broker.node_id] for a in t.assignments)
