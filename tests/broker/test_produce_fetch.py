@@ -431,3 +431,19 @@ def test_retry_after_restart_of_a_batch_already_in_the_log_is_a_duplicate(tmp_pa
 
     run_broker(tmp_path, before)
     run_broker(tmp_path, after)
+
+
+def test_log_append_time_topic_stamps_the_batch_and_answers_the_time(tmp_path: Path) -> None:
+    async def scenario(env: Env) -> None:
+        create(env, "t", 1, {"message.timestamp.type": "LogAppendTime"})
+        now = env.clock.now_ms()
+        r = await produce(env, "t", 0, batch(2, ts=T0))
+        assert r.error_code == 0
+        assert r.log_append_time == datetime.datetime.fromtimestamp(now / 1000, tz=datetime.UTC)
+        c = await env.connect()
+        p = (await c.call(FETCH, 12, **fetch_body(12, "t", 0, 0))).responses[0].partitions[0]
+        ((_, header),) = list(iter_batches(p.records))
+        assert (header.timestamp_type, header.max_timestamp) == (1, now)
+        c.close()
+
+    run_broker(tmp_path, scenario)

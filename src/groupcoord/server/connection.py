@@ -179,6 +179,9 @@ class KafkaConnection(asyncio.Protocol):
         except (MalformedRequestError, UnknownApiError, UnsupportedVersionError) as exc:
             self.abort(str(exc))
             return
+        except Exception as exc:  # a decoder bug must cost one connection, not the server
+            self.abort(f"cannot decode request: {exc!r}", exc=exc)
+            return
 
         ctx = RequestContext(
             connection_id=self.connection_id,
