@@ -302,6 +302,24 @@ class GroupWatch:
     syncs: int = 0
     heartbeats: int = 0
     min_generation: int = -1  # only generations above this count (rejoin workload)
+    t0: float = 0.0
+    #: generation -> [first join answer, last join answer, first sync answer, last sync answer] (s after t0)
+    phases: dict[int, list[float]] = field(default_factory=dict)
+
+    def mark(self, generation: int, which: int) -> None:
+        t = time.perf_counter() - self.t0
+        ph = self.phases.setdefault(generation, [t, t, -1.0, -1.0] if which == 0 else [-1.0, -1.0, t, t])
+        first, last = (0, 1) if which == 0 else (2, 3)
+        if ph[first] < 0:
+            ph[first] = t
+        ph[last] = t
+
+    def timeline(self) -> dict[str, dict[str, float]]:
+        names = ("first_join_answer_ms", "last_join_answer_ms", "first_sync_answer_ms", "last_sync_answer_ms")
+        return {
+            str(g): {n: round(v * 1000, 2) for n, v in zip(names, ph, strict=True)}
+            for g, ph in sorted(self.phases.items())
+        }
 
     def count(self, what: str) -> None:
         self.errors[what] = self.errors.get(what, 0) + 1
@@ -381,6 +399,7 @@ class Member:
                 raise RuntimeError(f"member {self.index}: JoinGroup error {code}")
             self.member_id = resp.member_id
             self.generation = int(resp.generation_id)
+            self.watch.mark(self.generation, 0)
             self.protocol_name = resp.protocol_name or "range"
             assignments: dict[str, bytes] = {}
             if resp.leader == self.member_id:
@@ -395,6 +414,7 @@ class Member:
             self.watch.syncs += 1
             scode = int(sresp.error_code)
             if scode == NONE:
+                self.watch.mark(self.generation, 1)
                 self.assignment = decode_assignment(bytes(sresp.assignment)) if sresp.assignment else None
                 self.watch.synced[self.index] = (self.generation, time.perf_counter())
                 self.watch.check()
@@ -521,7 +541,7 @@ async def rebalance_latency(
         heartbeat_interval_s=heartbeat_interval_s,
     )
     cpu0 = time.process_time()
-    t0 = time.perf_counter()
+    t0 = watch.t0 = time.perf_counter()
     tasks = [asyncio.create_task(m.run()) for m in members]
     result: dict[str, Any] = {"members": n, "session_timeout_ms": session_ms}
     try:
@@ -541,6 +561,8 @@ async def rebalance_latency(
             heartbeats=watch.heartbeats,
             errors=dict(watch.errors),
             partitions_assigned_once=sorted(owned) == list(range(n)),
+            timeline=watch.timeline(),
+            members_per_generation={str(g): c for g, c in sorted(watch.members_of_generation.items())},
             client_cpu_s=time.process_time() - cpu0,
         )
     except Exception as exc:

@@ -20,15 +20,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
 from groupcoord.broker.durability import Flushable
 from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import GroupEvent
-from groupcoord.coordinator.records import CoordinatorRecord, decode_record, encode_record
+from groupcoord.coordinator.records import (
+    CoordinatorRecord,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_record,
+    encode_record,
+)
 from groupcoord.errors import ErrorCode
-from groupcoord.storage.batch import build_batch, decode_records
+from groupcoord.storage.batch import build_batch, decode_record_tuples
 from groupcoord.storage.log import PartitionLog
 
 if TYPE_CHECKING:
@@ -41,6 +48,75 @@ EVENTS_TOPIC = "__group_events"
 _TIMER_KEY = ("group-coordinator",)
 #: Batches replayed between two yields to the event loop while loading.
 _LOAD_CHUNK = 256
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+def _decode_offset_commit(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
+    """The loader's fast path for the common record: an offset commit, key v0/v1, value v0-v3.
+
+    Returns None for anything else, or anything not exactly well formed, and the caller then
+    uses :func:`decode_record`, which decodes every record type and reports errors; for a
+    well-formed record both give the same result.
+    """
+    try:
+        if value is None or len(key) < 10 or key[0] != 0 or key[1] > 1:
+            return None
+        n = _I16.unpack_from(key, 2)[0]
+        if n < 0:
+            return None
+        p = 4 + n
+        group = key[4:p].decode("utf-8")
+        n = _I16.unpack_from(key, p)[0]
+        if n < 0:
+            return None
+        p += 2
+        topic = key[p : p + n].decode("utf-8")
+        p += n
+        partition = _I32.unpack_from(key, p)[0]
+        if p + 4 != len(key):
+            return None
+        version = _I16.unpack_from(value, 0)[0]
+        if not 0 <= version <= 3:
+            return None
+        offset = _I64.unpack_from(value, 2)[0]
+        p = 10
+        leader_epoch: int | None = None
+        if version >= 3:
+            leader_epoch = _I32.unpack_from(value, p)[0]
+            p += 4
+            if leader_epoch == -1:
+                leader_epoch = None
+        n = _I16.unpack_from(value, p)[0]
+        if n < 0:
+            return None
+        p += 2
+        metadata = value[p : p + n].decode("utf-8")
+        p += n
+        commit_timestamp = _I64.unpack_from(value, p)[0]
+        p += 8
+        expire_timestamp: int | None = None
+        if version == 1:
+            expire_timestamp = _I64.unpack_from(value, p)[0]
+            p += 8
+            if expire_timestamp == -1:
+                expire_timestamp = None
+        if p != len(value):
+            return None
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return CoordinatorRecord(
+        key=OffsetCommitKey(group=group, topic=topic, partition=partition),
+        value=OffsetCommitValue(
+            offset=offset,
+            leader_epoch=leader_epoch,
+            metadata=metadata,
+            commit_timestamp=commit_timestamp,
+            expire_timestamp=expire_timestamp,
+        ),
+    )
 
 
 class GroupRuntime:
@@ -117,35 +193,55 @@ class GroupRuntime:
         self.loaded.set()
 
     async def _load_partition(self, partition: int) -> int:
+        """Replay one partition; the number of records it holds (superseded commits included).
+
+        An offset commit followed later in the partition by another commit of the same key is
+        not decoded nor replayed: the later value overwrites it, exactly as compaction would
+        have done. Everything else (tombstones, group records) replays in log order.
+        """
         plog = self.broker.logs.partition(OFFSETS_TOPIC, partition)
         count = 0
         batches = 0
+        rows: list[tuple[int, bytes, bytes | None]] = []
+        last_commit: dict[bytes, int] = {}
         for header, data in plog.iter_batches_from(plog.log_start_offset):
             if header.is_control:
                 continue
-            for rec in decode_records(data, 0):
-                if rec.key is None:
+            for offset, _ts, key, value, _headers, _attrs in decode_record_tuples(data, 0)[1]:
+                if key is None:
                     continue
+                if value is not None and key[:1] == b"\0" and key[1:2] in (b"\0", b"\1"):
+                    last_commit[key] = len(rows)  # key versions 0 and 1: an offset commit
+                rows.append((offset, key, value))
+            batches += 1
+            if batches % _LOAD_CHUNK == 0:
+                await asyncio.sleep(0)
+        replay = self.coordinator.replay
+        for i, (offset, key, value) in enumerate(rows):
+            if value is not None and last_commit.get(key, i) != i:
+                count += 1  # superseded by a later commit of the same key
+                continue
+            record = _decode_offset_commit(key, value)
+            if record is None:
                 try:
-                    record = decode_record(rec.key, rec.value)
+                    record = decode_record(key, value)
                 except ValueError as exc:
                     log.warning(
                         "%s-%d offset %d: undecodable record skipped: %s",
                         OFFSETS_TOPIC,
                         partition,
-                        rec.offset,
+                        offset,
                         exc,
                     )
                     continue
                 if record is None:
                     log.warning(
-                        "%s-%d offset %d: unknown record type skipped", OFFSETS_TOPIC, partition, rec.offset
+                        "%s-%d offset %d: unknown record type skipped", OFFSETS_TOPIC, partition, offset
                     )
                     continue
-                self.coordinator.replay(record)
-                count += 1
-            batches += 1
-            if batches % _LOAD_CHUNK == 0:
+            replay(record)
+            count += 1
+            if i % (_LOAD_CHUNK * 64) == 0:
                 await asyncio.sleep(0)
         return count
 

@@ -1,0 +1,309 @@
+"""Scale: many groups heartbeating for a long time (10,000 groups x 10 members, every 10 s).
+
+Plain script, not a test. One broker process (``group.initial.rebalance.delay.ms=0``), then:
+
+1. forming: the groups are formed ``--parallel`` at a time over sets of 10 connections (member i
+   of a group speaks on connection i of its set; a JoinGroup mutes its connection until answered,
+   so a set forms one group at a time), each group through the real JoinGroup (with
+   MEMBER_ID_REQUIRED) / SyncGroup exchange;
+2. steady state, for ``--duration`` seconds: every member sends a Heartbeat every ``--interval``
+   seconds, the members' phases spread evenly over the interval. Requests are pre-encoded and
+   pipelined on the shared connections; each answer's latency is taken from the write of the
+   request to the arrival of its answer at the client.
+
+Reported: false session expirations (heartbeats answered UNKNOWN_MEMBER_ID: the coordinator
+expired a member that never stopped heartbeating) and rebalances (answers REBALANCE_IN_PROGRESS
+or ILLEGAL_GENERATION), heartbeat latency percentiles, the broker's resident memory (sampled every
+second; peak and end), the broker's and the client's CPU.
+
+    .venv/bin/python bench/scale_bench.py [--groups 10000] [--members 10] [--interval 10] [--duration 600]
+
+Results: bench/results/scale_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import struct
+import sys
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import group_bench
+import peer
+from group_bench import HEARTBEAT, Conn, GroupWatch, Member, Template, heartbeat_request
+
+_CORR = struct.Struct(">i")
+
+
+class LatencyConn(Conn):
+    """A connection that records, per answered heartbeat, its latency and its error code."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: dict[int, tuple[float, int]] = {}
+        self.latencies_us: array[int] | None = None
+        self.expected: bytes = b""
+        self.errors: dict[int, int] = {}
+        self.erring_members: set[int] = set()
+        self.answered = 0
+        self.measuring = False
+
+    def data_received(self, data: bytes) -> None:
+        if self.latencies_us is None:
+            super().data_received(data)
+            return
+        now = time.perf_counter()
+        self.decoder.feed(data)
+        while (frame := self.decoder.next_frame()) is not None:
+            (corr,) = _CORR.unpack_from(frame, 0)
+            sent = self.sent.pop(corr, None)
+            if sent is None:
+                continue
+            t, member = sent
+            self.answered += 1
+            if self.measuring:
+                self.latencies_us.append(min(int((now - t) * 1e6), 0xFFFFFFFF))
+            if frame[4:] != self.expected:
+                (code,) = struct.unpack_from(">h", frame, len(frame) - 3)
+                self.errors[code] = self.errors.get(code, 0) + 1
+                self.erring_members.add(member)
+
+
+async def form_groups(
+    host: str,
+    port: int,
+    *,
+    groups: int,
+    members: int,
+    parallel: int,
+    session_ms: int,
+    timeout_s: float,
+) -> tuple[list[list[LatencyConn]], list[tuple[int, str, int, str]]]:
+    """Form every group; returns the connection sets and (set, group, generation, member) rows."""
+    sets: list[list[LatencyConn]] = []
+    loop = asyncio.get_running_loop()
+    for _ in range(parallel):
+        conns = []
+        for _ in range(members):
+            _, c = await loop.create_connection(LatencyConn, host, port)
+            conns.append(c)
+        sets.append(conns)
+    rows: list[tuple[int, str, int, str]] = []
+    next_group = iter(range(groups))
+    formed = 0
+    t0 = time.perf_counter()
+
+    async def worker(s: int) -> None:
+        nonlocal formed
+        for g in next_group:
+            gid = f"scale-{g:06d}"
+            watch = GroupWatch(size=members)
+            ms = [
+                Member(
+                    i,
+                    sets[s][i],
+                    watch,
+                    group=gid,
+                    topic="scale-topic",
+                    partitions=members,
+                    session_ms=session_ms,
+                    rebalance_ms=max(session_ms, 60_000),
+                    heartbeat_interval_s=0.02,
+                )
+                for i in range(members)
+            ]
+            tasks = [asyncio.create_task(m.run()) for m in ms]
+            await group_bench.wait_in_sync(watch, tasks, timeout_s)
+            await asyncio.gather(*tasks)
+            rows.extend((s, gid, m.generation, m.member_id) for m in ms)
+            formed += 1
+            if formed % 1000 == 0:
+                print(f"  formed {formed} groups in {time.perf_counter() - t0:.1f} s", flush=True)
+
+    await asyncio.gather(*(worker(s) for s in range(parallel)))
+    return sets, rows
+
+
+async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    rss_samples: list[tuple[float, int]] = []
+    t_form = time.perf_counter()
+    sets, rows = await form_groups(
+        broker.host,
+        broker.port,
+        groups=args.groups,
+        members=args.members,
+        parallel=args.parallel,
+        session_ms=args.session_ms,
+        timeout_s=args.timeout,
+    )
+    result["forming_seconds"] = time.perf_counter() - t_form
+    result["members"] = len(rows)
+    result["rss_after_forming_bytes"] = broker.rss_bytes()
+    print(
+        f"formed {args.groups} groups ({len(rows)} members) in {result['forming_seconds']:.1f} s", flush=True
+    )
+
+    # Pre-encode every member's heartbeat; spread the phases over the interval.
+    # Member i of a group speaks on connection i of its set; the per-connection expected answer
+    # is the same bytes for every member (error 0) except the correlation id.
+    per_member: list[tuple[LatencyConn, bytearray]] = []
+    index_in_group: dict[str, int] = {}
+    for s, gid, gen, mid in rows:
+        i = index_in_group.get(gid, 0)
+        index_in_group[gid] = i + 1
+        conn = sets[s][i]
+        tmpl = Template(HEARTBEAT, heartbeat_request(gid, gen, mid))
+        per_member.append((conn, tmpl.base))
+    # The expected answer: decode the first heartbeat of each connection in full.
+    for conns in sets:
+        for c in conns:
+            c.latencies_us = array("I")
+    first_frames: dict[int, bytes] = {}
+    for k, (conn, base) in enumerate(per_member):
+        if id(conn) in first_frames:
+            continue
+        frame = bytearray(base)
+        corr = 1_000_000_000 + k
+        _CORR.pack_into(frame, 8, corr)
+        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        conn.waiting[corr] = fut
+        conn.latencies_us = None
+        conn.transport.write(frame)  # type: ignore[union-attr]
+        answer = await fut
+        conn.latencies_us = array("I")
+        _, resp = group_bench.decode_response(HEARTBEAT, answer)
+        if int(resp.error_code) != 0:
+            raise RuntimeError(f"heartbeat before the run answered {int(resp.error_code)}")
+        first_frames[id(conn)] = answer[4:]
+        conn.expected = answer[4:]
+    all_conns = [c for conns in sets for c in conns]
+
+    n = len(per_member)
+    interval = args.interval
+    stop_at = time.perf_counter() + args.duration
+    start = time.perf_counter()
+    corr = 1
+    sent_total = 0
+    cpu0 = time.process_time()
+    bcpu0 = broker.cpu_seconds()
+    for c in all_conns:
+        c.measuring = True
+    tick = 0.005
+    next_rss = start
+    lag_max = 0.0
+    while True:
+        now = time.perf_counter()
+        if now >= stop_at:
+            break
+        # Every member k is due at start + (k / n) * interval + j * interval, for j = 0, 1, ...
+        due_total = int((now - start) / interval * n) + 1
+        while sent_total < due_total:
+            conn, base = per_member[sent_total % n]
+            frame = bytearray(base)
+            _CORR.pack_into(frame, 8, corr)
+            conn.sent[corr] = (time.perf_counter(), sent_total % n)
+            conn.transport.write(frame)  # type: ignore[union-attr]
+            corr += 1
+            sent_total += 1
+        lag_max = max(lag_max, time.perf_counter() - now)
+        if now >= next_rss:
+            rss_samples.append((now - start, broker.rss_bytes()))
+            next_rss += 1.0
+            if len(rss_samples) % 30 == 0:
+                answered = sum(c.answered for c in all_conns)
+                errs = sum(sum(c.errors.values()) for c in all_conns)
+                print(
+                    f"  t={now - start:.0f}s sent={sent_total} answered={answered} errors={errs} "
+                    f"rss={rss_samples[-1][1] / 2**20:.0f} MiB",
+                    flush=True,
+                )
+        await asyncio.sleep(tick)
+    wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
+    bcpu = broker.cpu_seconds() - bcpu0
+    # Let the last answers arrive (without counting new sends).
+    t_drain = time.perf_counter()
+    while any(c.sent for c in all_conns) and time.perf_counter() - t_drain < 30:
+        await asyncio.sleep(0.05)
+    for c in all_conns:
+        c.measuring = False
+    lat = array("I")
+    errors: dict[int, int] = {}
+    erring: set[tuple[int, int]] = set()
+    for c in all_conns:
+        assert c.latencies_us is not None
+        lat.extend(c.latencies_us)
+        for code, cnt in c.errors.items():
+            errors[code] = errors.get(code, 0) + cnt
+        erring |= {(id(c), m) for m in c.erring_members}
+    ordered = sorted(lat)
+
+    def pct(q: float) -> float | None:
+        return ordered[min(len(ordered) - 1, int(len(ordered) * q))] / 1000 if ordered else None
+
+    result.update(
+        duration_seconds=wall,
+        heartbeats_sent=sent_total,
+        heartbeats_answered=len(ordered),
+        unanswered=sum(len(c.sent) for c in all_conns),
+        heartbeats_per_second=len(ordered) / wall,
+        false_session_expirations=errors.get(group_bench.UNKNOWN_MEMBER_ID, 0),
+        rebalance_answers=errors.get(group_bench.REBALANCE_IN_PROGRESS, 0)
+        + errors.get(group_bench.ILLEGAL_GENERATION, 0),
+        error_codes=errors,
+        members_with_errors=len(erring),
+        latency_ms={"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "p999": pct(0.999), "max": pct(1.0)},
+        broker_rss_peak_bytes=max((r for _, r in rss_samples), default=-1),
+        broker_rss_end_bytes=broker.rss_bytes(),
+        broker_vmhwm_bytes=broker.peak_rss_bytes(),
+        broker_cpu_fraction=bcpu / wall,
+        client_cpu_fraction=cpu / wall,
+        client_send_lag_max_ms=lag_max * 1000,
+        rss_samples=rss_samples[:: max(1, len(rss_samples) // 60)],
+    )
+    for c in all_conns:
+        c.close()
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--groups", type=int, default=10_000)
+    ap.add_argument("--members", type=int, default=10)
+    ap.add_argument("--interval", type=float, default=10.0, help="seconds between a member's heartbeats")
+    ap.add_argument("--duration", type=float, default=600.0, help="seconds of steady state")
+    ap.add_argument("--session-ms", type=int, default=30_000)
+    ap.add_argument("--parallel", type=int, default=100, help="connection sets (groups formed at once)")
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--out", default=str(group_bench.RESULTS / "scale_bench.json"))
+    args = ap.parse_args()
+    out: dict[str, Any] = {"machine": group_bench.machine(), "args": vars(args)}
+    settings = {"group.initial.rebalance.delay.ms": "0"}
+    out["settings"] = settings
+    broker = peer.start_groupcoord(settings)
+    try:
+        time.sleep(0.3)
+        out["result"] = asyncio.run(scale(args, broker))
+        out["broker_alive_after"] = broker.alive()
+    finally:
+        broker.stop()
+    r = out["result"]
+    print(
+        f"{r['members']} members, {r['duration_seconds']:.0f} s: {r['heartbeats_per_second']:.0f} hb/s, "
+        f"false expirations {r['false_session_expirations']}, rebalance answers {r['rebalance_answers']}, "
+        f"p99 {r['latency_ms']['p99']} ms, peak RSS {r['broker_rss_peak_bytes'] / 2**20:.0f} MiB"
+    )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
