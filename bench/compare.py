@@ -120,8 +120,11 @@ def produce_consume(
         bcpu0 = broker.cpu_seconds()
         t0 = time.perf_counter()
         deadline = t0 + timeout_s
+        first_at = 0.0
         while got < records and time.perf_counter() < deadline:
             for msg in consumer.consume(10_000, 0.5):
+                if not first_at:
+                    first_at = time.perf_counter()
                 if msg.error() is not None:
                     if len(cerrors) < 10:
                         cerrors.append(str(msg.error()))
@@ -133,6 +136,8 @@ def produce_consume(
             "ok": got == records and not cerrors,
             "seconds": consume_s,
             "mb_per_s": nbytes / 1e6 / consume_s,
+            "mb_per_s_after_first_record": nbytes / 1e6 / (t0 + consume_s - first_at) if first_at else None,
+            "first_record_after_s": first_at - t0 if first_at else None,
             "records": got,
             "errors": cerrors,
             "client_cpu_fraction": (time.process_time() - cpu0) / consume_s,
