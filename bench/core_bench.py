@@ -9,8 +9,8 @@ Measures
   encoding the records to bytes,
 * a 1,000-member group formed in virtual time (two-step join, one leader sync): wall time
   for the coordinator work and the virtual time the rebalance took,
-* the KeyedTimer with 1,000,000 live timers under constant rescheduling: schedule,
-  reschedule and expire rates and the memory it holds.
+The KeyedTimer's own benchmark (1,000,000 timers under constant rescheduling) is
+bench/timer_bench.py.
 
 Prints a summary and writes bench/results/core.json.
 """
@@ -22,10 +22,8 @@ import gc
 import itertools
 import json
 import platform
-import random
 import sys
 import time
-import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,6 @@ from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.records import CoordinatorRecord, encode_record
 from groupcoord.errors import ErrorCode
-from groupcoord.timer import KeyedTimer
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOLS = (("range", b"\x00\x00\x00\x00\x00\x01\x00\x05topic\xff\xff\xff\xff"),)
@@ -222,53 +219,6 @@ def bench_big_join(n: int) -> dict[str, Any]:
     }
 
 
-def bench_timer(n: int, reschedules: int) -> dict[str, Any]:
-    rng = random.Random(1)
-    deadlines = [rng.randrange(0, 3_600_000) for _ in range(n)]
-    keys = [("heartbeat", "group", i) for i in range(n)]
-    timer: KeyedTimer[tuple[str, str, int], None] = KeyedTimer()
-    gc.collect()
-    t0 = time.perf_counter()
-    for k, d in zip(keys, deadlines, strict=True):
-        timer.schedule(k, d, None)
-    t_schedule = time.perf_counter() - t0
-
-    picks = [rng.randrange(n) for _ in range(reschedules)]
-    bumps = [rng.randrange(0, 3_600_000) for _ in range(reschedules)]
-    t0 = time.perf_counter()
-    for i, d in zip(picks, bumps, strict=True):
-        timer.schedule(keys[i], d + 3_600_000, None)  # every heartbeat pushes its expiry out
-    t_reschedule = time.perf_counter() - t0
-    live = len(timer)
-
-    t0 = time.perf_counter()
-    expired = sum(1 for _ in timer.expire(10 * 3_600_000))
-    t_expire = time.perf_counter() - t0
-    assert expired == live == n, (expired, live)
-
-    # memory held by a timer with n live entries after n reschedules (separate run, traced)
-    del timer
-    gc.collect()
-    tracemalloc.start()
-    t2: KeyedTimer[tuple[str, str, int], None] = KeyedTimer()
-    for k, d in zip(keys, deadlines, strict=True):
-        t2.schedule(k, d, None)
-    for i, d in zip(picks, bumps, strict=True):
-        t2.schedule(keys[i], d + 3_600_000, None)
-    current, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return {
-        "timers": n,
-        "schedule_per_second": n / t_schedule,
-        "reschedules": reschedules,
-        "reschedule_per_second": reschedules / t_reschedule,
-        "expire_per_second": expired / t_expire,
-        "memory_mb_after_reschedules": current / 1e6,
-        "memory_peak_mb": peak / 1e6,
-        "bytes_per_live_timer": current / n,
-    }
-
-
 def machine() -> dict[str, Any]:
     import os
 
@@ -300,17 +250,15 @@ def main() -> int:
         "commit": bench_commits(20_000 if q else 200_000, encode=False),
         "commit_with_encoding": bench_commits(20_000 if q else 200_000, encode=True),
         "join_1000_members": bench_big_join(1_000),
-        "timer": bench_timer(100_000 if q else 1_000_000, 100_000 if q else 1_000_000),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
-    hb, cm, ce, jn, tm = (
+    hb, cm, ce, jn = (
         results["heartbeat"],
         results["commit"],
         results["commit_with_encoding"],
         results["join_1000_members"],
-        results["timer"],
     )
     print(
         f"heartbeats/s                 {hb['per_second']:>12,.0f}  "
@@ -321,13 +269,6 @@ def main() -> int:
     print(
         f"1,000-member join            {jn['wall_seconds'] * 1000:>12,.1f} ms wall, "
         f"{jn['virtual_ms_to_stable']:,} ms virtual"
-    )
-    print(f"timer schedule/s             {tm['schedule_per_second']:>12,.0f}  ({tm['timers']:,} timers)")
-    print(f"timer reschedule/s           {tm['reschedule_per_second']:>12,.0f}")
-    print(f"timer expire/s               {tm['expire_per_second']:>12,.0f}")
-    print(
-        f"timer memory                 {tm['memory_mb_after_reschedules']:>12,.1f} MB "
-        f"({tm['bytes_per_live_timer']:.0f} B per live timer)"
     )
     print(f"wrote {out}")
     return 0
