@@ -523,7 +523,14 @@ async def wait_in_sync(watch: GroupWatch, tasks: list[asyncio.Task[None]], timeo
 
 
 async def rebalance_latency(
-    host: str, port: int, n: int, *, session_ms: int, heartbeat_interval_s: float, timeout_s: float
+    host: str,
+    port: int,
+    n: int,
+    *,
+    session_ms: int,
+    heartbeat_interval_s: float,
+    timeout_s: float,
+    broker: peer.BrokerProcess | None = None,
 ) -> dict[str, Any]:
     """N members join a new group; ms until all hold the SyncGroup answer of the full generation."""
     group = f"bench-rebalance-{n}-{time.time_ns()}"
@@ -541,6 +548,7 @@ async def rebalance_latency(
         heartbeat_interval_s=heartbeat_interval_s,
     )
     cpu0 = time.process_time()
+    bcpu0 = broker.cpu_seconds() if broker else float("nan")
     t0 = watch.t0 = time.perf_counter()
     tasks = [asyncio.create_task(m.run()) for m in members]
     result: dict[str, Any] = {"members": n, "session_timeout_ms": session_ms}
@@ -564,6 +572,7 @@ async def rebalance_latency(
             timeline=watch.timeline(),
             members_per_generation={str(g): c for g, c in sorted(watch.members_of_generation.items())},
             client_cpu_s=time.process_time() - cpu0,
+            broker_cpu_s=(broker.cpu_seconds() - bcpu0) if broker else None,
         )
     except Exception as exc:
         result.update(ok=False, error=repr(exc), errors=dict(watch.errors))
@@ -874,7 +883,13 @@ def main() -> None:
         r = run_on(
             "groupcoord",
             lambda h, p, b, n=n: rebalance_latency(
-                h, p, n, session_ms=args.session_ms, heartbeat_interval_s=hb_s, timeout_s=args.timeout
+                h,
+                p,
+                n,
+                session_ms=args.session_ms,
+                heartbeat_interval_s=hb_s,
+                timeout_s=args.timeout,
+                broker=b,
             ),
         )
         results[f"rebalance_{n}"] = r
