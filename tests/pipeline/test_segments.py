@@ -112,3 +112,18 @@ def test_crc_mismatch_stops_the_walk_at_that_batch(tmp_path: Path) -> None:
     assert walk.tail is not None
     assert (walk.tail.next_offset, walk.tail.position) == (4, third)
     assert walk.tail.reason.startswith("corrupt batch:")
+
+
+def test_small_segments_can_share_an_input_partition(tmp_path: Path) -> None:
+    from groupcoord.pipeline.source import pack_splits
+
+    for p in range(5):
+        _write(tmp_path / f"t-{p}", 3).close()
+    splits = segments.plan_splits(tmp_path)
+    assert len(splits) == 5
+    assert pack_splits(splits, 0) == [(s,) for s in splits]
+    size = splits[0].end
+    packed = pack_splits(splits, 2 * size)
+    assert [len(g) for g in packed] == [2, 2, 1]
+    assert [s for g in packed for s in g] == splits
+    assert pack_splits(splits, 1) == [(s,) for s in splits]

@@ -45,6 +45,8 @@ class AnalyzeOptions:
     burrow: tables.BurrowConfig = field(default_factory=tables.BurrowConfig)
     storms: tables.StormConfig = field(default_factory=tables.StormConfig)
     split_bytes: int = DEFAULT_SPLIT_BYTES
+    #: small segments are packed into input partitions of up to this many bytes (0: one per segment)
+    pack_bytes: int = 32 * 1024 * 1024
     report: bool = True
 
 
@@ -103,6 +105,7 @@ def run_analysis(
     counts: dict[str, int] = {}
     path = str(data_dir)
     split = str(opts.split_bytes)
+    pack = str(opts.pack_bytes)
 
     def save(name: str, df: DataFrame) -> DataFrame:
         target = str(tdir / name)
@@ -117,6 +120,7 @@ def run_analysis(
         spark.read.format("consumer-offsets")
         .option("topics", CONSUMER_OFFSETS_TOPIC)
         .option("splitBytes", split)
+        .option("packBytes", pack)
         .load(path)
     )
     offsets = save("_offsets_records", raw)
@@ -125,6 +129,7 @@ def run_analysis(
         spark.read.format("kafka-log-batches")
         .option("topics", ",".join(topics) if topics else "__none__")
         .option("splitBytes", split)
+        .option("packBytes", pack)
         .load(path)
     )
     if opts.until_ms is not None:
@@ -134,6 +139,7 @@ def run_analysis(
         spark.read.format("kafka-log")
         .option("topics", GROUP_EVENTS_TOPIC)
         .option("splitBytes", split)
+        .option("packBytes", pack)
         .load(path)
     )
     events = save(

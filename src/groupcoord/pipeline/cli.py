@@ -7,6 +7,7 @@ them standalone (``python -m groupcoord.pipeline.cli analyze ...``).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -66,6 +67,7 @@ def _analyze(args: argparse.Namespace) -> int:
     except JavaNotFoundError as exc:
         print(f"groupcoord analyze: {exc}", file=sys.stderr)
         return 3
+    session_seconds = time.perf_counter() - started
     if args.remote:
         _ship_package(spark)
     options = AnalyzeOptions(
@@ -83,6 +85,15 @@ def _analyze(args: argparse.Namespace) -> int:
         if args.stop_session:
             spark.stop()
     total = time.perf_counter() - started
+    if args.stats_json:
+        stats = {
+            "session_seconds": round(session_seconds, 2),
+            "total_seconds": round(total, 2),
+            "stage_seconds": result.stage_seconds,
+            "row_counts": result.row_counts,
+            "now_ms": result.now_ms,
+        }
+        Path(args.stats_json).write_text(json.dumps(stats, indent=1))
     print(
         f"analyze: {result.row_counts.get('offset_commits', 0)} offset commits, "
         f"{result.row_counts.get('rebalances', 0)} rebalances, "
@@ -157,6 +168,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     a.add_argument("--driver-memory", default="1g")
     a.add_argument("--no-report", action="store_true", help="write the tables only")
     a.add_argument("--quiet", action="store_true", help="no progress display")
+    a.add_argument("--stats-json", metavar="FILE", help="write stage timings and row counts as JSON")
     a.set_defaults(func=_analyze, stop_session=True)
 
     s = subparsers.add_parser("simulate", help="write a data directory from simulated groups in virtual time")

@@ -233,6 +233,122 @@ class ColumnBuffer:
         return out
 
 
+_V3 = struct.Struct(">hqih")  # OffsetCommitValue v3: version, offset, leader epoch, metadata length
+_V1 = struct.Struct(">hqh")  # OffsetCommitValue v1: version, offset, metadata length
+_I64 = struct.Struct(">q")
+_KEY_CACHE_LIMIT = 200_000
+
+
+def fast_offset_commit_value(value: bytes) -> tuple[int, int, int | None, str, int, int | None] | None:
+    """(version, offset, leader epoch, metadata, commit ts, expire ts) for the two value layouts
+    brokers write (v3; v1 when an expire timestamp is set), read with fixed structs; None for any
+    other version or anything unexpected, in which case the caller uses the full codec
+    (``records.decode_value``), which the tests show this agrees with."""
+    n = len(value)
+    if n < 2:
+        return None
+    version = value[1] if value[0] == 0 else -1
+    if version == 3 and n >= 24:
+        _v, offset, epoch, mlen = _V3.unpack_from(value, 0)
+        if mlen < 0 or 16 + mlen + 8 != n:
+            return None
+        meta = value[16 : 16 + mlen].decode("utf-8") if mlen else ""
+        (commit_ts,) = _I64.unpack_from(value, 16 + mlen)
+        return 3, offset, None if epoch == -1 else epoch, meta, commit_ts, None
+    if version == 1 and n >= 28:
+        _v, offset, mlen = _V1.unpack_from(value, 0)
+        if mlen < 0 or 12 + mlen + 16 != n:
+            return None
+        meta = value[12 : 12 + mlen].decode("utf-8") if mlen else ""
+        commit_ts, expire_ts = struct.unpack_from(">qq", value, 12 + mlen)
+        return 1, offset, None, meta, commit_ts, None if expire_ts == -1 else expire_ts
+    return None
+
+
+class OffsetsColumns:
+    """Decoded ``__consumer_offsets`` records accumulated as columns of :data:`OFFSETS_COLUMNS`.
+
+    Offset commits (the bulk of the topic) take a fast path: keys are decoded once per distinct key
+    bytes (a group commits the same partitions over and over) and v1/v3 values are read with
+    :func:`fast_offset_commit_value`; everything else goes through :func:`offsets_record_row`.
+    """
+
+    names = tuple(name for name, _ in OFFSETS_COLUMNS)
+
+    def __init__(self) -> None:
+        self._keys: dict[bytes, tuple[int, str, str, int] | None] = {}
+        self.columns: dict[str, list[Any]] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        self.columns = {name: [] for name in self.names}
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def take(self) -> dict[str, list[Any]]:
+        out = self.columns
+        self._reset()
+        return out
+
+    def _commit_key(self, key: bytes) -> tuple[int, str, str, int] | None:
+        info = self._keys.get(key, False)
+        if info is not False:
+            return info  # type: ignore[return-value]
+        result: tuple[int, str, str, int] | None = None
+        try:
+            decoded = decode_key(key)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, OffsetCommitKey):
+            result = (int(_VERSION.unpack_from(key, 0)[0]), decoded.group, decoded.topic, decoded.partition)
+        if len(self._keys) >= _KEY_CACHE_LIMIT:
+            self._keys.clear()
+        self._keys[key] = result
+        return result
+
+    def add(
+        self, log_partition: int, log_offset: int, record_time_ms: int, key: bytes | None, value: bytes | None
+    ) -> None:
+        if key is not None and value is not None:
+            k = self._commit_key(key)
+            if k is not None:
+                v = fast_offset_commit_value(value)
+                if v is not None:
+                    c = self.columns
+                    c["log_partition"].append(log_partition)
+                    c["log_offset"].append(log_offset)
+                    c["record_time"].append(record_time_ms)
+                    c["record_type"].append(OFFSET_COMMIT)
+                    c["key_version"].append(k[0])
+                    c["value_version"].append(v[0])
+                    c["tombstone"].append(False)
+                    c["group_id"].append(k[1])
+                    c["topic"].append(k[2])
+                    c["partition"].append(k[3])
+                    c["committed_offset"].append(v[1])
+                    c["leader_epoch"].append(v[2])
+                    c["metadata"].append(v[3])
+                    c["commit_time"].append(v[4])
+                    c["expire_time"].append(v[5])
+                    for name in _GROUP_ONLY:
+                        c[name].append(None)
+                    c["decode_error"].append(None)
+                    c["corrupt"].append(False)
+                    self._n += 1
+                    return
+        self.add_row(offsets_record_row(log_partition, log_offset, record_time_ms, key, value))
+
+    def add_row(self, row: dict[str, Any]) -> None:
+        for name in self.names:
+            self.columns[name].append(row[name])
+        self._n += 1
+
+
+_GROUP_ONLY = ("protocol_type", "generation", "protocol", "leader", "state_time", "members")
+
+
 def group_event_row(value: bytes | None) -> dict[str, Any] | None:
     """One ``__group_events`` value (GroupEvent JSON) as a row of :data:`EVENT_COLUMNS`; None when
     the value is null or not a JSON object."""

@@ -13,7 +13,10 @@ All three plan one input partition per segment (large segments split at offset-i
 
 Options: ``path`` (or ``load(DIR)``), ``topics`` (comma-separated; ``kafka-log`` and
 ``kafka-log-batches`` default to every topic, ``consumer-offsets`` to ``__consumer_offsets``),
-``splitBytes`` (default 64 MiB), ``batchRows`` (rows per Arrow batch, default 65536).
+``splitBytes`` (default 64 MiB), ``batchRows`` (rows per Arrow batch, default 65536), ``packBytes``
+(default 0: exactly one input partition per segment split; N > 0: consecutive small segments share an
+input partition of up to N bytes, which saves the per-task cost on directories with many tiny
+partitions).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from groupcoord.pipeline.segments import (
     record_timestamp,
     walk_split,
 )
+from groupcoord.storage.batch import decode_records
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -82,11 +86,31 @@ _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
 
 class SplitPartition(InputPartition):  # type: ignore[misc]
-    """An input partition carrying one :class:`SegmentSplit` (picklable)."""
+    """An input partition: one :class:`SegmentSplit`, or several small ones when ``packBytes`` asks
+    for consecutive small segments to share a task (picklable)."""
 
-    def __init__(self, split: SegmentSplit) -> None:
-        super().__init__(split)
-        self.split = split
+    def __init__(self, splits: tuple[SegmentSplit, ...]) -> None:
+        super().__init__(splits)
+        self.splits = splits
+
+
+def pack_splits(splits: Sequence[SegmentSplit], pack_bytes: int) -> list[tuple[SegmentSplit, ...]]:
+    """Group consecutive splits into tasks of up to ``pack_bytes`` (0: one split per task)."""
+    if pack_bytes <= 0:
+        return [(s,) for s in splits]
+    groups: list[tuple[SegmentSplit, ...]] = []
+    current: list[SegmentSplit] = []
+    size = 0
+    for s in splits:
+        n = s.end - s.start
+        if current and size + n > pack_bytes:
+            groups.append(tuple(current))
+            current, size = [], 0
+        current.append(s)
+        size += n
+    if current:
+        groups.append(tuple(current))
+    return groups
 
 
 def _options_topics(options: Mapping[str, str], default: frozenset[str] | None) -> frozenset[str] | None:
@@ -107,8 +131,9 @@ def _to_record_batch(columns: dict[str, list[Any]], schema: pa.Schema) -> pa.Rec
     for f in schema:
         values = columns[f.name]
         if pa.types.is_timestamp(f.type):
-            values = [None if v is None else v * 1000 for v in values]
-        arrays.append(pa.array(values, type=f.type))
+            arrays.append(pa.array(values, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(f.type))
+        else:
+            arrays.append(pa.array(values, type=f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -124,10 +149,11 @@ class _SegmentReader(DataSourceReader):  # type: ignore[misc]
         self.topics = topics
         self.split_bytes = int(options.get("splitBytes", DEFAULT_SPLIT_BYTES))
         self.batch_rows = int(options.get("batchRows", DEFAULT_BATCH_ROWS))
+        self.pack_bytes = int(options.get("packBytes", 0))
 
     def partitions(self) -> Sequence[InputPartition]:
         splits = plan_splits(Path(self.data_dir), topics=self.topics, split_bytes=self.split_bytes)
-        return [SplitPartition(s) for s in splits]
+        return [SplitPartition(group) for group in pack_splits(splits, self.pack_bytes)]
 
     def arrow_schema(self) -> pa.Schema:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -140,11 +166,11 @@ class _SegmentReader(DataSourceReader):  # type: ignore[misc]
         buffer = decoders.ColumnBuffer(names=names)
         if not isinstance(partition, SplitPartition):
             raise TypeError(f"unexpected input partition {partition!r}")
-        walk = walk_split(partition.split)
-        for row in self.rows(walk):
-            buffer.add(row)
-            if len(buffer) >= self.batch_rows:
-                yield _to_record_batch(buffer.take(), schema)
+        for split in partition.splits:
+            for row in self.rows(walk_split(split)):
+                buffer.add(row)
+                if len(buffer) >= self.batch_rows:
+                    yield _to_record_batch(buffer.take(), schema)
         if len(buffer):
             yield _to_record_batch(buffer.take(), schema)
 
@@ -233,16 +259,26 @@ class KafkaLogBatchesReader(_SegmentReader):
 class ConsumerOffsetsReader(_SegmentReader):
     columns = decoders.OFFSETS_COLUMNS
 
-    def rows(self, walk: SplitWalk) -> Iterator[dict[str, Any]]:
-        split = walk.split
-        for header, rec in iter_records(walk):
-            if header.is_control:
-                continue
-            yield decoders.offsets_record_row(
-                split.partition, rec.offset, record_timestamp(header, rec), rec.key, rec.value
-            )
-        if walk.tail is not None:
-            yield decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, SplitPartition):
+            raise TypeError(f"unexpected input partition {partition!r}")
+        schema = self.arrow_schema()
+        cols = decoders.OffsetsColumns()
+        for split in partition.splits:
+            walk = walk_split(split)
+            for pos, header in walk.batches():
+                if header.is_control:
+                    continue
+                ts_override = header.max_timestamp if header.timestamp_type == 1 else None
+                for rec in decode_records(walk.buf, pos):
+                    ts = rec.timestamp if ts_override is None else ts_override
+                    cols.add(split.partition, rec.offset, ts, rec.key, rec.value)
+                if len(cols) >= self.batch_rows:
+                    yield _to_record_batch(cols.take(), schema)
+            if walk.tail is not None:
+                cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
+        if len(cols):
+            yield _to_record_batch(cols.take(), schema)
 
 
 class KafkaLogDataSource(DataSource):  # type: ignore[misc]
