@@ -447,3 +447,25 @@ def test_log_append_time_topic_stamps_the_batch_and_answers_the_time(tmp_path: P
         c.close()
 
     run_broker(tmp_path, scenario)
+
+
+def test_an_explicit_flush_policy_governs_acks_all_instead_of_a_forced_fsync(tmp_path: Path) -> None:
+    async def broker_policy(env: Env) -> None:
+        create(env, "t")
+        r = await produce(env, "t", 0, batch(3), acks=-1)
+        assert (r.error_code, r.base_offset) == (0, 0)
+        assert env.broker.flusher.rounds == 0
+        assert env.broker.logs.partition("t", 0).flushed_offset == 0
+
+    run_broker(tmp_path / "a", broker_policy, settings=("log.flush.interval.messages=1000",))
+
+    async def topic_policy(env: Env) -> None:
+        create(env, "lazy", 1, {"flush.messages": "1000"})
+        create(env, "eager")
+        await produce(env, "lazy", 0, batch(3), acks=-1)
+        assert env.broker.flusher.rounds == 0
+        await produce(env, "eager", 0, batch(3), acks=-1)
+        assert env.broker.flusher.rounds == 1
+        assert env.broker.logs.partition("eager", 0).flushed_offset == 3
+
+    run_broker(tmp_path / "b", topic_policy)
