@@ -469,3 +469,27 @@ def test_an_explicit_flush_policy_governs_acks_all_instead_of_a_forced_fsync(tmp
         assert env.broker.logs.partition("eager", 0).flushed_offset == 3
 
     run_broker(tmp_path / "b", topic_policy)
+
+
+def test_retention_runs_on_the_keyed_timer_every_check_interval(tmp_path: Path) -> None:
+    async def scenario(env: Env) -> None:
+        create(env, "t")
+        env.broker.start_maintenance()
+        for i in range(6):  # each batch fills a 200-byte segment, so every produce rolls
+            await produce(env, "t", 0, batch(3, start=3 * i, ts=env.clock.now_ms()))
+        plog = env.broker.logs.partition("t", 0)
+        assert plog.log_start_offset == 0
+        env.clock.advance(59_999)
+        env.broker.timers.run_due()
+        assert plog.log_start_offset == 0  # the check has not run yet
+        env.clock.advance(1)
+        env.broker.timers.run_due()
+        # Every segment but the active one was older than retention.ms: deleted.
+        assert plog.log_start_offset == 15
+        assert plog.log_end_offset == 18
+
+    run_broker(
+        tmp_path,
+        scenario,
+        settings=("log.retention.ms=1000", "log.retention.check.interval.ms=60000", "log.segment.bytes=200"),
+    )
