@@ -39,8 +39,12 @@ class KafkaServer:
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port) (port 0 picks a free one)."""
         loop = asyncio.get_running_loop()
+        # Bind one address: a name like "localhost" resolves to several, and with port 0 each
+        # would get a different port while only one can be announced.
+        infos = await loop.getaddrinfo(self.host or None, self.port, type=socket.SOCK_STREAM)
+        address = str(infos[0][4][0])
         self._server = await loop.create_server(
-            self._new_connection, self.host, self.port, reuse_address=True, backlog=512
+            self._new_connection, address, self.port, reuse_address=True, backlog=512
         )
         sock = self._server.sockets[0]
         with contextlib.suppress(OSError):
