@@ -333,3 +333,17 @@ def test_describe_configs_for_topic_and_broker(tmp_path: Path) -> None:
         c.close()
 
     run_broker(tmp_path, scenario, settings=("log.segment.bytes=2048",))
+
+
+def test_describe_cluster_lists_this_broker_as_controller(tmp_path: Path) -> None:
+    async def scenario(env: Env) -> None:
+        c = await env.connect()
+        for v in (0, 1):
+            r = await c.call(60, v, include_cluster_authorized_operations=False, endpoint_type=1)
+            assert (r.error_code, r.cluster_id, r.controller_id) == (0, env.broker.cluster_id, 0)
+            assert [(b.broker_id, b.host, b.port) for b in r.brokers] == [(0, "127.0.0.1", env.server.port)]
+        r = await c.call(60, 1, include_cluster_authorized_operations=False, endpoint_type=2)
+        assert (r.error_code, r.brokers) == (ErrorCode.INVALID_REQUEST, ())
+        c.close()
+
+    run_broker(tmp_path, scenario)

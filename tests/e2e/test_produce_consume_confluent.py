@@ -138,3 +138,18 @@ def test_every_acknowledged_record_survives_sigkill_during_acks_all_produce(brok
     stored = {(part, row[0]): row[2] for part, rows in consumed.items() for row in rows}
     missing = [(part, off) for part, off, value in snapshot if stored.get((part, off)) != value]
     assert missing == []
+
+
+def test_admin_client_describes_the_cluster_and_topic_configs(broker: BrokerProcess) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    cluster = admin.describe_cluster().result(10)
+    assert cluster.controller.id == 0
+    assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(0, "127.0.0.1", broker.port)]
+    futures = admin.create_topics([NewTopic("ck-configs", 1, 1, config={"retention.ms": "5000"})])
+    assert futures["ck-configs"].result(10) is None
+    (configs,) = admin.describe_configs([ConfigResource("TOPIC", "ck-configs")]).values()
+    entries = configs.result(10)
+    assert entries["retention.ms"].value == "5000"
+    assert entries["cleanup.policy"].value == "delete"

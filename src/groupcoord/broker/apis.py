@@ -14,6 +14,7 @@ from typing import Any
 
 from groupcoord.broker import (
     api_versions,
+    describe_cluster,
     describe_configs,
     fetch,
     init_producer_id,
@@ -45,6 +46,7 @@ ROUTES: list[ApiRoute] = [
     ApiRoute(api_key=22, min_version=0, max_version=4, handler=init_producer_id.handle),  # InitProducerId
     ApiRoute(api_key=32, min_version=1, max_version=4, handler=describe_configs.handle),  # DescribeConfigs
     ApiRoute(api_key=37, min_version=0, max_version=3, handler=topics.create_partitions),  # CreatePartitions
+    ApiRoute(api_key=60, min_version=0, max_version=1, handler=describe_cluster.handle),  # DescribeCluster
 ]
 
 
