@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import heapq
 import json
+import random
 import struct
 import sys
 import time
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench
 import peer
 from group_bench import HEARTBEAT, Conn, GroupWatch, Member, Template, heartbeat_request
+from groupcoord.protocol.entities import NO_THROTTLE, err, make
 
 _CORR = struct.Struct(">i")
 
@@ -63,7 +67,10 @@ class LatencyConn(Conn):
         while (frame := self.decoder.next_frame()) is not None:
             (corr,) = _CORR.unpack_from(frame, 0)
             sent = self.sent.pop(corr, None)
-            if sent is None:
+            if sent is None:  # an answer to a forming request (JoinGroup, SyncGroup) on this connection
+                fut = self.waiting.pop(corr, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(frame)
                 continue
             t, member = sent
             self.answered += 1
@@ -84,8 +91,13 @@ async def form_groups(
     parallel: int,
     session_ms: int,
     timeout_s: float,
-) -> tuple[list[list[LatencyConn]], list[tuple[int, str, int, str]]]:
-    """Form every group; returns the connection sets and (set, group, generation, member) rows."""
+    on_formed: Callable[[list[tuple[LatencyConn, bytearray]]], None],
+) -> int:
+    """Form every group; each formed group's members are handed to ``on_formed`` at once.
+
+    Member i of a group speaks on connection i of its set; ``on_formed`` gets, per member,
+    its connection and its pre-encoded heartbeat.
+    """
     sets: list[list[LatencyConn]] = []
     loop = asyncio.get_running_loop()
     for _ in range(parallel):
@@ -94,7 +106,6 @@ async def form_groups(
             _, c = await loop.create_connection(LatencyConn, host, port)
             conns.append(c)
         sets.append(conns)
-    rows: list[tuple[int, str, int, str]] = []
     next_group = iter(range(groups))
     formed = 0
     t0 = time.perf_counter()
@@ -121,123 +132,138 @@ async def form_groups(
             tasks = [asyncio.create_task(m.run()) for m in ms]
             await group_bench.wait_in_sync(watch, tasks, timeout_s)
             await asyncio.gather(*tasks)
-            rows.extend((s, gid, m.generation, m.member_id) for m in ms)
+            on_formed(
+                [
+                    (
+                        sets[s][m.index],
+                        Template(HEARTBEAT, heartbeat_request(gid, m.generation, m.member_id)).base,
+                    )
+                    for m in ms
+                ]
+            )
             formed += 1
             if formed % 1000 == 0:
                 print(f"  formed {formed} groups in {time.perf_counter() - t0:.1f} s", flush=True)
 
     await asyncio.gather(*(worker(s) for s in range(parallel)))
-    return sets, rows
+    return formed
+
+
+def _expected_answer() -> bytes:
+    """A successful Heartbeat answer without size prefix and correlation id."""
+    frame = HEARTBEAT.encode_response(
+        0, make(HEARTBEAT.response_type, throttle_time=NO_THROTTLE, error_code=err(0))
+    )
+    return frame[8:]
 
 
 async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[str, Any]:
+    """Form the groups while heartbeating those already formed; then the measured steady state."""
     result: dict[str, Any] = {}
     rss_samples: list[tuple[float, int]] = []
-    t_form = time.perf_counter()
-    sets, rows = await form_groups(
-        broker.host,
-        broker.port,
-        groups=args.groups,
-        members=args.members,
-        parallel=args.parallel,
-        session_ms=args.session_ms,
-        timeout_s=args.timeout,
-    )
-    result["forming_seconds"] = time.perf_counter() - t_form
-    result["members"] = len(rows)
-    result["rss_after_forming_bytes"] = broker.rss_bytes()
-    print(
-        f"formed {args.groups} groups ({len(rows)} members) in {result['forming_seconds']:.1f} s", flush=True
-    )
-
-    # Pre-encode every member's heartbeat; spread the phases over the interval.
-    # Member i of a group speaks on connection i of its set; the per-connection expected answer
-    # is the same bytes for every member (error 0) except the correlation id.
-    per_member: list[tuple[LatencyConn, bytearray]] = []
-    index_in_group: dict[str, int] = {}
-    for s, gid, gen, mid in rows:
-        i = index_in_group.get(gid, 0)
-        index_in_group[gid] = i + 1
-        conn = sets[s][i]
-        tmpl = Template(HEARTBEAT, heartbeat_request(gid, gen, mid))
-        per_member.append((conn, tmpl.base))
-    # The expected answer: decode the first heartbeat of each connection in full.
-    for conns in sets:
-        for c in conns:
-            c.latencies_us = array("I")
-    first_frames: dict[int, bytes] = {}
-    for k, (conn, base) in enumerate(per_member):
-        if id(conn) in first_frames:
-            continue
-        frame = bytearray(base)
-        corr = 1_000_000_000 + k
-        _CORR.pack_into(frame, 8, corr)
-        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        conn.waiting[corr] = fut
-        conn.latencies_us = None
-        conn.transport.write(frame)  # type: ignore[union-attr]
-        answer = await fut
-        conn.latencies_us = array("I")
-        _, resp = group_bench.decode_response(HEARTBEAT, answer)
-        if int(resp.error_code) != 0:
-            raise RuntimeError(f"heartbeat before the run answered {int(resp.error_code)}")
-        first_frames[id(conn)] = answer[4:]
-        conn.expected = answer[4:]
-    all_conns = [c for conns in sets for c in conns]
-
-    n = len(per_member)
+    expected = _expected_answer()
+    members: list[tuple[LatencyConn, bytearray]] = []
+    conns: dict[int, LatencyConn] = {}
+    due: list[tuple[float, int]] = []  # (next heartbeat time, member index), a heap
     interval = args.interval
-    stop_at = time.perf_counter() + args.duration
-    start = time.perf_counter()
-    corr = 1
-    sent_total = 0
-    cpu0 = time.process_time()
-    bcpu0 = broker.cpu_seconds()
-    for c in all_conns:
-        c.measuring = True
-    tick = 0.005
-    next_rss = start
-    lag_max = 0.0
-    while True:
+
+    def on_formed(new: list[tuple[LatencyConn, bytearray]]) -> None:
         now = time.perf_counter()
-        if now >= stop_at:
-            break
-        # Every member k is due at start + (k / n) * interval + j * interval, for j = 0, 1, ...
-        due_total = int((now - start) / interval * n) + 1
-        while sent_total < due_total:
-            conn, base = per_member[sent_total % n]
-            frame = bytearray(base)
-            _CORR.pack_into(frame, 8, corr)
-            conn.sent[corr] = (time.perf_counter(), sent_total % n)
-            conn.transport.write(frame)  # type: ignore[union-attr]
-            corr += 1
-            sent_total += 1
-        lag_max = max(lag_max, time.perf_counter() - now)
-        if now >= next_rss:
-            rss_samples.append((now - start, broker.rss_bytes()))
-            next_rss += 1.0
-            if len(rss_samples) % 30 == 0:
-                answered = sum(c.answered for c in all_conns)
-                errs = sum(sum(c.errors.values()) for c in all_conns)
-                print(
-                    f"  t={now - start:.0f}s sent={sent_total} answered={answered} errors={errs} "
-                    f"rss={rss_samples[-1][1] / 2**20:.0f} MiB",
-                    flush=True,
-                )
-        await asyncio.sleep(tick)
-    wall = time.perf_counter() - start
-    cpu = time.process_time() - cpu0
-    bcpu = broker.cpu_seconds() - bcpu0
-    # Let the last answers arrive (without counting new sends).
+        for conn, base in new:
+            if id(conn) not in conns:
+                conns[id(conn)] = conn
+                conn.latencies_us = array("I")
+                conn.expected = expected
+            # The first heartbeat of a member is one interval after its group formed, at a
+            # random phase so that the heartbeats of a group spread out.
+            heapq.heappush(due, (now + interval * (0.5 + random.random() / 2), len(members)))
+            members.append((conn, base))
+
+    state = {"corr": 1_000_000_000, "sent": 0, "stop": False, "lag_max": 0.0, "measuring": False}
+
+    async def sender() -> None:
+        next_rss = time.perf_counter()
+        while not state["stop"]:
+            now = time.perf_counter()
+            while due and due[0][0] <= now:
+                _, k = heapq.heappop(due)
+                conn, base = members[k]
+                frame = bytearray(base)
+                corr = state["corr"]
+                _CORR.pack_into(frame, 8, corr)
+                conn.sent[corr] = (time.perf_counter(), k)
+                conn.transport.write(frame)  # type: ignore[union-attr]
+                state["corr"] = corr + 1
+                state["sent"] += 1
+                heapq.heappush(due, (now + interval, k))
+            if state["measuring"]:
+                state["lag_max"] = max(state["lag_max"], time.perf_counter() - now)
+            if now >= next_rss:
+                rss_samples.append((now, broker.rss_bytes()))
+                next_rss += 1.0
+                if len(rss_samples) % 30 == 0:
+                    answered = sum(c.answered for c in conns.values())
+                    errs = sum(sum(c.errors.values()) for c in conns.values())
+                    print(
+                        f"  members={len(members)} sent={state['sent']} answered={answered} errors={errs} "
+                        f"rss={rss_samples[-1][1] / 2**20:.0f} MiB",
+                        flush=True,
+                    )
+            await asyncio.sleep(0.005)
+
+    send_task = asyncio.create_task(sender())
+    t_form = time.perf_counter()
+    try:
+        await form_groups(
+            broker.host,
+            broker.port,
+            groups=args.groups,
+            members=args.members,
+            parallel=args.parallel,
+            session_ms=args.session_ms,
+            timeout_s=args.timeout,
+            on_formed=on_formed,
+        )
+        result["forming_seconds"] = time.perf_counter() - t_form
+        result["members"] = len(members)
+        result["rss_after_forming_bytes"] = broker.rss_bytes()
+        forming_errors: dict[int, int] = {}
+        for c in conns.values():
+            for code, cnt in c.errors.items():
+                forming_errors[code] = forming_errors.get(code, 0) + cnt
+            c.errors.clear()
+            c.erring_members.clear()
+        result["error_codes_while_forming"] = forming_errors
+        print(
+            f"formed {args.groups} groups ({len(members)} members) in {result['forming_seconds']:.1f} s; "
+            f"heartbeat errors meanwhile: {forming_errors}",
+            flush=True,
+        )
+        # Steady state: measure for --duration seconds.
+        start = time.perf_counter()
+        sent0 = state["sent"]
+        cpu0 = time.process_time()
+        bcpu0 = broker.cpu_seconds()
+        for c in conns.values():
+            c.measuring = True
+        state["measuring"] = True
+        await asyncio.sleep(args.duration)
+        wall = time.perf_counter() - start
+        cpu = time.process_time() - cpu0
+        bcpu = broker.cpu_seconds() - bcpu0
+        for c in conns.values():
+            c.measuring = False
+        state["measuring"] = False
+    finally:
+        state["stop"] = True
+        await send_task
     t_drain = time.perf_counter()
-    while any(c.sent for c in all_conns) and time.perf_counter() - t_drain < 30:
+    while any(c.sent for c in conns.values()) and time.perf_counter() - t_drain < 30:
         await asyncio.sleep(0.05)
-    for c in all_conns:
-        c.measuring = False
     lat = array("I")
     errors: dict[int, int] = {}
     erring: set[tuple[int, int]] = set()
-    for c in all_conns:
+    for c in conns.values():
         assert c.latencies_us is not None
         lat.extend(c.latencies_us)
         for code, cnt in c.errors.items():
@@ -248,27 +274,31 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
     def pct(q: float) -> float | None:
         return ordered[min(len(ordered) - 1, int(len(ordered) * q))] / 1000 if ordered else None
 
+    steady_rss = [r for t, r in rss_samples if t >= start]
     result.update(
         duration_seconds=wall,
-        heartbeats_sent=sent_total,
-        heartbeats_answered=len(ordered),
-        unanswered=sum(len(c.sent) for c in all_conns),
+        heartbeats_sent=state["sent"] - sent0,
+        heartbeats_answered_in_window=len(ordered),
+        unanswered_at_end=sum(len(c.sent) for c in conns.values()),
         heartbeats_per_second=len(ordered) / wall,
-        false_session_expirations=errors.get(group_bench.UNKNOWN_MEMBER_ID, 0),
+        false_session_expirations=errors.get(group_bench.UNKNOWN_MEMBER_ID, 0)
+        + result["error_codes_while_forming"].get(group_bench.UNKNOWN_MEMBER_ID, 0),
         rebalance_answers=errors.get(group_bench.REBALANCE_IN_PROGRESS, 0)
         + errors.get(group_bench.ILLEGAL_GENERATION, 0),
         error_codes=errors,
         members_with_errors=len(erring),
         latency_ms={"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "p999": pct(0.999), "max": pct(1.0)},
-        broker_rss_peak_bytes=max((r for _, r in rss_samples), default=-1),
+        broker_rss_peak_bytes=max(steady_rss, default=-1),
         broker_rss_end_bytes=broker.rss_bytes(),
         broker_vmhwm_bytes=broker.peak_rss_bytes(),
         broker_cpu_fraction=bcpu / wall,
         client_cpu_fraction=cpu / wall,
-        client_send_lag_max_ms=lag_max * 1000,
-        rss_samples=rss_samples[:: max(1, len(rss_samples) // 60)],
+        client_send_lag_max_ms=state["lag_max"] * 1000,
+        rss_samples_mib=[
+            (round(t - t_form), round(r / 2**20)) for t, r in rss_samples[:: max(1, len(rss_samples) // 60)]
+        ],
     )
-    for c in all_conns:
+    for c in conns.values():
         c.close()
     return result
 
