@@ -141,7 +141,7 @@ def test_three_consumers_split_six_partitions_consume_exactly_once_and_two_take_
     topic, group = f"orders-{client}", f"group-{client}"
     create_topic(bs, topic)
     workers.extend(Worker(client, bs, group, topic) for _ in range(3))
-    wait_until(lambda: balanced(workers, 2), 60, "three members owning two partitions each")
+    wait_until(lambda: balanced(workers, 2), 120, "three members owning two partitions each")
 
     acked = produce(bs, topic, 6000)
     assert sum(len(v) for v in acked.values()) == 6000
@@ -158,7 +158,7 @@ def test_three_consumers_split_six_partitions_consume_exactly_once_and_two_take_
     workers[0].close()
     assert workers[0].proc.returncode == 0
     survivors = workers[1:]
-    wait_until(lambda: balanced(survivors, 3), 60, "the two survivors own three partitions each")
+    wait_until(lambda: balanced(survivors, 3), 120, "the two survivors own three partitions each")
     desc = describe(bs, group)
     assert desc.state == ConsumerGroupState.STABLE
     assert len(desc.members) == 2
@@ -187,7 +187,7 @@ def test_killed_consumer_partitions_move_after_session_timeout_and_resume_from_c
     bs = group_broker.bootstrap
     create_topic(bs, "crash")
     workers.extend(Worker("confluent", bs, "crash-group", "crash", session_timeout_ms=3000) for _ in range(3))
-    wait_until(lambda: balanced(workers, 2), 60, "three members owning two partitions each")
+    wait_until(lambda: balanced(workers, 2), 120, "three members owning two partitions each")
     first = produce(bs, "crash", 3000)
     wait_until(lambda: len(consumed(workers)) >= 3000, 60, "first 3000 records consumed")
     victim, survivors = workers[0], workers[1:]
@@ -226,7 +226,7 @@ def test_static_member_restarted_within_session_timeout_keeps_partitions_without
         )
 
     workers.extend(member(f"instance-{i}") for i in range(3))
-    wait_until(lambda: balanced(workers, 2), 60, "three static members owning two partitions each")
+    wait_until(lambda: balanced(workers, 2), 120, "three static members owning two partitions each")
     before = {w: list(w.assignment or []) for w in workers}
     events_before = group_events(bs, "static-group")
     stable_generation = events_before[-1]["generation"]
