@@ -127,3 +127,39 @@ def test_small_segments_can_share_an_input_partition(tmp_path: Path) -> None:
     assert [len(g) for g in packed] == [2, 2, 1]
     assert [s for g in packed for s in g] == splits
     assert pack_splits(splits, 1) == [(s,) for s in splits]
+
+
+def test_lean_key_value_walk_agrees_with_decode_records_on_every_codec(tmp_path: Path) -> None:
+    from groupcoord.storage.batch import (
+        ATTR_TIMESTAMP_TYPE,
+        decode_records,
+        records_block,
+        set_log_append_time,
+    )
+
+    big = b"v" * 300  # lengths above 63 need multi-byte varints
+    recs = [
+        (b"k", b"v", ()),
+        (None, big, (("h1", b"x"), ("h2", None))),
+        (b"k" * 70, None, ()),
+        (b"", b"", (("h", b""),)),
+    ]
+    for codec in (0, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD):
+        for log_append in (False, True):
+            buf = bytearray(
+                build_batch(
+                    recs,
+                    base_offset=1000,
+                    timestamp_ms=5_000,
+                    timestamps=[5_000, 5_100, 4_900, 9_000],
+                    compression=codec,
+                    attributes=ATTR_TIMESTAMP_TYPE if log_append else 0,
+                )
+            )
+            if log_append:
+                set_log_append_time(buf, 0, 77_777)
+            header, block = records_block(bytes(buf), 0)
+            lean = list(segments.iter_key_values(header, block))
+            reference = [(r.offset, r.timestamp, r.key, r.value) for r in decode_records(bytes(buf), 0)]
+            assert lean == reference
+            assert [o for o, _t, _k, _v in lean] == [1000, 1001, 1002, 1003]

@@ -283,6 +283,12 @@ class OffsetsColumns:
     def _reset(self) -> None:
         self.columns = {name: [] for name in self.names}
         self._n = 0
+        self._slow = 0
+
+    def take_with_nulls(self) -> tuple[dict[str, list[Any]], frozenset[str] | None]:
+        """The columns, and the names known to be all null (every row took the commit fast path)."""
+        all_null = _ALL_NULL_WHEN_FAST if self._slow == 0 else None
+        return self.take(), all_null
 
     def __len__(self) -> int:
         return self._n
@@ -344,9 +350,11 @@ class OffsetsColumns:
         for name in self.names:
             self.columns[name].append(row[name])
         self._n += 1
+        self._slow += 1
 
 
 _GROUP_ONLY = ("protocol_type", "generation", "protocol", "leader", "state_time", "members")
+_ALL_NULL_WHEN_FAST = frozenset((*_GROUP_ONLY, "decode_error"))
 
 
 def group_event_row(value: bytes | None) -> dict[str, Any] | None:

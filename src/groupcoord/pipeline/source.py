@@ -34,12 +34,13 @@ from groupcoord.pipeline.segments import (
     DEFAULT_SPLIT_BYTES,
     SegmentSplit,
     SplitWalk,
+    iter_key_values,
     iter_records,
     plan_splits,
     record_timestamp,
     walk_split,
 )
-from groupcoord.storage.batch import decode_records
+from groupcoord.storage.batch import records_block
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -122,7 +123,9 @@ def _options_topics(options: Mapping[str, str], default: frozenset[str] | None) 
     return frozenset(t.strip() for t in raw.split(",") if t.strip())
 
 
-def _to_record_batch(columns: dict[str, list[Any]], schema: pa.Schema) -> pa.RecordBatch:
+def _to_record_batch(
+    columns: dict[str, list[Any]], schema: pa.Schema, all_none: frozenset[str] | None = None
+) -> pa.RecordBatch:
     """Build an Arrow batch whose schema equals ``schema`` exactly (Spark checks type and nullability).
     Timestamp columns arrive as epoch milliseconds."""
     import pyarrow as pa
@@ -130,6 +133,9 @@ def _to_record_batch(columns: dict[str, list[Any]], schema: pa.Schema) -> pa.Rec
     arrays = []
     for f in schema:
         values = columns[f.name]
+        if all_none is not None and f.name in all_none:
+            arrays.append(pa.nulls(len(values), type=f.type))
+            continue
         if pa.types.is_timestamp(f.type):
             arrays.append(pa.array(values, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(f.type))
         else:
@@ -269,16 +275,15 @@ class ConsumerOffsetsReader(_SegmentReader):
             for pos, header in walk.batches():
                 if header.is_control:
                     continue
-                ts_override = header.max_timestamp if header.timestamp_type == 1 else None
-                for rec in decode_records(walk.buf, pos):
-                    ts = rec.timestamp if ts_override is None else ts_override
-                    cols.add(split.partition, rec.offset, ts, rec.key, rec.value)
+                _h, block = records_block(walk.buf, pos)
+                for offset, ts, key, value in iter_key_values(header, block):
+                    cols.add(split.partition, offset, ts, key, value)
                 if len(cols) >= self.batch_rows:
-                    yield _to_record_batch(cols.take(), schema)
+                    yield _to_record_batch(*cols.take_with_nulls(), schema)
             if walk.tail is not None:
                 cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
         if len(cols):
-            yield _to_record_batch(cols.take(), schema)
+            yield _to_record_batch(*cols.take_with_nulls(), schema)
 
 
 class KafkaLogDataSource(DataSource):  # type: ignore[misc]
