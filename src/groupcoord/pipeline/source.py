@@ -279,11 +279,13 @@ class ConsumerOffsetsReader(_SegmentReader):
                 for offset, ts, key, value in iter_key_values(header, block):
                     cols.add(split.partition, offset, ts, key, value)
                 if len(cols) >= self.batch_rows:
-                    yield _to_record_batch(*cols.take_with_nulls(), schema)
+                    columns, nulls = cols.take_with_nulls()
+                    yield _to_record_batch(columns, schema, nulls)
             if walk.tail is not None:
                 cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
         if len(cols):
-            yield _to_record_batch(*cols.take_with_nulls(), schema)
+            columns, nulls = cols.take_with_nulls()
+            yield _to_record_batch(columns, schema, nulls)
 
 
 class KafkaLogDataSource(DataSource):  # type: ignore[misc]
