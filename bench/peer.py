@@ -87,6 +87,8 @@ class BrokerProcess:
                 self.proc.wait(5)
         if self.data_dir is not None and self.extra.get("owns_data_dir") == "1":
             shutil.rmtree(self.data_dir, ignore_errors=True)
+            if self.log_path is not None and not self.log_path.is_relative_to(self.data_dir):
+                self.log_path.unlink(missing_ok=True)
 
     def __enter__(self) -> BrokerProcess:
         return self
