@@ -25,7 +25,8 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -128,6 +129,10 @@ def _atomic_write(path: Path, text: str) -> None:
     fsync_dir(path.parent)
 
 
+#: Partitions opened at once (recovery is mostly waiting on fsync, which releases the GIL).
+_OPEN_THREADS = 16
+
+
 class LogManager:
     """Creates, opens, finds and deletes partition logs; keeps the topic metadata.
 
@@ -189,10 +194,13 @@ class LogManager:
         for child in self.data_dir.iterdir():
             if child.is_dir() and _PARTITION_DIR.match(child.name) and child.name not in known:
                 log.warning("ignoring partition directory %s: its topic is not in %s", child, TOPICS_FILE)
-        for meta in self._topics.values():
-            config = self.log_config_for(meta.name)
-            for p in range(meta.partitions):
-                self._open_partition(meta, p, config)
+        self._open_partitions(
+            [
+                (meta, p, self.log_config_for(meta.name))
+                for meta in self._topics.values()
+                for p in range(meta.partitions)
+            ]
+        )
         reports = self.recovery_reports.values()
         log.info(
             "opened %d partitions of %d topics in %s: %d after an unclean shutdown, %d truncated "
@@ -229,15 +237,31 @@ class LogManager:
             for name, (tid, n) in found.items()
         }
 
-    def _open_partition(self, meta: TopicMeta, partition: int, config: LogConfig) -> PartitionLog:
+    def _open_partitions(self, jobs: Sequence[tuple[TopicMeta, int, LogConfig]]) -> list[PartitionLog]:
+        """Open (recover) many partitions. Each open is file work that mostly waits on fsync, so
+        several run at once in worker threads; the manager's own maps are updated here, in the
+        calling thread, once all are open."""
+        if len(jobs) > 1:
+            with ThreadPoolExecutor(max_workers=min(_OPEN_THREADS, len(jobs))) as pool:
+                opened = list(pool.map(lambda job: self._open_files(*job), jobs))
+        else:
+            opened = [self._open_files(*job) for job in jobs]
+        out = []
+        for (meta, partition, _), (plog, report) in zip(jobs, opened, strict=True):
+            self._logs[(meta.name, partition)] = plog
+            self.recovery_reports[(meta.name, partition)] = report
+            out.append(plog)
+        return out
+
+    def _open_files(
+        self, meta: TopicMeta, partition: int, config: LogConfig
+    ) -> tuple[PartitionLog, RecoveryReport]:
         pdir = self.data_dir / partition_dir_name(meta.name, partition)
         plog, report = PartitionLog.open(pdir, config, self._clock)
         meta_file = pdir / PARTITION_METADATA_FILE
         if not meta_file.exists():
             _atomic_write(meta_file, f"version: 0\ntopic_id: {_topic_id_text(meta.topic_id)}\n")
-        self._logs[(meta.name, partition)] = plog
-        self.recovery_reports[(meta.name, partition)] = report
-        return plog
+        return plog, report
 
     def _save(self) -> None:
         self._topics_view = MappingProxyType(dict(self._topics))
@@ -301,8 +325,7 @@ class LogManager:
                 shutil.rmtree(stale)
         self._topics[name] = meta
         self._by_id[topic_id] = name
-        for p in range(partitions):
-            self._open_partition(meta, p, config)
+        self._open_partitions([(meta, p, config) for p in range(partitions)])
         self._save()
         log.info("created topic %s id=%s partitions=%d internal=%s", name, topic_id, partitions, internal)
         return meta
@@ -329,7 +352,7 @@ class LogManager:
             stale = self.data_dir / partition_dir_name(name, p)
             if stale.exists():
                 shutil.rmtree(stale)
-            self._open_partition(grown, p, config)
+        self._open_partitions([(grown, p, config) for p in range(meta.partitions, new_total)])
         self._topics[name] = grown
         self._save()
         log.info("topic %s grew from %d to %d partitions", name, meta.partitions, new_total)
