@@ -292,13 +292,13 @@ def main() -> None:
             rows.append((fig, gc, pe, ratio))
     out["summary"] = summary
     print()
-    print(f"{'workload':<22}{'groupcoord':>14}{'peer':>14}{'ratio (>1: groupcoord ahead)':>32}")
+    print(f"{'workload':<32}{'groupcoord':>14}{'peer':>14}{'ratio (>1: groupcoord ahead)':>32}")
     for fig, gc, pe, ratio in rows:
 
         def show(v: float | None) -> str:
             return "failed" if v is None else f"{v:,.1f}"
 
-        print(f"{fig:<22}{show(gc):>14}{show(pe):>14}{show(ratio):>32}")
+        print(f"{fig:<32}{show(gc):>14}{show(pe):>14}{show(ratio):>32}")
     print(f"session timeout {args.session_ms} ms for both brokers; peer: {peer_version}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n")
