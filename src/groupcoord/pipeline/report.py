@@ -67,7 +67,7 @@ def plot_lag(series: pd.DataFrame) -> Any:
     ax1.set_ylabel("offset lag (records)")
     ax1.set_title("Consumer lag over time (top groups by lag)")
     ax2.set_ylabel("time lag (s)")
-    ax1.legend(loc="upper left", fontsize="small", ncol=2)
+    ax1.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
     fig.autofmt_xdate()
     return fig
 
@@ -116,7 +116,10 @@ def plot_timeline(rebalances: pd.DataFrame) -> Any:
     suffix = f"; {more} more groups not shown" if more > 0 else ""
     ax.set_title(f"Rebalance timeline (bar = start to Stable, colour = cause{suffix})")
     ax.legend(
-        handles=[Patch(color=c, label=k) for k, c in colours.items()], fontsize="small", loc="upper left"
+        handles=[Patch(color=c, label=k) for k, c in colours.items()],
+        fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
     )
     fig.autofmt_xdate()
     return fig
