@@ -16,6 +16,7 @@ from groupcoord.broker.groups import routes as group_routes
 from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
+from groupcoord.protocol.registry import ApiRegistry
 from groupcoord.server.app import KafkaServer
 
 log = logging.getLogger(__name__)
@@ -60,9 +61,11 @@ async def run(
             loop.add_signal_handler(sig, stop_event.set)
     if on_listening is not None:
         on_listening(host, port)
+    warm = loop.create_task(warm_codecs(dispatcher.registry))
     try:
         await stop_event.wait()
     finally:
+        warm.cancel()
         log.info("shutting down: stop accepting, answer in-flight requests, flush, close")
         # Parked fetches would otherwise hold the drain until their max_wait.
         broker.fetch_waiters.wake_all()
@@ -73,6 +76,19 @@ async def run(
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
         log.info("stopped")
+
+
+async def warm_codecs(registry: ApiRegistry) -> None:
+    """Build every advertised (api, version) codec in the background after listening.
+
+    Codecs are built lazily so that start-up stays short; building one costs up to ~15 ms,
+    which a client would otherwise pay on its first request of each kind (a consumer's first
+    Fetch, say). Here they are built one at a time between other work on the loop.
+    """
+    for api_key, low, high in registry.ranges():
+        for version in range(low, high + 1):
+            registry.lookup(api_key, version)
+            await asyncio.sleep(0)
 
 
 def run_blocking(
