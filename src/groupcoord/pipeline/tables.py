@@ -482,18 +482,19 @@ def partition_status(
     """
     n = config.intervals
     allowed = config.allowed_lag
-    w = Window.partitionBy("group_id", "topic", "partition").orderBy(F.col("log_offset").desc())
-    last_n = lag_df.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") <= n)
-    win = last_n.groupBy("group_id", "topic", "partition").agg(
+    # the last n commits by position in __consumer_offsets: a top-k aggregate (no full sort)
+    win = lag_df.groupBy("group_id", "topic", "partition").agg(
         F.sort_array(
-            F.collect_list(
+            F.max_by(
                 F.struct(
                     "log_offset",
                     F.col("committed_offset").alias("offset"),
                     _ms("time").alias("t"),
                     F.col("offset_lag").alias("lag"),
                     F.col("log_end_offset").alias("leo"),
-                )
+                ),
+                "log_offset",
+                n,
             )
         ).alias("window")
     )
