@@ -15,6 +15,7 @@ from pathlib import Path
 from groupcoord import admin
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import ConfigError
+from groupcoord.pipeline import cli as pipeline_cli
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     for register in REGISTRARS:
         register(subparsers)
     admin.register(subparsers)  # groupcoord groups list|describe
+    pipeline_cli.register(subparsers)  # groupcoord analyze|simulate
     return parser
 
 
