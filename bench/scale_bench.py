@@ -3,9 +3,10 @@
 Plain script, not a test. One broker process (``group.initial.rebalance.delay.ms=0``), then:
 
 1. forming: the groups are formed ``--parallel`` at a time over sets of 10 connections (member i
-   of a group speaks on connection i of its set; a JoinGroup mutes its connection until answered,
+   of a group joins on connection i of its set; a JoinGroup mutes its connection until answered,
    so a set forms one group at a time), each group through the real JoinGroup (with
-   MEMBER_ID_REQUIRED) / SyncGroup exchange;
+   MEMBER_ID_REQUIRED) / SyncGroup exchange; a formed group's members heartbeat at once, on a
+   second set of connections (so no heartbeat waits behind a parked JoinGroup);
 2. steady state, for ``--duration`` seconds: every member sends a Heartbeat every ``--interval``
    seconds, the members' phases spread evenly over the interval. Requests are pre-encoded and
    pipelined on the shared connections; each answer's latency is taken from the write of the
@@ -55,6 +56,7 @@ class LatencyConn(Conn):
         self.expected: bytes = b""
         self.errors: dict[int, int] = {}
         self.erring_members: set[int] = set()
+        self.expired_members: set[int] = set()
         self.answered = 0
         self.measuring = False
 
@@ -80,6 +82,8 @@ class LatencyConn(Conn):
                 (code,) = struct.unpack_from(">h", frame, len(frame) - 3)
                 self.errors[code] = self.errors.get(code, 0) + 1
                 self.erring_members.add(member)
+                if code == group_bench.UNKNOWN_MEMBER_ID:
+                    self.expired_members.add(member)
 
 
 async def form_groups(
@@ -95,17 +99,21 @@ async def form_groups(
 ) -> int:
     """Form every group; each formed group's members are handed to ``on_formed`` at once.
 
-    Member i of a group speaks on connection i of its set; ``on_formed`` gets, per member,
-    its connection and its pre-encoded heartbeat.
+    Member i of a group joins on connection i of its set and heartbeats on connection i of a
+    second set: a JoinGroup mutes its connection until it is answered (as in Kafka), and the
+    heartbeats of members formed earlier must not wait behind it. ``on_formed`` gets, per
+    member, its heartbeat connection and its pre-encoded heartbeat.
     """
     sets: list[list[LatencyConn]] = []
+    heartbeat_sets: list[list[LatencyConn]] = []
     loop = asyncio.get_running_loop()
     for _ in range(parallel):
-        conns = []
-        for _ in range(members):
-            _, c = await loop.create_connection(LatencyConn, host, port)
-            conns.append(c)
-        sets.append(conns)
+        for which in (sets, heartbeat_sets):
+            conns = []
+            for _ in range(members):
+                _, c = await loop.create_connection(LatencyConn, host, port)
+                conns.append(c)
+            which.append(conns)
     next_group = iter(range(groups))
     formed = 0
     t0 = time.perf_counter()
@@ -135,7 +143,7 @@ async def form_groups(
             on_formed(
                 [
                     (
-                        sets[s][m.index],
+                        heartbeat_sets[s][m.index],
                         Template(HEARTBEAT, heartbeat_request(gid, m.generation, m.member_id)).base,
                     )
                     for m in ms
@@ -287,6 +295,7 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
         + errors.get(group_bench.ILLEGAL_GENERATION, 0),
         error_codes=errors,
         members_with_errors=len(erring),
+        members_expired=len(set().union(*(c.expired_members for c in conns.values()))),
         latency_ms={"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "p999": pct(0.999), "max": pct(1.0)},
         broker_rss_peak_bytes=max(steady_rss, default=-1),
         broker_rss_end_bytes=broker.rss_bytes(),
