@@ -157,6 +157,8 @@ class KafkaConnection(asyncio.Protocol):
             if frame is None:
                 break
             self._handle_frame(frame)
+        # Answers ready after this read leave together: one write for all of them.
+        self._flush()
         self._update_reading()
 
     def _handle_frame(self, frame: bytes) -> None:
@@ -172,7 +174,6 @@ class KafkaConnection(asyncio.Protocol):
                 slot.data = unsupported_api_versions_answer(correlation_id, registry.ranges())
                 slot.done = True
                 self._pending.append(slot)
-                self._flush()
                 return
             header = decode_request_header(frame, messages.request_header_version)
             request = messages.decode_request(frame, header.body_offset)
@@ -212,7 +213,6 @@ class KafkaConnection(asyncio.Protocol):
                 return
             slot.done = True
             self._pending.append(slot)
-            self._flush()
 
     def _encode(self, messages: ApiMessages, correlation_id: int, response: Any) -> bytes | None:
         try:
@@ -238,18 +238,21 @@ class KafkaConnection(asyncio.Protocol):
                 return
             slot.data = data
         slot.done = True
-        self._flush()
         if self._muted_by is slot:
             self._muted_by = None
         self._pump()
 
     def _flush(self) -> None:
+        """Write every answer that is ready and has no unanswered request before it, in one write."""
         transport = self._transport
         pending = self._pending
+        chunks: list[bytes] = []
         while pending and pending[0].done:
-            slot = pending.popleft()
-            if slot.data is not None and transport is not None and not self._closing:
-                transport.write(slot.data)
+            data = pending.popleft().data
+            if data is not None:
+                chunks.append(data)
+        if chunks and transport is not None and not self._closing:
+            transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
         if self._draining and not pending and self._transport is not None and not self._closing:
             self._closing = True
             self._transport.close()
