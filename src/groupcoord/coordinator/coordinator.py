@@ -18,7 +18,6 @@ Names follow Kafka's ``GroupCoordinator.scala`` so a reader of the seeds finds
 
 from __future__ import annotations
 
-import functools
 import logging
 import uuid
 from collections import deque
@@ -302,7 +301,6 @@ class GroupCoordinator:
             self._flushing = False
 
     def _write_done(self, done: Callable[[ErrorCode], None]) -> Callable[[ErrorCode], None]:
-        @functools.wraps(done)
         def confirmed(error: ErrorCode) -> None:
             self._depth += 1
             try:

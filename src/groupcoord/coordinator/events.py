@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 EVENT_TYPES = ("state_change", "member_added", "member_removed", "member_updated")
@@ -63,7 +63,8 @@ class GroupEvent:
             raise ValueError(f"unknown group event type {self.type!r}")
 
     def to_json(self) -> bytes:
-        d = asdict(self)
+        # Flat fields only: a dict of them is what asdict() would build, without its deep copy.
+        d = {name: getattr(self, name) for name in _FIELDS}
         d["reason"] = self.reason.value
         return json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
@@ -72,3 +73,6 @@ class GroupEvent:
         d: dict[str, Any] = json.loads(data)
         d["reason"] = EventReason(d["reason"])
         return cls(**d)
+
+
+_FIELDS = tuple(f.name for f in fields(GroupEvent))
