@@ -51,23 +51,26 @@ def _call(
     With ``ctx`` given, a reply that is not immediate mutes the connection until it is sent.
     """
     loop = asyncio.get_running_loop()
-    fut: asyncio.Future[R] = loop.create_future()
+    fut: asyncio.Future[Any] = loop.create_future()
 
     def reply(response: R) -> None:
-        if not fut.done():
-            fut.set_result(response)
+        # Encoded here, when the core hands the reply out: the connection then gets a plain
+        # future (no task, no coroutine per parked request). A cancelled future means the
+        # client went away; its reply is dropped.
+        if fut.done():
+            return
+        try:
+            fut.set_result(encode(response))
+        except Exception as exc:
+            fut.set_exception(exc)
 
     invoke(reply)
     runtime.kick()
     if fut.done():
-        return encode(fut.result())
+        return fut.result()
     if ctx is not None:
         ctx.mute()
-
-    async def wait() -> Any:
-        return encode(await fut)
-
-    return wait()
+    return fut
 
 
 # ------------------------------------------------------------------------ FindCoordinator
