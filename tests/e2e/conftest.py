@@ -147,6 +147,17 @@ def wait_until(pred: Callable[[], bool], timeout: float = 20.0, what: str = "con
         time.sleep(0.05)
 
 
+def acked_per_partition(
+    acked: list[tuple[int, int, bytes]], lock: threading.Lock, partitions: int
+) -> list[int]:
+    """How many acknowledged ``(partition, offset, value)`` records each partition has so far."""
+    with lock:
+        counts = [0] * partitions
+        for partition, _offset, _value in acked:
+            counts[partition] += 1
+        return counts
+
+
 # ---------------------------------------------------------------------- shared workload
 
 Headers = tuple[tuple[str, bytes], ...]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from conftest import BrokerProcess, Headers, Workload
+from conftest import BrokerProcess, Headers, Workload, acked_per_partition
 
 pytestmark = pytest.mark.e2e
 
@@ -121,13 +121,9 @@ def test_every_acknowledged_record_survives_sigkill_during_acks_all_produce(brok
     t = threading.Thread(target=produce_forever)
     t.start()
     deadline = time.monotonic() + 30
-    def acked_per_partition() -> list[int]:
-        with lock:
-            return [sum(1 for pp, _, _ in acked if pp == part) for part in (0, 1)]
-
     # Kill only once both partitions have acknowledged records: under load one partition's first
     # batches can trail the other's by more than the time 3,000 acknowledgements take.
-    while min(acked_per_partition()) < 1500 and time.monotonic() < deadline:
+    while min(acked_per_partition(acked, lock, 2)) < 1500 and time.monotonic() < deadline:
         time.sleep(0.01)
     b.kill()
     time.sleep(0.3)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from conftest import BrokerProcess, Headers, Workload
+from conftest import BrokerProcess, Headers, Workload, acked_per_partition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaTimeoutError
@@ -118,12 +118,8 @@ def test_every_acknowledged_record_survives_sigkill_during_acks_all_produce(brok
     t = threading.Thread(target=produce_forever)
     t.start()
     deadline = time.monotonic() + 30
-    def acked_per_partition() -> list[int]:
-        with lock:
-            return [sum(1 for pp, _, _ in acked if pp == part) for part in (0, 1)]
-
     # Kill only once both partitions have acknowledged records (one can trail the other under load).
-    while min(acked_per_partition()) < 1000 and time.monotonic() < deadline:
+    while min(acked_per_partition(acked, lock, 2)) < 1000 and time.monotonic() < deadline:
         time.sleep(0.01)
     b.kill()
     time.sleep(0.3)
