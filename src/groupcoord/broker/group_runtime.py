@@ -33,6 +33,7 @@ from groupcoord.coordinator.records import (
     OffsetCommitValue,
     decode_record,
     encode_record,
+    fast_offset_commit_value,
 )
 from groupcoord.errors import ErrorCode
 from groupcoord.storage.batch import build_batch, decode_record_tuples
@@ -51,11 +52,10 @@ _LOAD_CHUNK = 256
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 
 
 def _decode_offset_commit(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
-    """The loader's fast path for the common record: an offset commit, key v0/v1, value v0-v3.
+    """The loader's fast path for the common record: an offset commit, key v0/v1, value v1/v3.
 
     Returns None for anything else, or anything not exactly well formed, and the caller then
     uses :func:`decode_record`, which decodes every record type and reports errors; for a
@@ -78,33 +78,10 @@ def _decode_offset_commit(key: bytes, value: bytes | None) -> CoordinatorRecord 
         partition = _I32.unpack_from(key, p)[0]
         if p + 4 != len(key):
             return None
-        version = _I16.unpack_from(value, 0)[0]
-        if not 0 <= version <= 3:
+        fast = fast_offset_commit_value(value)
+        if fast is None:
             return None
-        offset = _I64.unpack_from(value, 2)[0]
-        p = 10
-        leader_epoch: int | None = None
-        if version >= 3:
-            leader_epoch = _I32.unpack_from(value, p)[0]
-            p += 4
-            if leader_epoch == -1:
-                leader_epoch = None
-        n = _I16.unpack_from(value, p)[0]
-        if n < 0:
-            return None
-        p += 2
-        metadata = value[p : p + n].decode("utf-8")
-        p += n
-        commit_timestamp = _I64.unpack_from(value, p)[0]
-        p += 8
-        expire_timestamp: int | None = None
-        if version == 1:
-            expire_timestamp = _I64.unpack_from(value, p)[0]
-            p += 8
-            if expire_timestamp == -1:
-                expire_timestamp = None
-        if p != len(value):
-            return None
+        _version, offset, leader_epoch, metadata, commit_timestamp, expire_timestamp = fast
     except (struct.error, UnicodeDecodeError):
         return None
     return CoordinatorRecord(

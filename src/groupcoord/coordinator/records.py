@@ -598,3 +598,36 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     h = java_string_hash(group_id)
     h = 0 if h == -0x80000000 else abs(h)
     return h % num_partitions
+
+
+# ---------------------------------------------------------------- fast path for bulk readers
+
+_FAST_V3 = struct.Struct(">hqih")  # OffsetCommitValue v3: version, offset, leader epoch, metadata length
+_FAST_V1 = struct.Struct(">hqh")  # OffsetCommitValue v1: version, offset, metadata length
+_FAST_I64 = struct.Struct(">q")
+
+
+def fast_offset_commit_value(value: bytes) -> tuple[int, int, int | None, str, int, int | None] | None:
+    """(version, offset, leader epoch, metadata, commit ts, expire ts) for the two value layouts
+    brokers write (v3; v1 when an expire timestamp is set), read with fixed structs; None for any
+    other version or anything unexpected, in which case the caller uses the full codec
+    (``records.decode_value``), which the tests show this agrees with."""
+    n = len(value)
+    if n < 2:
+        return None
+    version = value[1] if value[0] == 0 else -1
+    if version == 3 and n >= 24:
+        _v, offset, epoch, mlen = _FAST_V3.unpack_from(value, 0)
+        if mlen < 0 or 16 + mlen + 8 != n:
+            return None
+        meta = value[16 : 16 + mlen].decode("utf-8") if mlen else ""
+        (commit_ts,) = _FAST_I64.unpack_from(value, 16 + mlen)
+        return 3, offset, None if epoch == -1 else epoch, meta, commit_ts, None
+    if version == 1 and n >= 28:
+        _v, offset, mlen = _FAST_V1.unpack_from(value, 0)
+        if mlen < 0 or 12 + mlen + 16 != n:
+            return None
+        meta = value[12 : 12 + mlen].decode("utf-8") if mlen else ""
+        commit_ts, expire_ts = struct.unpack_from(">qq", value, 12 + mlen)
+        return 1, offset, None, meta, commit_ts, None if expire_ts == -1 else expire_ts
+    return None

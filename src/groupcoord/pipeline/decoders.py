@@ -24,6 +24,7 @@ from groupcoord.coordinator.records import (
     OffsetCommitValue,
     decode_key,
     decode_value,
+    fast_offset_commit_value,
 )
 
 log = logging.getLogger(__name__)
@@ -233,36 +234,7 @@ class ColumnBuffer:
         return out
 
 
-_V3 = struct.Struct(">hqih")  # OffsetCommitValue v3: version, offset, leader epoch, metadata length
-_V1 = struct.Struct(">hqh")  # OffsetCommitValue v1: version, offset, metadata length
-_I64 = struct.Struct(">q")
 _KEY_CACHE_LIMIT = 200_000
-
-
-def fast_offset_commit_value(value: bytes) -> tuple[int, int, int | None, str, int, int | None] | None:
-    """(version, offset, leader epoch, metadata, commit ts, expire ts) for the two value layouts
-    brokers write (v3; v1 when an expire timestamp is set), read with fixed structs; None for any
-    other version or anything unexpected, in which case the caller uses the full codec
-    (``records.decode_value``), which the tests show this agrees with."""
-    n = len(value)
-    if n < 2:
-        return None
-    version = value[1] if value[0] == 0 else -1
-    if version == 3 and n >= 24:
-        _v, offset, epoch, mlen = _V3.unpack_from(value, 0)
-        if mlen < 0 or 16 + mlen + 8 != n:
-            return None
-        meta = value[16 : 16 + mlen].decode("utf-8") if mlen else ""
-        (commit_ts,) = _I64.unpack_from(value, 16 + mlen)
-        return 3, offset, None if epoch == -1 else epoch, meta, commit_ts, None
-    if version == 1 and n >= 28:
-        _v, offset, mlen = _V1.unpack_from(value, 0)
-        if mlen < 0 or 12 + mlen + 16 != n:
-            return None
-        meta = value[12 : 12 + mlen].decode("utf-8") if mlen else ""
-        commit_ts, expire_ts = struct.unpack_from(">qq", value, 12 + mlen)
-        return 1, offset, None, meta, commit_ts, None if expire_ts == -1 else expire_ts
-    return None
 
 
 class OffsetsColumns:
