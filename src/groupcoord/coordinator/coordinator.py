@@ -1672,6 +1672,22 @@ class GroupCoordinator:
         if not loading:
             self._activate_loaded_group(fresh)
 
+    def loading_offsets(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+        """The live committed-offset map of ``group_id``, for a bulk loader.
+
+        The bulk counterpart of :meth:`replay` for offset-commit records: if there is no such
+        group, it creates the offsets-only group a replayed commit would create; the loader
+        then assigns ``(topic, partition) -> CommittedOffset`` into the returned dict in log
+        order, which is exactly what replaying each commit does. Tombstones and group records
+        still go through :meth:`replay`, in log order. For loading only (no replies, no events).
+        """
+        group = self._groups.get(group_id)
+        if group is None:
+            group = ClassicGroup(group_id, 0)
+            group.state_timestamp = None  # as replay() of a commit: not a group record's timestamp
+            self._groups[group_id] = group
+        return group.offsets
+
     def _apply_group_metadata(self, group: ClassicGroup, value: GroupMetadataValue) -> None:
         """Live path: the record confirms what the in-memory group already decided."""
         if value.generation < group.generation:

@@ -59,6 +59,7 @@ __all__ = [
     "encode_batch",
     "iter_batches",
     "parse_header",
+    "read_varint",
     "rewrite_base_offset",
     "set_log_append_time",
     "validate_batch",
@@ -365,6 +366,11 @@ def _read_varint(b: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise CorruptBatchError("varint longer than 10 bytes")
+
+
+#: The zig-zag varint reader, ``(value, next position)``, for bulk scanners of records blocks
+#: (``CorruptBatchError`` when the data ends inside the varint or it exceeds 10 bytes).
+read_varint = _read_varint
 
 
 def _write_varint(out: bytearray, value: int) -> None:

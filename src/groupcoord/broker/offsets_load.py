@@ -1,0 +1,337 @@
+"""Bulk replay of one ``__consumer_offsets`` partition into the group coordinator.
+
+The general way to load is to decode every record (:func:`records.decode_record`) and hand it
+to :meth:`GroupCoordinator.replay`, in log order. :class:`OffsetsLoader` reaches the same state
+(same groups in the same order, same offsets in the same dict order, same values) with much
+less work per record, because nearly every record is an offset commit:
+
+* it walks each batch's records block in one loop, reading the record framing inline;
+* an offset commit (key v0/v1 with a value) is only remembered, as raw key bytes -> raw value
+  bytes in a dict in first-seen order (a later commit of the same key replaces the value and
+  keeps the place, exactly what assigning into the group's offsets dict does);
+* any other record (an offset tombstone, a group record or tombstone, an unknown record type)
+  is a *barrier*: the remembered commits are applied first, then the record is replayed by
+  the general path, so everything keeps its log-order meaning;
+* applying the remembered commits decodes each key and value once, straight into
+  ``CommittedOffset`` objects, and writes them group by group into the offsets dict the
+  coordinator hands out for loading (:meth:`GroupCoordinator.loading_offsets`).
+
+Between two barriers only commits occur, and replaying commits only ever creates an
+offsets-only group (on the first commit of a group that has none) and assigns into its
+offsets dict; applying the surviving value of each key in first-seen order therefore gives
+the state a full replay gives. If any remembered key or value does not decode, nothing of that
+stretch has been applied yet, and the stretch is replayed record by record through the general
+path instead (which logs and skips the bad record, as the general loader does).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+
+from groupcoord.coordinator.coordinator import GroupCoordinator
+from groupcoord.coordinator.group import CommittedOffset
+from groupcoord.coordinator.records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_record,
+    decode_value,
+    fast_offset_commit_value,
+)
+from groupcoord.storage.batch import (
+    BATCH_HEADER_SIZE,
+    BatchHeader,
+    CorruptBatchError,
+    decode_record_tuples,
+    decompress,
+    read_varint,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["OffsetsLoader"]
+
+#: Remembered commits applied at once when no barrier came for this many records.
+MAX_PENDING = 100_000
+
+# OffsetCommitValue v3 with empty metadata, the record every OffsetCommit v6+ writes:
+# version, offset, leader epoch, metadata length (0), commit timestamp.
+_V3_NO_METADATA = struct.Struct(">hqihq")
+_I32 = struct.Struct(">i")
+# An OffsetCommitKey whose only role is to select the offset-commit value layout.
+_ANY_COMMIT_KEY = OffsetCommitKey(group="", topic="", partition=0)
+
+_END, _BARRIER, _MALFORMED = 0, 1, 2
+
+
+class _Undecodable(Exception):
+    """A remembered commit whose key or value does not decode."""
+
+
+class OffsetsLoader:
+    """Replays the batches of one partition, fed in log order; then :meth:`finish`."""
+
+    def __init__(self, coordinator: GroupCoordinator, topic: str, partition: int) -> None:
+        self._coordinator = coordinator
+        self._topic = topic
+        self._partition = partition
+        #: raw key -> raw value of the commits since the last barrier, first-seen order.
+        self._pending: dict[bytes, bytes] = {}
+        #: commit records behind ``_pending`` (superseded ones included).
+        self._npending = 0
+        #: (batch bytes, index of its first record not yet applied) since the last barrier,
+        #: for the record-by-record fallback.
+        self._window: list[tuple[bytes, int]] = []
+        #: validated key suffix (topic string + partition) -> its dict key.
+        self._tp_cache: dict[bytes, tuple[str, int]] = {}
+        #: records replayed or applied (superseded commits included; undecodable ones not).
+        self.records = 0
+
+    # ------------------------------------------------------------------ feeding
+    def feed(self, header: BatchHeader, batch: bytes) -> None:
+        """One batch of the partition (the whole batch's bytes, header included)."""
+        if header.is_control:
+            return
+        codec = header.compression
+        if codec == 0:
+            block = batch[BATCH_HEADER_SIZE:]
+        else:
+            block = decompress(codec, memoryview(batch)[BATCH_HEADER_SIZE:])
+        self._window.append((batch, 0))
+        count = header.record_count
+        p = 0
+        i = 0
+        while i < count:
+            status, p, i, kp, klen, vp, vlen, od_pos = self._scan(block, p, i, count)
+            if status == _END:
+                break
+            if status == _MALFORMED:
+                self._slow_rest(header, batch, i)
+                break
+            # a barrier at record i, which ends at p
+            self.flush(end_index=i)
+            offset = header.base_offset + read_varint(block, od_pos)[0]
+            key = block[kp : kp + klen]
+            value = None if vlen < 0 else block[vp : vp + vlen]
+            self._replay_one(offset, key, value)
+            i += 1
+            self._window = [(batch, i)]
+        if self._npending >= MAX_PENDING:
+            self.flush(end_index=None)
+
+    def finish(self) -> int:
+        """Apply what is left; the number of records loaded."""
+        self.flush(end_index=None)
+        return self.records
+
+    def _scan(
+        self, block: bytes, p: int, i: int, count: int
+    ) -> tuple[int, int, int, int, int, int, int, int]:
+        """Walk records from index ``i`` (at byte ``p``), remembering commits, until a barrier
+        or the end: (status, p, i, key pos, key len, value pos, value len, offset-delta pos)."""
+        pending = self._pending
+        end = len(block)
+        commits = 0
+        kp = klen = vp = vlen = od_pos = 0
+        try:
+            while i < count:
+                b = block[p]
+                if b < 0x80:
+                    length = (b >> 1) ^ -(b & 1)
+                    p += 1
+                else:
+                    b2 = block[p + 1]
+                    if b2 < 0x80:
+                        v = (b & 0x7F) | (b2 << 7)
+                        length = (v >> 1) ^ -(v & 1)
+                        p += 2
+                    else:
+                        length, p = read_varint(block, p)
+                rec_end = p + length
+                if length < 0 or rec_end > end:
+                    break  # malformed
+                q = p + 1  # past the attributes byte
+                while block[q] >= 0x80:  # timestamp delta
+                    q += 1
+                od_pos = q = q + 1
+                while block[q] >= 0x80:  # offset delta
+                    q += 1
+                q += 1
+                b = block[q]
+                if b < 0x80:
+                    klen = (b >> 1) ^ -(b & 1)
+                    q += 1
+                else:
+                    klen, q = read_varint(block, q)
+                kp = q
+                if klen > 0:
+                    q += klen
+                b = block[q]
+                if b < 0x80:
+                    vlen = (b >> 1) ^ -(b & 1)
+                    q += 1
+                else:
+                    vlen, q = read_varint(block, q)
+                vp = q
+                if vlen > 0:
+                    q += vlen
+                if block[q] != 0:  # record headers: rare here, left to the strict decoder
+                    break
+                if q + 1 != rec_end:
+                    break
+                if klen >= 2 and vlen >= 0 and block[kp] == 0 and block[kp + 1] < 2:
+                    pending[block[kp : kp + klen]] = block[vp : vp + vlen]
+                    commits += 1
+                elif klen >= 0:
+                    self._npending += commits
+                    return _BARRIER, rec_end, i, kp, klen, vp, vlen, od_pos
+                p = rec_end
+                i += 1
+            else:
+                self._npending += commits
+                return _END, p, i, kp, klen, vp, vlen, od_pos
+        except (IndexError, CorruptBatchError):
+            pass
+        self._npending += commits
+        return _MALFORMED, p, i, kp, klen, vp, vlen, od_pos
+
+    def _slow_rest(self, header: BatchHeader, batch: bytes, first: int) -> None:
+        """Records ``first``.. of a batch the inline walk did not accept (record headers, or
+        bytes it cannot read), through the strict decoder, which raises on a corrupt batch
+        exactly as the general loader does."""
+        rows = decode_record_tuples(batch, 0)[1]
+        for i in range(first, len(rows)):
+            offset, _ts, key, value, _headers, _attrs = rows[i]
+            if key is None:
+                continue
+            if value is not None and key[:1] == b"\0" and key[1:2] in (b"\0", b"\1"):
+                self._pending[key] = value
+                self._npending += 1
+                continue
+            self.flush(end_index=i)
+            self._replay_one(offset, key, value)
+            self._window = [(batch, i + 1)]
+
+    # ------------------------------------------------------------------ applying
+    def flush(self, end_index: int | None) -> None:
+        """Apply the remembered commits. ``end_index``: the record of the window's last batch
+        at which the stretch ends (a barrier), or None for the end of that batch."""
+        pending = self._pending
+        if pending:
+            try:
+                segments = self._decode_pending(pending)
+            except _Undecodable:
+                self._replay_window(end_index)
+            else:
+                loading_offsets = self._coordinator.loading_offsets
+                for group_id, items in segments:
+                    loading_offsets(group_id).update(items)
+                self.records += self._npending
+            self._pending = {}
+        self._npending = 0
+        self._window = []
+
+    def _decode_pending(
+        self, pending: dict[bytes, bytes]
+    ) -> list[tuple[str, list[tuple[tuple[str, int], CommittedOffset]]]]:
+        """The remembered commits decoded, as runs of consecutive keys of one group."""
+        new = object.__new__
+        cls = CommittedOffset
+        slots = vars(cls)  # the slot descriptors: setting through them skips the frozen __setattr__
+        set_offset = slots["offset"].__set__
+        set_epoch = slots["leader_epoch"].__set__
+        set_metadata = slots["metadata"].__set__
+        set_commit = slots["commit_timestamp"].__set__
+        set_expire = slots["expire_timestamp"].__set__
+        unpack_v3 = _V3_NO_METADATA.unpack
+        tp_cache = self._tp_cache
+        segments: list[tuple[str, list[tuple[tuple[str, int], CommittedOffset]]]] = []
+        items: list[tuple[tuple[str, int], CommittedOffset]] = []
+        last_prefix = b""
+        try:
+            for k, v in pending.items():
+                e = 4 + ((k[2] << 8) | k[3])
+                prefix = k[:e]
+                if prefix != last_prefix:
+                    if k[2] >= 0x80 or len(k) < e:
+                        raise _Undecodable
+                    items = []
+                    segments.append((k[4:e].decode("utf-8"), items))
+                    last_prefix = prefix
+                tp = tp_cache.get(k[e:])
+                if tp is None:
+                    tp = self._topic_partition(k, e)
+                if len(v) == 24 and v[1] == 3 and v[0] == 0 and v[14] == 0 and v[15] == 0:
+                    _version, offset, epoch, _mlen, commit_ts = unpack_v3(v)
+                    co = new(cls)
+                    set_offset(co, offset)
+                    set_epoch(co, None if epoch == -1 else epoch)
+                    set_metadata(co, "")
+                    set_commit(co, commit_ts)
+                    set_expire(co, None)
+                else:
+                    co = _committed_offset(v)
+                items.append((tp, co))
+        except (IndexError, ValueError, struct.error) as exc:  # UnicodeDecodeError is a ValueError
+            raise _Undecodable from exc
+        return segments
+
+    def _topic_partition(self, key: bytes, e: int) -> tuple[str, int]:
+        """The (topic, partition) of a commit key whose topic length field is at ``e``."""
+        if len(key) < e + 6 or key[e] >= 0x80:
+            raise _Undecodable
+        t_end = e + 2 + ((key[e] << 8) | key[e + 1])
+        if t_end + 4 != len(key):
+            raise _Undecodable
+        tp = (key[e + 2 : t_end].decode("utf-8"), _I32.unpack_from(key, t_end)[0])
+        self._tp_cache[key[e:]] = tp
+        return tp
+
+    def _replay_window(self, end_index: int | None) -> None:
+        """Replay the stretch since the last barrier record by record (a remembered commit
+        did not decode): the general loader's behaviour, including its warnings."""
+        last = len(self._window) - 1
+        for n, (batch, first) in enumerate(self._window):
+            rows = decode_record_tuples(batch, 0)[1]
+            stop = end_index if n == last and end_index is not None else len(rows)
+            for offset, _ts, key, value, _headers, _attrs in rows[first:stop]:
+                if key is not None:
+                    self._replay_one(offset, key, value)
+
+    def _replay_one(self, offset: int, key: bytes, value: bytes | None) -> None:
+        """The general path: decode the record fully and replay it."""
+        try:
+            record = decode_record(key, value)
+        except ValueError as exc:
+            log.warning(
+                "%s-%d offset %d: undecodable record skipped: %s", self._topic, self._partition, offset, exc
+            )
+            return
+        if record is None:
+            log.warning("%s-%d offset %d: unknown record type skipped", self._topic, self._partition, offset)
+            return
+        self._coordinator.replay(record)
+        self.records += 1
+
+
+def _committed_offset(value: bytes) -> CommittedOffset:
+    """Any OffsetCommitValue version (ValueError if malformed), as the stored offset."""
+    fast = fast_offset_commit_value(value)
+    if fast is not None:
+        _version, offset, epoch, metadata, commit_ts, expire_ts = fast
+        return CommittedOffset(
+            offset=offset,
+            leader_epoch=epoch,
+            metadata=metadata,
+            commit_timestamp=commit_ts,
+            expire_timestamp=expire_ts,
+        )
+    decoded = decode_value(_ANY_COMMIT_KEY, value)
+    assert isinstance(decoded, OffsetCommitValue)
+    return CommittedOffset(
+        offset=decoded.offset,
+        leader_epoch=decoded.leader_epoch,
+        metadata=decoded.metadata,
+        commit_timestamp=decoded.commit_timestamp,
+        expire_timestamp=decoded.expire_timestamp,
+    )
