@@ -5,6 +5,11 @@ every client keeps sending full fetch requests. When fewer than ``min_bytes`` ar
 the request is parked: it is woken by appends to any of its partitions once enough bytes
 arrived, or by its ``max_wait`` deadline on the broker's keyed timer service, and then the
 response is built from the log as it is at that moment.
+
+The response is encoded here (``protocol.fetch_response``), not by kio: each partition's record
+set is one contiguous range of one segment file, and a large one stays in the file — the
+connection sends it with ``os.sendfile`` from a duplicated descriptor — so record bytes are
+not copied through Python objects.
 """
 
 from __future__ import annotations
@@ -12,15 +17,21 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from groupcoord.broker.state import Broker, FetchWaiter
 from groupcoord.errors import ErrorCode
-from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms
+from groupcoord.protocol.entities import ms
+from groupcoord.protocol.fetch_response import PartitionOut, TopicOut, encode_fetch_body
+from groupcoord.server.connection import PreEncoded
 from groupcoord.server.context import RequestContext
-from groupcoord.storage.log import OffsetOutOfRangeError
+from groupcoord.storage.log import FileRegion, OffsetOutOfRangeError
 
 _ZERO_UUID = uuid.UUID(int=0)
+
+#: A partition's record set of at least this many bytes is sent from its segment file with
+#: ``os.sendfile`` (see ``server.connection``); a smaller one is read into the response.
+SENDFILE_MIN_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,20 +77,20 @@ def _plan(broker: Broker, request: Any, by_id: bool) -> list[_TopicAsk]:
     return out
 
 
-def _build(broker: Broker, resp_t: type[Any], plan: list[_TopicAsk], max_bytes: int) -> tuple[Any, int, bool]:
-    """The response as of now, the record bytes it carries, and whether any partition failed."""
-    topic_t = child(resp_t, "responses")
-    part_t = child(topic_t, "partitions")
+def _build(broker: Broker, plan: list[_TopicAsk], max_bytes: int) -> tuple[list[TopicOut], int, bool]:
+    """The response's topics as of now, the record bytes they carry, and whether any partition
+    failed. Record sets of ``SENDFILE_MIN_BYTES`` or more are file regions the caller owns."""
     remaining = max_bytes
     total = 0
     failed = False
     topics_out = []
+    copy_below = SENDFILE_MIN_BYTES
     for ask in plan:
         parts_out = []
         for p in ask.partitions:
             code = ask.error
             hw = lso = start = -1
-            data: bytes = b""
+            data: bytes | FileRegion = b""
             if code == ErrorCode.NONE:
                 assert ask.name is not None
                 try:
@@ -89,59 +100,66 @@ def _build(broker: Broker, resp_t: type[Any], plan: list[_TopicAsk], max_bytes: 
                 else:
                     limit = min(p.max_bytes, remaining)
                     try:
-                        result = plog.read(p.fetch_offset, max(limit, 0), min_one=total == 0)
+                        result = plog.read_region(
+                            p.fetch_offset, max(limit, 0), min_one=total == 0, copy_below=copy_below
+                        )
                     except OffsetOutOfRangeError:
                         code = ErrorCode.OFFSET_OUT_OF_RANGE
                         hw = plog.high_watermark
                         lso = plog.last_stable_offset
                         start = plog.log_start_offset
                     else:
-                        data = bytes(result.data)
+                        data = result.data
                         hw = result.high_watermark
                         lso = plog.last_stable_offset
                         start = result.log_start_offset
-                        total += len(data)
-                        remaining -= len(data)
+                        size = len(data) if isinstance(data, bytes) else data.length
+                        total += size
+                        remaining -= size
             if code != ErrorCode.NONE:
                 failed = True
             parts_out.append(
-                make(
-                    part_t,
-                    partition_index=p.partition,
-                    error_code=err(code),
+                PartitionOut(
+                    partition=p.partition,
+                    error_code=int(code),
                     high_watermark=hw,
                     last_stable_offset=lso,
                     log_start_offset=start,
-                    aborted_transactions=None,
-                    preferred_read_replica=-1,
                     records=data,
                 )
             )
         topics_out.append(
-            make(
-                topic_t,
-                topic=ask.name or "",
+            TopicOut(
+                name=ask.name or "",
                 topic_id=ask.topic_id if ask.topic_id is not None else _ZERO_UUID,
                 partitions=tuple(parts_out),
             )
         )
-    values: dict[str, Any] = {"throttle_time": NO_THROTTLE, "responses": tuple(topics_out)}
-    if has_field(resp_t, "error_code"):
-        values["error_code"] = err(ErrorCode.NONE)
-        values["session_id"] = 0
-    return make(resp_t, **values), total, failed
+    return topics_out, total, failed
+
+
+def _release(topics: list[TopicOut]) -> None:
+    for t in topics:
+        for p in t.partitions:
+            if isinstance(p.records, FileRegion):
+                p.records.close()
+
+
+def _encode(version: int, topics: list[TopicOut]) -> PreEncoded:
+    pieces = encode_fetch_body(version, topics)
+    return PreEncoded(pieces=tuple(p if isinstance(p, bytes) else cast(FileRegion, p) for p in pieces))
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
-    resp_t = messages.response_type
-    plan = _plan(broker, request, by_id=ctx.api_version >= 13)
+    version = ctx.api_version
+    plan = _plan(broker, request, by_id=version >= 13)
     max_bytes = int(getattr(request, "max_bytes", 2147483647))
-    response, total, failed = _build(broker, resp_t, plan, max_bytes)
+    topics, total, failed = _build(broker, plan, max_bytes)
     max_wait = ms(request.max_wait)
     min_bytes = int(request.min_bytes)
     if failed or max_wait <= 0 or total >= min_bytes or not plan:
-        return response
+        return _encode(version, topics)
+    _release(topics)
 
     tps = frozenset((ask.name, p.partition) for ask in plan if ask.name is not None for p in ask.partitions)
     loop = asyncio.get_running_loop()
@@ -159,12 +177,12 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         wake()
 
     broker.schedule(key, broker.clock.now_ms() + max_wait, expire)
-    return _parked(broker, resp_t, plan, max_bytes, woken, wid, key)
+    return _parked(broker, version, plan, max_bytes, woken, wid, key)
 
 
 async def _parked(
     broker: Broker,
-    resp_t: type[Any],
+    version: int,
     plan: list[_TopicAsk],
     max_bytes: int,
     woken: asyncio.Future[None],
@@ -176,4 +194,4 @@ async def _parked(
     finally:
         broker.fetch_waiters.remove(wid)
         broker.timers.cancel(key)
-    return _build(broker, resp_t, plan, max_bytes)[0]
+    return _encode(version, _build(broker, plan, max_bytes)[0])

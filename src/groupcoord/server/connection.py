@@ -6,6 +6,14 @@ response before it are ready. A handler may mute the connection (stop reading) u
 own answer is out. Anything malformed — a bad size prefix, an oversized frame, an unknown
 API, an unsupported version, a body that does not parse — closes this connection with one
 log line; other connections and the server are untouched.
+
+A handler may return a :class:`PreEncoded` body instead of a response entity: pieces written
+in order after the response header, some of them file regions (Fetch record sets). Bytes go
+through ``transport.write`` as usual; a region is sent with ``loop.sendfile`` (``os.sendfile``
+on plain sockets) once everything before it has left. While a region is being sent the
+connection stops reading and every later answer queues behind it, so responses keep their
+order and a slow reader still holds the broker back. A region that comes up short (its file
+was truncated meanwhile) closes the connection: the frame's size was already promised.
 """
 
 from __future__ import annotations
@@ -14,8 +22,10 @@ import asyncio
 import inspect
 import io
 import logging
+import struct
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiKeysV0
@@ -26,7 +36,12 @@ from kio.static.primitive import i16
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.entities import err
 from groupcoord.protocol.framing import FrameDecoder, FrameError, encode_frame
-from groupcoord.protocol.headers import MalformedRequestError, decode_request_header, peek_request
+from groupcoord.protocol.headers import (
+    MalformedRequestError,
+    decode_request_header,
+    encode_response_header,
+    peek_request,
+)
 from groupcoord.protocol.registry import (
     API_VERSIONS_KEY,
     ApiMessages,
@@ -35,6 +50,7 @@ from groupcoord.protocol.registry import (
 )
 from groupcoord.server.context import RequestContext
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.storage.log import FileRegion
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +58,24 @@ log = logging.getLogger(__name__)
 MAX_IN_FLIGHT = 256
 
 _write_api_versions_v0 = entity_writer(ApiVersionsResponseV0)
+_SIZE = struct.Struct(">i")
+
+Piece = bytes | FileRegion
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreEncoded:
+    """A response body encoded by its handler: pieces written in order after the response
+    header. The connection owns the file regions from then on and closes each one once it is
+    sent or dropped."""
+
+    pieces: tuple[Piece, ...]
+
+
+def _release(pieces: Iterable[Piece]) -> None:
+    for piece in pieces:
+        if isinstance(piece, FileRegion):
+            piece.close()
 
 
 def unsupported_api_versions_answer(correlation_id: int, ranges: list[tuple[int, int, int]]) -> bytes:
@@ -62,7 +96,7 @@ class _Slot:
     __slots__ = ("data", "done")
 
     def __init__(self) -> None:
-        self.data: bytes | None = None
+        self.data: bytes | list[Piece] | None = None
         self.done = False
 
 
@@ -89,6 +123,9 @@ class KafkaConnection(asyncio.Protocol):
         self._draining = False
         self._on_close = on_close
         self._drained: asyncio.Future[None] | None = None
+        #: pieces waiting behind a file region being sent (or about to be)
+        self._out: deque[Piece] = deque()
+        self._sender: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -110,7 +147,7 @@ class KafkaConnection(asyncio.Protocol):
         for task in list(self._tasks):
             task.cancel()
         self._tasks.clear()
-        self._pending.clear()
+        self._drop_output()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
         if self._on_close is not None:
@@ -132,6 +169,7 @@ class KafkaConnection(asyncio.Protocol):
             or self._draining
             or self._muted_by is not None
             or self._write_paused
+            or self._sender is not None
             or len(self._pending) >= MAX_IN_FLIGHT
         )
 
@@ -214,10 +252,16 @@ class KafkaConnection(asyncio.Protocol):
             slot.done = True
             self._pending.append(slot)
 
-    def _encode(self, messages: ApiMessages, correlation_id: int, response: Any) -> bytes | None:
+    def _encode(
+        self, messages: ApiMessages, correlation_id: int, response: Any
+    ) -> bytes | list[Piece] | None:
         try:
+            if type(response) is PreEncoded:
+                return _frame_pieces(messages, correlation_id, response)
             return messages.encode_response(correlation_id, response)
         except Exception as exc:
+            if type(response) is PreEncoded:
+                _release(response.pieces)
             self.abort(f"cannot encode {messages.name} v{messages.version} response: {exc!r}", exc=exc)
             return None
 
@@ -225,9 +269,13 @@ class KafkaConnection(asyncio.Protocol):
         self, task: asyncio.Future[Any], slot: _Slot, messages: ApiMessages, correlation_id: int
     ) -> None:
         self._tasks.discard(task)
-        if task.cancelled() or self._closing:
+        if task.cancelled():
             return
         exc = task.exception()
+        if self._closing:
+            if exc is None and type(task.result()) is PreEncoded:
+                _release(task.result().pieces)
+            return
         if exc is not None:
             self.abort(f"handler for {messages.name} v{messages.version} failed: {exc!r}", exc=exc)
             return
@@ -243,19 +291,75 @@ class KafkaConnection(asyncio.Protocol):
         self._pump()
 
     def _flush(self) -> None:
-        """Write every answer that is ready and has no unanswered request before it, in one write."""
+        """Write every answer that is ready and has no unanswered request before it, in one write;
+        from the first file region on, the pieces go to the sender task, in order."""
         transport = self._transport
         pending = self._pending
+        out = self._out
         chunks: list[bytes] = []
         while pending and pending[0].done:
             data = pending.popleft().data
-            if data is not None:
-                chunks.append(data)
-        if chunks and transport is not None and not self._closing:
+            if data is None:
+                continue
+            if isinstance(data, bytes):
+                if out:
+                    out.append(data)
+                else:
+                    chunks.append(data)
+                continue
+            for piece in data:
+                if not out and type(piece) is bytes:
+                    chunks.append(piece)
+                else:
+                    out.append(piece)
+        if self._closing or transport is None:
+            self._drop_output()
+            return
+        if chunks:
             transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
-        if self._draining and not pending and self._transport is not None and not self._closing:
+        if out and self._sender is None:
+            self._sender = asyncio.ensure_future(self._send_out(transport))
+        if self._draining and not pending and not out and self._sender is None:
             self._closing = True
-            self._transport.close()
+            transport.close()
+
+    async def _send_out(self, transport: asyncio.Transport) -> None:
+        """Write the queued pieces in order, file regions with ``loop.sendfile``."""
+        loop = asyncio.get_running_loop()
+        out = self._out
+        try:
+            while out and not self._closing:
+                piece = out.popleft()
+                if type(piece) is bytes:
+                    chunks = [piece]
+                    while out and type(out[0]) is bytes:
+                        chunks.append(out.popleft())  # type: ignore[arg-type]
+                    transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+                    continue
+                assert isinstance(piece, FileRegion)
+                try:
+                    await _send_region(loop, transport, piece)
+                finally:
+                    piece.close()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.abort(f"cannot send a file region: {exc!r}")
+        finally:
+            self._sender = None
+            if self._closing:
+                self._drop_output()
+        if not self._closing:
+            self._pump()
+
+    def _drop_output(self) -> None:
+        """Forget every answer not yet written, closing their file regions."""
+        for slot in self._pending:
+            if isinstance(slot.data, list):
+                _release(slot.data)
+        self._pending.clear()
+        _release(self._out)
+        self._out.clear()
 
     # ------------------------------------------------------------------ closing
     def abort(self, reason: str, exc: BaseException | None = None) -> None:
@@ -269,6 +373,9 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = True
         for task in list(self._tasks):
             task.cancel()
+        if self._sender is not None:
+            self._sender.cancel()
+        self._drop_output()
         if self._transport is not None:
             self._transport.close()
 
@@ -287,3 +394,45 @@ class KafkaConnection(asyncio.Protocol):
     def close_now(self) -> None:
         if self._transport is not None and not self._transport.is_closing():
             self._transport.abort()
+
+
+def _frame_pieces(messages: ApiMessages, correlation_id: int, response: PreEncoded) -> bytes | list[Piece]:
+    """Size prefix and response header in front of a pre-encoded body; plain bytes when the
+    body holds no file region."""
+    header = encode_response_header(correlation_id, messages.response_header_version)
+    pieces = response.pieces
+    size = len(header)
+    regions = False
+    for piece in pieces:
+        if type(piece) is bytes:
+            size += len(piece)
+        else:
+            assert isinstance(piece, FileRegion)
+            size += piece.length
+            regions = True
+    head = _SIZE.pack(size) + header
+    if not regions:
+        return head + b"".join(pieces)  # type: ignore[arg-type]
+    out: list[Piece] = [head, *pieces]
+    return out
+
+
+async def _send_region(
+    loop: asyncio.AbstractEventLoop, transport: asyncio.Transport, region: FileRegion
+) -> None:
+    """All ``region.length`` bytes of the region, or an error (the frame cannot be shortened)."""
+    if region.length == 0:
+        return
+    with open(region.fd, "rb", buffering=0, closefd=False) as file:
+        try:
+            sent = await loop.sendfile(transport, file, region.position, region.length)
+        except RuntimeError:
+            if transport.is_closing():
+                raise
+            # a transport without sendfile support (not a socket transport): copy
+            data = region.read()
+            sent = len(data)
+            if sent == region.length:
+                transport.write(data)
+    if sent != region.length:
+        raise OSError(f"file region shrank: {sent} of {region.length} bytes available")

@@ -301,6 +301,69 @@ class ReadResult:
     file: tuple[int, int, int] | None
 
 
+class FileRegion:
+    """A byte range of a segment file, held open on its own descriptor until :meth:`close`.
+
+    The descriptor is a duplicate taken under the log's lock, so the range stays readable
+    after retention deletes the file or compaction swaps it; an in-place truncation of the
+    active segment (``truncate_to``) can still shorten it, which a sender detects as a short
+    read. Positional I/O only: the duplicate shares the file offset with the segment's own
+    descriptor, which the log never uses.
+    """
+
+    __slots__ = ("_fd", "length", "position")
+
+    def __init__(self, fd: int, position: int, length: int) -> None:
+        self._fd = fd
+        self.position = position
+        self.length = length
+
+    @property
+    def fd(self) -> int:
+        if self._fd < 0:
+            raise ValueError("file region is closed")
+        return self._fd
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def read(self) -> bytes:
+        """The bytes of the range (a copy); short if the file was truncated meanwhile."""
+        parts: list[bytes] = []
+        pos, left = self.position, self.length
+        while left > 0:
+            chunk = os.pread(self.fd, left, pos)
+            if not chunk:
+                break
+            parts.append(chunk)
+            pos += len(chunk)
+            left -= len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"FileRegion(fd={self._fd}, position={self.position}, length={self.length})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegionRead:
+    """What :meth:`PartitionLog.read_region` found: the batches as bytes (empty, or shorter than
+    ``copy_below``) or as a :class:`FileRegion` the caller must close."""
+
+    data: bytes | FileRegion
+    high_watermark: int
+    log_start_offset: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionReport:
     segments_cleaned: int
@@ -688,6 +751,47 @@ def _whole_batches(data: bytes | memoryview) -> int:
         (length,) = _I32.unpack_from(data, pos + 8)
         size = length + LOG_OVERHEAD
         if length < MIN_BATCH_LENGTH or pos + size > n:
+            break
+        pos += size
+    return pos
+
+
+_HEADER_PREFIX = 27  # base offset, length, leader epoch, magic, crc, attributes, last offset delta
+
+
+def _find_batch_header(seg: _Segment, offset: int) -> tuple[int, int] | None:
+    """Like ``_Segment.find_batch`` but reading only batch headers: (position, size) of the first
+    batch whose last offset is >= ``offset``, or None (none, or a torn batch first)."""
+    pos = seg.index_position(offset)
+    end = seg.size
+    fd = seg.fd
+    while end - pos >= LOG_OVERHEAD:
+        head = os.pread(fd, _HEADER_PREFIX, pos)
+        if len(head) < _HEADER_PREFIX:
+            return None
+        base, length = _Q.unpack_from(head, 0)[0], _I32.unpack_from(head, 8)[0]
+        size = length + LOG_OVERHEAD
+        if length < MIN_BATCH_LENGTH or pos + size > end:
+            return None
+        if base + _I32.unpack_from(head, 23)[0] >= offset:
+            return pos, size
+        pos += size
+    return None
+
+
+def _whole_batches_in(seg: _Segment, start: int, limit: int) -> int:
+    """End of the run of complete batches that begins at ``start`` (a batch boundary) and ends
+    at or before ``limit``; jumps over indexed batches instead of reading them."""
+    i = bisect.bisect_right(seg.idx_pos, limit) - 1
+    pos = seg.idx_pos[i] if i >= 0 and seg.idx_pos[i] > start else start
+    fd = seg.fd
+    while limit - pos >= LOG_OVERHEAD:
+        head = os.pread(fd, LOG_OVERHEAD, pos)
+        if len(head) < LOG_OVERHEAD:
+            break
+        (length,) = _I32.unpack_from(head, 8)
+        size = length + LOG_OVERHEAD
+        if length < MIN_BATCH_LENGTH or pos + size > limit:
             break
         pos += size
     return pos
@@ -1091,6 +1195,40 @@ class PartitionLog:
                 return ReadResult(
                     data=view, high_watermark=leo, log_start_offset=self._log_start, file=(seg.fd, pos, end)
                 )
+            return empty
+
+    def read_region(
+        self, offset: int, max_bytes: int, *, min_one: bool = True, copy_below: int = 0
+    ) -> RegionRead:
+        """The same batches as :meth:`read` (same bounds, same errors), located by their batch
+        headers only: a range of ``copy_below`` bytes or more comes back as a :class:`FileRegion`
+        on a duplicated descriptor (for ``os.sendfile``), a shorter one as bytes."""
+        with self._lock:
+            self._check_open()
+            leo = self.log_end_offset
+            if offset < self._log_start or offset > leo:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is outside [{self._log_start}, {leo}] of {self.dir.name}"
+                )
+            empty = RegionRead(data=b"", high_watermark=leo, log_start_offset=self._log_start)
+            if offset == leo:
+                return empty
+            for seg in self._segments[self._segment_index(offset) :]:
+                found = _find_batch_header(seg, offset)
+                if found is None:
+                    continue
+                pos, first_size = found
+                want = min(max(max_bytes, 0), seg.size - pos)
+                end = _whole_batches_in(seg, pos, pos + want) - pos if want >= first_size else 0
+                if end == 0:
+                    if not min_one:
+                        return empty
+                    end = first_size
+                if end < copy_below:
+                    data: bytes | FileRegion = os.pread(seg.fd, end, pos)
+                else:
+                    data = FileRegion(os.dup(seg.fd), pos, end)
+                return RegionRead(data=data, high_watermark=leo, log_start_offset=self._log_start)
             return empty
 
     def iter_batches_from(self, offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
