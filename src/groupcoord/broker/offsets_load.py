@@ -6,9 +6,10 @@ to :meth:`GroupCoordinator.replay`, in log order. :class:`OffsetsLoader` reaches
 less work per record, because nearly every record is an offset commit:
 
 * it walks each batch's records block in one loop, reading the record framing inline;
-* an offset commit (key v0/v1 with a value) is only remembered, as raw key bytes -> raw value
-  bytes in a dict in first-seen order (a later commit of the same key replaces the value and
-  keeps the place, exactly what assigning into the group's offsets dict does);
+* an offset commit (key v0/v1 with a value that decodes) is only remembered, as raw key bytes (a v0 key
+  rewritten as the v1 key it equals) -> raw value bytes in a dict in first-seen order (a later
+  commit of the same key replaces the value and keeps the place, exactly what assigning into
+  the group's offsets dict does);
 * any other record (an offset tombstone, a group record or tombstone, an unknown record type)
   is a *barrier*: the remembered commits are applied first, then the record is replayed by
   the general path, so everything keeps its log-order meaning;
@@ -19,9 +20,13 @@ less work per record, because nearly every record is an offset commit:
 Between two barriers only commits occur, and replaying commits only ever creates an
 offsets-only group (on the first commit of a group that has none) and assigns into its
 offsets dict; applying the surviving value of each key in first-seen order therefore gives
-the state a full replay gives. If any remembered key or value does not decode, nothing of that
-stretch has been applied yet, and the stretch is replayed record by record through the general
-path instead (which logs and skips the bad record, as the general loader does).
+the state a full replay gives. A commit whose value does not decode is treated as a barrier
+(the general path logs and skips it), so it neither takes a place nor hides an earlier value.
+If a remembered key does not decode, nothing of that stretch has been applied yet, and the
+stretch is replayed record by record through the general path instead.
+
+Control batches are skipped (as the general loader does); the coordinator writes no
+transactional records, so there are no aborted ones to filter.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ _I32 = struct.Struct(">i")
 _ANY_COMMIT_KEY = OffsetCommitKey(group="", topic="", partition=0)
 
 _END, _BARRIER, _MALFORMED = 0, 1, 2
+_KEY_V1 = b"\x00\x01"
 
 
 class _Undecodable(Exception):
@@ -180,9 +186,21 @@ class OffsetsLoader:
                 if q + 1 != rec_end:
                     break
                 if klen >= 2 and vlen >= 0 and block[kp] == 0 and block[kp + 1] < 2:
-                    pending[block[kp : kp + klen]] = block[vp : vp + vlen]
-                    commits += 1
-                elif klen >= 0:
+                    value = block[vp : vp + vlen]
+                    # The value must decode: a commit that does not is skipped by a replay,
+                    # so it must neither take a place in the dict nor hide the previous value.
+                    if (
+                        vlen == 24 and value[1] == 3 and value[0] == 0 and value[14] == 0 and value[15] == 0
+                    ) or _decodes(value):
+                        if block[kp + 1]:
+                            pending[block[kp : kp + klen]] = value
+                        else:  # key v0 names the same offset as key v1 with the same fields
+                            pending[_KEY_V1 + block[kp + 2 : kp + klen]] = value
+                        commits += 1
+                        p = rec_end
+                        i += 1
+                        continue
+                if klen >= 0:  # a barrier, an undecodable commit included
                     self._npending += commits
                     return _BARRIER, rec_end, i, kp, klen, vp, vlen, od_pos
                 p = rec_end
@@ -204,8 +222,8 @@ class OffsetsLoader:
             offset, _ts, key, value, _headers, _attrs = rows[i]
             if key is None:
                 continue
-            if value is not None and key[:1] == b"\0" and key[1:2] in (b"\0", b"\1"):
-                self._pending[key] = value
+            if value is not None and key[:1] == b"\0" and key[1:2] in (b"\0", b"\1") and _decodes(value):
+                self._pending[_KEY_V1 + key[2:]] = value
                 self._npending += 1
                 continue
             self.flush(end_index=i)
@@ -312,6 +330,15 @@ class OffsetsLoader:
             return
         self._coordinator.replay(record)
         self.records += 1
+
+
+def _decodes(value: bytes) -> bool:
+    """Whether ``value`` is a well-formed OffsetCommitValue (of any version)."""
+    try:
+        _committed_offset(value)
+    except (ValueError, struct.error):
+        return False
+    return True
 
 
 def _committed_offset(value: bytes) -> CommittedOffset:
