@@ -7,11 +7,14 @@ import asyncio
 import datetime
 import os
 import random
+import socket
 import struct
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from groupcoord.protocol.client import decode_response, encode_request
 from groupcoord.protocol.entities import child, err, make
@@ -25,7 +28,7 @@ from groupcoord.storage.log import FileRegion
 
 ZERO = datetime.timedelta(0)
 FETCH, METADATA, HEARTBEAT = 1, 3, 12
-BIG = 40 << 20  # more than loopback socket buffers hold: the send stays pending until read
+BIG = 16 << 20  # more than the socket buffers hold: the send stays pending until read
 
 
 class State:
@@ -34,6 +37,7 @@ class State:
         self.files = files
         self.calls: list[str] = []
         self.parked: dict[int, asyncio.Future[None]] = {}
+        self.region_last = False
 
 
 def fetch_handler(state: State, ctx: RequestContext, req: Any) -> Any:
@@ -68,6 +72,9 @@ def fetch_handler(state: State, ctx: RequestContext, req: Any) -> Any:
             records=FileRegion(os.dup(fd), 0, 10),
         ),
     )
+    if ctx.api_version < 12 and state.region_last:
+        # the big region is the very end of the frame (no tagged fields after it before v12)
+        parts = (parts[0], parts[2], parts[1])
     pieces = encode_fetch_body(
         ctx.api_version, [TopicOut(name="t", topic_id=uuid.UUID(int=0), partitions=parts)]
     )
@@ -125,7 +132,12 @@ class Client:
 
     @classmethod
     async def connect(cls, server: KafkaServer) -> Client:
-        r, w = await asyncio.open_connection("127.0.0.1", server.port, limit=1 << 16)
+        # A small fixed receive buffer (no autotuning): what is in flight stays well under BIG.
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", server.port))
+        r, w = await asyncio.open_connection(sock=sock, limit=1 << 16)
         return cls(r, w)
 
     async def send(self, key: int, version: int, corr: int, **body: Any) -> None:
@@ -295,5 +307,36 @@ def test_client_gone_mid_send_releases_every_pending_region(tmp_path: Path) -> N
         assert await c.reader.readexactly(1 << 20)  # the first response is under way
         c.writer.transport.abort()
         await until(lambda: open_fds() <= baseline)
+
+    run(files, scenario)
+
+
+@pytest.mark.parametrize("version", [11, 16])
+def test_parked_answer_completed_during_a_region_send_waits_behind_it(tmp_path: Path, version: int) -> None:
+    big = make_file(tmp_path / "big", BIG, 9)
+    files = {0: (tmp_path / "big", 0, BIG)}
+
+    async def scenario(state: State, server: KafkaServer) -> None:
+        state.region_last = True
+        c = await Client.connect(server)
+        await c.send(HEARTBEAT, 4, 1, group_id="g", generation_id=1, member_id="m", group_instance_id=None)
+        await c.fetch(2, 0, version=version)
+        await c.send(HEARTBEAT, 4, 3, group_id="g", generation_id=1, member_id="m", group_instance_id=None)
+        await until(lambda: "hb3" in state.calls)
+        state.parked[1].set_result(None)
+        assert (await c.recv(HEARTBEAT, 4))[0] == 1
+        size = struct.unpack(">i", await c.reader.readexactly(4))[0]
+        first = await c.reader.readexactly(1 << 20)  # the region of fetch 2 is under way ...
+        state.parked[3].set_result(None)  # ... when the answer to 3 becomes ready
+        for _ in range(20):
+            await asyncio.sleep(0)
+        rest = await c.reader.readexactly(size - len(first))
+        corr, resp = decode_response(load_messages(FETCH, version), first + rest)
+        assert corr == 2
+        assert [p.records for p in resp.responses[0].partitions] == (
+            [b"inline-before", big[:10], big] if version < 12 else [b"inline-before", big, big[:10]]
+        )
+        assert (await c.recv(HEARTBEAT, 4))[0] == 3
+        c.close()
 
     run(files, scenario)

@@ -124,5 +124,6 @@ def encode_fetch_body(
             buf += b"\x00"  # topic tagged fields
     if flexible:
         buf += b"\x00"  # response tagged fields
-    out.append(bytes(buf))
+    if buf or not out:
+        out.append(bytes(buf))
     return out

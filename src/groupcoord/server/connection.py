@@ -297,18 +297,20 @@ class KafkaConnection(asyncio.Protocol):
         pending = self._pending
         out = self._out
         chunks: list[bytes] = []
+        # While a region is being sent nothing may be written around it: everything queues.
+        behind = self._sender is not None
         while pending and pending[0].done:
             data = pending.popleft().data
             if data is None:
                 continue
             if isinstance(data, bytes):
-                if out:
+                if behind or out:
                     out.append(data)
                 else:
                     chunks.append(data)
                 continue
             for piece in data:
-                if not out and type(piece) is bytes:
+                if not behind and not out and type(piece) is bytes:
                     chunks.append(piece)
                 else:
                     out.append(piece)
