@@ -147,6 +147,8 @@ class KafkaConnection(asyncio.Protocol):
         for task in list(self._tasks):
             task.cancel()
         self._tasks.clear()
+        if self._sender is not None:
+            self._sender.cancel()
         self._drop_output()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
