@@ -11,6 +11,7 @@ earlier ones, as in a topic the cleaner has not compacted yet). Then it times tw
   "loaded N records from __consumer_offsets" log line (includes interpreter start-up and imports).
 
     .venv/bin/python bench/recovery_bench.py [--records 1000000] [--groups 10000] [--profile]
+        [--runs N] [--data-dir DIR]
 
 ``--profile`` adds a cProfile of the in-process load (top functions by own time) to the JSON.
 Results: bench/results/recovery_bench.json.
@@ -23,6 +24,7 @@ import asyncio
 import cProfile
 import io
 import json
+import os
 import pstats
 import re
 import shutil
@@ -131,27 +133,30 @@ def write_offsets_topic(
     }
 
 
-async def _load(data_dir: Path) -> tuple[float, int]:
+async def _load(data_dir: Path) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of this process, groups) from Broker.open to ``loaded``."""
     config = BrokerConfig.load(None, [])
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     broker = Broker.open(config, data_dir, SystemClock())
     runtime = GroupRuntime(broker)
     broker.groups = runtime
     runtime.start()
     await runtime.loaded.wait()
     elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     groups = len(runtime.coordinator.groups())
     await runtime.close()
     await broker.close()
-    return elapsed, groups
+    return elapsed, cpu, groups
 
 
 def load_in_process(data_dir: Path, profile: bool) -> dict[str, Any]:
     prof = cProfile.Profile() if profile else None
     if prof is not None:
         prof.enable()
-    elapsed, groups = asyncio.run(_load(data_dir))
-    out: dict[str, Any] = {"seconds": elapsed, "groups": groups}
+    elapsed, cpu, groups = asyncio.run(_load(data_dir))
+    out: dict[str, Any] = {"seconds": elapsed, "cpu_seconds": cpu, "groups": groups}
     if prof is not None:
         prof.disable()
         s = io.StringIO()
@@ -187,6 +192,14 @@ def load_in_broker_process(data_dir: Path, timeout_s: float) -> dict[str, Any]:
             if m and not found:
                 found.append((time.perf_counter() - t0, int(m.group(1)), int(m.group(2))))
 
+    def cpu_seconds() -> float | None:
+        """user+sys CPU of the broker process so far (from /proc), or None off Linux."""
+        try:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     reader = threading.Thread(target=watch, daemon=True)
     reader.start()
     try:
@@ -195,10 +208,12 @@ def load_in_broker_process(data_dir: Path, timeout_s: float) -> dict[str, Any]:
             time.sleep(0.01)
         if not found:
             return {"ok": False, "error": f"no 'loaded' line within {timeout_s} s (exit {proc.poll()})"}
+        cpu = cpu_seconds()
         seconds, records, groups = found[0]
         return {
             "ok": True,
             "seconds_from_process_start": seconds,
+            "cpu_seconds_at_loaded": cpu,
             "seconds_to_listening": listening[0] if listening else None,
             "records_loaded": records,
             "groups": groups,
@@ -226,21 +241,44 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--keep", action="store_true", help="keep the data dir (printed)")
+    ap.add_argument("--runs", type=int, default=1, help="loads of each kind, alternating")
+    ap.add_argument(
+        "--data-dir",
+        help="use this data dir: written first if it has no __consumer_offsets yet, reused (not "
+        "rewritten, not deleted) if it has one",
+    )
     ap.add_argument("--out", default=str(group_bench.RESULTS / "recovery_bench.json"))
     args = ap.parse_args()
-    data_dir = Path(tempfile.mkdtemp(prefix="groupcoord-recovery-"))
+    reuse = args.data_dir is not None and (Path(args.data_dir) / f"{OFFSETS_TOPIC}-0").exists()
+    if args.data_dir is not None:
+        data_dir = Path(args.data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        args.keep = True
+    else:
+        data_dir = Path(tempfile.mkdtemp(prefix="groupcoord-recovery-"))
     result: dict[str, Any] = {"machine": group_bench.machine(), "args": vars(args)}
     try:
-        result["written"] = write_offsets_topic(
-            data_dir, records=args.records, groups=args.groups, topics=args.topics, batch=args.batch
-        )
+        if reuse:
+            result["written"] = {"reused_data_dir": str(data_dir)}
+        else:
+            result["written"] = write_offsets_topic(
+                data_dir, records=args.records, groups=args.groups, topics=args.topics, batch=args.batch
+            )
         print("written:", result["written"], flush=True)
-        result["in_process"] = load_in_process(data_dir, args.profile)
-        print(f"in-process load: {result['in_process']['seconds']:.2f} s", flush=True)
-        if args.profile:
-            print("\n".join(result["in_process"]["profile_top_tottime"][:30]))
-        result["broker_process"] = load_in_broker_process(data_dir, args.timeout)
-        print("broker process:", result["broker_process"], flush=True)
+        runs: list[dict[str, Any]] = []
+        for _ in range(args.runs):
+            run: dict[str, Any] = {}
+            run["in_process"] = load_in_process(data_dir, args.profile)
+            print(f"in-process load: {run['in_process']['seconds']:.2f} s", flush=True)
+            if args.profile:
+                print("\n".join(run["in_process"]["profile_top_tottime"][:30]))
+            run["broker_process"] = load_in_broker_process(data_dir, args.timeout)
+            print("broker process:", run["broker_process"], flush=True)
+            runs.append(run)
+        result.update(runs[0])
+        if len(runs) > 1:
+            result["runs"] = runs
+        result["loadavg_after"] = os.getloadavg()
     finally:
         if args.keep:
             print("data dir kept:", data_dir)

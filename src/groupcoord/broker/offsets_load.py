@@ -279,7 +279,8 @@ class OffsetsLoader:
                 tp = tp_cache.get(k[e:])
                 if tp is None:
                     tp = self._topic_partition(k, e)
-                if len(v) == 24 and v[1] == 3 and v[0] == 0 and v[14] == 0 and v[15] == 0:
+                # Values were checked by _scan: 24 bytes of version 3 is the no-metadata layout.
+                if len(v) == 24 and v[1] == 3:
                     _version, offset, epoch, _mlen, commit_ts = unpack_v3(v)
                     co = new(cls)
                     set_offset(co, offset)

@@ -1756,13 +1756,14 @@ class GroupCoordinator:
         if partition not in self._loading:
             raise IllegalStateError(f"partition {partition} is not loading")
         self._loading.discard(partition)
+        cached = self._partition_cache.get  # called once per partition for every group: inline
         for group in list(self._groups.values()):
-            if (
-                self.partition_for(group.group_id) == partition
-                and group.previous_state is None
-                and (group.state is EMPTY)
-            ):
-                self._activate_loaded_group(group)
+            if group.previous_state is None and group.state is EMPTY:
+                p = cached(group.group_id)
+                if p is None:
+                    p = self.partition_for(group.group_id)
+                if p == partition:
+                    self._activate_loaded_group(group)
 
     @_entry_point
     def unload_partition(self, partition: int) -> None:
