@@ -199,9 +199,9 @@ def check_request(frame: bytes, body_offset: int, request_type: type[Any]) -> No
         raise MalformedRequestError(f"bad {request_type.__qualname__} body: {exc}") from None
 
 
-def check_header_tags(frame: bytes, pos: int) -> None:
-    """Bounds-check a request header v2's tagged-field section starting at ``pos``."""
+def check_header_tags(frame: bytes, pos: int) -> int:
+    """Bounds-check a request header v2's tagged-field section starting at ``pos``; its end."""
     try:
-        _tags(frame, pos, len(frame), {}, True)
+        return _tags(frame, pos, len(frame), {}, True)
     except _Bad as exc:
         raise MalformedRequestError(f"bad request header tagged fields: {exc}") from None
