@@ -12,6 +12,7 @@ cancelled and is dropped; the member's own session timer ends its membership.
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -20,6 +21,8 @@ from groupcoord.broker.state import Broker
 from groupcoord.coordinator import api
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms
+from groupcoord.protocol.registry import ApiMessages
+from groupcoord.server.connection import PreEncoded
 from groupcoord.server.context import RequestContext
 
 R = TypeVar("R")
@@ -50,10 +53,16 @@ def _call(
 
     With ``ctx`` given, a reply that is not immediate mutes the connection until it is sent.
     """
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[Any] = loop.create_future()
+    # Most answers are given before ``invoke`` returns (heartbeats, commits without a write,
+    # fetches of offsets): those are encoded and returned without a future. A future is made
+    # only when the core keeps the reply for later.
+    immediate: list[R] = []
+    fut: asyncio.Future[Any] | None = None
 
     def reply(response: R) -> None:
+        if fut is None:
+            immediate.append(response)
+            return
         # Encoded here, when the core hands the reply out: the connection then gets a plain
         # future (no task, no coroutine per parked request). A cancelled future means the
         # client went away; its reply is dropped.
@@ -66,8 +75,9 @@ def _call(
 
     invoke(reply)
     runtime.kick()
-    if fut.done():
-        return fut.result()
+    if immediate:
+        return encode(immediate[0])
+    fut = asyncio.get_running_loop().create_future()
     if ctx is not None:
         ctx.mute()
     return fut
@@ -209,9 +219,27 @@ def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 # ------------------------------------------------------------------------ Heartbeat
+_HEARTBEAT_ANSWERS: dict[tuple[int, ErrorCode], PreEncoded] = {}
+
+
+def _heartbeat_answer(messages: ApiMessages, error: ErrorCode) -> PreEncoded:
+    """The encoded body of a Heartbeat answer: one per (version, error), made once.
+
+    A heartbeat answer carries nothing but its error code (and a zero throttle time), and
+    heartbeats are the most frequent request of a stable group.
+    """
+    key = (messages.version, error)
+    answer = _HEARTBEAT_ANSWERS.get(key)
+    if answer is None:
+        buf = io.BytesIO()
+        messages.writer(buf, make(messages.response_type, throttle_time=NO_THROTTLE, error_code=err(error)))
+        answer = _HEARTBEAT_ANSWERS[key] = PreEncoded(pieces=(buf.getvalue(),))
+    return answer
+
+
 def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     runtime = _runtime(broker)
-    resp_t = _response_type(broker, ctx)
+    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
     req = api.HeartbeatRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id),
@@ -221,7 +249,7 @@ def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     )
 
     def encode(r: api.HeartbeatResponse) -> Any:
-        return make(resp_t, throttle_time=NO_THROTTLE, error_code=err(r.error))
+        return _heartbeat_answer(messages, r.error)
 
     return _call(runtime, lambda reply: runtime.coordinator.heartbeat(req, reply), encode)
 
