@@ -189,8 +189,7 @@ def run_workload(name: str, broker_name: str, args: argparse.Namespace) -> dict[
         except Exception as exc:
             return {"ok": False, "error": f"start: {exc!r}"}
         try:
-            if broker_name == "groupcoord":
-                time.sleep(0.3)
+            time.sleep(group_bench.SETTLE_S)
             return produce_consume(
                 broker,
                 records=args.records,

@@ -81,6 +81,8 @@ TOPIC_ALREADY_EXISTS = 36
 _CORR = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _SENTINEL_OFFSET = 0x0123456789ABCDEF
+#: Seconds between a broker's "listening" and the first measured request.
+SETTLE_S = 1.0
 
 
 # ============================================================================ connection
@@ -848,8 +850,10 @@ def run_on(
     """Start a fresh broker, run one async workload against it, stop the broker by PID."""
     broker = peer.start(broker_name, settings if settings is not None else GROUPCOORD_SETTINGS)
     try:
-        if broker_name == "groupcoord":
-            time.sleep(0.3)  # let the runtime finish loading __consumer_offsets
+        # Every broker gets the same second after it listens to finish its start-up work
+        # (groupcoord loads __consumer_offsets and builds its protocol codecs in the
+        # background for a few hundred ms): the workloads measure a running broker.
+        time.sleep(SETTLE_S)
         out: dict[str, Any] = asyncio.run(workload(broker.host, broker.port, broker))
         out["broker_rss_bytes"] = broker.rss_bytes()
         out["broker_alive_after"] = broker.alive()
