@@ -1,0 +1,153 @@
+"""The coalescing fsync flusher: one long-lived thread, one round for a tick's requests, every
+answer released only after the fsync of its partitions, errors reported, close() joins."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Hashable
+from typing import Any
+
+import pytest
+
+from groupcoord.broker.durability import Flushable, Flusher
+
+WAIT_S = 10.0
+
+
+class Part:
+    """A partition whose fsync the test can hold, count and fail."""
+
+    def __init__(self, name: str, *, hold: bool = False, fail: OSError | None = None) -> None:
+        self.name = name
+        self.calls = 0
+        self.threads: list[str] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        if not hold:
+            self.release.set()
+        self.fail = fail
+
+    def flush(self) -> object:
+        self.calls += 1
+        self.threads.append(threading.current_thread().name)
+        self.entered.set()
+        assert self.release.wait(WAIT_S)
+        if self.fail is not None:
+            raise self.fail
+        return None
+
+
+def parts(*ps: Part) -> dict[Hashable, Flushable]:
+    return {p.name: p for p in ps}
+
+
+async def in_thread(event: threading.Event) -> None:
+    assert await asyncio.get_running_loop().run_in_executor(None, event.wait, WAIT_S)
+
+
+def test_requests_of_one_tick_share_one_round_and_one_fsync_per_partition() -> None:
+    async def scenario() -> None:
+        flusher = Flusher()
+        a, b = Part("a"), Part("b")
+        futs = [flusher.flush(parts(a)), flusher.flush(parts(b)), flusher.flush(parts(a, b))]
+        await asyncio.wait_for(asyncio.gather(*futs), WAIT_S)
+        assert (a.calls, b.calls, flusher.rounds) == (1, 1, 1)
+        assert a.threads == ["groupcoord-fsync"]
+        flusher.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_answer_waits_for_the_fsync_and_a_later_request_for_the_next_round() -> None:
+    async def scenario() -> None:
+        flusher = Flusher()
+        a = Part("a", hold=True)
+        first = flusher.flush(parts(a))
+        await in_thread(a.entered)  # round 1 is inside fsync
+        second = flusher.flush(parts(a))  # appended after that fsync began
+        await asyncio.sleep(0)
+        assert not first.done() and not second.done()
+        a.entered.clear()
+        a.release.set()
+        await asyncio.wait_for(first, WAIT_S)
+        await asyncio.wait_for(second, WAIT_S)
+        assert (a.calls, flusher.rounds) == (2, 2)
+        flusher.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_fsync_error_fails_every_waiter_of_its_round_and_the_next_round_succeeds() -> None:
+    async def scenario() -> None:
+        flusher = Flusher()
+        bad = Part("bad", fail=OSError(5, "EIO"))
+        futs = [flusher.flush(parts(bad)), flusher.flush(parts(bad))]
+        results = await asyncio.wait_for(asyncio.gather(*futs, return_exceptions=True), WAIT_S)
+        assert [type(r) for r in results] == [OSError, OSError]
+        assert [r.errno for r in results if isinstance(r, OSError)] == [5, 5]
+        bad.fail = None
+        await asyncio.wait_for(flusher.flush(parts(bad)), WAIT_S)
+        assert (bad.calls, flusher.rounds) == (2, 2)
+        flusher.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_round_completes_its_futures_with_one_threadsafe_call() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        calls: list[Any] = []
+        original = loop.call_soon_threadsafe
+
+        def counting(callback: Any, *args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread().name == "groupcoord-fsync":
+                calls.append(callback)
+            return original(callback, *args, **kwargs)
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign,assignment]
+        flusher = Flusher()
+        a = Part("a")
+        await asyncio.wait_for(asyncio.gather(*(flusher.flush(parts(a)) for _ in range(50))), WAIT_S)
+        assert (flusher.rounds, len(calls)) == (1, 1)
+        flusher.close()
+
+    asyncio.run(scenario())
+
+
+def test_close_flushes_what_is_pending_joins_the_thread_and_refuses_new_work() -> None:
+    async def scenario() -> None:
+        flusher = Flusher()
+        a = Part("a")
+        fut = flusher.flush(parts(a))
+        flusher.close()  # before the loop ever ran the round's wake-up
+        assert a.calls == 1
+        threads = [t.name for t in threading.enumerate()]
+        assert "groupcoord-fsync" not in threads
+        await asyncio.wait_for(fut, WAIT_S)
+        late = flusher.flush(parts(a))
+        with pytest.raises(RuntimeError, match="closed"):
+            await late
+        with pytest.raises(RuntimeError):
+            flusher.executor.submit(a.flush)
+
+    asyncio.run(scenario())
+
+
+def test_executor_jobs_run_on_the_flusher_thread_between_rounds() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        flusher = Flusher()
+        a = Part("a", hold=True)
+        round_fut = flusher.flush(parts(a))
+        await in_thread(a.entered)
+        job = loop.run_in_executor(flusher.executor, threading.current_thread)
+        await asyncio.sleep(0)
+        assert not job.done()  # serialized behind the fsync in progress
+        a.release.set()
+        await asyncio.wait_for(round_fut, WAIT_S)
+        thread = await asyncio.wait_for(job, WAIT_S)
+        assert thread.name == "groupcoord-fsync"
+        flusher.close()
+
+    asyncio.run(scenario())
