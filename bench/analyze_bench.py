@@ -246,6 +246,7 @@ def main() -> int:
         "--stats-json",
         str(stats),
     ]
+    load_before = list(os.getloadavg())
     started = time.perf_counter()
     subprocess.run(cmd, check=True)
     wall = time.perf_counter() - started
@@ -260,6 +261,9 @@ def main() -> int:
         "wall_seconds_end_to_end": round(wall, 1),
         "session_start_seconds": st["session_seconds"],
         "stage_seconds": st["stage_seconds"],
+        "stage_cpu_seconds": st.get("stage_cpu_seconds", {}),
+        "load_average_before": load_before,
+        "load_average_after": list(os.getloadavg()),
         "row_counts": st["row_counts"],
         "machine": {
             "cpus": os.cpu_count(),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groupcoord.pipeline import tables
+from groupcoord.pipeline import decoders, tables
 from groupcoord.pipeline.segments import DEFAULT_SPLIT_BYTES, list_partitions
 from groupcoord.pipeline.source import CONSUMER_OFFSETS_TOPIC, GROUP_EVENTS_TOPIC
 
@@ -57,6 +57,8 @@ class AnalyzeResult:
     row_counts: dict[str, int]
     stage_seconds: dict[str, float]
     report: Path | None
+    #: CPU seconds (user + system) of the driver, the JVM and the Python workers per stage
+    stage_cpu_seconds: dict[str, float] = field(default_factory=dict)
 
 
 Progress = Callable[[int, int, str, float], None]
@@ -68,17 +70,62 @@ class _Stages:
         self.done = 0
         self.progress = progress
         self.seconds: dict[str, float] = {}
+        self.cpu_seconds: dict[str, float] = {}
         self._t = time.perf_counter()
+        self._cpu = process_tree_cpu_seconds()
 
     def step(self, name: str) -> None:
         now = time.perf_counter()
         elapsed = now - self._t
         self._t = now
+        cpu = process_tree_cpu_seconds()
+        self.cpu_seconds[name] = round(cpu - self._cpu, 3)
+        self._cpu = cpu
         self.done += 1
         self.seconds[name] = round(elapsed, 3)
-        log.info("analyze stage %d/%d %s %.2fs", self.done, self.total, name, elapsed)
+        log.info(
+            "analyze stage %d/%d %s %.2fs (cpu %.2fs)",
+            self.done,
+            self.total,
+            name,
+            elapsed,
+            self.cpu_seconds[name],
+        )
         if self.progress is not None:
             self.progress(self.done, self.total, name, elapsed)
+
+
+def process_tree_cpu_seconds() -> float:
+    """User + system CPU seconds of this process and all its live descendants (the Spark JVM and its
+    Python workers in local mode), from /proc; 0.0 where /proc is not available."""
+    import os
+
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+        stats: dict[int, tuple[int, float]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    raw = f.read()
+            except OSError:
+                continue
+            fields = raw[raw.rindex(")") + 2 :].split()
+            stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    except (OSError, ValueError):
+        return 0.0
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _cpu) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    total = 0.0
+    todo = [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            total += stats[pid][1]
+        todo.extend(children.get(pid, ()))
+    return total
 
 
 def data_topics(data_dir: Path) -> list[str]:
@@ -120,15 +167,32 @@ def run_analysis(
         stages.step(name)
         return back
 
-    # Bronze: decode once.
-    raw = (
-        spark.read.format("consumer-offsets")
-        .option("topics", CONSUMER_OFFSETS_TOPIC)
-        .option("splitBytes", split)
-        .option("packBytes", pack)
-        .load(path)
+    def offsets_source(rows: str, columns: tuple[str, ...] | None = None) -> DataFrame:
+        reader = spark.read.format("consumer-offsets")
+        if columns is not None:
+            types = dict(decoders.OFFSETS_COLUMNS)
+            reader = reader.schema(decoders.ddl((c, types[c]) for c in columns))
+        return (
+            reader.option("topics", CONSUMER_OFFSETS_TOPIC)
+            .option("splitBytes", split)
+            .option("packBytes", pack)
+            .option("rows", rows)
+            .load(path)
+        )
+
+    # The offset commits (the bulk of __consumer_offsets) go straight to their table; the bronze
+    # table keeps every other record (group metadata, tombstones, unknown/undecodable, corrupt
+    # markers). Decoding twice (vectorised) is cheaper than writing and re-reading all records.
+    commits = save(
+        "offset_commits",
+        tables.within(
+            tables.offset_commits(offsets_source("commits", tables.OFFSET_COMMITS_INPUT)),
+            "commit_time",
+            opts.since_ms,
+            opts.until_ms,
+        ),
     )
-    offsets = save("_offsets_records", raw)
+    offsets = save("_offsets_records", offsets_source("others"))
     topics = data_topics(data_dir)
     batches_df = (
         spark.read.format("kafka-log-batches")
@@ -151,10 +215,6 @@ def run_analysis(
         "group_events", tables.within(tables.group_events(ev_raw), "time", opts.since_ms, opts.until_ms)
     )
 
-    commits = save(
-        "offset_commits",
-        tables.within(tables.offset_commits(offsets), "commit_time", opts.since_ms, opts.until_ms),
-    )
     gm = offsets
     if opts.until_ms is not None:
         gm = gm.where(F.unix_millis("record_time") < F.lit(opts.until_ms))
@@ -180,7 +240,12 @@ def run_analysis(
         report_path = write_report(spark, out, now_ms=now_ms)
         stages.step("report")
     return AnalyzeResult(
-        out=out, now_ms=now_ms, row_counts=counts, stage_seconds=stages.seconds, report=report_path
+        out=out,
+        now_ms=now_ms,
+        row_counts=counts,
+        stage_seconds=stages.seconds,
+        report=report_path,
+        stage_cpu_seconds=stages.cpu_seconds,
     )
 
 

@@ -90,6 +90,7 @@ def _analyze(args: argparse.Namespace) -> int:
             "session_seconds": round(session_seconds, 2),
             "total_seconds": round(total, 2),
             "stage_seconds": result.stage_seconds,
+            "stage_cpu_seconds": result.stage_cpu_seconds,
             "row_counts": result.row_counts,
             "now_ms": result.now_ms,
         }
@@ -165,7 +166,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     a.add_argument("--storm-count", type=int, default=3, help="storm: at least N rebalances (default 3)")
     a.add_argument("--storm-minutes", type=float, default=10.0, help="storm: within M minutes (default 10)")
     a.add_argument("--shuffle-partitions", type=int, default=None)
-    a.add_argument("--driver-memory", default="1g")
+    a.add_argument("--driver-memory", default="2g")
     a.add_argument("--no-report", action="store_true", help="write the tables only")
     a.add_argument("--quiet", action="store_true", help="no progress display")
     a.add_argument("--stats-json", metavar="FILE", help="write stage timings and row counts as JSON")

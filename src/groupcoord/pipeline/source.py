@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from groupcoord.pipeline import decoders
+from groupcoord.pipeline import decoders, vectorized
 from groupcoord.pipeline.segments import (
     DEFAULT_SPLIT_BYTES,
     SegmentSplit,
@@ -265,10 +265,45 @@ class KafkaLogBatchesReader(_SegmentReader):
 class ConsumerOffsetsReader(_SegmentReader):
     columns = decoders.OFFSETS_COLUMNS
 
+    def __init__(self, schema: StructType, options: Mapping[str, str], topics: frozenset[str] | None) -> None:
+        super().__init__(schema, options, topics)
+        #: ``decoder=records`` selects the per-record reference path (tests compare the two)
+        self.vectorized = options.get("decoder", "vectorized") != "records"
+        known = {name for name, _ in decoders.OFFSETS_COLUMNS}
+        unknown = [f.name for f in schema.fields if f.name not in known]
+        if unknown:
+            raise ValueError(f"consumer-offsets has no columns {unknown}; a schema may only narrow it")
+        self.row_selection = options.get("rows", "all")
+        if self.row_selection not in vectorized.ROW_SELECTIONS:
+            raise ValueError(
+                f"option rows must be one of {vectorized.ROW_SELECTIONS}, not {self.row_selection!r}"
+            )
+
+    def _select(self, rb: pa.RecordBatch) -> pa.RecordBatch:
+        if self.row_selection == "all":
+            return rb
+        import pyarrow as pa
+
+        return rb.filter(pa.array(vectorized.select_mask(rb, self.row_selection)))
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SplitPartition):
             raise TypeError(f"unexpected input partition {partition!r}")
         schema = self.arrow_schema()
+        if self.vectorized:
+            for split in partition.splits:
+                walk = walk_split(split)
+                headers = list(walk.batches())
+                yield from vectorized.iter_offsets_batches(
+                    walk.buf, headers, split.partition, schema, self.batch_rows, self.row_selection
+                )
+                if walk.tail is not None:
+                    row = decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason)
+                    cols = decoders.OffsetsColumns()
+                    cols.add_row(row)
+                    columns, nulls = cols.take_with_nulls()
+                    yield self._select(_to_record_batch(columns, schema, nulls))
+            return
         cols = decoders.OffsetsColumns()
         for split in partition.splits:
             walk = walk_split(split)
@@ -280,12 +315,12 @@ class ConsumerOffsetsReader(_SegmentReader):
                     cols.add(split.partition, offset, ts, key, value)
                 if len(cols) >= self.batch_rows:
                     columns, nulls = cols.take_with_nulls()
-                    yield _to_record_batch(columns, schema, nulls)
+                    yield self._select(_to_record_batch(columns, schema, nulls))
             if walk.tail is not None:
                 cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
         if len(cols):
             columns, nulls = cols.take_with_nulls()
-            yield _to_record_batch(columns, schema, nulls)
+            yield self._select(_to_record_batch(columns, schema, nulls))
 
 
 class KafkaLogDataSource(DataSource):  # type: ignore[misc]
@@ -317,7 +352,10 @@ class KafkaLogBatchesDataSource(DataSource):  # type: ignore[misc]
 
 
 class ConsumerOffsetsDataSource(DataSource):  # type: ignore[misc]
-    """``spark.read.format("consumer-offsets").load(DIR)``: decoded ``__consumer_offsets`` records."""
+    """``spark.read.format("consumer-offsets").load(DIR)``: decoded ``__consumer_offsets`` records.
+
+    A user schema (``.schema(...)``) may name a subset of the columns (same types): only those cross
+    from Python to the JVM."""
 
     @classmethod
     def name(cls) -> str:

@@ -9,12 +9,17 @@ Column meanings are documented in ``docs/pipeline.md``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from groupcoord.pipeline import decoders
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +59,23 @@ def within(df: DataFrame, column: str, since_ms: int | None, until_ms: int | Non
 # --------------------------------------------------------------------------- offsets topic
 
 
+OFFSET_COMMITS_COLUMNS = (
+    "group_id",
+    "topic",
+    "partition",
+    "committed_offset",
+    "leader_epoch",
+    "metadata",
+    "commit_time",
+    "expire_time",
+    "log_partition",
+    "log_offset",
+    "record_time",
+)
+#: the columns of the decoded records that :func:`offset_commits` reads
+OFFSET_COMMITS_INPUT = (*OFFSET_COMMITS_COLUMNS, "record_type", "tombstone", "corrupt", "decode_error")
+
+
 def offset_commits(offsets: DataFrame) -> DataFrame:
     """Every offset commit (tombstones, corrupt markers and undecodable rows left out)."""
     return offsets.where(
@@ -61,19 +83,7 @@ def offset_commits(offsets: DataFrame) -> DataFrame:
         & ~F.col("tombstone")
         & ~F.col("corrupt")
         & F.col("decode_error").isNull()
-    ).select(
-        "group_id",
-        "topic",
-        "partition",
-        "committed_offset",
-        "leader_epoch",
-        "metadata",
-        "commit_time",
-        "expire_time",
-        "log_partition",
-        "log_offset",
-        "record_time",
-    )
+    ).select(*OFFSET_COMMITS_COLUMNS)
 
 
 def group_generations(offsets: DataFrame) -> DataFrame:
@@ -384,7 +394,35 @@ def topic_batches(batches: DataFrame) -> DataFrame:
     )
 
 
+LAG_DDL = (
+    "group_id string, topic string, partition int, time timestamp, committed_offset bigint, "
+    "log_end_offset bigint, offset_lag bigint, time_lag_ms bigint, log_offset bigint"
+)
+
+
 def lag(commits: DataFrame, batches: DataFrame) -> DataFrame:
+    """Lag at every commit, exactly as :func:`lag_windowed` defines it, computed without a shuffle:
+    the topics' batch index (one row per record batch, small) is collected once and every partition
+    of ``commits`` is mapped through as-of lookups in it (``mapInArrow``, numpy ``searchsorted``)."""
+    from groupcoord.pipeline.lagmap import BatchIndex, lag_batches
+
+    rows = topic_batches(batches).select("topic", "partition", "base_offset", "last_offset", "append_ms")
+    index = BatchIndex.from_arrow(rows.toArrow())
+    c = commits.select("group_id", "topic", "partition", "commit_time", "committed_offset", "log_offset")
+
+    def run(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return lag_batches(index, it)
+
+    return c.mapInArrow(run, LAG_DDL)
+
+
+def lag_windowed(commits: DataFrame, batches: DataFrame) -> DataFrame:
+    """Lag at every commit (the reference definition, with two window sorts; tests check
+    :func:`lag` against it)."""
+    return _lag_windowed(commits, batches)
+
+
+def _lag_windowed(commits: DataFrame, batches: DataFrame) -> DataFrame:
     """Lag at every commit. The log-end offset at time t is one past the last offset of every batch
     appended at or before t (taken from the topic's own log); the offset lag is that minus the
     committed offset (clipped at 0); the time lag is how long the first unconsumed record (the one at
@@ -482,19 +520,25 @@ def partition_status(
     """
     n = config.intervals
     allowed = config.allowed_lag
-    # the last n commits by position in __consumer_offsets: a top-k aggregate (no full sort)
-    win = lag_df.groupBy("group_id", "topic", "partition").agg(
+    # the last n commits by position in __consumer_offsets: row_number() <= n, which Spark turns
+    # into a per-partition group limit before the shuffle (WindowGroupLimit), then collected
+    key = ["group_id", "topic", "partition"]
+    last_first = Window.partitionBy(*key).orderBy(F.col("log_offset").desc())
+    recent = (
+        lag_df.select(*key, "log_offset", "committed_offset", "time", "offset_lag", "log_end_offset")
+        .withColumn("_rn", F.row_number().over(last_first))
+        .where(F.col("_rn") <= n)
+    )
+    win = recent.groupBy(*key).agg(
         F.sort_array(
-            F.max_by(
+            F.collect_list(
                 F.struct(
                     "log_offset",
                     F.col("committed_offset").alias("offset"),
                     _ms("time").alias("t"),
                     F.col("offset_lag").alias("lag"),
                     F.col("log_end_offset").alias("leo"),
-                ),
-                "log_offset",
-                n,
+                )
             )
         ).alias("window")
     )
