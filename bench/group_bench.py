@@ -878,12 +878,18 @@ def main() -> None:
     )
     ap.add_argument("--rejoin-members", type=int, default=100)
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument(
+        "--workloads",
+        default="rebalance,rejoin,heartbeat,commit",
+        help="comma-separated subset to run (e.g. commit)",
+    )
     ap.add_argument("--out", default=str(RESULTS / "group_bench.json"))
     args = ap.parse_args()
+    workloads = set(args.workloads.split(","))
     hb_s = args.heartbeat_interval_ms / 1000
     results: dict[str, Any] = {"machine": machine(), "settings": GROUPCOORD_SETTINGS, "args": vars(args)}
 
-    for n in [int(x) for x in args.sizes.split(",") if x]:
+    for n in [int(x) for x in args.sizes.split(",") if x and "rebalance" in workloads]:
         r = run_on(
             "groupcoord",
             lambda h, p, b, n=n: rebalance_latency(
@@ -899,21 +905,22 @@ def main() -> None:
         results[f"rebalance_{n}"] = r
         print(f"rebalance N={n}: {r.get('latency_ms', float('nan')):.1f} ms  {r}", flush=True)
 
-    r = run_on(
-        "groupcoord",
-        lambda h, p, b: rejoin_latency(
-            h,
-            p,
-            args.rejoin_members,
-            session_ms=args.session_ms,
-            heartbeat_interval_s=hb_s,
-            timeout_s=args.timeout,
-        ),
-    )
-    results["rejoin"] = r
-    print(f"rejoin of 1 in {args.rejoin_members}: {r}", flush=True)
+    if "rejoin" in workloads:
+        r = run_on(
+            "groupcoord",
+            lambda h, p, b: rejoin_latency(
+                h,
+                p,
+                args.rejoin_members,
+                session_ms=args.session_ms,
+                heartbeat_interval_s=hb_s,
+                timeout_s=args.timeout,
+            ),
+        )
+        results["rejoin"] = r
+        print(f"rejoin of 1 in {args.rejoin_members}: {r}", flush=True)
 
-    for kind in ("heartbeat", "commit"):
+    for kind in [k for k in ("heartbeat", "commit") if k in workloads]:
         r = run_on(
             "groupcoord",
             lambda h, p, b, kind=kind: closed_loop(
