@@ -21,7 +21,7 @@ from groupcoord.protocol.entities import child, err, make
 from groupcoord.protocol.fetch_response import PartitionOut, TopicOut, encode_fetch_body
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.app import KafkaServer
-from groupcoord.server.connection import PreEncoded
+from groupcoord.server.connection import PreEncoded, _send_region
 from groupcoord.server.context import RequestContext
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.storage.log import FileRegion
@@ -340,3 +340,36 @@ def test_parked_answer_completed_during_a_region_send_waits_behind_it(tmp_path: 
         c.close()
 
     run(files, scenario)
+
+
+def test_region_on_a_transport_without_sendfile_is_copied_exactly(tmp_path: Path) -> None:
+    data = make_file(tmp_path / "f", 300_000, 10)
+
+    async def main() -> bytes:
+        loop = asyncio.get_running_loop()
+        r, w = os.pipe()
+        writer = os.fdopen(w, "wb", buffering=0)
+        transport, _ = await loop.connect_write_pipe(asyncio.Protocol, writer)
+        fd = os.open(tmp_path / "f", os.O_RDONLY)
+        region = FileRegion(fd, 1_000, 200_000)
+        reader = asyncio.ensure_future(asyncio.to_thread(_read_all, r, 200_000))
+        try:
+            await _send_region(loop, transport, region)  # a pipe transport has no sendfile
+        finally:
+            region.close()
+        got = await reader
+        transport.close()
+        os.close(r)
+        return got
+
+    assert asyncio.run(main()) == data[1_000:201_000]
+
+
+def _read_all(fd: int, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = os.read(fd, n - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
