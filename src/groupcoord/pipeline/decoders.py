@@ -292,7 +292,10 @@ class OffsetsColumns:
         if key is not None and value is not None:
             k = self._commit_key(key)
             if k is not None:
-                v = fast_offset_commit_value(value)
+                try:
+                    v = fast_offset_commit_value(value)
+                except ValueError:  # e.g. metadata that is not UTF-8: the full codec reports it
+                    v = None
                 if v is not None:
                     c = self.columns
                     c["log_partition"].append(log_partition)

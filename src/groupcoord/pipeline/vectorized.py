@@ -69,7 +69,7 @@ def _varint(buf: U8, pos: I64, max_bytes: int) -> tuple[I64, I64, Bool]:
 
 
 def _strings(buf: U8, start: I64, length: I64) -> pa.Array:
-    """A StringArray of the byte ranges [start, start + length), UTF-8 validated (raises if not)."""
+    """A StringArray of the byte ranges [start, start + length) (already known to be UTF-8)."""
     import pyarrow as pa
 
     offsets = np.zeros(len(start) + 1, dtype=np.int64)
@@ -82,7 +82,6 @@ def _strings(buf: U8, start: I64, length: I64) -> pa.Array:
     arr = pa.StringArray.from_buffers(
         len(start), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data.tobytes())
     )
-    arr.validate(full=True)
     return arr
 
 
@@ -189,6 +188,15 @@ def _commit_mask(buf: U8, f: dict[str, I64]) -> tuple[Bool, dict[str, Any]]:
     v3 &= (m3 >= 0) & (vl == 24 + m3)
     v1 &= (m1 >= 0) & (vl == 28 + m1)
     ok = v3 | v1
+    # strings must be UTF-8 as the codec requires: all-ASCII ranges are; the few others are
+    # checked one by one and, if invalid, left to the per-record path (which reports them)
+    mlen_all = np.where(v3, m3, m1)
+    ranges = (
+        (ks + 4, glen),
+        (ks + 6 + glen, tlen),
+        (np.where(v3, vs + 16, vs + 12), mlen_all),
+    )
+    ok &= _utf8_ok(buf, ok, ranges)
     idx = np.flatnonzero(ok)
     is3 = v3[idx]
     ks, vs = ks[idx], vs[idx]
@@ -213,6 +221,34 @@ def _commit_mask(buf: U8, f: dict[str, I64]) -> tuple[Bool, dict[str, Any]]:
         "expire_time": expire,
     }
     return ok, out
+
+
+def _utf8_ok(buf: U8, candidates: Bool, ranges: tuple[tuple[I64, I64], ...]) -> Bool:
+    """For each candidate record, whether all its string byte ranges decode as UTF-8."""
+    good = np.ones(len(candidates), dtype=np.bool_)
+    cand = np.flatnonzero(candidates)
+    if len(cand) == 0:
+        return good
+    lo = min(int(start[cand].min()) for start, _n in ranges)
+    hi = max(int((start[cand] + np.maximum(n[cand], 0)).max()) for start, n in ranges)
+    is_high = buf[lo:hi] >= 0x80
+    if not is_high.any():  # the usual case: nothing but ASCII
+        return good
+    high = np.zeros(hi - lo + 1, dtype=np.int32)
+    np.cumsum(is_high, out=high[1:])
+    suspect = np.zeros(len(cand), dtype=np.bool_)
+    for start, n in ranges:
+        a = start[cand] - lo
+        suspect |= (high[a + np.maximum(n[cand], 0)] - high[a]) > 0
+    raw = buf.tobytes() if suspect.any() else b""
+    for r in cand[suspect]:
+        for start, n in ranges:
+            first, end = int(start[r]), int(start[r] + n[r])
+            try:
+                raw[first:end].decode("utf-8")
+            except UnicodeDecodeError:
+                good[r] = False
+    return good
 
 
 def _timestamp_ms(values: I64, null: Bool | None, typ: pa.DataType) -> pa.Array:
@@ -304,12 +340,7 @@ def decode_offsets(
     if rows == "others":
         fast_rb = pa.RecordBatch.from_pylist([], schema=schema)
     else:
-        try:
-            fast_rb = _fast_batch(padded, {k: v[is_commit] for k, v in f.items()}, c, log_partition, schema)
-        except (ValueError, pa.ArrowInvalid):
-            # e.g. a metadata string that is not UTF-8: let the per-record path report it
-            is_commit = np.zeros(len(is_commit), dtype=np.bool_)
-            fast_rb = pa.RecordBatch.from_pylist([], schema=schema)
+        fast_rb = _fast_batch(padded, {k: v[is_commit] for k, v in f.items()}, c, log_partition, schema)
     order = [(f["batch"][is_commit] << 32) | f["index"][is_commit]]
     # the rest: record by record through the per-record decoder
     cols = decoders.OffsetsColumns()
@@ -336,7 +367,8 @@ def decode_offsets(
         slow_rb = slow_rb.filter(pa.array(mask))
         slow_order = slow_order[mask]
     if fast_rb.num_rows == 0:
-        return pa.Table.from_batches([slow_rb], schema=schema)
+        # records were collected record index by record index across batches: back to log order
+        return pa.Table.from_batches([slow_rb], schema=schema).take(np.argsort(slow_order, kind="stable"))
     order.append(slow_order)
     table = pa.Table.from_batches([fast_rb, slow_rb], schema=schema)
     keys = np.concatenate(order)

@@ -1,0 +1,332 @@
+"""The fast paths of the pipeline give exactly the rows of the general ones.
+
+- ``consumer-offsets`` decoding: the vectorised numpy walk (:mod:`groupcoord.pipeline.vectorized`)
+  against the per-record reader, on a segment mixing every key and value version, tombstones,
+  group metadata, garbage keys, invalid UTF-8, record headers, all compression codecs, control and
+  LogAppendTime batches and a torn tail.
+- ``lag``: the shuffle-free as-of lookup (``mapInArrow``) against the two-window definition.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from groupcoord.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+from groupcoord.coordinator.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadataRecord,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    encode_key,
+    encode_value,
+)
+from groupcoord.pipeline import decoders, segments, tables, vectorized
+from groupcoord.pipeline.source import _to_record_batch
+from groupcoord.storage.batch import (
+    ATTR_CONTROL,
+    ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL,
+    COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
+    build_batch,
+    records_block,
+)
+
+T0 = 1_767_225_600_000
+Rec = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+
+
+def _key(group: str, topic: str, partition: int, version: int = 1) -> bytes:
+    raw = encode_key(OffsetCommitKey(group=group, topic=topic, partition=partition))
+    return version.to_bytes(2, "big") + raw[2:]
+
+
+def _value(version: int, offset: int, **over: Any) -> bytes:
+    fields: dict[str, Any] = {
+        "offset": offset,
+        "leader_epoch": None,
+        "metadata": "",
+        "commit_timestamp": T0 + offset,
+        "expire_timestamp": None,
+    }
+    fields.update(over)
+    value = encode_value(OffsetCommitValue(**fields), version=version)
+    assert value is not None
+    return value
+
+
+def _group_metadata(generation: int) -> bytes:
+    member = MemberMetadataRecord(
+        member_id=f"m-{generation}",
+        group_instance_id=None,
+        client_id="app",
+        client_host="/10.0.0.1",
+        rebalance_timeout=30_000,
+        session_timeout=10_000,
+        subscription=encode_subscription(Subscription(topics=("orders",))),
+        assignment=encode_assignment(Assignment(partitions=(("orders", (0, 1)),))),
+    )
+    value = encode_value(
+        GroupMetadataValue(
+            protocol_type="consumer",
+            generation=generation,
+            protocol="range",
+            leader=member.member_id,
+            current_state_timestamp=T0,
+            members=(member,),
+        )
+    )
+    assert value is not None
+    return value
+
+
+def _mixed_batches() -> list[bytes]:
+    """Batches of every kind the fast path must either decode or hand to the per-record path."""
+    batches: list[bytes] = []
+    base = 0
+
+    def add(records: list[Rec], **kw: Any) -> None:
+        nonlocal base
+        batches.append(build_batch(records, base_offset=base, **kw))
+        base += len(records)
+
+    plain = [(_key("g1", "orders", p), _value(3, 100 + p), ()) for p in range(6)]
+    add(plain, timestamp_ms=T0)  # all fixed layouts: the vectorised path
+    add(
+        [
+            (_key("g1", "orders", 0, version=0), _value(3, 7, leader_epoch=4, metadata="héllo"), ()),
+            (_key("g2", "pay-ments", 11), _value(1, 8, expire_timestamp=T0 + 99), ()),
+            (_key("g2", "pay-ments", 11), _value(1, 9, metadata="x" * 200, expire_timestamp=T0), ()),
+            (_key("g3", "orders", 2), _value(0, 10), ()),  # v0: per record
+            (_key("g3", "orders", 2), _value(2, 11, metadata="m"), ()),  # v2: per record
+            (_key("g3", "orders", 2), _value(4, 12, leader_epoch=1), ()),  # v4 (flexible): per record
+            (_key("g3", "orders", 2), None, ()),  # tombstone
+            (encode_key(GroupMetadataKey(group="g3")), _group_metadata(5), ()),
+            (encode_key(GroupMetadataKey(group="g4")), None, ()),
+            (b"\x00\x07garbage", b"\x00\x00", ()),  # unknown key version
+            (b"\x00", b"\x00\x03", ()),  # short key
+            (None, _value(3, 13), ()),  # no key
+            (_key("g5", "orders", 1), b"\x00\x03" + b"\x00" * 4, ()),  # truncated value
+            (_key("g5", "orders", 1), _value(3, 14)[:-1], ()),  # value one byte short
+            (_key("g5", "orders", 1), _value(3, 15) + b"\x00", ()),  # trailing byte
+            (_key("g6", "orders", 1), _value(3, 16, metadata="ok"), (("h1", b"v"), ("h2", None))),
+            (_key("g6", "orders", -1), _value(3, -1, leader_epoch=0), ()),
+        ],
+        timestamp_ms=T0 + 10,
+        timestamps=[T0 + 10 + i * 1_000_000 for i in range(17)],  # multi-byte timestamp deltas
+    )
+    for codec in (COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD):
+        add(
+            [(_key("g7", "orders", codec), _value(3, 200 + codec), ())],
+            timestamp_ms=T0 + 20,
+            compression=codec,
+        )
+    # a control (transaction marker) batch is skipped by both paths
+    add(
+        [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00", ())],
+        timestamp_ms=T0 + 30,
+        attributes=ATTR_CONTROL | ATTR_TRANSACTIONAL,
+    )
+    add(plain[:3], timestamp_ms=T0 + 40, attributes=ATTR_TIMESTAMP_TYPE)  # LogAppendTime
+    # invalid UTF-8 metadata inside an otherwise fixed layout
+    bad = bytearray(_value(3, 300, metadata="ab"))
+    bad[16] = 0xFF
+    add([(_key("g8", "orders", 0), bytes(bad), ()), *plain[:2]], timestamp_ms=T0 + 50)
+    # keys long enough for two-byte varint lengths
+    add([(_key("g" * 90, "t" * 70, 3), _value(3, 400, metadata="z" * 130), ())], timestamp_ms=T0 + 60)
+    # many records in one batch, a few odd ones among them
+    many: list[Rec] = [(_key("g9", "orders", i % 12), _value(3, 500 + i), ()) for i in range(300)]
+    many[17] = (_key("g9", "orders", 5), None, ())
+    many[250] = (encode_key(GroupMetadataKey(group="g9")), _group_metadata(6), ())
+    add(many, timestamp_ms=T0 + 70)
+    return batches
+
+
+@pytest.fixture(scope="module")
+def offsets_schema(spark: Any) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    struct = spark.createDataFrame([], decoders.ddl(decoders.OFFSETS_COLUMNS)).schema
+    return to_arrow_schema(struct, timezone="UTC")
+
+
+@pytest.fixture(scope="module")
+def mixed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("vectorized")
+    for part, tail in ((0, b""), (1, None)):
+        pdir = root / f"__consumer_offsets-{part}"
+        pdir.mkdir()
+        data = b"".join(_mixed_batches())
+        if tail is None:
+            # a torn tail: half of a valid batch
+            extra = build_batch(
+                [(_key("g1", "orders", 0), _value(3, 1), ())], base_offset=10_000, timestamp_ms=T0
+            )
+            data += extra[: len(extra) // 2]
+        (pdir / "00000000000000000000.log").write_bytes(data)
+    return root
+
+
+def _per_record(split: segments.SegmentSplit, schema: pa.Schema) -> pa.Table:
+    walk = segments.walk_split(split)
+    cols = decoders.OffsetsColumns()
+    for pos, header in walk.batches():
+        if header.is_control:
+            continue
+        _h, block = records_block(walk.buf, pos)
+        for offset, ts, key, value in segments.iter_key_values(header, block):
+            cols.add(split.partition, offset, ts, key, value)
+    if walk.tail is not None:
+        cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
+    columns, nulls = cols.take_with_nulls()
+    return pa.Table.from_batches([_to_record_batch(columns, schema, nulls)], schema=schema)
+
+
+def _vectorised(split: segments.SegmentSplit, schema: pa.Schema, batch_rows: int) -> pa.Table:
+    walk = segments.walk_split(split)
+    headers = list(walk.batches())
+    out = list(vectorized.iter_offsets_batches(walk.buf, headers, split.partition, schema, batch_rows))
+    table = pa.Table.from_batches(out, schema=schema)
+    if walk.tail is not None:
+        cols = decoders.OffsetsColumns()
+        cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
+        columns, nulls = cols.take_with_nulls()
+        table = pa.concat_tables([table, pa.Table.from_batches([_to_record_batch(columns, schema, nulls)])])
+    return table
+
+
+@pytest.mark.parametrize("batch_rows", [1, 7, 65536])
+def test_vectorised_decode_gives_the_per_record_rows_in_order(
+    mixed_dir: Path, offsets_schema: pa.Schema, batch_rows: int
+) -> None:
+    splits = segments.plan_splits(mixed_dir)
+    assert len(splits) == 2
+    for split in splits:
+        want = _per_record(split, offsets_schema)
+        got = _vectorised(split, offsets_schema, batch_rows)
+        assert got.num_rows == want.num_rows
+        assert got.to_pylist() == want.to_pylist()
+    # the fixture really holds what it claims
+    rows = _per_record(splits[1], offsets_schema).to_pylist()
+    kinds = {(r["record_type"], r["tombstone"], r["value_version"]) for r in rows}
+    assert ("offset_commit", False, 3) in kinds and ("offset_commit", False, 1) in kinds
+    assert ("offset_commit", True, None) in kinds and ("group_metadata", False, 3) in kinds
+    assert any(r["decode_error"] and "value" in r["decode_error"] for r in rows)
+    assert (
+        rows[-1]["corrupt"] is True and rows[-1]["log_offset"] == 335
+    )  # the next offset after the last whole batch
+    assert len(rows) == 6 + 17 + 4 + 3 + 3 + 1 + 300 + 1
+
+
+def test_fixed_layout_commits_never_reach_the_per_record_decoder(
+    mixed_dir: Path, offsets_schema: pa.Schema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    split = segments.plan_splits(mixed_dir)[0]
+    walk = segments.walk_split(split)
+    headers = list(walk.batches())[:1]  # six v1-key / v3-value commits
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("per-record path used")
+
+    monkeypatch.setattr(decoders.OffsetsColumns, "add", refuse)
+    table = vectorized.decode_offsets(walk.buf, headers, 0, offsets_schema)
+    assert table.column("committed_offset").to_pylist() == [100, 101, 102, 103, 104, 105]
+    assert table.column("partition").to_pylist() == [0, 1, 2, 3, 4, 5]
+    assert set(table.column("group_id").to_pylist()) == {"g1"}
+    assert table.column("commit_time").to_pylist()[0] == datetime.fromtimestamp((T0 + 100) / 1000, UTC)
+
+
+def test_row_selections_split_the_records_between_commits_and_the_rest(
+    mixed_dir: Path, offsets_schema: pa.Schema
+) -> None:
+    for split in segments.plan_splits(mixed_dir):
+        walk = segments.walk_split(split)
+        headers = list(walk.batches())
+        every = vectorized.decode_offsets(walk.buf, headers, split.partition, offsets_schema).to_pylist()
+        commits = vectorized.decode_offsets(walk.buf, headers, split.partition, offsets_schema, "commits")
+        others = vectorized.decode_offsets(walk.buf, headers, split.partition, offsets_schema, "others")
+        is_commit = [
+            r["record_type"] == "offset_commit" and not r["tombstone"] and r["decode_error"] is None
+            for r in every
+        ]
+        assert commits.to_pylist() == [r for r, c in zip(every, is_commit, strict=True) if c]
+        assert others.to_pylist() == [r for r, c in zip(every, is_commit, strict=True) if not c]
+
+
+def _sorted_rows(df: Any) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def test_spark_source_vectorised_equals_per_record_and_narrow_schema_selects(
+    spark: Any, mixed_dir: Path
+) -> None:
+    path = str(mixed_dir)
+    fast = spark.read.format("consumer-offsets").load(path)
+    slow = spark.read.format("consumer-offsets").option("decoder", "records").load(path)
+    assert _sorted_rows(fast) == _sorted_rows(slow)
+    types = dict(decoders.OFFSETS_COLUMNS)
+    narrow = (
+        spark.read.format("consumer-offsets")
+        .schema(decoders.ddl((c, types[c]) for c in tables.OFFSET_COMMITS_INPUT))
+        .option("rows", "commits")
+        .load(path)
+    )
+    assert narrow.columns == list(tables.OFFSET_COMMITS_INPUT)
+    assert _sorted_rows(tables.offset_commits(narrow)) == _sorted_rows(tables.offset_commits(slow))
+    others = spark.read.format("consumer-offsets").option("rows", "others").load(path)
+    assert others.count() + narrow.count() == slow.count()
+    assert _sorted_rows(tables.group_generations(others)) == _sorted_rows(tables.group_generations(slow))
+
+
+def test_shuffle_free_lag_equals_the_window_definition(spark: Any) -> None:
+    rng = random.Random(6)
+    batches = []
+    for topic in ("a", "b"):
+        for part in (0, 1):
+            leo = 0
+            for k in range(40):
+                size = rng.randint(1, 30)
+                # append times not in offset order now and then; some batches share a time
+                t = T0 + k * 1_000 + rng.choice([0, 0, 0, -1_500, 250])
+                batches.append((topic, part, leo, leo + size - 1, t, False))
+                leo += size
+    batches.append(("a", 0, 5_000, None, None, True))  # a corrupt marker row
+    commits = []
+    for i in range(600):
+        topic, part = rng.choice([("a", 0), ("a", 1), ("b", 0), ("b", 1), ("c", 0)])
+        t = T0 + rng.randint(-3_000, 45_000)
+        if rng.random() < 0.1:
+            t = T0 + 1_000 * rng.randint(0, 40)  # exactly a batch time
+        offset = rng.choice([-1, 0, rng.randint(0, 800), rng.randint(0, 800), 10_000])
+        commits.append((f"g{i % 7}", topic, part, offset, i, datetime.fromtimestamp(t / 1000, UTC)))
+    bdf = spark.createDataFrame(
+        batches,
+        "topic string, partition int, base_offset bigint, last_offset bigint, max_ts bigint, corrupt boolean",
+    ).selectExpr("*", "timestamp_millis(max_ts) as max_timestamp")
+    cdf = spark.createDataFrame(
+        commits,
+        "group_id string, topic string, partition int, committed_offset bigint, log_offset bigint, "
+        "commit_time timestamp",
+    )
+    fast = _sorted_rows(tables.lag(cdf, bdf))
+    reference = _sorted_rows(tables.lag_windowed(cdf, bdf))
+    assert len(fast) == 600
+    assert fast == reference
+    assert any(r[6] > 0 for r in fast) and any(r[7] > 0 for r in fast)  # some offset and time lag
+
+
+def test_lag_of_the_scripted_scenario_equals_the_window_definition(spark: Any, scripted: Any) -> None:
+    _written, result = scripted
+    t = result.out / "tables"
+    commits = spark.read.parquet(str(t / "offset_commits"))
+    batches = spark.read.parquet(str(t / "_log_batches"))
+    assert _sorted_rows(tables.lag(commits, batches)) == _sorted_rows(tables.lag_windowed(commits, batches))
