@@ -31,7 +31,7 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 #: A partition's record set of at least this many bytes is sent from its segment file with
 #: ``os.sendfile`` (see ``server.connection``); a smaller one is read into the response.
-SENDFILE_MIN_BYTES = 256 * 1024
+SENDFILE_MIN_BYTES = 128 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

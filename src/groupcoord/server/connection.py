@@ -10,9 +10,11 @@ log line; other connections and the server are untouched.
 A handler may return a :class:`PreEncoded` body instead of a response entity: pieces written
 in order after the response header, some of them file regions (Fetch record sets). Bytes go
 through ``transport.write`` as usual; a region is sent with ``loop.sendfile`` (``os.sendfile``
-on plain sockets) once everything before it has left. While a region is being sent the
-connection stops reading and every later answer queues behind it, so responses keep their
-order and a slow reader still holds the broker back. A region that comes up short (its file
+on plain sockets) once everything before it has left: first with one ``os.sendfile`` call right
+away when the transport has nothing buffered, and if the socket does not take it all, by a
+sender task that waits for the socket. While that task runs the connection stops reading and
+every later answer queues behind it, so responses keep their order and a slow reader still
+holds the broker back. A region that comes up short (its file
 was truncated meanwhile) closes the connection: the frame's size was already promised.
 """
 
@@ -22,6 +24,7 @@ import asyncio
 import inspect
 import io
 import logging
+import os
 import struct
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -126,6 +129,7 @@ class KafkaConnection(asyncio.Protocol):
         #: pieces waiting behind a file region being sent (or about to be)
         self._out: deque[Piece] = deque()
         self._sender: asyncio.Task[None] | None = None
+        self._sock_fd = -1
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -135,6 +139,9 @@ class KafkaConnection(asyncio.Protocol):
         if isinstance(peer, tuple) and peer:
             self.client_host = f"/{peer[0]}"
             self.peer = f"{peer[0]}:{peer[1]}"
+        sock = transport.get_extra_info("socket")
+        if sock is not None and hasattr(os, "sendfile"):
+            self._sock_fd = sock.fileno()
 
     def data_received(self, data: bytes) -> None:
         if self._closing or self._draining:
@@ -322,10 +329,44 @@ class KafkaConnection(asyncio.Protocol):
         if chunks:
             transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
         if out and self._sender is None:
-            self._sender = asyncio.ensure_future(self._send_out(transport))
+            self._send_now(transport)
+            if self._closing:
+                return
+            if out:
+                self._sender = asyncio.ensure_future(self._send_out(transport))
         if self._draining and not pending and not out and self._sender is None:
             self._closing = True
             transport.close()
+
+    def _send_now(self, transport: asyncio.Transport) -> None:
+        """Send queued pieces as far as the socket takes them without waiting: a region goes
+        straight to ``os.sendfile`` when nothing is buffered in the transport before it. What
+        is left (a region the socket did not take whole, and everything after it) stays queued
+        for the sender task."""
+        out = self._out
+        sock_fd = self._sock_fd
+        while out:
+            piece = out[0]
+            if type(piece) is bytes:
+                out.popleft()
+                transport.write(piece)
+                continue
+            assert isinstance(piece, FileRegion)
+            if sock_fd < 0 or transport.get_write_buffer_size() or transport.is_closing():
+                return
+            try:
+                sent = os.sendfile(sock_fd, piece.fd, piece.position, piece.length) if piece.length else 0
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                self.abort(f"cannot send a file region: {exc!r}")
+                return
+            if sent < piece.length:
+                # the socket is full, or the file got shorter: the sender task waits or tells
+                piece.advance(sent)
+                return
+            out.popleft()
+            piece.close()
 
     async def _send_out(self, transport: asyncio.Transport) -> None:
         """Write the queued pieces in order, file regions with ``loop.sendfile``."""

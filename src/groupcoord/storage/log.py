@@ -328,6 +328,13 @@ class FileRegion:
     def closed(self) -> bool:
         return self._fd < 0
 
+    def advance(self, n: int) -> None:
+        """Drop the first ``n`` bytes of the range (they were sent)."""
+        if not 0 <= n <= self.length:
+            raise ValueError(f"cannot advance {n} bytes in a region of {self.length}")
+        self.position += n
+        self.length -= n
+
     def read(self) -> bytes:
         """The bytes of the range (a copy); short if the file was truncated meanwhile."""
         parts: list[bytes] = []
