@@ -258,6 +258,7 @@ def test_row_selections_split_the_records_between_commits_and_the_rest(
             r["record_type"] == "offset_commit" and not r["tombstone"] and r["decode_error"] is None
             for r in every
         ]
+        assert any(is_commit) and not all(is_commit)
         assert commits.to_pylist() == [r for r, c in zip(every, is_commit, strict=True) if c]
         assert others.to_pylist() == [r for r, c in zip(every, is_commit, strict=True) if not c]
 
@@ -282,6 +283,20 @@ def test_spark_source_vectorised_equals_per_record_and_narrow_schema_selects(
     )
     assert narrow.columns == list(tables.OFFSET_COMMITS_INPUT)
     assert _sorted_rows(tables.offset_commits(narrow)) == _sorted_rows(tables.offset_commits(slow))
+    only = (
+        spark.read.format("consumer-offsets")
+        .schema(decoders.ddl((c, types[c]) for c in tables.OFFSET_COMMITS_COLUMNS))
+        .option("rows", "commits")
+        .load(path)
+    )
+    assert _sorted_rows(only) == _sorted_rows(tables.offset_commits(slow))
+    for decoder in ("vectorized", "records"):
+        many = spark.read.format("consumer-offsets").option("decoder", decoder).option("batchRows", "5")
+        assert _sorted_rows(many.option("rows", "commits").load(path)) == _sorted_rows(
+            slow.where(
+                "record_type = 'offset_commit' and not tombstone and not corrupt and decode_error is null"
+            )
+        )
     others = spark.read.format("consumer-offsets").option("rows", "others").load(path)
     assert others.count() + narrow.count() == slow.count()
     assert _sorted_rows(tables.group_generations(others)) == _sorted_rows(tables.group_generations(slow))

@@ -8,11 +8,13 @@ path by every executor (local mode trivially; on a cluster: a shared file system
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from groupcoord.pipeline import decoders, tables
 from groupcoord.pipeline.segments import DEFAULT_SPLIT_BYTES, list_partitions
@@ -48,6 +50,8 @@ class AnalyzeOptions:
     #: small segments are packed into input partitions of up to this many bytes (0: one per segment)
     pack_bytes: int = 32 * 1024 * 1024
     report: bool = True
+    #: run the lag and the rebalance halves of the pipeline as concurrent Spark jobs
+    concurrent: bool = True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,37 +66,49 @@ class AnalyzeResult:
 
 
 Progress = Callable[[int, int, str, float], None]
+T = TypeVar("T")
 
 
 class _Stages:
+    """Per-stage wall time (since the same thread's previous stage) and, while stages run one at a
+    time, CPU time of the whole process tree."""
+
     def __init__(self, total: int, progress: Progress | None) -> None:
         self.total = total
         self.done = 0
         self.progress = progress
         self.seconds: dict[str, float] = {}
         self.cpu_seconds: dict[str, float] = {}
-        self._t = time.perf_counter()
-        self._cpu = process_tree_cpu_seconds()
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._start = time.perf_counter()
+        self._cpu = self._cpu0 = process_tree_cpu_seconds()
+
+    def _since(self) -> float:
+        t: float = getattr(self._local, "t", self._start)
+        return t
+
+    def begin_branch(self, started: float) -> None:
+        """Time this thread's next stage from ``started`` (a branch running in a new thread)."""
+        self._local.t = started
+
+    def total_cpu(self) -> float:
+        return round(process_tree_cpu_seconds() - self._cpu0, 3)
 
     def step(self, name: str) -> None:
         now = time.perf_counter()
-        elapsed = now - self._t
-        self._t = now
+        elapsed = now - self._since()
+        self._local.t = now
         cpu = process_tree_cpu_seconds()
-        self.cpu_seconds[name] = round(cpu - self._cpu, 3)
-        self._cpu = cpu
-        self.done += 1
-        self.seconds[name] = round(elapsed, 3)
-        log.info(
-            "analyze stage %d/%d %s %.2fs (cpu %.2fs)",
-            self.done,
-            self.total,
-            name,
-            elapsed,
-            self.cpu_seconds[name],
-        )
+        with self._lock:
+            self.cpu_seconds[name] = round(cpu - self._cpu, 3)
+            self._cpu = cpu
+            self.done += 1
+            self.seconds[name] = round(elapsed, 3)
+            done = self.done
+        log.info("analyze stage %d/%d %s %.2fs", done, self.total, name, elapsed)
         if self.progress is not None:
-            self.progress(self.done, self.total, name, elapsed)
+            self.progress(done, self.total, name, elapsed)
 
 
 def process_tree_cpu_seconds() -> float:
@@ -180,19 +196,6 @@ def run_analysis(
             .load(path)
         )
 
-    # The offset commits (the bulk of __consumer_offsets) go straight to their table; the bronze
-    # table keeps every other record (group metadata, tombstones, unknown/undecodable, corrupt
-    # markers). Decoding twice (vectorised) is cheaper than writing and re-reading all records.
-    commits = save(
-        "offset_commits",
-        tables.within(
-            tables.offset_commits(offsets_source("commits", tables.OFFSET_COMMITS_INPUT)),
-            "commit_time",
-            opts.since_ms,
-            opts.until_ms,
-        ),
-    )
-    offsets = save("_offsets_records", offsets_source("others"))
     topics = data_topics(data_dir)
     batches_df = (
         spark.read.format("kafka-log-batches")
@@ -215,23 +218,64 @@ def run_analysis(
         "group_events", tables.within(tables.group_events(ev_raw), "time", opts.since_ms, opts.until_ms)
     )
 
-    gm = offsets
-    if opts.until_ms is not None:
-        gm = gm.where(F.unix_millis("record_time") < F.lit(opts.until_ms))
-    generations = save("group_generations", tables.group_generations(gm))
-    ownership = save("partition_ownership", tables.partition_ownership(generations))
-    movement = save("partition_movement", tables.partition_movement(generations, ownership))
-    rebalances = save("rebalances", tables.rebalances(events, generations, movement))
-    lag = save("lag", tables.lag(commits, batches))
+    def lag_branch() -> int:
+        # The offset commits (the bulk of __consumer_offsets) go straight to their table; the bronze
+        # table keeps every other record (group metadata, tombstones, unknown/undecodable, corrupt
+        # markers). Decoding twice (vectorised) is cheaper than writing and re-reading all records.
+        # With rows=commits the source has already applied tables.offset_commits' filter, so only the
+        # table's own columns cross from Python to the JVM (tests/pipeline/test_vectorized.py shows the
+        # result equals tables.offset_commits over the full decode).
+        commits = save(
+            "offset_commits",
+            tables.within(
+                offsets_source("commits", tables.OFFSET_COMMITS_COLUMNS),
+                "commit_time",
+                opts.since_ms,
+                opts.until_ms,
+            ),
+        )
+        lag = save("lag", tables.lag(commits, batches))
+        now_ms = opts.until_ms if opts.until_ms is not None else _latest_ms(commits, batches, events)
+        pstatus = save(
+            "partition_status", tables.partition_status(lag, batches, now_ms=now_ms, config=opts.burrow)
+        )
+        save("group_status", tables.group_status(pstatus))
+        save("group_lag_series", tables.group_lag_series(lag, _bucket_ms(lag)))
+        return now_ms
 
-    now_ms = opts.until_ms if opts.until_ms is not None else _latest_ms(commits, batches, events)
-    pstatus = save(
-        "partition_status", tables.partition_status(lag, batches, now_ms=now_ms, config=opts.burrow)
-    )
-    save("group_status", tables.group_status(pstatus))
-    save("rebalance_summary", tables.rebalance_summary(rebalances, opts.storms))
-    bucket = _bucket_ms(lag)
-    save("group_lag_series", tables.group_lag_series(lag, bucket))
+    def rebalance_branch() -> None:
+        offsets = save("_offsets_records", offsets_source("others"))
+        gm = offsets
+        if opts.until_ms is not None:
+            gm = gm.where(F.unix_millis("record_time") < F.lit(opts.until_ms))
+        generations = save("group_generations", tables.group_generations(gm))
+        ownership = save("partition_ownership", tables.partition_ownership(generations))
+        movement = save("partition_movement", tables.partition_movement(generations, ownership))
+        rebalances = save("rebalances", tables.rebalances(events, generations, movement))
+        save("rebalance_summary", tables.rebalance_summary(rebalances, opts.storms))
+
+    if opts.concurrent:
+        # The two branches share no tables; running them as concurrent Spark jobs lets the small,
+        # latency-bound rebalance stages fill the cores the big lag stages leave idle. (Per-stage
+        # CPU seconds then overlap: each stage is charged what the process tree used since the
+        # previous stage of either branch finished.)
+        forked = time.perf_counter()
+
+        def branch(fn: Callable[[], T]) -> Callable[[], T]:
+            def run() -> T:
+                stages.begin_branch(forked)
+                return fn()
+
+            return run
+
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="analyze") as pool:
+            rebalance_done = pool.submit(branch(rebalance_branch))
+            lag_done = pool.submit(branch(lag_branch))
+            now_ms = lag_done.result()
+            rebalance_done.result()
+    else:
+        now_ms = lag_branch()
+        rebalance_branch()
 
     report_path: Path | None = None
     if opts.report:
@@ -245,7 +289,7 @@ def run_analysis(
         row_counts=counts,
         stage_seconds=stages.seconds,
         report=report_path,
-        stage_cpu_seconds=stages.cpu_seconds,
+        stage_cpu_seconds={**stages.cpu_seconds, "total": stages.total_cpu()},
     )
 
 

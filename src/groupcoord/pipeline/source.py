@@ -279,12 +279,15 @@ class ConsumerOffsetsReader(_SegmentReader):
                 f"option rows must be one of {vectorized.ROW_SELECTIONS}, not {self.row_selection!r}"
             )
 
-    def _select(self, rb: pa.RecordBatch) -> pa.RecordBatch:
-        if self.row_selection == "all":
-            return rb
-        import pyarrow as pa
-
-        return rb.filter(pa.array(vectorized.select_mask(rb, self.row_selection)))
+    def _batch(self, cols: decoders.OffsetsColumns, schema: pa.Schema) -> pa.RecordBatch:
+        """The accumulated rows that the ``rows`` option keeps, as an Arrow batch of ``schema``."""
+        columns, nulls = cols.take_with_nulls()
+        if self.row_selection != "all":
+            keep = vectorized.select_mask(columns, self.row_selection)
+            columns = {
+                name: [v for v, k in zip(values, keep, strict=True) if k] for name, values in columns.items()
+            }
+        return _to_record_batch(columns, schema, nulls)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SplitPartition):
@@ -301,8 +304,7 @@ class ConsumerOffsetsReader(_SegmentReader):
                     row = decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason)
                     cols = decoders.OffsetsColumns()
                     cols.add_row(row)
-                    columns, nulls = cols.take_with_nulls()
-                    yield self._select(_to_record_batch(columns, schema, nulls))
+                    yield self._batch(cols, schema)
             return
         cols = decoders.OffsetsColumns()
         for split in partition.splits:
@@ -314,13 +316,11 @@ class ConsumerOffsetsReader(_SegmentReader):
                 for offset, ts, key, value in iter_key_values(header, block):
                     cols.add(split.partition, offset, ts, key, value)
                 if len(cols) >= self.batch_rows:
-                    columns, nulls = cols.take_with_nulls()
-                    yield self._select(_to_record_batch(columns, schema, nulls))
+                    yield self._batch(cols, schema)
             if walk.tail is not None:
                 cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
         if len(cols):
-            columns, nulls = cols.take_with_nulls()
-            yield self._select(_to_record_batch(columns, schema, nulls))
+            yield self._batch(cols, schema)
 
 
 class KafkaLogDataSource(DataSource):  # type: ignore[misc]

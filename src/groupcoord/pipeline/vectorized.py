@@ -302,13 +302,6 @@ def _fast_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _slow_batch(cols: decoders.OffsetsColumns, schema: pa.Schema) -> pa.RecordBatch:
-    from groupcoord.pipeline.source import _to_record_batch
-
-    columns, nulls = cols.take_with_nulls()
-    return _to_record_batch(columns, schema, nulls)
-
-
 def decode_offsets(
     data: bytes,
     headers: Sequence[tuple[int, BatchHeader]],
@@ -321,6 +314,8 @@ def decode_offsets(
     the same order. ``rows`` keeps ``all`` of them, only the ``commits`` or only the ``others``
     (see :func:`select_rows`)."""
     import pyarrow as pa
+
+    from groupcoord.pipeline.source import _to_record_batch
 
     nb = len(headers)
     if nb == 0:
@@ -360,12 +355,15 @@ def decode_offsets(
             slow_keys.append((int(b) << 32) | i)
     if not slow_keys:
         return pa.Table.from_batches([fast_rb], schema=schema)
-    slow_rb = _slow_batch(cols, schema)
+    columns, nulls = cols.take_with_nulls()
     slow_order = np.asarray(slow_keys, dtype=np.int64)
     if rows != "all":
-        mask = select_mask(slow_rb, rows)
-        slow_rb = slow_rb.filter(pa.array(mask))
+        mask = select_mask(columns, rows)
+        columns = {
+            name: [v for v, k in zip(values, mask, strict=True) if k] for name, values in columns.items()
+        }
         slow_order = slow_order[mask]
+    slow_rb = _to_record_batch(columns, schema, nulls)
     if fast_rb.num_rows == 0:
         # records were collected record index by record index across batches: back to log order
         return pa.Table.from_batches([slow_rb], schema=schema).take(np.argsort(slow_order, kind="stable"))
@@ -378,25 +376,30 @@ def decode_offsets(
 ROW_SELECTIONS = ("all", "commits", "others")
 
 
-def select_mask(rb: pa.RecordBatch | pa.Table, rows: str) -> npt.NDArray[np.bool_]:
-    """Which rows ``rows`` keeps: ``commits`` = offset commits that decoded (what the
-    ``offset_commits`` table is made of: record type offset_commit, not a tombstone, no decode
-    error, not a corrupt marker), ``others`` = every other row, ``all`` = all."""
-    import pyarrow.compute as pc
-
+def select_mask(columns: dict[str, list[Any]], rows: str) -> npt.NDArray[np.bool_]:
+    """Which rows (given as :class:`~groupcoord.pipeline.decoders.OffsetsColumns` columns) ``rows``
+    keeps: ``commits`` = offset commits that decoded (what the ``offset_commits`` table is made of:
+    record type offset_commit, not a tombstone, no decode error, not a corrupt marker),
+    ``others`` = every other row, ``all`` = all."""
     if rows not in ROW_SELECTIONS:
         raise ValueError(f"rows must be one of {ROW_SELECTIONS}, not {rows!r}")
-    n = rb.num_rows
-    if rows == "all":
-        return np.ones(n, dtype=np.bool_)
-    commit = pc.and_(
-        pc.and_(
-            pc.equal(rb.column("record_type"), decoders.OFFSET_COMMIT), pc.invert(rb.column("tombstone"))
+    commit = np.fromiter(
+        (
+            t == decoders.OFFSET_COMMIT and not tomb and not bad and err is None
+            for t, tomb, bad, err in zip(
+                columns["record_type"],
+                columns["tombstone"],
+                columns["corrupt"],
+                columns["decode_error"],
+                strict=True,
+            )
         ),
-        pc.and_(pc.invert(rb.column("corrupt")), pc.is_null(rb.column("decode_error"))),
+        dtype=np.bool_,
+        count=len(columns["record_type"]),
     )
-    mask = np.asarray(pc.fill_null(commit, False).to_numpy(zero_copy_only=False), dtype=np.bool_)
-    return mask if rows == "commits" else ~mask
+    if rows == "all":
+        return np.ones(len(commit), dtype=np.bool_)
+    return commit if rows == "commits" else ~commit
 
 
 def iter_offsets_batches(
