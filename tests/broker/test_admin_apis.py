@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime
+import io
 import uuid
 from pathlib import Path
 from typing import Any
 
 from broker_harness import Env, nested, run_broker
 
+from groupcoord.broker import api_versions
 from groupcoord.broker.apis import ROUTES
 from groupcoord.errors import ErrorCode
+from groupcoord.server.context import RequestContext
 
 METADATA, API_VERSIONS, CREATE, DELETE, DESCRIBE_CONFIGS, CREATE_PARTITIONS = 3, 18, 19, 20, 32, 37
 MINUTE = datetime.timedelta(minutes=1)
@@ -52,6 +55,31 @@ def test_api_versions_advertises_exactly_the_routes_at_every_version(tmp_path: P
             assert r.error_code == 0
             assert [(k.api_key, k.min_version, k.max_version) for k in r.api_keys] == expected
         c.close()
+
+    run_broker(tmp_path, scenario)
+
+
+def test_api_versions_answer_is_encoded_once_and_equals_the_entity_encoding(tmp_path: Path) -> None:
+    # The handler keeps each version's encoded answer; it must be exactly what encoding the
+    # answer entity gives, on the first call and on every later one.
+    async def scenario(env: Env) -> None:
+        b = env.broker
+        registry = b.dispatcher.registry
+        for v in range(0, 5):
+            ctx = RequestContext(
+                connection_id=1,
+                client_id="t",
+                client_host="/127.0.0.1",
+                api_key=18,
+                api_version=v,
+                correlation_id=9,
+            )
+            first = api_versions.handle(b, ctx, None)
+            again = api_versions.handle(b, ctx, None)
+            assert again is first
+            buf = io.BytesIO()
+            registry.lookup(18, v).writer(buf, api_versions.answer_entity(b, v))
+            assert first.pieces == (buf.getvalue(),)
 
     run_broker(tmp_path, scenario)
 
