@@ -220,6 +220,8 @@ def main() -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/groupcoord-analyze-bench"))
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--sequential", action="store_true", help="analyze --sequential (per-stage CPU)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="passed to analyze")
     args = ap.parse_args()
     data = args.workdir / f"data-{args.commits}"
     marker = data / "generated.json"
@@ -245,6 +247,8 @@ def main() -> int:
         args.master,
         "--stats-json",
         str(stats),
+        *(["--sequential"] if args.sequential else []),
+        *[f"--conf={c}" for c in args.conf],
     ]
     load_before = list(os.getloadavg())
     started = time.perf_counter()
@@ -270,7 +274,14 @@ def main() -> int:
             "platform": platform.platform(),
             "python": platform.python_version(),
         },
-        "command": " ".join(["bench/analyze_bench.py", f"--commits {args.commits}"]),
+        "command": " ".join(
+            [
+                "bench/analyze_bench.py",
+                f"--commits {args.commits}",
+                *(["--sequential"] if args.sequential else []),
+                *[f"--conf {c}" for c in args.conf],
+            ]
+        ),
     }
     print(json.dumps(result, indent=1))
     res_dir = Path(__file__).parent / "results"

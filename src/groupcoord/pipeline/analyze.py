@@ -273,6 +273,7 @@ def run_analysis(
             lag_done = pool.submit(branch(lag_branch))
             now_ms = lag_done.result()
             rebalance_done.result()
+        stages.begin_branch(time.perf_counter())
     else:
         now_ms = lag_branch()
         rebalance_branch()

@@ -44,6 +44,13 @@ def _progress(done: int, total: int, name: str, seconds: float) -> None:
         print(file=sys.stderr, flush=True)
 
 
+def _conf_pair(raw: str) -> tuple[str, str]:
+    key, sep, value = raw.partition("=")
+    if not sep or not key.strip():
+        raise SystemExit(f"groupcoord analyze: --conf wants KEY=VALUE, got {raw!r}")
+    return key.strip(), value
+
+
 def _analyze(args: argparse.Namespace) -> int:
     from groupcoord.pipeline.analyze import AnalyzeOptions, run_analysis
     from groupcoord.pipeline.session import JavaNotFoundError, build_session
@@ -63,6 +70,7 @@ def _analyze(args: argparse.Namespace) -> int:
             remote=args.remote,
             shuffle_partitions=args.shuffle_partitions,
             driver_memory=args.driver_memory,
+            extra_conf=dict(_conf_pair(c) for c in args.conf),
         )
     except JavaNotFoundError as exc:
         print(f"groupcoord analyze: {exc}", file=sys.stderr)
@@ -76,6 +84,7 @@ def _analyze(args: argparse.Namespace) -> int:
         burrow=BurrowConfig(intervals=args.intervals, allowed_lag=args.allowed_lag),
         storms=StormConfig(count=args.storm_count, minutes=args.storm_minutes),
         report=not args.no_report,
+        concurrent=not args.sequential,
     )
     try:
         result = run_analysis(
@@ -168,6 +177,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     a.add_argument("--shuffle-partitions", type=int, default=None)
     a.add_argument("--driver-memory", default="2g")
     a.add_argument("--no-report", action="store_true", help="write the tables only")
+    a.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run the stages one at a time (default: lag and rebalance halves concurrently)",
+    )
+    a.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)"
+    )
     a.add_argument("--quiet", action="store_true", help="no progress display")
     a.add_argument("--stats-json", metavar="FILE", help="write stage timings and row counts as JSON")
     a.set_defaults(func=_analyze, stop_session=True)

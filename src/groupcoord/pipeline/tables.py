@@ -587,19 +587,32 @@ def partition_status(
         .otherwise(F.lit("OK"))
     )
     out = win.withColumn("status", status)
-    # Current time lag: how long the first unconsumed record has waited at `now`.
-    b = topic_batches(batches).where(F.col("append_ms") <= F.lit(now_ms))
-    pending = (
-        out.select("group_id", "topic", "partition", "last_committed_offset")
-        .join(b, ["topic", "partition"])
-        .where(
-            (F.col("base_offset") <= F.col("last_committed_offset"))
-            & (F.col("last_offset") >= F.col("last_committed_offset"))
+    # Current time lag: how long the first unconsumed record has waited at `now` (the append time of
+    # the batch holding the last committed offset). One chain (no self-join), so the window above is
+    # computed once.
+    b = (
+        topic_batches(batches)
+        .where(F.col("append_ms") <= F.lit(now_ms))
+        .select(
+            F.col("topic").alias("_bt"),
+            F.col("partition").alias("_bp"),
+            F.col("base_offset").alias("_bb"),
+            F.col("last_offset").alias("_bl"),
+            F.col("append_ms").alias("_ba"),
         )
-        .groupBy("group_id", "topic", "partition")
-        .agg(F.min("append_ms").alias("_pending_since"))
     )
-    out = out.join(pending, ["group_id", "topic", "partition"], "left")
+    holding = (
+        (F.col("topic") == F.col("_bt"))
+        & (F.col("partition") == F.col("_bp"))
+        & (F.col("_bb") <= F.col("last_committed_offset"))
+        & (F.col("_bl") >= F.col("last_committed_offset"))
+    )
+    out = (
+        out.join(F.broadcast(b), holding, "left")
+        .withColumn("_pending_since", F.min("_ba").over(Window.partitionBy(*key)))
+        .drop("_bt", "_bp", "_bb", "_bl", "_ba")
+        .dropDuplicates(key)
+    )
     time_lag = F.when(F.coalesce(F.col("current_lag"), F.lit(0)) == 0, F.lit(0)).otherwise(
         F.greatest(F.lit(now_ms) - F.col("_pending_since"), F.lit(0))
     )
