@@ -345,3 +345,13 @@ def test_lag_of_the_scripted_scenario_equals_the_window_definition(spark: Any, s
     commits = spark.read.parquet(str(t / "offset_commits"))
     batches = spark.read.parquet(str(t / "_log_batches"))
     assert _sorted_rows(tables.lag(commits, batches)) == _sorted_rows(tables.lag_windowed(commits, batches))
+
+
+def test_mapped_lag_equals_the_window_definition(spark: Any, scripted: Any) -> None:
+    _written, result = scripted
+    t = result.out / "tables"
+    commits = spark.read.parquet(str(t / "offset_commits"))
+    batches = spark.read.parquet(str(t / "_log_batches"))
+    assert _sorted_rows(tables.lag_mapped(commits, batches)) == _sorted_rows(
+        tables.lag_windowed(commits, batches)
+    )

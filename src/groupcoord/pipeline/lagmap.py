@@ -75,26 +75,29 @@ def _ints(col: pa.ChunkedArray | pa.Array) -> tuple[I64, npt.NDArray[np.bool_]]:
     return values, mask
 
 
-def lag_of(index: BatchIndex, rb: pa.RecordBatch) -> pa.RecordBatch:
-    """The lag rows (``tables.LAG_DDL``) of one batch of commits (group_id, topic, partition,
-    commit_time, committed_offset, log_offset)."""
-    import pyarrow as pa
+def lag_arrays(
+    index: BatchIndex,
+    topic: pa.Array | pa.ChunkedArray,
+    partition: pa.Array | pa.ChunkedArray,
+    t_ms: pa.Array | pa.ChunkedArray,
+    committed: pa.Array | pa.ChunkedArray,
+) -> tuple[I64, I64, I64]:
+    """(log_end_offset, offset_lag, time_lag_ms) for commits given as columns: topic, partition,
+    commit time in epoch ms and committed offset (any of them may be null)."""
     import pyarrow.compute as pc
 
-    n = rb.num_rows
-    time_col = rb.column("commit_time")
-    unit = time_col.type.unit if pa.types.is_timestamp(time_col.type) else "ms"
-    per_ms = {"s": 0, "ms": 1, "us": 1_000, "ns": 1_000_000}[unit]
-    t_raw, t_null = _ints(time_col)
-    t = t_raw // per_ms if per_ms else t_raw * 1000
-    c, c_null = _ints(rb.column("committed_offset"))
+    n = len(topic)
+    t, t_null = _ints(t_ms)
+    c, c_null = _ints(committed)
     leo = np.zeros(n, dtype=np.int64)
     pending = np.zeros(n, dtype=np.int64)
     pending_null = np.ones(n, dtype=np.bool_)
-    topic_enc = pc.dictionary_encode(rb.column("topic"))
+    topic_enc = pc.dictionary_encode(topic)
+    if hasattr(topic_enc, "combine_chunks"):
+        topic_enc = topic_enc.combine_chunks()
     t_codes = np.asarray(pc.fill_null(topic_enc.indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
     topics = topic_enc.dictionary.to_pylist()
-    p_vals, p_null = _ints(rb.column("partition"))
+    p_vals, p_null = _ints(partition)
     combined = np.where((t_codes < 0) | p_null, -1, t_codes * (1 << 32) + (p_vals & 0xFFFFFFFF))
     uniq, inverse = np.unique(combined, return_inverse=True)
     order = np.argsort(inverse, kind="stable")
@@ -116,6 +119,43 @@ def lag_of(index: BatchIndex, rb: pa.RecordBatch) -> pa.RecordBatch:
     offset_lag = np.where(c_null, 0, np.maximum(leo - c, 0))
     caught_up = ~c_null & (c >= leo)
     time_lag = np.where(caught_up | t_null | pending_null, 0, np.maximum(t - pending, 0))
+    return leo, offset_lag, time_lag
+
+
+LAG_STRUCT = "struct<log_end_offset:bigint,offset_lag:bigint,time_lag_ms:bigint>"
+
+
+def lag_struct(
+    index: BatchIndex,
+    topic: pa.Array,
+    partition: pa.Array,
+    t_ms: pa.Array,
+    committed: pa.Array,
+) -> pa.Array:
+    """:func:`lag_arrays` as one Arrow struct array (:data:`LAG_STRUCT`), what the Arrow UDF returns."""
+    import pyarrow as pa
+
+    leo, offset_lag, time_lag = lag_arrays(index, topic, partition, t_ms, committed)
+    return pa.StructArray.from_arrays(
+        [pa.array(leo), pa.array(offset_lag), pa.array(time_lag)],
+        names=["log_end_offset", "offset_lag", "time_lag_ms"],
+    )
+
+
+def lag_of(index: BatchIndex, rb: pa.RecordBatch) -> pa.RecordBatch:
+    """The lag rows (``tables.LAG_DDL``) of one batch of commits (group_id, topic, partition,
+    commit_time, committed_offset, log_offset)."""
+    import pyarrow as pa
+
+    time_col = rb.column("commit_time")
+    unit = time_col.type.unit if pa.types.is_timestamp(time_col.type) else "ms"
+    per_ms = {"s": 0, "ms": 1, "us": 1_000, "ns": 1_000_000}[unit]
+    raw = time_col.cast(pa.int64()) if pa.types.is_timestamp(time_col.type) else time_col
+    t_ms = pa.array(np.floor_divide(raw.to_numpy(zero_copy_only=False), per_ms) if per_ms else raw)
+    t_ms = t_ms if raw.null_count == 0 else pa.array(t_ms.to_numpy(zero_copy_only=False), mask=raw.is_null())
+    leo, offset_lag, time_lag = lag_arrays(
+        index, rb.column("topic"), rb.column("partition"), t_ms, rb.column("committed_offset")
+    )
     return pa.RecordBatch.from_arrays(
         [
             rb.column("group_id"),
