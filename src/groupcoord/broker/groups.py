@@ -21,6 +21,7 @@ from groupcoord.broker.state import Broker
 from groupcoord.coordinator import api
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms
+from groupcoord.protocol.group_responses import join_group_response, sync_group_response
 from groupcoord.protocol.registry import ApiMessages
 from groupcoord.server.connection import PreEncoded
 from groupcoord.server.context import RequestContext
@@ -132,8 +133,6 @@ def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 # ------------------------------------------------------------------------ JoinGroup
 def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     runtime = _runtime(broker)
-    resp_t = _response_type(broker, ctx)
-    member_t = child(resp_t, "members")
     version = ctx.api_version
     session_ms = ms(request.session_timeout)
     rebalance_ms = ms(request.rebalance_timeout) if version >= 1 else session_ms
@@ -151,30 +150,19 @@ def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         client_host=ctx.client_host,
     )
 
-    def encode(r: api.JoinGroupResponse) -> Any:
-        protocol_name = r.protocol_name
-        if version < 7 and protocol_name is None:
-            protocol_name = ""
-        return make(
-            resp_t,
-            throttle_time=NO_THROTTLE,
-            error_code=err(r.error),
+    def encode(r: api.JoinGroupResponse) -> PreEncoded:
+        body = join_group_response(
+            version,
+            error=int(r.error),
             generation_id=r.generation_id,
             protocol_type=r.protocol_type,
-            protocol_name=protocol_name,
+            protocol_name=r.protocol_name,
             leader=r.leader,
             skip_assignment=r.skip_assignment,
             member_id=r.member_id,
-            members=tuple(
-                make(
-                    member_t,
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    metadata=m.metadata,
-                )
-                for m in r.members
-            ),
+            members=[(m.member_id, m.group_instance_id, m.metadata) for m in r.members],
         )
+        return PreEncoded(pieces=(body,))
 
     return _call(runtime, lambda reply: runtime.coordinator.join_group(req, reply), encode, ctx)
 
@@ -205,15 +193,15 @@ def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         version=version,
     )
 
-    def encode(r: api.SyncGroupResponse) -> Any:
-        return make(
-            resp_t,
-            throttle_time=NO_THROTTLE,
-            error_code=err(r.error),
+    def encode(r: api.SyncGroupResponse) -> PreEncoded:
+        body = sync_group_response(
+            version,
+            error=int(r.error),
             protocol_type=r.protocol_type,
             protocol_name=r.protocol_name,
             assignment=r.assignment,
         )
+        return PreEncoded(pieces=(body,))
 
     return _call(runtime, lambda reply: runtime.coordinator.sync_group(req, reply), encode, ctx)
 
