@@ -220,7 +220,7 @@ def main() -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/groupcoord-analyze-bench"))
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--sequential", action="store_true", help="analyze --sequential (per-stage CPU)")
+    ap.add_argument("--concurrent", action="store_true", help="analyze --concurrent")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="passed to analyze")
     args = ap.parse_args()
     data = args.workdir / f"data-{args.commits}"
@@ -247,7 +247,7 @@ def main() -> int:
         args.master,
         "--stats-json",
         str(stats),
-        *(["--sequential"] if args.sequential else []),
+        *(["--concurrent"] if args.concurrent else []),
         *[f"--conf={c}" for c in args.conf],
     ]
     load_before = list(os.getloadavg())
@@ -278,7 +278,7 @@ def main() -> int:
             [
                 "bench/analyze_bench.py",
                 f"--commits {args.commits}",
-                *(["--sequential"] if args.sequential else []),
+                *(["--concurrent"] if args.concurrent else []),
                 *[f"--conf {c}" for c in args.conf],
             ]
         ),

@@ -50,8 +50,9 @@ class AnalyzeOptions:
     #: small segments are packed into input partitions of up to this many bytes (0: one per segment)
     pack_bytes: int = 32 * 1024 * 1024
     report: bool = True
-    #: run the lag and the rebalance halves of the pipeline as concurrent Spark jobs
-    concurrent: bool = True
+    #: run the lag and the rebalance halves of the pipeline as concurrent Spark jobs (measured slower
+    #: on 2 cores: both halves are CPU-bound; may help on more cores)
+    concurrent: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

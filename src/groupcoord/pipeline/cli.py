@@ -84,7 +84,7 @@ def _analyze(args: argparse.Namespace) -> int:
         burrow=BurrowConfig(intervals=args.intervals, allowed_lag=args.allowed_lag),
         storms=StormConfig(count=args.storm_count, minutes=args.storm_minutes),
         report=not args.no_report,
-        concurrent=not args.sequential,
+        concurrent=args.concurrent,
     )
     try:
         result = run_analysis(
@@ -178,9 +178,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     a.add_argument("--driver-memory", default="2g")
     a.add_argument("--no-report", action="store_true", help="write the tables only")
     a.add_argument(
-        "--sequential",
+        "--concurrent",
         action="store_true",
-        help="run the stages one at a time (default: lag and rebalance halves concurrently)",
+        help="run the lag and the rebalance halves as concurrent Spark jobs (default: one stage at a time)",
     )
     a.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)"
