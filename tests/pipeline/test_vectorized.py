@@ -237,7 +237,13 @@ def test_fixed_layout_commits_never_reach_the_per_record_decoder(
     def refuse(*_args: object) -> None:
         raise AssertionError("per-record path used")
 
+    every = list(walk.batches())
+    # the two all-commit batches (six records, then three with LogAppendTime) in one chunk
+    pure = [every[0], every[7]]
+    want = [(h.base_offset + i) for _p, h in pure for i in range(h.record_count)]
     monkeypatch.setattr(decoders.OffsetsColumns, "add", refuse)
+    both = vectorized.decode_offsets(walk.buf, pure, 0, offsets_schema)
+    assert both.column("log_offset").to_pylist() == want  # log order, not record index order
     table = vectorized.decode_offsets(walk.buf, headers, 0, offsets_schema)
     assert table.column("committed_offset").to_pylist() == [100, 101, 102, 103, 104, 105]
     assert table.column("partition").to_pylist() == [0, 1, 2, 3, 4, 5]

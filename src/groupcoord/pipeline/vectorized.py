@@ -165,7 +165,9 @@ def _walk(buf: U8, headers: Sequence[tuple[int, BatchHeader]], fast: I64) -> tup
         "vstart": cat(w.vstart),
         "vlen": cat(w.vlen),
     }
-    keep = ~bad[fields["batch"]]
+    keep = np.flatnonzero(~bad[fields["batch"]])
+    # back to log order (the walk collected record index by record index across batches)
+    keep = keep[np.lexsort((fields["index"][keep], fields["batch"][keep]))]
     return {k: v[keep] for k, v in fields.items()}, bad
 
 
@@ -229,18 +231,21 @@ def _utf8_ok(buf: U8, candidates: Bool, ranges: tuple[tuple[I64, I64], ...]) -> 
     cand = np.flatnonzero(candidates)
     if len(cand) == 0:
         return good
-    lo = min(int(start[cand].min()) for start, _n in ranges)
-    hi = max(int((start[cand] + np.maximum(n[cand], 0)).max()) for start, n in ranges)
-    is_high = buf[lo:hi] >= 0x80
-    if not is_high.any():  # the usual case: nothing but ASCII
-        return good
-    high = np.zeros(hi - lo + 1, dtype=np.int32)
-    np.cumsum(is_high, out=high[1:])
     suspect = np.zeros(len(cand), dtype=np.bool_)
     for start, n in ranges:
-        a = start[cand] - lo
-        suspect |= (high[a + np.maximum(n[cand], 0)] - high[a]) > 0
-    raw = buf.tobytes() if suspect.any() else b""
+        lengths = np.maximum(n[cand], 0)
+        offsets = np.zeros(len(cand) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        idx = np.repeat(start[cand] - offsets[:-1], lengths) + np.arange(int(offsets[-1]), dtype=np.int64)
+        high = buf[idx] >= 0x80
+        if not high.any():  # the usual case: nothing but ASCII
+            continue
+        counts = np.zeros(len(high) + 1, dtype=np.int64)
+        np.cumsum(high, out=counts[1:])
+        suspect |= (counts[offsets[1:]] - counts[offsets[:-1]]) > 0
+    if not suspect.any():
+        return good
+    raw = buf.tobytes()
     for r in cand[suspect]:
         for start, n in ranges:
             first, end = int(start[r]), int(start[r] + n[r])
@@ -364,13 +369,23 @@ def decode_offsets(
         }
         slow_order = slow_order[mask]
     slow_rb = _to_record_batch(columns, schema, nulls)
+    by_log = np.argsort(slow_order, kind="stable")
+    slow = pa.Table.from_batches([slow_rb], schema=schema).take(by_log)
     if fast_rb.num_rows == 0:
-        # records were collected record index by record index across batches: back to log order
-        return pa.Table.from_batches([slow_rb], schema=schema).take(np.argsort(slow_order, kind="stable"))
-    order.append(slow_order)
-    table = pa.Table.from_batches([fast_rb, slow_rb], schema=schema)
-    keys = np.concatenate(order)
-    return table.take(np.argsort(keys, kind="stable"))
+        return slow
+    # merge the (few) per-record rows into the fast rows, both in log order, by slicing
+    fast = pa.Table.from_batches([fast_rb], schema=schema)
+    at = np.searchsorted(order[0], slow_order[by_log])
+    pieces: list[pa.Table] = []
+    prev = 0
+    for k, p in enumerate(at.tolist()):
+        if p > prev:
+            pieces.append(fast.slice(prev, p - prev))
+        pieces.append(slow.slice(k, 1))
+        prev = p
+    if prev < fast.num_rows:
+        pieces.append(fast.slice(prev))
+    return pa.concat_tables(pieces).combine_chunks()
 
 
 ROW_SELECTIONS = ("all", "commits", "others")
