@@ -361,3 +361,11 @@ def test_mapped_lag_equals_the_window_definition(spark: Any, scripted: Any) -> N
     assert _sorted_rows(tables.lag_mapped(commits, batches)) == _sorted_rows(
         tables.lag_windowed(commits, batches)
     )
+
+
+def test_row_counts_from_parquet_footers_equal_spark_counts(spark: Any, scripted: Any) -> None:
+    _written, result = scripted
+    assert len(result.row_counts) == 13
+    for name, n in result.row_counts.items():
+        assert n == spark.read.parquet(str(result.out / "tables" / name)).count(), name
+    assert result.row_counts["offset_commits"] == 13
