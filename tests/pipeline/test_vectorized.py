@@ -227,6 +227,68 @@ def test_vectorised_decode_gives_the_per_record_rows_in_order(
     assert len(rows) == 6 + 17 + 4 + 3 + 3 + 1 + 300 + 1
 
 
+def _arrays_equal(a: vectorized.BatchArrays, b: vectorized.BatchArrays) -> bool:
+    names = ("pos", "size", "base_offset", "attributes", "record_count", "base_timestamp", "max_timestamp")
+    return all(getattr(a, n).tolist() == getattr(b, n).tolist() for n in names)
+
+
+def test_bulk_header_scan_reads_every_header_the_batch_walk_reads(mixed_dir: Path) -> None:
+    clean, torn = segments.plan_splits(mixed_dir)
+    walk = segments.walk_split(clean)
+    headers = list(walk.batches())
+    assert walk.tail is None and len(headers) == 11
+    scanned = vectorized.scan_batches(walk.buf)
+    assert scanned is not None
+    assert _arrays_equal(scanned, vectorized.BatchArrays.from_headers(headers))
+    assert scanned.pos.tolist() == [p for p, _h in headers]
+    # a torn tail is left to the general walk, which reports it
+    assert vectorized.scan_batches(segments.read_split_bytes(torn)) is None
+    empty = vectorized.scan_batches(b"")
+    assert empty is not None and len(empty) == 0
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["crc", "magic", "length", "trailing", "record_count", "codec"],
+)
+def test_bulk_header_scan_hands_every_irregular_split_to_the_general_walk(
+    mixed_dir: Path, damage: str
+) -> None:
+    clean = segments.plan_splits(mixed_dir)[0]
+    data = bytearray(segments.read_split_bytes(clean))
+    headers = list(segments.SplitWalk(split=clean, buf=bytes(data)).batches())
+    pos, header = headers[3]
+    if damage == "crc":
+        data[pos + header.size - 1] ^= 0x01  # last byte of a record: only the CRC notices
+    elif damage == "magic":
+        data[pos + 16] = 1
+    elif damage == "length":
+        data[pos + 8 : pos + 12] = (10).to_bytes(4, "big")
+    elif damage == "trailing":
+        data += b"\x00" * 5
+    elif damage == "record_count":
+        data[pos + 57 : pos + 61] = (-1).to_bytes(4, "big", signed=True)
+    else:
+        data[pos + 22] |= 0x07  # compression codec 7
+    assert vectorized.scan_batches(bytes(data)) is None
+    walk = segments.SplitWalk(split=clean, buf=bytes(data))
+    list(walk.batches())
+    assert walk.tail is not None  # and the general walk flags it
+
+
+@pytest.mark.parametrize("batch_rows", [1, 7, 65536])
+def test_vectorised_decode_over_bulk_headers_gives_the_per_record_rows(
+    mixed_dir: Path, offsets_schema: pa.Schema, batch_rows: int
+) -> None:
+    clean = segments.plan_splits(mixed_dir)[0]
+    data = segments.read_split_bytes(clean)
+    scanned = vectorized.scan_batches(data)
+    assert scanned is not None
+    out = list(vectorized.iter_offsets_batches(data, scanned, clean.partition, offsets_schema, batch_rows))
+    got = pa.Table.from_batches(out, schema=offsets_schema)
+    assert got.to_pylist() == _per_record(clean, offsets_schema).to_pylist()
+
+
 def test_fixed_layout_commits_never_reach_the_per_record_decoder(
     mixed_dir: Path, offsets_schema: pa.Schema, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,6 +37,7 @@ from groupcoord.pipeline.segments import (
     iter_key_values,
     iter_records,
     plan_splits,
+    read_split_bytes,
     record_timestamp,
     walk_split,
 )
@@ -295,7 +296,16 @@ class ConsumerOffsetsReader(_SegmentReader):
         schema = self.arrow_schema()
         if self.vectorized:
             for split in partition.splits:
-                walk = walk_split(split)
+                data = read_split_bytes(split)
+                scanned = vectorized.scan_batches(data)
+                if scanned is not None:
+                    # every batch sound: headers and CRCs checked in bulk, no tail to report
+                    yield from vectorized.iter_offsets_batches(
+                        data, scanned, split.partition, schema, self.batch_rows, self.row_selection
+                    )
+                    continue
+                # something irregular: the general walk finds where and reports it
+                walk = SplitWalk(split=split, buf=data)
                 headers = list(walk.batches())
                 yield from vectorized.iter_offsets_batches(
                     walk.buf, headers, split.partition, schema, self.batch_rows, self.row_selection

@@ -16,16 +16,29 @@ metadata, other key or value versions, metadata strings that are not valid UTF-8
 
 from __future__ import annotations
 
+import itertools
 import logging
+import struct
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
 from groupcoord.pipeline import decoders
 from groupcoord.pipeline.segments import iter_key_values
-from groupcoord.storage.batch import BATCH_HEADER_SIZE, BatchHeader, records_block
+from groupcoord.storage.batch import (
+    BATCH_HEADER_SIZE,
+    COMPRESSION_ZSTD,
+    CRC_START,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    records_block,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -85,6 +98,114 @@ def _strings(buf: U8, start: I64, length: I64) -> pa.Array:
     return arr
 
 
+_LENGTH = struct.Struct(">i")
+_CONTROL = 0x20
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchArrays:
+    """The headers of a run of batches as numpy arrays (one element per batch), instead of one
+    :class:`BatchHeader` object per batch."""
+
+    pos: I64
+    size: I64
+    base_offset: I64
+    attributes: I64
+    record_count: I64
+    base_timestamp: I64
+    max_timestamp: I64
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def take(self, idx: I64) -> BatchArrays:
+        return BatchArrays(
+            pos=self.pos[idx],
+            size=self.size[idx],
+            base_offset=self.base_offset[idx],
+            attributes=self.attributes[idx],
+            record_count=self.record_count[idx],
+            base_timestamp=self.base_timestamp[idx],
+            max_timestamp=self.max_timestamp[idx],
+        )
+
+    @classmethod
+    def from_headers(cls, headers: Sequence[tuple[int, BatchHeader]]) -> BatchArrays:
+        n = len(headers)
+
+        def col(values: Iterator[int]) -> I64:
+            return np.fromiter(values, dtype=np.int64, count=n)
+
+        return cls(
+            pos=col(p for p, _h in headers),
+            size=col(h.size for _p, h in headers),
+            base_offset=col(h.base_offset for _p, h in headers),
+            attributes=col(h.attributes for _p, h in headers),
+            record_count=col(h.record_count for _p, h in headers),
+            base_timestamp=col(h.base_timestamp for _p, h in headers),
+            max_timestamp=col(h.max_timestamp for _p, h in headers),
+        )
+
+
+def scan_batches(data: bytes) -> BatchArrays | None:
+    """Every batch of a split, validated as :meth:`~groupcoord.pipeline.segments.SplitWalk.batches`
+    validates them (length, magic 2, record count, last offset delta, codec, CRC-32C), as arrays.
+
+    Returns ``None`` when anything is irregular — an impossible length, a bad magic or CRC, a torn
+    or partial tail — so that the caller walks that split with the general path, which reports the
+    corrupt tail exactly as before. Only the framing (one length per batch) is a Python loop; the
+    header fields are read with numpy and the CRC is one ``crc32c`` call per batch."""
+    end = len(data)
+    unpack = _LENGTH.unpack_from
+    positions: list[int] = []
+    append = positions.append
+    pos = 0
+    while end - pos >= LOG_OVERHEAD:
+        (length,) = unpack(data, pos + 8)
+        if length < MIN_BATCH_LENGTH:
+            return None
+        size = length + LOG_OVERHEAD
+        if pos + size > end:
+            return None
+        append(pos)
+        pos += size
+    if pos != end:
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    p = np.asarray(positions, dtype=np.int64)
+    if len(p) == 0:
+        return BatchArrays(
+            pos=p, size=p, base_offset=p, attributes=p, record_count=p, base_timestamp=p, max_timestamp=p
+        )
+    size = _be(buf, p + 8, 4) + LOG_OVERHEAD
+    magic = buf[p + 16]
+    attributes = _be(buf, p + 21, 2)
+    last_delta = _be(buf, p + 23, 4)
+    count = _be(buf, p + 57, 4)
+    if (
+        (magic != CURRENT_MAGIC).any()
+        or (count < 0).any()
+        or (last_delta < 0).any()
+        or ((attributes & _COMPRESSION) > COMPRESSION_ZSTD).any()
+    ):
+        return None
+    stored = _be(buf, p + 17, 4) & 0xFFFFFFFF
+    crc = _crc32c.crc32c
+    view = memoryview(data)
+    for start, n, want in zip(p.tolist(), size.tolist(), stored.tolist(), strict=True):
+        if crc(view[start + CRC_START : start + n]) != want:
+            return None
+    return BatchArrays(
+        pos=p,
+        size=size,
+        base_offset=_be(buf, p, 8),
+        attributes=attributes,
+        record_count=count,
+        base_timestamp=_be(buf, p + 27, 8),
+        max_timestamp=_be(buf, p + 35, 8),
+    )
+
+
 class _Walked:
     """Records of the walkable batches, flattened (batch index, record index within the batch)."""
 
@@ -99,21 +220,21 @@ class _Walked:
         self.vlen: list[I64] = []
 
 
-def _walk(buf: U8, headers: Sequence[tuple[int, BatchHeader]], fast: I64) -> tuple[dict[str, I64], Bool]:
+def _walk(buf: U8, headers: BatchArrays, fast: I64) -> tuple[dict[str, I64], Bool]:
     """Walk the records of the batches ``fast`` (indices into ``headers``) vectorised.
 
     Returns the flattened record fields and, per batch of ``fast``, whether its walk was irregular
     (such batches are decoded by the per-record path instead, which reports the problem as before).
     """
-    hs = [headers[i] for i in fast]
+    hs = headers.take(fast)
     nb = len(hs)
-    pos = np.fromiter((p for p, _h in hs), dtype=np.int64, count=nb)
-    size = np.fromiter((h.size for _p, h in hs), dtype=np.int64, count=nb)
-    count = np.fromiter((h.record_count for _p, h in hs), dtype=np.int64, count=nb)
-    base_off = np.fromiter((h.base_offset for _p, h in hs), dtype=np.int64, count=nb)
-    base_ts = np.fromiter((h.base_timestamp for _p, h in hs), dtype=np.int64, count=nb)
-    max_ts = np.fromiter((h.max_timestamp for _p, h in hs), dtype=np.int64, count=nb)
-    log_append = np.fromiter((bool(h.attributes & _TS_TYPE) for _p, h in hs), dtype=np.bool_, count=nb)
+    pos = hs.pos
+    size = hs.size
+    count = hs.record_count
+    base_off = hs.base_offset
+    base_ts = hs.base_timestamp
+    max_ts = hs.max_timestamp
+    log_append = (hs.attributes & _TS_TYPE) != 0
     end = pos + size
     cur = pos + BATCH_HEADER_SIZE
     bad = np.zeros(nb, dtype=np.bool_)
@@ -309,7 +430,7 @@ def _fast_batch(
 
 def decode_offsets(
     data: bytes,
-    headers: Sequence[tuple[int, BatchHeader]],
+    headers: Sequence[tuple[int, BatchHeader]] | BatchArrays,
     log_partition: int,
     schema: pa.Schema,
     rows: str = "all",
@@ -322,14 +443,14 @@ def decode_offsets(
 
     from groupcoord.pipeline.source import _to_record_batch
 
+    if not isinstance(headers, BatchArrays):
+        headers = BatchArrays.from_headers(headers)
     nb = len(headers)
     if nb == 0:
         return schema.empty_table()
     buf = np.frombuffer(data, dtype=np.uint8)
     padded = np.concatenate([buf, np.zeros(_PAD, dtype=np.uint8)])
-    walkable = np.fromiter(
-        (h.compression == 0 and h.record_count > 0 for _p, h in headers), dtype=np.bool_, count=nb
-    )
+    walkable = ((headers.attributes & _COMPRESSION) == 0) & (headers.record_count > 0)
     fast = np.flatnonzero(walkable)
     f, bad = _walk(padded, headers, fast)
     # batch indices back into `headers`
@@ -353,8 +474,8 @@ def decode_offsets(
         cols.add(log_partition, int(f["offset"][r]), int(f["time"][r]), key, value)
         slow_keys.append((int(f["batch"][r]) << 32) | int(f["index"][r]))
     for b in slow_batches:
-        pos, header = headers[int(b)]
-        _h, block = records_block(data, pos)
+        pos = int(headers.pos[int(b)])
+        header, block = records_block(data, pos)
         for i, (offset, ts, key, value) in enumerate(iter_key_values(header, block)):
             cols.add(log_partition, offset, ts, key, value)
             slow_keys.append((int(b) << 32) | i)
@@ -419,22 +540,29 @@ def select_mask(columns: dict[str, list[Any]], rows: str) -> npt.NDArray[np.bool
 
 def iter_offsets_batches(
     data: bytes,
-    headers: Sequence[tuple[int, BatchHeader]],
+    headers: Sequence[tuple[int, BatchHeader]] | BatchArrays,
     log_partition: int,
     schema: pa.Schema,
     batch_rows: int,
     rows: str = "all",
 ) -> Iterator[pa.RecordBatch]:
-    """:func:`decode_offsets` in chunks of batches, as Arrow record batches of about ``batch_rows``."""
-    chunk: list[tuple[int, BatchHeader]] = []
-    pending = 0
-    for item in headers:
-        if item[1].is_control:
-            continue
-        chunk.append(item)
-        pending += item[1].record_count
-        if pending >= batch_rows:
-            yield from decode_offsets(data, chunk, log_partition, schema, rows).to_batches()
-            chunk, pending = [], 0
-    if chunk:
+    """:func:`decode_offsets` in chunks of batches, as Arrow record batches of about ``batch_rows``
+    (control batches skipped)."""
+    if not isinstance(headers, BatchArrays):
+        headers = BatchArrays.from_headers(headers)
+    data_batches = headers.take(np.flatnonzero((headers.attributes & _CONTROL) == 0))
+    if len(data_batches) == 0:
+        return
+    # chunk ends: a chunk closes at the batch that brings its record count to batch_rows
+    total = np.cumsum(data_batches.record_count)
+    starts = [0]
+    while True:
+        base = int(total[starts[-1] - 1]) if starts[-1] > 0 else 0
+        cut = int(np.searchsorted(total, base + batch_rows, side="left")) + 1
+        if cut >= len(total):
+            break
+        starts.append(cut)
+    bounds = [*starts, len(total)]
+    for a, b in itertools.pairwise(bounds):
+        chunk = data_batches.take(np.arange(a, b))
         yield from decode_offsets(data, chunk, log_partition, schema, rows).to_batches()
