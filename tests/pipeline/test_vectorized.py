@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import UTC, datetime
 from pathlib import Path
@@ -329,6 +330,62 @@ def test_row_selections_split_the_records_between_commits_and_the_rest(
         assert any(is_commit) and not all(is_commit)
         assert commits.to_pylist() == [r for r, c in zip(every, is_commit, strict=True) if c]
         assert others.to_pylist() == [r for r, c in zip(every, is_commit, strict=True) if not c]
+
+
+def _read_source(path: Path, struct: Any, **options: str) -> list[dict[str, Any]]:
+    """Rows of the consumer-offsets reader run in this process, split by split, in log order."""
+    from groupcoord.pipeline.source import ConsumerOffsetsReader
+
+    reader = ConsumerOffsetsReader(struct, {"path": str(path), **options}, frozenset({"__consumer_offsets"}))
+    rows: list[dict[str, Any]] = []
+    for partition in reader.partitions():
+        rows.extend(r for b in reader.read(partition) for r in b.to_pylist())
+    return rows
+
+
+def test_others_read_from_the_commits_pass_memo_gives_the_full_reads_rows(
+    spark: Any, mixed_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(mixed_dir, data_dir)
+    memo = tmp_path / "memo"
+    struct = spark.createDataFrame([], decoders.ddl(decoders.OFFSETS_COLUMNS)).schema
+    want_others = _read_source(data_dir, struct, rows="others")
+    want_commits = _read_source(data_dir, struct, rows="commits")
+    assert _read_source(data_dir, struct, rows="commits", memo=str(memo)) == want_commits
+    # only the clean split gets a memo (the torn one is always read in full), and it lists only
+    # the batches holding records outside the fixed-layout commits
+    notes = [json.loads(p.read_text()) for p in memo.glob("*.json")]
+    assert [n["path"].endswith("__consumer_offsets-0/00000000000000000000.log") for n in notes] == [True]
+    clean = segments.plan_splits(data_dir)[0]
+    headers = list(segments.walk_split(clean).batches())
+    assert notes[0]["batches"] == [headers[i][0] for i in (1, 2, 3, 4, 5, 8, 10)]
+
+    scans: list[int] = []
+    real_scan = vectorized.scan_batches
+
+    def counting_scan(data: bytes) -> vectorized.BatchArrays | None:
+        scans.append(len(data))
+        return real_scan(data)
+
+    monkeypatch.setattr(vectorized, "scan_batches", counting_scan)
+    assert _read_source(data_dir, struct, rows="others", memo=str(memo)) == want_others
+    assert len(scans) == 1  # the torn split only: the clean one came from its memo
+
+    # changed bytes of the same length: the memo no longer applies and the split is read in full
+    seg = data_dir / "__consumer_offsets-0" / "00000000000000000000.log"
+    raw = bytearray(seg.read_bytes())
+    first = headers[0][0] + headers[0][1].size - 1
+    raw[first] ^= 0x01  # breaks the first batch's CRC: a corrupt tail there
+    seg.write_bytes(bytes(raw))
+    want_damaged = _read_source(data_dir, struct, rows="others")
+    scans.clear()
+    got = _read_source(data_dir, struct, rows="others", memo=str(memo))
+    assert got == want_damaged
+    assert got[0]["corrupt"] is True and got[0]["log_offset"] == 0
+    assert len(scans) == 2
 
 
 def _sorted_rows(df: Any) -> list[tuple[Any, ...]]:

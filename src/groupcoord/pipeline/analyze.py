@@ -8,6 +8,7 @@ path by every executor (local mode trivially; on a cluster: a shared file system
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -184,6 +185,11 @@ def run_analysis(
         stages.step(name)
         return back
 
+    # the commits pass notes, per sound split, which batches hold other records; the pass for the
+    # others then decodes only those (when the bytes are unchanged; otherwise it reads everything)
+    memo_dir = tdir / "_decode_memo"
+    shutil.rmtree(memo_dir, ignore_errors=True)
+
     def offsets_source(rows: str, columns: tuple[str, ...] | None = None) -> DataFrame:
         reader = spark.read.format("consumer-offsets")
         if columns is not None:
@@ -194,6 +200,7 @@ def run_analysis(
             .option("splitBytes", split)
             .option("packBytes", pack)
             .option("rows", rows)
+            .option("memo", str(memo_dir))
             .load(path)
         )
 
@@ -246,6 +253,7 @@ def run_analysis(
 
     def rebalance_branch() -> None:
         offsets = save("_offsets_records", offsets_source("others"))
+        shutil.rmtree(memo_dir, ignore_errors=True)
         gm = offsets
         if opts.until_ms is not None:
             gm = gm.where(F.unix_millis("record_time") < F.lit(opts.until_ms))
@@ -279,6 +287,7 @@ def run_analysis(
         now_ms = lag_branch()
         rebalance_branch()
 
+    shutil.rmtree(memo_dir, ignore_errors=True)
     report_path: Path | None = None
     if opts.report:
         from groupcoord.pipeline.report import write_report

@@ -21,11 +21,15 @@ partitions).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import crc32c
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
@@ -274,6 +278,10 @@ class ConsumerOffsetsReader(_SegmentReader):
         unknown = [f.name for f in schema.fields if f.name not in known]
         if unknown:
             raise ValueError(f"consumer-offsets has no columns {unknown}; a schema may only narrow it")
+        #: ``memo=DIR``: a ``rows=commits`` read leaves in DIR, per sound split, where its non-commit
+        #: records are; a later ``rows=others`` read of the same bytes decodes only those batches
+        memo = options.get("memo")
+        self.memo_dir = Path(memo) if memo else None
         self.row_selection = options.get("rows", "all")
         if self.row_selection not in vectorized.ROW_SELECTIONS:
             raise ValueError(
@@ -297,12 +305,26 @@ class ConsumerOffsetsReader(_SegmentReader):
         if self.vectorized:
             for split in partition.splits:
                 data = read_split_bytes(split)
+                if self.memo_dir is not None and self.row_selection == "others":
+                    remembered = _recall(self.memo_dir, split, data)
+                    if remembered is not None:
+                        # the commits pass saw these exact bytes (length and CRC-32C of the whole
+                        # split match), all batches sound; only its batches with other rows are read
+                        yield from vectorized.iter_offsets_batches(
+                            data, remembered, split.partition, schema, self.batch_rows, "others"
+                        )
+                        continue
                 scanned = vectorized.scan_batches(data)
                 if scanned is not None:
                     # every batch sound: headers and CRCs checked in bulk, no tail to report
+                    touched: list[int] | None = None
+                    if self.memo_dir is not None and self.row_selection == "commits":
+                        touched = []
                     yield from vectorized.iter_offsets_batches(
-                        data, scanned, split.partition, schema, self.batch_rows, self.row_selection
+                        data, scanned, split.partition, schema, self.batch_rows, self.row_selection, touched
                     )
+                    if touched is not None and self.memo_dir is not None:
+                        _remember(self.memo_dir, split, data, touched)
                     continue
                 # something irregular: the general walk finds where and reports it
                 walk = SplitWalk(split=split, buf=data)
@@ -331,6 +353,52 @@ class ConsumerOffsetsReader(_SegmentReader):
                 cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
         if len(cols):
             yield self._batch(cols, schema)
+
+
+def _memo_path(memo_dir: Path, split: SegmentSplit) -> Path:
+    digest = hashlib.sha1(f"{split.path}\0{split.start}\0{split.end}".encode()).hexdigest()
+    return memo_dir / f"{digest}.json"
+
+
+def _remember(memo_dir: Path, split: SegmentSplit, data: bytes, positions: list[int]) -> None:
+    """Note where the split's batches with non-commit records are (``memo`` option)."""
+    memo = {
+        "path": split.path,
+        "start": split.start,
+        "end": split.end,
+        "length": len(data),
+        "crc32c": crc32c.crc32c(data),
+        "batches": sorted(set(positions)),
+    }
+    try:
+        memo_dir.mkdir(parents=True, exist_ok=True)
+        target = _memo_path(memo_dir, split)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(memo))
+        tmp.replace(target)
+    except OSError as exc:  # a memo is an optimisation only
+        log.warning("cannot write decode memo for %s: %s", split.path, exc)
+
+
+def _recall(memo_dir: Path, split: SegmentSplit, data: bytes) -> vectorized.BatchArrays | None:
+    """The batches a ``rows=commits`` read noted for exactly these bytes, or ``None`` (no memo,
+    another split, different bytes)."""
+    try:
+        memo = json.loads(_memo_path(memo_dir, split).read_text())
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(memo, dict)
+        or memo.get("path") != split.path
+        or memo.get("start") != split.start
+        or memo.get("end") != split.end
+        or memo.get("length") != len(data)
+        or memo.get("crc32c") != crc32c.crc32c(data)
+    ):
+        return None
+    import numpy as np
+
+    return vectorized.batches_at(data, np.asarray(memo.get("batches", []), dtype=np.int64))
 
 
 class KafkaLogDataSource(DataSource):  # type: ignore[misc]

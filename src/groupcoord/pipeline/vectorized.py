@@ -171,12 +171,31 @@ def scan_batches(data: bytes) -> BatchArrays | None:
         pos += size
     if pos != end:
         return None
+    arrays = batches_at(data, np.asarray(positions, dtype=np.int64))
+    if arrays is None:
+        return None
     buf = np.frombuffer(data, dtype=np.uint8)
-    p = np.asarray(positions, dtype=np.int64)
+    p = arrays.pos
+    stored = _be(buf, p + 17, 4) & 0xFFFFFFFF
+    crc = _crc32c.crc32c
+    view = memoryview(data)
+    for start, n, want in zip(p.tolist(), arrays.size.tolist(), stored.tolist(), strict=True):
+        if crc(view[start + CRC_START : start + n]) != want:
+            return None
+    return arrays
+
+
+def batches_at(data: bytes, p: I64) -> BatchArrays | None:
+    """The headers of the batches starting at byte positions ``p`` of ``data`` (whole batches known
+    to be there), or ``None`` if one has a bad magic, a negative record count or last offset delta,
+    or an unknown codec. The CRC is not checked here."""
     if len(p) == 0:
         return BatchArrays(
             pos=p, size=p, base_offset=p, attributes=p, record_count=p, base_timestamp=p, max_timestamp=p
         )
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if int(p.max()) + BATCH_HEADER_SIZE > len(buf):
+        return None
     size = _be(buf, p + 8, 4) + LOG_OVERHEAD
     magic = buf[p + 16]
     attributes = _be(buf, p + 21, 2)
@@ -184,17 +203,13 @@ def scan_batches(data: bytes) -> BatchArrays | None:
     count = _be(buf, p + 57, 4)
     if (
         (magic != CURRENT_MAGIC).any()
+        or (size < BATCH_HEADER_SIZE).any()
+        or (p + size > len(buf)).any()
         or (count < 0).any()
         or (last_delta < 0).any()
         or ((attributes & _COMPRESSION) > COMPRESSION_ZSTD).any()
     ):
         return None
-    stored = _be(buf, p + 17, 4) & 0xFFFFFFFF
-    crc = _crc32c.crc32c
-    view = memoryview(data)
-    for start, n, want in zip(p.tolist(), size.tolist(), stored.tolist(), strict=True):
-        if crc(view[start + CRC_START : start + n]) != want:
-            return None
     return BatchArrays(
         pos=p,
         size=size,
@@ -434,11 +449,15 @@ def decode_offsets(
     log_partition: int,
     schema: pa.Schema,
     rows: str = "all",
+    touched: list[int] | None = None,
 ) -> pa.Table:
     """The rows of ``__consumer_offsets`` for the (non-control) batches ``headers`` of ``data`` —
     exactly what :class:`~groupcoord.pipeline.decoders.OffsetsColumns` gives record by record, in
     the same order. ``rows`` keeps ``all`` of them, only the ``commits`` or only the ``others``
-    (see :func:`select_rows`)."""
+    (see :func:`select_rows`).
+
+    ``touched``, if given, receives the byte positions of the batches that hold any record outside
+    the fixed-layout commits (every batch that can have a row ``rows=others`` keeps; a superset)."""
     import pyarrow as pa
 
     from groupcoord.pipeline.source import _to_record_batch
@@ -458,6 +477,9 @@ def decode_offsets(
     slow_batches = np.flatnonzero(~walkable)
     slow_batches = np.sort(np.concatenate([slow_batches, fast[bad]]))
     is_commit, c = _commit_mask(padded, f)
+    if touched is not None:
+        some = np.union1d(np.unique(f["batch"][~is_commit]), slow_batches)
+        touched.extend(headers.pos[some].tolist())
     if rows == "others":
         fast_rb = pa.RecordBatch.from_pylist([], schema=schema)
     else:
@@ -545,6 +567,7 @@ def iter_offsets_batches(
     schema: pa.Schema,
     batch_rows: int,
     rows: str = "all",
+    touched: list[int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """:func:`decode_offsets` in chunks of batches, as Arrow record batches of about ``batch_rows``
     (control batches skipped)."""
@@ -565,4 +588,4 @@ def iter_offsets_batches(
     bounds = [*starts, len(total)]
     for a, b in itertools.pairwise(bounds):
         chunk = data_batches.take(np.arange(a, b))
-        yield from decode_offsets(data, chunk, log_partition, schema, rows).to_batches()
+        yield from decode_offsets(data, chunk, log_partition, schema, rows, touched).to_batches()
