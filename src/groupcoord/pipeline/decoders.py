@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.consumer_protocol import decode_assignment, decode_subscription
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -105,6 +104,10 @@ def member_row(member: MemberMetadataRecord, protocol_type: str) -> dict[str, An
     assignment: list[dict[str, Any]] | None = None
     error: str | None = None
     if protocol_type == "consumer":
+        # imported here: the consumer-protocol schemas cost ~0.25 s to import, paid by every Spark
+        # Python process (data source planners, workers) that imports this module otherwise
+        from groupcoord.consumer_protocol import decode_assignment, decode_subscription
+
         try:
             topics = list(decode_subscription(member.subscription).topics) if member.subscription else []
             if member.assignment:
