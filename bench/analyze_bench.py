@@ -212,6 +212,24 @@ def generate(out: Path, commits: int, groups: int, span_ms: int) -> dict[str, fl
     }
 
 
+def _code_version() -> str:
+    """The commit of this checkout, or the PYTHONPATH that overrides it (before/after runs)."""
+    override = os.environ.get("PYTHONPATH")
+    if override:
+        return f"PYTHONPATH={override}"
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).parent,
+        )
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--commits", type=int, default=10_000_000)
@@ -222,6 +240,9 @@ def main() -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--concurrent", action="store_true", help="analyze --concurrent")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="passed to analyze")
+    ap.add_argument(
+        "--results", default="analyze.json", help="file name under bench/results/ (default analyze.json)"
+    )
     args = ap.parse_args()
     data = args.workdir / f"data-{args.commits}"
     marker = data / "generated.json"
@@ -266,6 +287,7 @@ def main() -> int:
         "session_start_seconds": st["session_seconds"],
         "stage_seconds": st["stage_seconds"],
         "stage_cpu_seconds": st.get("stage_cpu_seconds", {}),
+        "code": _code_version(),
         "load_average_before": load_before,
         "load_average_after": list(os.getloadavg()),
         "row_counts": st["row_counts"],
@@ -286,7 +308,7 @@ def main() -> int:
     print(json.dumps(result, indent=1))
     res_dir = Path(__file__).parent / "results"
     res_dir.mkdir(exist_ok=True)
-    (res_dir / "analyze.json").write_text(json.dumps(result, indent=1))
+    (res_dir / args.results).write_text(json.dumps(result, indent=1))
     return 0
 
 

@@ -180,7 +180,9 @@ def run_analysis(
             # ~35% faster to write than snappy on 2 cores)
             writer = writer.option("compression", "none")
         writer.parquet(target)
-        back = spark.read.parquet(target)
+        # read back with the schema just written: inferring it would run one more Spark job (a
+        # footer read) per table
+        back = spark.read.schema(df.schema).parquet(target)
         counts[name] = _parquet_rows(Path(target))
         stages.step(name)
         return back
