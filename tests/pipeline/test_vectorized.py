@@ -488,3 +488,33 @@ def test_row_counts_from_parquet_footers_equal_spark_counts(spark: Any, scripted
     for name, n in result.row_counts.items():
         assert n == spark.read.parquet(str(result.out / "tables" / name)).count(), name
     assert result.row_counts["offset_commits"] == 13
+
+
+def test_time_ranges_from_parquet_footers_equal_spark_min_max(
+    spark: Any, scripted: Any, tmp_path: Path
+) -> None:
+    from pyspark.sql import functions as F
+
+    from groupcoord.pipeline.analyze import parquet_ms_range
+
+    _written, result = scripted
+    tdir = result.out / "tables"
+    cases = [
+        ("offset_commits", "commit_time"),
+        ("_log_batches", "max_timestamp"),
+        ("group_events", "time"),
+        ("lag", "time"),
+        ("rebalances", "started_at"),
+    ]
+    # sub-millisecond and pre-epoch instants floor like unix_millis; nulls are ignored
+    odd = spark.sql(
+        "select timestamp_micros(col) as t from values (-1500L), (2000001L), (cast(null as bigint)) as v(col)"
+    )
+    odd.write.parquet(str(tmp_path / "odd"))
+    for directory, column in [*((tdir / n, c) for n, c in cases), (tmp_path / "odd", "t")]:
+        row = spark.read.parquet(str(directory)).agg(
+            F.min(F.unix_millis(column)), F.max(F.unix_millis(column))
+        ).first()
+        assert parquet_ms_range(directory, column) == (row[0], row[1]), directory
+    assert parquet_ms_range(tmp_path / "odd", "t") == (-2, 2000)
+    assert parquet_ms_range(tdir / "lag", "no_such_column") is None

@@ -245,12 +245,12 @@ def run_analysis(
             ),
         )
         lag = save("lag", tables.lag(commits, batches))
-        now_ms = opts.until_ms if opts.until_ms is not None else _latest_ms(commits, batches, events)
+        now_ms = opts.until_ms if opts.until_ms is not None else _latest_ms(tdir, commits, batches, events)
         pstatus = save(
             "partition_status", tables.partition_status(lag, batches, now_ms=now_ms, config=opts.burrow)
         )
         save("group_status", tables.group_status(pstatus))
-        save("group_lag_series", tables.group_lag_series(lag, _bucket_ms(lag)))
+        save("group_lag_series", tables.group_lag_series(lag, _bucket_ms(tdir, lag)))
         return now_ms
 
     def rebalance_branch() -> None:
@@ -313,26 +313,77 @@ def _parquet_rows(directory: Path) -> int:
     return sum(pq.read_metadata(f).num_rows for f in sorted(directory.glob("*.parquet")))
 
 
-def _latest_ms(commits: DataFrame, batches: DataFrame, events: DataFrame) -> int:
+def parquet_ms_range(directory: Path, column: str) -> tuple[int, int] | None:
+    """(min, max) of a timestamp column in epoch milliseconds (floored, as ``unix_millis``) from the
+    Parquet footers' statistics of a directory Spark wrote, without a Spark job; ``None`` when
+    they cannot tell (no rows, no statistics, not INT64 microseconds) — ask Spark then."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    lo: int | None = None
+    hi: int | None = None
+    for f in sorted(directory.glob("*.parquet")):
+        md = pq.read_metadata(f)
+        names = [md.schema.column(i).path for i in range(md.num_columns)]
+        if column not in names:
+            return None
+        i = names.index(column)
+        logical = json.loads(md.schema.column(i).logical_type.to_json())
+        if (
+            md.schema.column(i).physical_type != "INT64"
+            or logical.get("Type") != "Timestamp"
+            or logical.get("timeUnit") != "microseconds"
+        ):
+            return None
+        for g in range(md.num_row_groups):
+            chunk = md.row_group(g).column(i)
+            stats = chunk.statistics
+            if chunk.num_values == 0:
+                continue
+            if stats is None or not stats.has_min_max:
+                if stats is not None and stats.null_count == chunk.num_values:
+                    continue  # all null: nothing to add
+                return None
+            a, b = int(stats.min_raw), int(stats.max_raw)
+            lo = a if lo is None else min(lo, a)
+            hi = b if hi is None else max(hi, b)
+    if lo is None or hi is None:
+        return None
+    return lo // 1000, hi // 1000
+
+
+def _latest_ms(tdir: Path, commits: DataFrame, batches: DataFrame, events: DataFrame) -> int:
     from pyspark.sql import functions as F
 
-    candidates = [
-        commits.agg(F.max(F.unix_millis("commit_time"))).first(),
-        batches.agg(F.max(F.unix_millis("max_timestamp"))).first(),
-        events.agg(F.max(F.unix_millis("time"))).first(),
-    ]
-    values = [int(r[0]) for r in candidates if r is not None and r[0] is not None]
+    values: list[int] = []
+    for name, df, column in (
+        ("offset_commits", commits, "commit_time"),
+        ("_log_batches", batches, "max_timestamp"),
+        ("group_events", events, "time"),
+    ):
+        known = parquet_ms_range(tdir / name, column)
+        if known is not None:
+            values.append(known[1])
+            continue
+        row = df.agg(F.max(F.unix_millis(column))).first()
+        if row is not None and row[0] is not None:
+            values.append(int(row[0]))
     return max(values) if values else int(time.time() * 1000)
 
 
-def _bucket_ms(lag: DataFrame) -> int:
+def _bucket_ms(tdir: Path, lag: DataFrame) -> int:
     """A time bucket giving at most ~300 points per group in the lag-over-time series."""
     from pyspark.sql import functions as F
 
-    row = lag.agg(F.min(F.unix_millis("time")), F.max(F.unix_millis("time"))).first()
-    if row is None or row[0] is None:
-        return 60_000
-    span = int(row[1]) - int(row[0])
+    known = parquet_ms_range(tdir / "lag", "time")
+    if known is not None:
+        span = known[1] - known[0]
+    else:
+        row = lag.agg(F.min(F.unix_millis("time")), F.max(F.unix_millis("time"))).first()
+        if row is None or row[0] is None:
+            return 60_000
+        span = int(row[1]) - int(row[0])
     for step in (1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 21_600_000, 86_400_000):
         if span / step <= 300:
             return step
