@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -51,6 +52,25 @@ def _conf_pair(raw: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def _preload(report: bool) -> None:
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+
+        import groupcoord.pipeline.lagmap
+        import groupcoord.pipeline.tables
+
+        if report:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot
+
+            import groupcoord.pipeline.report  # noqa: F401
+    except Exception:  # an optimisation only: the real imports report any problem
+        log.debug("preloading modules failed", exc_info=True)
+
+
 def _analyze(args: argparse.Namespace) -> int:
     from groupcoord.pipeline.analyze import AnalyzeOptions, run_analysis
     from groupcoord.pipeline.session import JavaNotFoundError, build_session
@@ -64,6 +84,11 @@ def _analyze(args: argparse.Namespace) -> int:
         print("groupcoord analyze: --since must be before --until", file=sys.stderr)
         return 2
     started = time.perf_counter()
+    # the JVM starts in its own process (seconds, mostly one core): meanwhile import what the driver
+    # needs later (pandas, pyarrow, the tables, matplotlib for the report: ~1 s of imports)
+    threading.Thread(
+        target=_preload, args=(not args.no_report,), name="analyze-preload", daemon=True
+    ).start()
     try:
         spark = build_session(
             master=args.master,
