@@ -58,9 +58,12 @@ def _be(buf: U8, pos: I64, width: int) -> I64:
     """Big-endian signed integers of ``width`` bytes (2, 4 or 8) at ``pos``."""
     if len(pos) == 0:
         return np.zeros(0, dtype=np.int64)
-    windows = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - width + 1, width), strides=(1, 1))
-    raw = np.ascontiguousarray(windows[pos])
-    return raw.view(f">i{width}").reshape(-1).astype(np.int64)
+    # one gather per byte, most significant first (the first one sign-extended): ~3x faster than
+    # gathering (n, width) windows and viewing them as big-endian integers
+    acc: I64 = buf[pos].view(np.int8).astype(np.int64)
+    for k in range(1, width):
+        acc = (acc << 8) | buf[pos + k]
+    return acc
 
 
 def _varint(buf: U8, pos: I64, max_bytes: int) -> tuple[I64, I64, Bool]:
