@@ -518,3 +518,18 @@ def test_time_ranges_from_parquet_footers_equal_spark_min_max(
         assert parquet_ms_range(directory, column) == (row[0], row[1]), directory
     assert parquet_ms_range(tmp_path / "odd", "t") == (-2, 2000)
     assert parquet_ms_range(tdir / "lag", "no_such_column") is None
+
+
+def test_big_endian_gather_reads_signed_integers_like_int_from_bytes() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    buf = rng.integers(0, 256, 4096, dtype=np.uint8)
+    buf[:8] = 0xFF  # -1 at every width
+    buf[8:16] = [0x80, 0, 0, 0, 0, 0, 0, 0]  # the most negative 64-bit value
+    pos = np.concatenate([np.array([0, 8], dtype=np.int64), rng.integers(0, len(buf) - 8, 500)])
+    for width in (2, 4, 8):
+        want = [int.from_bytes(buf[p : p + width].tobytes(), "big", signed=True) for p in pos.tolist()]
+        got = vectorized._be(buf, pos, width)
+        assert got.dtype == np.int64 and got.tolist() == want
+    assert vectorized._be(buf, np.zeros(0, dtype=np.int64), 4).tolist() == []
