@@ -152,13 +152,14 @@ def test_reschedule_of_another_due_key_during_expire_moves_it_out() -> None:
 
 
 def test_compaction_during_expire_does_not_lose_a_timer_that_is_already_due() -> None:
-    # 1000 due keys plus 1000 superseded entries of a far-future key: the heap holds 2001
-    # entries for 1001 live timers, just under the compaction trigger (garbage > live).
-    # Once a few due keys have fired, the next schedule compacts the heap mid-expire.
+    # 1000 due keys plus 3001 entries of a far-future key (3000 superseded): the heap holds
+    # 4001 entries for 1001 live timers, just under the compaction trigger (more than four
+    # entries per live timer). Once a few due keys have fired, the next schedule compacts
+    # the heap mid-expire.
     t: KeyedTimer[str, str] = KeyedTimer()
     for i in range(1000):
         t.schedule(f"due{i:04d}", 5, "due")
-    for _ in range(1001):
+    for _ in range(3001):
         t.schedule("far", 10_000, "far")
     fired = []
     for key, _ in t.expire(10):
