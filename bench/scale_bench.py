@@ -45,6 +45,8 @@ from group_bench import HEARTBEAT, Conn, GroupWatch, Member, Template, heartbeat
 from groupcoord.protocol.entities import NO_THROTTLE, err, make
 
 _CORR = struct.Struct(">i")
+#: How often the sender wakes to send the heartbeats that are due (smaller: smaller bursts).
+SEND_TICK_S = 0.005
 
 
 class LatencyConn(Conn):
@@ -218,7 +220,7 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
                         f"rss={rss_samples[-1][1] / 2**20:.0f} MiB",
                         flush=True,
                     )
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(SEND_TICK_S)
 
     send_task = asyncio.create_task(sender())
     t_form = time.perf_counter()
