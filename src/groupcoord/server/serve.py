@@ -103,15 +103,6 @@ async def warm_codecs(registry: ApiRegistry) -> None:
             await asyncio.sleep(0)
 
 
-#: Collector thresholds once the broker runs: young generations as CPython's defaults, full
-#: collections after 1,000 middle-generation ones instead of 10. A full collection walks every
-#: live member, group and connection: 120-350 ms with 100,000 members (measured with a gc
-#: callback in the scale benchmark), and with the default it ran every 30-60 s in a steady
-#: state of heartbeats, every few seconds while groups formed. Cyclic garbage is young in
-#: this broker (requests, futures) and is still collected by the young generations.
-_GC_THRESHOLDS = (700, 10, 1000)
-
-
 async def _settle(registry: ApiRegistry, loaded: asyncio.Event) -> None:
     """Warm the codecs, wait for ``__consumer_offsets`` to load, then freeze what exists.
 
@@ -124,7 +115,6 @@ async def _settle(registry: ApiRegistry, loaded: asyncio.Event) -> None:
     await warm_codecs(registry)
     await loaded.wait()
     gc.freeze()
-    gc.set_threshold(*_GC_THRESHOLDS)
     log.debug("codecs built and start-up objects frozen")
 
 
