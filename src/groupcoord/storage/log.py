@@ -1172,16 +1172,21 @@ class PartitionLog:
     def _segment_index(self, offset: int) -> int:
         return max(0, bisect.bisect_right(self._bases, offset) - 1)
 
+    def _readable_end(self, offset: int) -> int:
+        """The log end offset, once ``offset`` is known to be readable (caller holds the lock)."""
+        self._check_open()
+        leo = self.log_end_offset
+        if offset < self._log_start or offset > leo:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self._log_start}, {leo}] of {self.dir.name}"
+            )
+        return leo
+
     def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> ReadResult:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` (at least one batch
         when ``min_one``), all from one segment."""
         with self._lock:
-            self._check_open()
-            leo = self.log_end_offset
-            if offset < self._log_start or offset > leo:
-                raise OffsetOutOfRangeError(
-                    f"offset {offset} is outside [{self._log_start}, {leo}] of {self.dir.name}"
-                )
+            leo = self._readable_end(offset)
             empty = ReadResult(data=b"", high_watermark=leo, log_start_offset=self._log_start, file=None)
             if offset == leo:
                 return empty
@@ -1211,12 +1216,7 @@ class PartitionLog:
         headers only: a range of ``copy_below`` bytes or more comes back as a :class:`FileRegion`
         on a duplicated descriptor (for ``os.sendfile``), a shorter one as bytes."""
         with self._lock:
-            self._check_open()
-            leo = self.log_end_offset
-            if offset < self._log_start or offset > leo:
-                raise OffsetOutOfRangeError(
-                    f"offset {offset} is outside [{self._log_start}, {leo}] of {self.dir.name}"
-                )
+            leo = self._readable_end(offset)
             empty = RegionRead(data=b"", high_watermark=leo, log_start_offset=self._log_start)
             if offset == leo:
                 return empty
