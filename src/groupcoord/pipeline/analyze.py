@@ -54,6 +54,10 @@ class AnalyzeOptions:
     #: run the lag and the rebalance halves of the pipeline as concurrent Spark jobs (measured slower
     #: on 2 cores: both halves are CPU-bound; may help on more cores)
     concurrent: bool = False
+    #: write ``offset_commits`` and ``lag`` from the decoding tasks with pyarrow in one pass and give
+    #: ``partition_status`` only each group-partition's last commits (``commitpass``); False: the
+    #: general path (Spark writes both tables; the lag as an Arrow UDF over ``offset_commits``)
+    direct_tables: bool = True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -166,7 +170,7 @@ def run_analysis(
     out = out.resolve()
     tdir = out / "tables"
     tdir.mkdir(parents=True, exist_ok=True)
-    stages = _Stages(14 if opts.report else 13, progress)
+    stages = _Stages((14 if opts.report else 13) - (1 if opts.direct_tables else 0), progress)
     counts: dict[str, int] = {}
     path = str(data_dir)
     split = str(opts.split_bytes)
@@ -228,6 +232,46 @@ def run_analysis(
         "group_events", tables.within(tables.group_events(ev_raw), "time", opts.since_ms, opts.until_ms)
     )
 
+    def commit_pass() -> tuple[DataFrame, DataFrame, DataFrame]:
+        """offset_commits and lag written by the decoding tasks (pyarrow), and the last commits of
+        each group-partition per task as ``_lag_tails`` (what partition_status needs)."""
+        from groupcoord.pipeline import commitpass
+
+        for name in ("offset_commits", "lag"):
+            shutil.rmtree(tdir / name, ignore_errors=True)
+            (tdir / name).mkdir(parents=True)
+        reader = (
+            spark.read.format("commit-tables")
+            .option("tablesDir", str(tdir))
+            .option("logBatches", str(tdir / "_log_batches"))
+            .option("intervals", str(opts.burrow.intervals))
+            .option("splitBytes", split)
+            .option("packBytes", pack)
+            .option("memo", str(memo_dir))
+        )
+        if opts.since_ms is not None:
+            reader = reader.option("sinceMs", str(opts.since_ms))
+        if opts.until_ms is not None:
+            reader = reader.option("untilMs", str(opts.until_ms))
+        tails_df = reader.load(path)
+        target = tdir / "_lag_tails"
+        tails_df.write.mode("overwrite").option("compression", "none").parquet(str(target))
+        tails = spark.read.schema(tails_df.schema).parquet(str(target))
+        counts["_lag_tails"] = _parquet_rows(target)
+        frames = []
+        for name, struct in (
+            ("offset_commits", commitpass.commits_struct()),
+            ("lag", commitpass.struct_type(commitpass.TAIL_COLUMNS)),
+        ):
+            d = tdir / name
+            for leftover in d.glob(".*.tmp"):  # an attempt that died before renaming its file
+                leftover.unlink(missing_ok=True)
+            (d / "_SUCCESS").touch()
+            counts[name] = _parquet_rows(d)
+            frames.append(spark.read.schema(struct).parquet(str(d)))
+        stages.step("offset_commits+lag")
+        return frames[0], frames[1], tails
+
     def lag_branch() -> int:
         # The offset commits (the bulk of __consumer_offsets) go straight to their table; the bronze
         # table keeps every other record (group metadata, tombstones, unknown/undecodable, corrupt
@@ -235,19 +279,24 @@ def run_analysis(
         # With rows=commits the source has already applied tables.offset_commits' filter, so only the
         # table's own columns cross from Python to the JVM (tests/pipeline/test_vectorized.py shows the
         # result equals tables.offset_commits over the full decode).
-        commits = save(
-            "offset_commits",
-            tables.within(
-                offsets_source("commits", tables.OFFSET_COMMITS_COLUMNS),
-                "commit_time",
-                opts.since_ms,
-                opts.until_ms,
-            ),
-        )
-        lag = save("lag", tables.lag(commits, batches))
+        if opts.direct_tables:
+            commits, lag, recent = commit_pass()
+        else:
+            commits = save(
+                "offset_commits",
+                tables.within(
+                    offsets_source("commits", tables.OFFSET_COMMITS_COLUMNS),
+                    "commit_time",
+                    opts.since_ms,
+                    opts.until_ms,
+                ),
+            )
+            lag = recent = save("lag", tables.lag(commits, batches))
         now_ms = opts.until_ms if opts.until_ms is not None else _latest_ms(tdir, commits, batches, events)
+        # with direct tables `recent` holds only each group-partition's last commits per task, a
+        # superset of every last-`intervals` window: the same statuses (tests/pipeline/test_commit_pass.py)
         pstatus = save(
-            "partition_status", tables.partition_status(lag, batches, now_ms=now_ms, config=opts.burrow)
+            "partition_status", tables.partition_status(recent, batches, now_ms=now_ms, config=opts.burrow)
         )
         save("group_status", tables.group_status(pstatus))
         save("group_lag_series", tables.group_lag_series(lag, _bucket_ms(tdir, lag)))

@@ -110,6 +110,7 @@ def _analyze(args: argparse.Namespace) -> int:
         storms=StormConfig(count=args.storm_count, minutes=args.storm_minutes),
         report=not args.no_report,
         concurrent=args.concurrent,
+        direct_tables=not args.spark_writes,
     )
     try:
         result = run_analysis(
@@ -206,6 +207,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--concurrent",
         action="store_true",
         help="run the lag and the rebalance halves as concurrent Spark jobs (default: one stage at a time)",
+    )
+    a.add_argument(
+        "--spark-writes",
+        action="store_true",
+        help="offset_commits and lag written by Spark's writer, the lag as an Arrow UDF (the general "
+        "path; default: both written by the decoding tasks in one pass)",
     )
     a.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)"

@@ -455,6 +455,10 @@ SOURCES: tuple[type[DataSource], ...] = (
 
 
 def register_sources(spark: SparkSession) -> None:
-    """Register the three sources with a session (registration is per session)."""
+    """Register the sources with a session (registration is per session): the three above and
+    :class:`groupcoord.pipeline.commitpass.CommitTablesDataSource`."""
+    from groupcoord.pipeline.commitpass import CommitTablesDataSource
+
     for cls in SOURCES:
         spark.dataSource.register(cls)
+    spark.dataSource.register(CommitTablesDataSource)
