@@ -79,6 +79,7 @@ from groupcoord.coordinator.records import (
 )
 from groupcoord.coordinator.state import GroupState, can_rebalance
 from groupcoord.errors import ErrorCode, IllegalStateError
+from groupcoord.gcutil import untrack
 from groupcoord.timer import KeyedTimer
 
 log = logging.getLogger(__name__)
@@ -1634,12 +1635,16 @@ class GroupCoordinator:
                 group = ClassicGroup(key.group, value.commit_timestamp)
                 group.state_timestamp = None
                 self._groups[key.group] = group
-            group.offsets[(key.topic, key.partition)] = CommittedOffset(
-                offset=value.offset,
-                leader_epoch=value.leader_epoch,
-                metadata=value.metadata,
-                commit_timestamp=value.commit_timestamp,
-                expire_timestamp=value.expire_timestamp,
+            # Numbers and a string, alive until the next commit of the partition: the cyclic
+            # collector would only walk it (groupcoord.gcutil).
+            group.offsets[(key.topic, key.partition)] = untrack(
+                CommittedOffset(
+                    offset=value.offset,
+                    leader_epoch=value.leader_epoch,
+                    metadata=value.metadata,
+                    commit_timestamp=value.commit_timestamp,
+                    expire_timestamp=value.expire_timestamp,
+                )
             )
             return
         if not isinstance(key, GroupMetadataKey):

@@ -16,6 +16,7 @@ from typing import Any
 
 from groupcoord.coordinator.state import GroupState, check_transition
 from groupcoord.errors import IllegalStateError
+from groupcoord.gcutil import track, untrack
 
 JoinReply = Callable[[Any], None]
 SyncReply = Callable[[Any], None]
@@ -36,9 +37,9 @@ class Member:
     """One member of a classic group (Kafka's ``MemberMetadata``)."""
 
     __slots__ = (
+        "_awaiting_join",
+        "_awaiting_sync",
         "assignment",
-        "awaiting_join",
-        "awaiting_sync",
         "client_host",
         "client_id",
         "group_instance_id",
@@ -74,11 +75,42 @@ class Member:
         self.protocol_type = protocol_type
         self.protocols = protocols
         self.assignment = assignment
-        self.awaiting_join: JoinReply | None = None
+        self._awaiting_join: JoinReply | None = None
         self.join_version = 0
         self.join_reason: str | None = None
-        self.awaiting_sync: SyncReply | None = None
+        self._awaiting_sync: SyncReply | None = None
         self.is_new = False
+        # A member lives as long as its group and, between rebalances, holds only strings,
+        # numbers, bytes and tuples of those: no cycle can pass through it, so the cyclic
+        # collector need not walk it (see groupcoord.gcutil). It is tracked again while it
+        # holds a reply callback, which could lead back to it.
+        untrack(self)
+
+    @property
+    def awaiting_join(self) -> JoinReply | None:
+        """The reply callback of the member's parked JoinGroup, if any."""
+        return self._awaiting_join
+
+    @awaiting_join.setter
+    def awaiting_join(self, reply: JoinReply | None) -> None:
+        self._awaiting_join = reply
+        self._retrack()
+
+    @property
+    def awaiting_sync(self) -> SyncReply | None:
+        """The reply callback of the member's parked SyncGroup, if any."""
+        return self._awaiting_sync
+
+    @awaiting_sync.setter
+    def awaiting_sync(self, reply: SyncReply | None) -> None:
+        self._awaiting_sync = reply
+        self._retrack()
+
+    def _retrack(self) -> None:
+        if self._awaiting_join is None and self._awaiting_sync is None:
+            untrack(self)
+        else:
+            track(self)
 
     @property
     def is_static(self) -> bool:
@@ -117,9 +149,12 @@ class ClassicGroup:
         self.leader_id: str | None = None
         self.members: dict[str, Member] = {}  # insertion order = join order
         self.pending_members: dict[str, int] = {}  # member id -> session timeout (ordered set)
-        self.pending_sync: set[str] = set()
+        # Member ids only, so never part of a cycle: kept away from the cyclic collector
+        # (groupcoord.gcutil), as are protocol_counts (a plain dict of str -> int, which
+        # CPython leaves untracked by itself) and subscribed_topics.
+        self.pending_sync: set[str] = untrack(set())
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
-        self.protocol_counts: Counter[str] = Counter()
+        self.protocol_counts: dict[str, int] = {}  # protocol name -> members supporting it
         self.num_awaiting_join = 0
         self.new_member_added = False
         self.subscribed_topics: frozenset[str] | None = None
@@ -158,7 +193,7 @@ class ClassicGroup:
             if mapped is not None and mapped != member.member_id:
                 raise IllegalStateError(f"instance {member.group_instance_id} already mapped to {mapped}")
             self.static_members[member.group_instance_id] = member.member_id
-        self.protocol_counts.update(member.protocol_names())
+        self._count_protocols(member.protocols, 1)
         if member.awaiting_join is not None:
             self.num_awaiting_join += 1
 
@@ -166,8 +201,7 @@ class ClassicGroup:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
-        self.protocol_counts.subtract(member.protocol_names())
-        self.protocol_counts += Counter()  # drop zero counts
+        self._count_protocols(member.protocols, -1)
         if member.awaiting_join is not None:
             self.num_awaiting_join -= 1
         self.pending_sync.discard(member_id)
@@ -181,10 +215,19 @@ class ClassicGroup:
         return member
 
     def update_protocols(self, member: Member, protocols: tuple[tuple[str, bytes], ...]) -> None:
-        self.protocol_counts.subtract(member.protocol_names())
-        self.protocol_counts += Counter()
+        self._count_protocols(member.protocols, -1)
         member.protocols = protocols
-        self.protocol_counts.update(member.protocol_names())
+        self._count_protocols(protocols, 1)
+
+    def _count_protocols(self, protocols: tuple[tuple[str, bytes], ...], delta: int) -> None:
+        """Add ``delta`` to the count of every protocol named; a count that reaches 0 is dropped."""
+        counts = self.protocol_counts
+        for name, _ in protocols:
+            n = counts.get(name, 0) + delta
+            if n > 0:
+                counts[name] = n
+            else:
+                counts.pop(name, None)
 
     def set_awaiting_join(self, member: Member, reply: JoinReply | None) -> None:
         if member.awaiting_join is None and reply is not None:

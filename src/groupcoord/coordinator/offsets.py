@@ -10,6 +10,7 @@ import logging
 
 from groupcoord.coordinator.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, CommittedOffset
 from groupcoord.coordinator.state import GroupState
+from groupcoord.gcutil import untrack
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,8 @@ def subscribed_topics(group: ClassicGroup) -> frozenset[str] | None:
             )
             return None
         topics.update(sub.topics)
-    return frozenset(topics)
+    # Strings only, kept as long as the generation: no work for the cyclic collector.
+    return untrack(frozenset(topics))
 
 
 def expired_offsets(group: ClassicGroup, now_ms: int, retention_ms: int) -> list[tuple[str, int]]:
