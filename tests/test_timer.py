@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import gc
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groupcoord import timer as timer_mod
 from groupcoord.timer import KeyedTimer
 
 
@@ -242,3 +246,40 @@ def test_timer_behaves_like_a_dict_of_deadlines(program: list[tuple[str, int, in
                 del model[k]
         assert len(t) == len(model)
         assert t.next_deadline() == (min(d for d, _, _ in model.values()) if model else None)
+
+
+def test_sequence_numbers_that_run_out_are_renumbered_keeping_order_and_deadlines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(timer_mod, "_SEQ_MASK", 7)  # renumber after 7 schedules instead of 2**40
+    t: KeyedTimer[str, int] = KeyedTimer()
+    for i in range(40):
+        t.schedule(f"k{i % 5}", 100 - i, i)  # later schedules get earlier deadlines
+    t.schedule("tie-a", 50, -1)
+    t.schedule("tie-b", 50, -2)
+    assert len(t) == 7
+    assert {f"k{j}": t.deadline(f"k{j}") for j in range(5)} == {f"k{j}": 100 - (35 + j) for j in range(5)}
+    fired = list(t.expire(100))
+    # earliest deadline first; equal deadlines in the order they were scheduled
+    assert fired == [("tie-a", -1), ("tie-b", -2), ("k4", 39), ("k3", 38), ("k2", 37), ("k1", 36), ("k0", 35)]
+    assert len(t) == 0 and t.next_deadline() is None
+
+
+def test_rescheduling_creates_no_object_for_the_cyclic_collector() -> None:
+    t: KeyedTimer[tuple[str, str], None] = KeyedTimer()
+    keys = [("heartbeat", f"member-{i}") for i in range(2000)]
+    for k in keys:
+        t.schedule(k, 30_000, None)
+    gc.collect()
+    # Count what the collector would have to walk at its next run (CPython untracks tuples of
+    # atoms only when a collection examines them, so none may run in between).
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        for round_ in range(1, 4):  # three heartbeats of every member, each pushing its expiry out
+            for k in keys:
+                t.schedule(k, 30_000 + round_ * 10_000, None)
+        assert len(gc.get_objects()) - before < 10
+    finally:
+        gc.enable()
+    assert t.next_deadline() == 60_000 and len(t) == 2000

@@ -7,12 +7,20 @@ The structure is pure: it never reads a clock and never sleeps. Its owner asks f
 server, a loop over virtual time in tests and the simulator), and calls
 :meth:`KeyedTimer.expire` with the current time.
 
-Data structure: a binary heap of ``(deadline, seq, key)`` with lazy deletion, plus a dict
-``key -> (deadline, seq, payload)`` holding the live entry. Rescheduling is one dict write
-and one heap push (O(log n)); cancelling is one dict delete (O(1)). Superseded heap
-entries are skipped when they surface and the heap is rebuilt from the live entries when
-garbage outnumbers them, so memory stays proportional to the live timers even under
-constant rescheduling (every heartbeat reschedules its member's expiry).
+Data structure: a binary heap of integers with lazy deletion. Each heap entry packs a deadline
+and a sequence number into one int (``deadline << 40 | seq``), so entries order by deadline and
+then by scheduling order; ``_keys`` maps a sequence number still in the heap to its key, and
+``_live`` maps a key to the packed entry that is its live timer (payloads, when not ``None``,
+sit in ``_payloads``). Rescheduling is dict writes and one heap push (O(log n)); cancelling is
+a dict delete (O(1)). Superseded heap entries are skipped when they surface, and the heap is
+rebuilt from the live entries when garbage outnumbers them, so memory stays proportional to the
+live timers even under constant rescheduling (every heartbeat reschedules its member's expiry).
+
+Rescheduling creates no container object: ints are not tracked by CPython's cyclic garbage
+collector, whereas a tuple per entry was. At 100,000 heartbeating members those tuples, each
+living until its deadline and each replacing one that died, piled up in the collector's youngest
+generation without ever tripping its allocation counter, so that when a collection finally ran
+it walked 100,000+ objects (60-140 ms, measured in ``bench/scale_bench.py``).
 """
 
 from __future__ import annotations
@@ -31,14 +39,18 @@ _COMPACT_MIN = 1024
 #: three entries per member on its own; at a factor of 2 it was rebuilt every 10 s, a 30 ms
 #: stall of the event loop at 100,000 members (measured).
 _GARBAGE_FACTOR = 4
+_SEQ_BITS = 40
+_SEQ_MASK = (1 << _SEQ_BITS) - 1
 
 
 class KeyedTimer(Generic[K, T]):
-    __slots__ = ("_heap", "_live", "_seq")
+    __slots__ = ("_heap", "_keys", "_live", "_payloads", "_seq")
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, K]] = []
-        self._live: dict[K, tuple[int, int, T]] = {}
+        self._heap: list[int] = []  # deadline << _SEQ_BITS | seq
+        self._keys: dict[int, K] = {}  # seq of every entry still in the heap -> its key
+        self._live: dict[K, int] = {}  # key -> its live entry
+        self._payloads: dict[K, T] = {}  # key -> payload, for live timers with one
         self._seq = 0
 
     def __len__(self) -> int:
@@ -49,10 +61,17 @@ class KeyedTimer(Generic[K, T]):
 
     def schedule(self, key: K, deadline_ms: int, payload: T) -> None:
         """Arm ``key`` to fire at ``deadline_ms``, replacing any earlier timer of that key."""
-        self._seq += 1
-        seq = self._seq
-        self._live[key] = (deadline_ms, seq, payload)
-        heapq.heappush(self._heap, (deadline_ms, seq, key))
+        seq = self._seq = self._seq + 1
+        if seq > _SEQ_MASK:
+            seq = self._renumber()
+        entry = (deadline_ms << _SEQ_BITS) | seq
+        self._live[key] = entry
+        if payload is None:
+            self._payloads.pop(key, None)
+        else:
+            self._payloads[key] = payload
+        self._keys[seq] = key
+        heapq.heappush(self._heap, entry)
         if len(self._heap) > _COMPACT_MIN and len(self._heap) > _GARBAGE_FACTOR * len(self._live):
             self._compact()
 
@@ -64,26 +83,28 @@ class KeyedTimer(Generic[K, T]):
 
     def cancel(self, key: K) -> bool:
         """Disarm ``key``; returns whether it was armed."""
+        self._payloads.pop(key, None)
         return self._live.pop(key, None) is not None
 
     def deadline(self, key: K) -> int | None:
         entry = self._live.get(key)
-        return None if entry is None else entry[0]
+        return None if entry is None else entry >> _SEQ_BITS
 
     def payload(self, key: K) -> T | None:
-        entry = self._live.get(key)
-        return None if entry is None else entry[2]
+        return self._payloads.get(key) if key in self._live else None
 
     def next_deadline(self) -> int | None:
         """The earliest live deadline, or None when nothing is armed."""
         heap = self._heap
         live = self._live
+        keys = self._keys
         while heap:
-            deadline, seq, key = heap[0]
-            entry = live.get(key)
-            if entry is not None and entry[1] == seq:
-                return deadline
+            entry = heap[0]
+            key = keys[entry & _SEQ_MASK]
+            if live.get(key) == entry:
+                return entry >> _SEQ_BITS
             heapq.heappop(heap)
+            del keys[entry & _SEQ_MASK]
         return None
 
     def expire(self, now_ms: int) -> Iterator[tuple[K, T]]:
@@ -94,16 +115,39 @@ class KeyedTimer(Generic[K, T]):
         during iteration with a deadline ``<= now_ms`` is yielded in the same pass.
         """
         live = self._live
-        # Re-read self._heap on every step: a schedule() made by the consumer while we are
-        # suspended may compact, replacing the list.
-        while self._heap and self._heap[0][0] <= now_ms:
-            _, seq, key = heapq.heappop(self._heap)
-            entry = live.get(key)
-            if entry is None or entry[1] != seq:
+        keys = self._keys
+        payloads = self._payloads
+        heap = self._heap
+        # Every entry with a deadline <= now_ms is below this bound, whatever its sequence number.
+        bound = (now_ms + 1) << _SEQ_BITS
+        # A schedule() made by the consumer while we are suspended may compact or renumber:
+        # both rebuild the heap and the key index in place, so these names stay valid.
+        while heap and heap[0] < bound:
+            entry = heapq.heappop(heap)
+            key = keys.pop(entry & _SEQ_MASK)
+            if live.get(key) != entry:
                 continue  # superseded or cancelled: a stale firing
             del live[key]
-            yield key, entry[2]
+            yield key, payloads.pop(key, None)  # type: ignore[misc]
 
     def _compact(self) -> None:
-        self._heap = [(d, s, k) for k, (d, s, _) in self._live.items()]
+        """Drop the superseded entries: the heap and the key index keep only live timers."""
+        self._heap[:] = self._live.values()
         heapq.heapify(self._heap)
+        self._keys.clear()
+        self._keys.update((entry & _SEQ_MASK, key) for key, entry in self._live.items())
+
+    def _renumber(self) -> int:
+        """Give the live timers fresh sequence numbers 1..n, in their firing order, once the
+        numbers run out (after 2**40 schedules); returns the next free one."""
+        order = sorted(self._live.items(), key=lambda item: item[1])
+        self._live.clear()
+        self._keys.clear()
+        self._heap.clear()
+        for seq, (key, entry) in enumerate(order, 1):
+            renumbered = (entry >> _SEQ_BITS << _SEQ_BITS) | seq
+            self._live[key] = renumbered
+            self._keys[seq] = key
+            self._heap.append(renumbered)  # ascending, hence already a heap
+        self._seq = len(order) + 1
+        return self._seq

@@ -407,7 +407,14 @@ class GroupCoordinator:
     def _schedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
         """Kafka's ``completeAndScheduleNextHeartbeatExpiration``."""
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self._timer.schedule(("heartbeat", group.group_id, member.member_id), self._now() + timeout, None)
+        self._timer.schedule(self._heartbeat_key(group, member), self._now() + timeout, None)
+
+    @staticmethod
+    def _heartbeat_key(group: ClassicGroup, member: Member) -> tuple[str, str, str]:
+        key = member.heartbeat_key
+        if key is None or key[2] != member.member_id or key[1] != group.group_id:
+            key = member.heartbeat_key = ("heartbeat", group.group_id, member.member_id)
+        return key
 
     def _cancel_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
         self._timer.cancel(("heartbeat", group.group_id, member_id))

@@ -43,6 +43,7 @@ class Member:
         "client_host",
         "client_id",
         "group_instance_id",
+        "heartbeat_key",
         "is_new",
         "join_reason",
         "join_version",
@@ -80,6 +81,10 @@ class Member:
         self.join_reason: str | None = None
         self._awaiting_sync: SyncReply | None = None
         self.is_new = False
+        #: The coordinator's session-timer key for this member, made once (see
+        #: GroupCoordinator._heartbeat_key): a fresh tuple per heartbeat would outlive the
+        #: request, in the timer, until its deadline.
+        self.heartbeat_key: tuple[str, str, str] | None = None
         # A member lives as long as its group and, between rebalances, holds only strings,
         # numbers, bytes and tuples of those: no cycle can pass through it, so the cyclic
         # collector need not walk it (see groupcoord.gcutil). It is tracked again while it
