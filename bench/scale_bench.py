@@ -56,6 +56,9 @@ class LatencyConn(Conn):
         super().__init__()
         self.sent: dict[int, tuple[float, int]] = {}
         self.latencies_us: array[int] | None = None
+        #: Per measured answer, its arrival in ms after the steady state began (the timeline).
+        self.arrivals_ms: array[int] = array("I")
+        self.t0 = 0.0
         self.expected: bytes = b""
         self.errors: dict[int, int] = {}
         self.erring_members: set[int] = set()
@@ -81,6 +84,7 @@ class LatencyConn(Conn):
             self.answered += 1
             if self.measuring:
                 self.latencies_us.append(min(int((now - t) * 1e6), 0xFFFFFFFF))
+                self.arrivals_ms.append(int((now - self.t0) * 1000))
             if frame[4:] != self.expected:
                 (code,) = struct.unpack_from(">h", frame, len(frame) - 3)
                 self.errors[code] = self.errors.get(code, 0) + 1
@@ -257,10 +261,12 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
         )
         # Steady state: measure for --duration seconds.
         start = time.perf_counter()
+        result["steady_state_began_unix"] = time.time()
         sent0 = state["sent"]
         cpu0 = time.process_time()
         bcpu0 = broker.cpu_seconds()
         for c in conns.values():
+            c.t0 = start
             c.measuring = True
         state["measuring"] = True
         await asyncio.sleep(args.duration)
@@ -286,6 +292,7 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
             errors[code] = errors.get(code, 0) + cnt
         erring |= {(id(c), m) for m in c.erring_members}
     ordered = sorted(lat)
+    timeline = _timeline(conns.values())
 
     def pct(q: float) -> float | None:
         return ordered[min(len(ordered) - 1, int(len(ordered) * q))] / 1000 if ordered else None
@@ -305,6 +312,8 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
         members_with_errors=len(erring),
         members_expired=len(set().union(*(c.expired_members for c in conns.values()))),
         latency_ms={"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "p999": pct(0.999), "max": pct(1.0)},
+        over_10ms_fraction=sum(slow for _, _, slow, _ in timeline) / max(1, len(ordered)),
+        latency_timeline=timeline,
         broker_rss_peak_bytes=max(steady_rss, default=-1),
         broker_rss_end_bytes=broker.rss_bytes(),
         broker_vmhwm_bytes=broker.peak_rss_bytes(),
@@ -318,6 +327,22 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
     for c in conns.values():
         c.close()
     return result
+
+
+def _timeline(conns: Any) -> list[tuple[int, int, int, float]]:
+    """Per second of the steady state (by arrival): answers, answers slower than 10 ms, max ms.
+
+    Shows whether the tail is spread evenly (queueing) or comes in bursts (pauses)."""
+    answers: dict[int, list[int]] = {}
+    for c in conns:
+        assert c.latencies_us is not None
+        for at, us in zip(c.arrivals_ms, c.latencies_us):
+            cell = answers.setdefault(at // 1000, [0, 0, 0])
+            cell[0] += 1
+            if us > 10_000:
+                cell[1] += 1
+            cell[2] = max(cell[2], us)
+    return [(sec, n, slow, worst / 1000) for sec, (n, slow, worst) in sorted(answers.items())]
 
 
 def main() -> None:
