@@ -336,7 +336,7 @@ def _timeline(conns: Any) -> list[tuple[int, int, int, float]]:
     answers: dict[int, list[int]] = {}
     for c in conns:
         assert c.latencies_us is not None
-        for at, us in zip(c.arrivals_ms, c.latencies_us):
+        for at, us in zip(c.arrivals_ms, c.latencies_us, strict=True):
             cell = answers.setdefault(at // 1000, [0, 0, 0])
             cell[0] += 1
             if us > 10_000:
