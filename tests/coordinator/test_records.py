@@ -12,6 +12,8 @@ the comments:
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from groupcoord.coordinator.records import (
@@ -30,6 +32,7 @@ from groupcoord.coordinator.records import (
     encode_record,
     encode_value,
     encoded_size,
+    fast_offset_commit_value,
 )
 
 
@@ -681,3 +684,17 @@ def test_metadata_longer_than_a_kafka_string_is_refused_on_encode() -> None:
     )
     with pytest.raises(ValueError, match="at most 32767"):
         encode_value(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        struct.pack(">hqih", 3, 5, -1, 2) + b"\xff\xfe" + struct.pack(">q", 7),
+        struct.pack(">hqh", 1, 5, 2) + b"\xc3\x28" + struct.pack(">qq", 7, 9),
+    ],
+    ids=["v3", "v1"],
+)
+def test_fast_commit_reader_leaves_metadata_that_is_not_utf8_to_the_full_codec(value: bytes) -> None:
+    assert fast_offset_commit_value(value) is None
+    with pytest.raises(RecordDecodeError, match="not valid UTF-8"):
+        decode_value(OffsetCommitKey(group="g", topic="t", partition=0), value)

@@ -620,14 +620,20 @@ def fast_offset_commit_value(value: bytes) -> tuple[int, int, int | None, str, i
         _v, offset, epoch, mlen = _FAST_V3.unpack_from(value, 0)
         if mlen < 0 or 16 + mlen + 8 != n:
             return None
-        meta = value[16 : 16 + mlen].decode("utf-8") if mlen else ""
+        try:
+            meta = value[16 : 16 + mlen].decode("utf-8") if mlen else ""
+        except UnicodeDecodeError:
+            return None  # the full codec reports it, with the field and the byte
         (commit_ts,) = _FAST_I64.unpack_from(value, 16 + mlen)
         return 3, offset, None if epoch == -1 else epoch, meta, commit_ts, None
     if version == 1 and n >= 28:
         _v, offset, mlen = _FAST_V1.unpack_from(value, 0)
         if mlen < 0 or 12 + mlen + 16 != n:
             return None
-        meta = value[12 : 12 + mlen].decode("utf-8") if mlen else ""
+        try:
+            meta = value[12 : 12 + mlen].decode("utf-8") if mlen else ""
+        except UnicodeDecodeError:
+            return None
         commit_ts, expire_ts = struct.unpack_from(">qq", value, 12 + mlen)
         return 1, offset, None, meta, commit_ts, None if expire_ts == -1 else expire_ts
     return None
