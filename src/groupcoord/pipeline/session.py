@@ -160,8 +160,11 @@ def build_session(
         .config("spark.sql.adaptive.enabled", "true" if adaptive else "false")
         .config("spark.driver.memory", driver_memory)
         # the throughput collector: ~7-10% less CPU than G1 for this batch workload (measured with
-        # bench/analyze_bench.py --commits 2000000, interleaved A/B runs)
-        .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+        # bench/analyze_bench.py --commits 2000000, interleaved A/B runs); and only the C1 JIT: the
+        # driver runs a few dozen short jobs whose bulk work is in Python and pyarrow, and C2's
+        # compilations cost more than they save (10M commits: 44 against 57-60 CPU s, 35.5-36.8
+        # against 39.3-41.9 s, interleaved; docs/benchmarks.md "Pipeline, session 3")
+        .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC -XX:TieredStopAtLevel=1")
         # standard INT64 microsecond timestamps instead of the legacy INT96 (same values; ~15% less
         # CPU to write the 10M-row tables)
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
