@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pytest
 
-from groupcoord.pipeline.analyze import TABLES, AnalyzeOptions, AnalyzeResult, run_analysis
+from groupcoord.pipeline.analyze import TABLES, AnalyzeOptions, AnalyzeResult, _pyarrow_codec, run_analysis
 from groupcoord.pipeline.commitpass import last_n_per_key
 from groupcoord.pipeline.simulate import EPOCH_MS, SimulationConfig, simulate
 from groupcoord.pipeline.tables import BurrowConfig, StormConfig
@@ -105,3 +105,35 @@ def test_direct_tables_equal_the_general_path_on_the_scripted_scenario(
         ),
     )
     _assert_same_tables(direct, general)
+
+
+def test_commit_pass_files_use_the_sessions_parquet_codec_as_pyarrow_names_it() -> None:
+    assert _pyarrow_codec(None) == "snappy"
+    assert _pyarrow_codec("SNAPPY") == "snappy"
+    assert _pyarrow_codec("uncompressed") == "none"
+    assert _pyarrow_codec("zstd") == "zstd"
+    assert _pyarrow_codec("gzip") == "gzip"
+    assert _pyarrow_codec("lz4_raw") == "lz4"
+    # Hadoop-framed lz4, lzo, brotli: not written by pyarrow the way Spark means them
+    assert _pyarrow_codec("lz4") == "snappy"
+    assert _pyarrow_codec("brotli") == "snappy"
+
+
+@pytest.mark.spark
+def test_commit_pass_writes_one_renamed_snappy_file_per_task_with_sparks_schema(
+    scripted: tuple[Written, AnalyzeResult],
+) -> None:
+    import json
+
+    import pyarrow.parquet as pq
+
+    _written, result = scripted
+    for table in ("offset_commits", "lag"):
+        d = result.out / "tables" / table
+        names = sorted(p.name for p in d.iterdir())
+        parts = [n for n in names if n.endswith(".parquet")]
+        assert names == ["_SUCCESS", *parts] and parts == [f"part-{i:05d}.parquet" for i in range(len(parts))]
+        md = pq.read_metadata(d / parts[0])
+        assert md.row_group(0).column(0).compression == "SNAPPY"
+        spark_schema = json.loads(md.metadata[b"org.apache.spark.sql.parquet.row.metadata"])
+        assert [f["name"] for f in spark_schema["fields"]] == md.schema.names

@@ -248,6 +248,7 @@ def run_analysis(
             .option("splitBytes", split)
             .option("packBytes", pack)
             .option("memo", str(memo_dir))
+            .option("compression", _pyarrow_codec(spark.conf.get("spark.sql.parquet.compression.codec")))
         )
         if opts.since_ms is not None:
             reader = reader.option("sinceMs", str(opts.since_ms))
@@ -353,6 +354,14 @@ def run_analysis(
         report=report_path,
         stage_cpu_seconds={**stages.cpu_seconds, "total": stages.total_cpu()},
     )
+
+
+def _pyarrow_codec(spark_codec: str | None) -> str:
+    """Spark's Parquet codec setting as pyarrow's name (Hadoop-framed ``lz4`` and codecs pyarrow
+    does not write fall back to Spark's default, snappy)."""
+    codec = (spark_codec or "snappy").lower()
+    names = {"none": "none", "uncompressed": "none", "snappy": "snappy", "gzip": "gzip", "zstd": "zstd"}
+    return names.get(codec, "lz4" if codec == "lz4_raw" else "snappy")
 
 
 def _parquet_rows(directory: Path) -> int:
