@@ -10,14 +10,20 @@ Plain script, not a test. One broker process (``group.initial.rebalance.delay.ms
 2. steady state, for ``--duration`` seconds: every member sends a Heartbeat every ``--interval``
    seconds, the members' phases spread evenly over the interval. Requests are pre-encoded and
    pipelined on the shared connections; each answer's latency is taken from the write of the
-   request to the arrival of its answer at the client.
+   request to the arrival of its answer at the client. The sender wakes every ``--tick-ms``
+   (0.5 ms) and sends the heartbeats that are due: a real fleet of members sends each at its own
+   moment, and a coarse tick would instead fire them in bursts (50 at once every 5 ms), which
+   measures the bursts. With ``--pin`` (the default) the broker runs on the last CPU and this
+   client on the others: on one machine the kernel otherwise tends to put both on one core.
 
 Reported: false session expirations (heartbeats answered UNKNOWN_MEMBER_ID: the coordinator
 expired a member that never stopped heartbeating) and rebalances (answers REBALANCE_IN_PROGRESS
 or ILLEGAL_GENERATION), heartbeat latency percentiles, the broker's resident memory (sampled every
-second; peak and end), the broker's and the client's CPU.
+second; peak and end), the broker's and the client's CPU, the client's own collections, and a
+per-second timeline (answers, answers over 10 ms, the worst).
 
     .venv/bin/python bench/scale_bench.py [--groups 10000] [--members 10] [--interval 10] [--duration 600]
+        [--tick-ms 0.5] [--pin | --no-pin]
 
 Results: bench/results/scale_bench.json.
 """
@@ -29,6 +35,7 @@ import asyncio
 import gc
 import heapq
 import json
+import os
 import random
 import struct
 import sys
@@ -254,6 +261,16 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
         gc.freeze()
         gc.callbacks.append(client_gc.on_gc)
         result["members"] = len(members)
+        # Each member's phase was set when its group formed, and groups formed at a varying pace:
+        # some moments of the 10 s cycle carried 15-25% more heartbeats than others, the same
+        # moments every cycle. A fleet of independent members has uniformly random phases: give
+        # every member one now (its next heartbeat within one interval, so no session lapses).
+        if args.uniform_phases:
+            now = time.perf_counter()
+            due[:] = [
+                int((now + interval * random.random()) * 1e6) << _IDX_BITS | k for k in range(len(members))
+            ]
+            heapq.heapify(due)
         result["rss_after_forming_bytes"] = broker.rss_bytes()
         forming_errors: dict[int, int] = {}
         for c in conns.values():
@@ -357,6 +374,22 @@ class _GcPauses:
         return {"count": len(p), "max_ms": max(p, default=0.0), "total_ms": sum(p)}
 
 
+def _pin(broker_pid: int) -> dict[str, list[int]]:
+    """Broker (every thread) on the last CPU, this client on the others.
+
+    On one machine the kernel tends to wake the receiver of a loopback message on the sender's CPU
+    (to share its cache), so the broker and the client can end up taking turns on one core while
+    the other idles, and the client's own work shows up as broker latency."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return {}
+    broker_cpus, client_cpus = {cpus[-1]}, set(cpus[:-1])
+    for task in Path(f"/proc/{broker_pid}/task").iterdir():
+        os.sched_setaffinity(int(task.name), broker_cpus)
+    os.sched_setaffinity(0, client_cpus)
+    return {"broker": sorted(broker_cpus), "client": sorted(client_cpus)}
+
+
 def _timeline(conns: Any) -> list[tuple[int, int, int, float]]:
     """Per second of the steady state (by arrival): answers, answers slower than 10 ms, max ms.
 
@@ -384,8 +417,21 @@ def main() -> None:
     ap.add_argument(
         "--tick-ms",
         type=float,
-        default=5.0,
+        default=0.5,
         help="how often the sender wakes to send the heartbeats that are due (smaller: smaller bursts)",
+    )
+    ap.add_argument(
+        "--uniform-phases",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after forming, give every member a uniformly random phase (--no-uniform-phases: keep "
+        "the phases set as groups formed)",
+    )
+    ap.add_argument(
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="broker on the last CPU, the client on the others (Linux; --no-pin: leave it to the kernel)",
     )
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--out", default=str(group_bench.RESULTS / "scale_bench.json"))
@@ -394,6 +440,8 @@ def main() -> None:
     settings = {"group.initial.rebalance.delay.ms": "0"}
     out["settings"] = settings
     broker = peer.start_groupcoord(settings)
+    if args.pin:
+        out["pinned"] = _pin(broker.pid)
     try:
         time.sleep(0.3)
         out["result"] = asyncio.run(scale(args, broker))
