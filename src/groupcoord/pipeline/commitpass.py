@@ -46,26 +46,15 @@ from pyspark.sql.types import (
 from groupcoord.pipeline import decoders
 from groupcoord.pipeline.lagmap import BatchIndex, lag_of
 from groupcoord.pipeline.source import CONSUMER_OFFSETS_TOPIC, ConsumerOffsetsReader, SplitPartition
+from groupcoord.pipeline.tables import OFFSET_COMMITS_COLUMNS
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
-#: the columns of ``offset_commits`` (same order as ``tables.OFFSET_COMMITS_COLUMNS``)
-COMMIT_COLUMNS = (
-    "group_id",
-    "topic",
-    "partition",
-    "committed_offset",
-    "leader_epoch",
-    "metadata",
-    "commit_time",
-    "expire_time",
-    "log_partition",
-    "log_offset",
-    "record_time",
-)
+#: the columns of ``offset_commits``: the general path's, in its order
+COMMIT_COLUMNS = OFFSET_COMMITS_COLUMNS
 
 #: what each task hands back to Spark: the lag rows of its last commits per group-partition, the
 #: columns :func:`groupcoord.pipeline.tables.partition_status` reads
