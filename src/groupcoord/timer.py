@@ -91,7 +91,7 @@ class KeyedTimer(Generic[K, T]):
         return None if entry is None else entry >> _SEQ_BITS
 
     def payload(self, key: K) -> T | None:
-        return self._payloads.get(key) if key in self._live else None
+        return self._payloads.get(key)  # a key leaves _payloads whenever it leaves _live
 
     def next_deadline(self) -> int | None:
         """The earliest live deadline, or None when nothing is armed."""
