@@ -1,0 +1,221 @@
+"""Version-neutral requests and responses of the member core.
+
+The member core (``member.py``, ``consumer_core.py``) speaks only these frozen dataclasses.
+The wire layer (``wire.py``) maps each request to the highest version of its Kafka API both
+sides support and maps the answer back; the core never sees versions, kio or sockets.
+
+Mapping notes for the wire layer (what to do when an old version lacks a field):
+
+* ``group_instance_id`` / ``reason`` / ``protocol_type`` / ``protocol_name``: drop on versions
+  that lack them; on responses, absent fields are ``None``.
+* ``LeaveGroupRequest`` is one member: v0-v2 carry it as the top-level ``member_id``; v3+
+  as a one-element ``members`` array (with instance id and reason).
+* ``OffsetFetchRequest.partitions`` ``None`` means "every committed offset" (v2+). The
+  response's group-level ``error`` is the top-level error (v2-v7) or the group's error (v8+).
+* ``FindCoordinatorResponse``: v4+ answers a batch of keys; the core sends one key, so the
+  wire layer maps the single ``coordinators`` entry here.
+* Error codes are :class:`groupcoord.errors.ErrorCode`; an unknown code on the wire should
+  map to ``ErrorCode.UNKNOWN_SERVER_ERROR``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from groupcoord.client.types import OffsetAndMetadata, TopicPartition
+from groupcoord.errors import ErrorCode
+
+#: FindCoordinator key type of a consumer group (``CoordinatorType.GROUP``).
+KEY_TYPE_GROUP = 0
+#: The generation id a member without a generation sends (``OffsetCommitRequest.DEFAULT_GENERATION_ID``).
+NO_GENERATION_ID = -1
+#: The member id a member without one sends (``JoinGroupRequest.UNKNOWN_MEMBER_ID``).
+UNKNOWN_MEMBER_ID = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Node:
+    """A broker as FindCoordinator or Metadata names it."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+# ---------------------------------------------------------------------- FindCoordinator
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FindCoordinatorRequest:
+    key: str
+    key_type: int = KEY_TYPE_GROUP
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FindCoordinatorResponse:
+    error: ErrorCode
+    node: Node | None  # None unless error is NONE
+    error_message: str | None = None
+
+
+# ---------------------------------------------------------------------- Metadata
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MetadataRequest:
+    """Partition counts of ``topics``; ``None`` asks for every topic (pattern subscriptions)."""
+
+    topics: tuple[str, ...] | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TopicMetadata:
+    name: str
+    error: ErrorCode
+    partitions: int  # number of partitions (ids 0..partitions-1); 0 when error is not NONE
+    internal: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MetadataResponse:
+    topics: tuple[TopicMetadata, ...]
+
+
+# ---------------------------------------------------------------------- JoinGroup
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JoinGroupRequest:
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]  # (name, metadata) in preference order
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JoinGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JoinGroupResponse:
+    error: ErrorCode
+    generation_id: int = NO_GENERATION_ID
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    member_id: str = UNKNOWN_MEMBER_ID
+    members: tuple[JoinGroupMember, ...] = ()  # non-empty only for the leader
+    skip_assignment: bool = False
+
+
+# ---------------------------------------------------------------------- SyncGroup
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SyncGroupRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: tuple[tuple[str, bytes], ...]  # (member id, assignment); empty from followers
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SyncGroupResponse:
+    error: ErrorCode
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+# ---------------------------------------------------------------------- Heartbeat
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HeartbeatResponse:
+    error: ErrorCode
+
+
+# ---------------------------------------------------------------------- LeaveGroup
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LeaveGroupRequest:
+    """One member leaving (the core never leaves on behalf of others)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LeaveGroupResponse:
+    error: ErrorCode  # top-level error
+    member_error: ErrorCode = ErrorCode.NONE  # v3+: the member's own error
+
+
+# ---------------------------------------------------------------------- OffsetCommit
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetCommitResponse:
+    errors: tuple[tuple[TopicPartition, ErrorCode], ...]
+
+
+# ---------------------------------------------------------------------- OffsetFetch
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchRequest:
+    group_id: str
+    partitions: tuple[TopicPartition, ...] | None  # None = every committed offset
+    require_stable: bool = True
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FetchedOffset:
+    """One partition's answer; ``offset`` -1 means nothing is committed."""
+
+    offset: int
+    leader_epoch: int | None = None
+    metadata: str = ""
+    error: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OffsetFetchResponse:
+    error: ErrorCode  # group-level / top-level error
+    offsets: tuple[tuple[TopicPartition, FetchedOffset], ...] = field(default=())
+
+
+Request = (
+    FindCoordinatorRequest
+    | MetadataRequest
+    | JoinGroupRequest
+    | SyncGroupRequest
+    | HeartbeatRequest
+    | LeaveGroupRequest
+    | OffsetCommitRequest
+    | OffsetFetchRequest
+)
+Response = (
+    FindCoordinatorResponse
+    | MetadataResponse
+    | JoinGroupResponse
+    | SyncGroupResponse
+    | HeartbeatResponse
+    | LeaveGroupResponse
+    | OffsetCommitResponse
+    | OffsetFetchResponse
+)
