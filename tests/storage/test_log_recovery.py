@@ -202,5 +202,6 @@ def test_stray_files_from_an_interrupted_compaction_are_removed(tmp_path: Path) 
         "00000000000000000000.index",
         "00000000000000000000.log",
         "00000000000000000000.timeindex",
+        "recovery-point.checkpoint",
     ]
     assert again.log_end_offset == 3

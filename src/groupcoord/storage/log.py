@@ -6,8 +6,14 @@ A partition directory ``<topic>-<partition>/`` holds segments named by their bas
     00000000000000000000.index      8-byte entries: int32 relative offset, int32 file position
     00000000000000000000.timeindex  12-byte entries: int64 timestamp, int32 relative offset
 
-plus two small files of ours: ``.clean_shutdown`` (written by :meth:`PartitionLog.close`, removed
-on open) and ``log-start-offset.checkpoint`` (only when the log start moved inside a segment).
+plus three small files of ours: ``.clean_shutdown`` (written by :meth:`PartitionLog.close`,
+removed on open), ``log-start-offset.checkpoint`` (only when the log start moved inside a
+segment) and ``recovery-point.checkpoint``: an offset below which every offset may have been given
+to a client. A flush, a roll or a close that moves it rewrites it in place (an ``acks=all``
+produce is answered only after its flush, so it covers every such answer); it is fsynced at close,
+when recovery changes it, and when :meth:`PartitionLog.truncate_to` lowers it, not at every flush,
+so a process crash leaves it current and a power loss can leave it behind the last flush. It plays
+the part of Kafka's recovery point, per partition, and also bounds the log end offset from below.
 
 Index rules (the same when appending and when rebuilding, so a rebuilt index equals the original):
 before a batch is written, if at least ``index_interval_bytes`` were written since the last offset
@@ -16,11 +22,35 @@ moment, if the segment's max timestamp grew since the last time index entry, the
 ``(max timestamp so far, last offset of the batch that holds it)``. Rolling a segment and closing
 the log add a final time index entry.
 
-Recovery (:meth:`PartitionLog.open`): with a ``.clean_shutdown`` marker that matches the files, the
-segments are trusted and only their indexes are checked; without one the active segment is read
-completely and every batch's framing, offsets and CRC-32C are checked, and the log is truncated at
-the first bad byte. Every rolled segment was fsynced when it was rolled, so only the active segment
-can hold a torn write. A missing or inconsistent index is rebuilt from the batch headers.
+Recovery (:meth:`PartitionLog.open`) checks each segment on its own and changes only what is
+damaged:
+
+* With a ``.clean_shutdown`` marker that matches the files, segments are trusted: their indexes
+  are loaded and checked against the log, and the batches after the last offset index entry are
+  read. Without one, the active segment is read completely and every batch's framing, offsets
+  and CRC-32C are checked (every rolled segment was fsynced when it was rolled, so only the
+  active one can hold a torn write).
+* A segment whose index is missing or disagrees with its log (a truncated file does) is read
+  completely, every batch validated, and its indexes rebuilt (Kafka: ``LogLoader.loadSegmentFiles``
+  recovers such a segment with ``LogSegment.recover``).
+* A segment with a torn, corrupt or out-of-order batch is truncated at the first such batch; so
+  is a segment whose batches run into the next segment's base offset. Later segments are kept
+  as they are: each is checked on its own terms. (Kafka deletes the segments after a corrupt one
+  only when they too lie after the recovery point, i.e. were never flushed; a rolled segment
+  here was always flushed, so there are never any to delete.)
+* The log end offset never falls below the recovery point or the log end offset the clean
+  shutdown marker recorded: if the last segment now ends below it, a new empty segment is
+  created at it. So the next produce never gets an offset already given out.
+* Offsets lost inside the log stay a gap (:attr:`RecoveryReport.gaps`): they are never given
+  out again, and a read at an offset in a gap returns the first batch after it, as Kafka's
+  ``LocalLog.read`` moves on to the next segment; at the log end it returns nothing.
+* Every file recovery changes is named in one log line saying why: truncated logs, rebuilt
+  indexes, created segments, deleted leftovers of compaction and indexes without a log.
+
+Damage that leaves a rolled segment's framing and index consistent (a byte flipped inside a batch
+body, under its CRC) is not detected at open, as in Kafka: the batch is served as stored, and
+clients that check CRCs reject it. Torn framing that recovery did not see is skipped by the
+readers: a fetch or :meth:`PartitionLog.iter_batches_from` moves on to the next segment.
 
 Concurrency rule: all methods except :meth:`PartitionLog.compact` are called by one owner thread
 (the server's event loop). :meth:`PartitionLog.flush` and :meth:`PartitionLog.compact` may run in a
@@ -70,6 +100,7 @@ LONG_MAX = 9223372036854775807
 INT32_MAX = 2147483647
 CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 LOG_START_CHECKPOINT_FILE = "log-start-offset.checkpoint"
+RECOVERY_POINT_FILE = "recovery-point.checkpoint"
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
@@ -279,6 +310,10 @@ class RecoveryReport:
     segments_checked: int
     indexes_rebuilt: int
     clean_shutdown: bool = False
+    #: Offset ranges ``[start, end)`` whose records were lost to damage and that stay holes in
+    #: the offsets: they are never given out again, and a fetch inside one returns the first
+    #: batch after it.
+    gaps: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -671,15 +706,17 @@ class _Segment:
         if self.tidx_off and last < self.base_offset + self.tidx_off[-1]:
             raise _TornBatch(start, "time index points past the last batch")
 
-    def rebuild(self, interval: int, *, validate: bool) -> int:
+    def rebuild(self, interval: int, *, validate: bool) -> tuple[int, str | None]:
         """Rescan the whole segment and rebuild its indexes in memory and on disk.
 
         With ``validate`` every batch's CRC is checked too. Returns the position of the first
-        batch that is torn, corrupt or out of offset order (== size when all are sound); the
-        in-memory state then describes the batches before it.
+        batch that is torn, corrupt or out of offset order (== size when all are sound) and
+        what is wrong with it (None when all are sound); the in-memory state then describes
+        the batches before it. The file itself is not changed.
         """
         self.reset_state()
         cut_at = self.size
+        reason: str | None = None
         expected_next = self.base_offset
         try:
             for pos, view in _read_batches(self.fd, 0, self.size):
@@ -693,14 +730,18 @@ class _Segment:
                 expected_next = h.last_offset + 1
         except _TornBatch as exc:
             cut_at = exc.position
-            log.warning("segment %s: %s at position %d", self.log_path, exc.reason, exc.position)
+            reason = exc.reason
+            log.debug("segment %s: %s at position %d", self.log_path, exc.reason, exc.position)
         if cut_at < self.size:
             # Index entries describe only the batches kept.
             while self.idx_pos and self.idx_pos[-1] >= cut_at:
                 self.idx_pos.pop()
                 self.idx_off.pop()
         self.write_indexes()
-        return cut_at
+        return cut_at, reason
+
+    def index_state(self) -> tuple[bytes, bytes, bytes, bytes]:
+        return bytes(self.idx_off), bytes(self.idx_pos), bytes(self.tidx_ts), bytes(self.tidx_off)
 
     def write_indexes(self) -> None:
         self.open_index_fds()
@@ -826,6 +867,8 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = clock.now_ms()
         self._flushed_offset = 0
+        # The offset the recovery point file holds (-1: no file, -2: unreadable).
+        self._recovery_point_on_disk = -1
         # (delete.retention.ms, rolled segments' (base, size)) after the last complete compaction,
         # and the time its oldest kept tombstone expires: a pass before either changes is skipped.
         self._compaction_mark: tuple[tuple[int, tuple[tuple[int, int], ...]], int | None] | None = None
@@ -878,8 +921,10 @@ class PartitionLog:
     def _recover(self) -> RecoveryReport:
         self.dir.mkdir(parents=True, exist_ok=True)
         now = self._clock.now_ms()
+        interval = self.config.index_interval_bytes
         for leftover in self.dir.glob("*" + CLEANED_SUFFIX):
             leftover.unlink()
+            log.warning("log %s: deleted %s, left by an interrupted compaction", self.dir, leftover.name)
         bases = sorted(
             int(p.name[: -len(LOG_SUFFIX)])
             for p in self.dir.glob("*" + LOG_SUFFIX)
@@ -889,13 +934,21 @@ class PartitionLog:
             for p in self.dir.glob("*" + suffix):
                 stem = p.name[: -len(suffix)]
                 if stem.isdigit() and int(stem) not in bases:
-                    p.unlink()  # an index without its log
+                    p.unlink()
+                    log.warning("log %s: deleted %s, an index without its log file", self.dir, p.name)
         marker = self._read_marker()
         clean = marker is not None and bool(bases) and marker.get("active_base") == bases[-1]
+        # Every offset below the floor may have been given to a client: the recovery point
+        # (written with every flush) and the log end offset recorded at a clean shutdown.
+        floor = self._read_recovery_point()
+        marker_end = marker.get("log_end_offset") if marker is not None else None
+        if isinstance(marker_end, int) and marker_end > floor:
+            floor = marker_end
         truncated_bytes = 0
         truncated_from: int | None = None
         checked = 0
         rebuilt = 0
+        gaps: list[tuple[int, int]] = []
         segments: list[_Segment] = []
         for i, base in enumerate(bases):
             seg = _Segment(self.dir, base, now)
@@ -903,44 +956,109 @@ class PartitionLog:
             active = i == len(bases) - 1
             if active and clean and marker is not None and marker.get("active_size") != seg.size:
                 clean = False
+            damage: str | None = None
+            repaired = False  # the index disagreed with the log: something may be missing
             if active and not clean:
+                # The only segment that can hold a torn write: every batch is validated.
                 had_index = seg.load_indexes()
-                old = (bytes(seg.idx_off), bytes(seg.idx_pos))
-                cut = seg.rebuild(self.config.index_interval_bytes, validate=True)
+                old = seg.index_state()
+                cut, damage = seg.rebuild(interval, validate=True)
                 checked += 1
-                if not had_index or old != (bytes(seg.idx_off), bytes(seg.idx_pos)):
+                state = seg.index_state()
+                if (
+                    had_index
+                    and cut == seg.size
+                    and old[:2] == state[:2]
+                    and len(old[2]) == len(state[2]) + 8
+                ):
+                    seg.seal()  # the final time index entry a clean close added stays
+                if not had_index or old != seg.index_state():
                     rebuilt += 1
+                    self._log_index_rebuild(seg, "missing" if not had_index else "inconsistent with the log")
             else:
                 cut = seg.size
                 try:
                     if not seg.load_indexes():
-                        raise _TornBatch(0, "index inconsistent")
-                    seg.scan_tail(self.config.index_interval_bytes)
-                except _TornBatch:
+                        raise _TornBatch(0, "missing" if seg.indexes_missing else "inconsistent with the log")
+                    seg.scan_tail(interval)
+                except _TornBatch as exc:
+                    # A segment whose index disagrees with its log is read completely, every
+                    # batch validated (Kafka's LogSegment.recover).
                     rebuilt += 1
-                    cut = seg.rebuild(self.config.index_interval_bytes, validate=False)
+                    repaired = True
+                    cut, damage = seg.rebuild(interval, validate=True)
+                    checked += 1
+                    if not active:
+                        seg.seal()
+                    self._log_index_rebuild(seg, exc.reason)
+            next_base = bases[i + 1] if not active else None
+            overlap = False
+            if cut == seg.size and next_base is not None and seg.next_offset > next_base:
+                found = seg.find_batch(next_base)
+                cut = found[0] if found is not None else 0
+                damage = (
+                    f"batches reach offset {seg.next_offset - 1}, past the next segment's base {next_base}"
+                )
+                overlap = True
             if cut < seg.size:
-                truncated_bytes += seg.size - cut
+                old_size = seg.size
+                seg.truncate_file(cut)
+                if overlap:
+                    seg.rebuild(interval, validate=False)
+                    if not active:
+                        seg.seal()
+                truncated_bytes += old_size - cut
                 if truncated_from is None:
                     truncated_from = seg.next_offset
+                gap_end = next_base if next_base is not None and next_base > seg.next_offset else None
                 log.warning(
-                    "log %s: truncating segment %d from %d to %d bytes; log end offset now %d",
+                    "log %s: truncated %s from %d to %d bytes (%s at byte %d); it now ends at offset %d%s",
                     self.dir,
-                    base,
-                    seg.size,
+                    seg.log_path.name,
+                    old_size,
+                    cut,
+                    damage,
                     cut,
                     seg.next_offset,
+                    "" if gap_end is None else f", offsets {seg.next_offset}..{gap_end - 1} stay a gap",
                 )
-                seg.truncate_file(cut)
-                # Everything after a damaged segment is unreachable: drop later segments.
-                for later in bases[i + 1 :]:
-                    doomed = _Segment(self.dir, later, now)
-                    truncated_bytes += doomed.size
-                    doomed.delete_files()
-                break
+                if gap_end is not None:
+                    gaps.append((seg.next_offset, gap_end))
+            elif repaired and next_base is not None and next_base > seg.next_offset:
+                # Cut at a batch boundary: nothing to truncate, but batches are missing.
+                log.warning(
+                    "log %s: %s ends at offset %d, before the next segment's base %d; offsets %d..%d "
+                    "stay a gap",
+                    self.dir,
+                    seg.log_path.name,
+                    seg.next_offset,
+                    next_base,
+                    seg.next_offset,
+                    next_base - 1,
+                )
+                gaps.append((seg.next_offset, next_base))
         if not segments:
-            segments.append(_Segment(self.dir, 0, now))
-            clean = True  # a new log: nothing to recover
+            base = max(floor, self._read_log_start_checkpoint())
+            segments.append(_Segment(self.dir, base, now))
+            clean = True  # a new log (or one whose files are all gone): nothing to recover
+        if segments[-1].next_offset < floor:
+            # Offsets below the floor were handed out: a new active segment starts there, and
+            # the offsets in between stay a gap (they are never given out again).
+            last = segments[-1]
+            last.seal()
+            log.warning(
+                "log %s: the last segment %s ends at offset %d, below offset %d that clients may "
+                "have been given; created %s so offsets %d..%d stay a gap",
+                self.dir,
+                last.log_path.name,
+                last.next_offset,
+                floor,
+                segment_name(floor) + LOG_SUFFIX,
+                last.next_offset,
+                floor - 1,
+            )
+            gaps.append((last.next_offset, floor))
+            segments.append(_Segment(self.dir, floor, now))
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         start = self._read_log_start_checkpoint()
@@ -951,6 +1069,7 @@ class PartitionLog:
             if seg is not self._segments[-1]:
                 seg.release_index_fds()
         self._flushed_offset = self.log_end_offset
+        self._write_recovery_point(self.log_end_offset, sync=True)
         marker_path = self.dir / CLEAN_SHUTDOWN_FILE
         if marker_path.exists():
             marker_path.unlink()
@@ -961,18 +1080,20 @@ class PartitionLog:
             segments_checked=checked,
             indexes_rebuilt=rebuilt,
             clean_shutdown=clean,
+            gaps=tuple(gaps),
         )
-        if truncated_bytes or rebuilt or (bases and not clean):
+        if truncated_bytes or rebuilt or gaps or (bases and not clean):
             log.log(
-                logging.WARNING if truncated_bytes or rebuilt else logging.DEBUG,
+                logging.WARNING if truncated_bytes or rebuilt or gaps else logging.DEBUG,
                 "log %s recovered: clean_shutdown=%s segments_checked=%d indexes_rebuilt=%d "
-                "truncated_bytes=%d truncated_from_offset=%s log_end_offset=%d",
+                "truncated_bytes=%d truncated_from_offset=%s gaps=%s log_end_offset=%d",
                 self.dir,
                 clean,
                 checked,
                 rebuilt,
                 truncated_bytes,
                 truncated_from,
+                list(gaps),
                 self.log_end_offset,
             )
         return report
@@ -984,6 +1105,56 @@ class PartitionLog:
         except (FileNotFoundError, ValueError):
             return None
         return data if isinstance(data, dict) else None
+
+    def _read_recovery_point(self) -> int:
+        """The offset in the recovery point file (0 when there is none); see the module docstring."""
+        path = self.dir / RECOVERY_POINT_FILE
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            self._recovery_point_on_disk = -1
+            return 0
+        try:
+            value = int(raw.decode("ascii").strip())
+        except (UnicodeDecodeError, ValueError):
+            value = -1
+        if value < 0:
+            log.warning(
+                "log %s: ignoring %s, which does not hold an offset: %r", self.dir, path.name, raw[:40]
+            )
+            self._recovery_point_on_disk = -2  # rewritten at the next write
+            return 0
+        self._recovery_point_on_disk = value
+        return value
+
+    def _write_recovery_point(self, offset: int, *, sync: bool = False) -> None:
+        """Record that offsets below ``offset`` may have been given to clients (caller holds the
+        lock, or is recovery). One ``pwrite`` in place; fsynced only when ``sync``."""
+        if offset == self._recovery_point_on_disk or (offset == 0 and self._recovery_point_on_disk == -1):
+            return
+        # Opened for each write (flushes and rolls are rare next to appends): a log holds no
+        # descriptor for it.
+        fd = os.open(self.dir / RECOVERY_POINT_FILE, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            data = b"%020d\n" % offset
+            _write_all(fd, data, 0)
+            if self._recovery_point_on_disk < 0:
+                os.ftruncate(fd, len(data))
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._recovery_point_on_disk = offset
+
+    def _log_index_rebuild(self, seg: _Segment, reason: str) -> None:
+        for path in (seg.index_path, seg.timeindex_path):
+            log.warning(
+                "log %s: rebuilt %s from the batches of %s (%s)",
+                self.dir,
+                path.name,
+                seg.log_path.name,
+                reason,
+            )
 
     def _read_log_start_checkpoint(self) -> int:
         try:
@@ -1124,6 +1295,7 @@ class PartitionLog:
         self._bases.append(base_offset)
         fsync_dir(self.dir)
         self._flushed_offset = max(self._flushed_offset, base_offset)
+        self._write_recovery_point(self._flushed_offset)
         log.debug("log %s rolled a new segment at offset %d", self.dir, base_offset)
         return new
 
@@ -1165,6 +1337,8 @@ class PartitionLog:
                 os.close(fd)
         with self._lock:
             self._flushed_offset = max(self._flushed_offset, min(target, self.log_end_offset))
+            if not self._closed:
+                self._write_recovery_point(self._flushed_offset)
         return target
 
     # -- read ------------------------------------------------------------------------------
@@ -1266,6 +1440,16 @@ class PartitionLog:
                     h = parse_header(view)
                     if h.last_offset >= offset:
                         yield h, bytes(view)
+            except _TornBatch as exc:
+                # Damage that recovery did not see (a rolled segment is trusted when its index
+                # agrees with it): the rest of this segment is unreadable; go on with the next.
+                log.warning(
+                    "log %s: skipping the rest of %s from byte %d: %s",
+                    self.dir,
+                    segment_name(after_base) + LOG_SUFFIX,
+                    exc.position,
+                    exc.reason,
+                )
             finally:
                 os.close(fd)
 
@@ -1279,13 +1463,14 @@ class PartitionLog:
                 if seg.max_ts < ts:
                     continue
                 start = seg.time_position(ts)
-                for _pos, view in _read_batches(seg.fd, start, seg.size):
-                    h = parse_header(view)
-                    if h.max_timestamp < ts or h.last_offset < self._log_start:
-                        continue
-                    for r in decode_records(view):
-                        if r.timestamp >= ts and r.offset >= self._log_start:
-                            return r.offset, r.timestamp
+                with contextlib.suppress(_TornBatch):  # unreadable rest of a damaged segment
+                    for _pos, view in _read_batches(seg.fd, start, seg.size):
+                        h = parse_header(view)
+                        if h.max_timestamp < ts or h.last_offset < self._log_start:
+                            continue
+                        for r in decode_records(view):
+                            if r.timestamp >= ts and r.offset >= self._log_start:
+                                return r.offset, r.timestamp
             return None
 
     def max_timestamp_offset(self) -> tuple[int, int]:
@@ -1388,6 +1573,7 @@ class PartitionLog:
                 self._bases = [offset]
                 self._log_start = offset
                 self._write_log_start_checkpoint()
+                self._write_recovery_point(offset, sync=True)
                 fsync_dir(self.dir)
                 self._flushed_offset = min(self._flushed_offset, offset)
                 return offset
@@ -1403,6 +1589,8 @@ class PartitionLog:
             if self._log_start > seg.next_offset:  # the straddling batch began below the log start
                 self._log_start = seg.next_offset
                 self._write_log_start_checkpoint()
+            # A deliberate truncation lowers the recovery point, so a restart keeps it.
+            self._write_recovery_point(seg.next_offset, sync=True)
             fsync_dir(self.dir)
             return seg.next_offset
 
@@ -1602,6 +1790,7 @@ class PartitionLog:
                 json.dump(marker, f)
                 f.flush()
                 os.fsync(f.fileno())
+            self._write_recovery_point(active.next_offset, sync=True)
             os.replace(tmp, self.dir / CLEAN_SHUTDOWN_FILE)
             fsync_dir(self.dir)
             self._closed = True

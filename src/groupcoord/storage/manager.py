@@ -204,7 +204,7 @@ class LogManager:
         reports = self.recovery_reports.values()
         log.info(
             "opened %d partitions of %d topics in %s: %d after an unclean shutdown, %d truncated "
-            "(%d bytes), %d with rebuilt indexes",
+            "(%d bytes), %d with rebuilt indexes, %d with offset gaps left by damage",
             len(self._logs),
             len(self._topics),
             self.data_dir,
@@ -212,6 +212,7 @@ class LogManager:
             sum(1 for r in reports if r.truncated_bytes),
             sum(r.truncated_bytes for r in reports),
             sum(1 for r in reports if r.indexes_rebuilt),
+            sum(1 for r in reports if r.gaps),
         )
 
     def _topics_from_partition_dirs(self) -> dict[str, TopicMeta]:
