@@ -80,6 +80,7 @@ __all__ = [
     "assignment_from_bytes",
     "assignment_to_bytes",
     "group_by_topic",
+    "member_order",
     "min_subscription_version",
     "select_rebalance_protocol",
     "subscription_from_bytes",
@@ -193,6 +194,22 @@ def select_rebalance_protocol(assignors: Iterable[Assignor]) -> RebalanceProtoco
     if not protocols:
         raise ValueError("no partition assignor configured")
     return min(protocols)
+
+
+def member_order(subscriptions: Mapping[str, Subscription]) -> list[str]:
+    """Member ids in Kafka's assignor order (``AbstractPartitionAssignor.MemberInfo.compareTo``).
+
+    Static members (with a group instance id) first, by instance id, so a static member
+    keeps its place across restarts with a new member id; then dynamic members by member id.
+    """
+    return sorted(
+        subscriptions,
+        key=lambda m: (
+            (0, subscriptions[m].group_instance_id or "", m)
+            if subscriptions[m].group_instance_id is not None
+            else (1, m, "")
+        ),
+    )
 
 
 def group_by_topic(partitions: Iterable[TopicPartition]) -> cp.TopicPartitions:

@@ -1,0 +1,61 @@
+"""The range assignor (Kafka's ``RangeAssignor``, protocol name ``range``).
+
+Topic by topic, the members subscribed to the topic (in :func:`member_order`) split its
+partitions into consecutive ranges: with ``P`` partitions and ``M`` members each gets
+``P // M`` and the first ``P % M`` one more. Because every topic is split in the same member
+order, partition ``i`` of co-partitioned topics lands on the same member.
+
+Kafka's rack-aware variant (KIP-881, used when both members and partition replicas have
+racks) is not implemented: the :class:`Assignor` interface gives assignors partition counts,
+not replica racks. With racks unknown Kafka's assignor falls back to exactly this algorithm.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+
+from groupcoord.client.assignors.base import (
+    Assignment,
+    BaseAssignor,
+    RebalanceProtocol,
+    Subscription,
+    member_order,
+)
+from groupcoord.client.types import TopicPartition
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RangeAssignor"]
+
+
+class RangeAssignor(BaseAssignor):
+    """Consecutive ranges of each topic's partitions per subscribed member (eager)."""
+
+    name = "range"
+    rebalance_protocol = RebalanceProtocol.EAGER
+
+    def subscription_user_data(self, topics: AbstractSet[str]) -> bytes | None:
+        return None
+
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> dict[str, Assignment]:
+        order = member_order(subscriptions)
+        assigned: dict[str, list[TopicPartition]] = {m: [] for m in order}
+        for topic in sorted({t for sub in subscriptions.values() for t in sub.topics}):
+            count = partitions_per_topic.get(topic, 0)
+            members = [m for m in order if topic in subscriptions[m].topics]
+            if count <= 0 or not members:
+                continue
+            quota, extra = divmod(count, len(members))
+            start = 0
+            for i, member in enumerate(members):
+                length = quota + (1 if i < extra else 0)
+                assigned[member].extend(TopicPartition(topic, p) for p in range(start, start + length))
+                start += length
+        return {m: Assignment(partitions=tuple(parts)) for m, parts in assigned.items()}
+
+    def on_assignment(self, assignment: Assignment, generation: int) -> None:
+        return None
