@@ -16,11 +16,9 @@ produce on its own in a scenario.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from coord_harness import ListSink
 
 from groupcoord.client import messages as m
 from groupcoord.client.config import ConsumerConfig
@@ -36,9 +34,23 @@ from groupcoord.clock import ManualClock
 from groupcoord.coordinator import api
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator
+from groupcoord.coordinator.records import CoordinatorRecord
 from groupcoord.errors import ErrorCode
 
 GROUP = "g"
+
+
+@dataclass
+class LogSink:
+    """The coordinator's record sink: every write is durable at once and kept for reloads."""
+
+    appended: list[tuple[int, list[CoordinatorRecord]]] = field(default_factory=list)
+
+    def append(
+        self, partition: int, records: Sequence[CoordinatorRecord], done: Callable[[ErrorCode], None]
+    ) -> None:
+        self.appended.append((partition, list(records)))
+        done(ErrorCode.NONE)
 MEMBER_DEFAULTS: dict[str, Any] = {
     "group.id": GROUP,
     "session.timeout.ms": 1000,
@@ -94,7 +106,7 @@ class World:
         defaults.update(group_config)
         self.group_config = GroupConfig(**defaults)
         self.clock = ManualClock(1_000_000)
-        self.sink = ListSink()
+        self.sink = LogSink()
         self.member_ids = itertools.count(1)
         self.topics = dict(topics)
         self.brokers: dict[int, Broker] = {}
