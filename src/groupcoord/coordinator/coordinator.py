@@ -18,6 +18,7 @@ Names follow Kafka's ``GroupCoordinator.scala`` so a reader of the seeds finds
 
 from __future__ import annotations
 
+import itertools
 import logging
 import uuid
 from collections import deque
@@ -146,12 +147,44 @@ _GROUP_WRITE_ERRORS = {
 }
 
 
+# Kafka 4.x, for writes whose failure 3.x never reported (DeleteGroups):
+# CoordinatorOperationExceptionHelper.handleOperationException.
+_OPERATION_WRITE_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+# Kafka 4.x, for a require_stable OffsetFetch whose awaited write failed:
+# GroupCoordinatorService.handleOffsetFetchException (then handleOperationException).
+_FETCH_WRITE_ERRORS = {
+    **_OPERATION_WRITE_ERRORS,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.NOT_COORDINATOR,
+}
+
+
 def map_offset_write_error(code: ErrorCode) -> ErrorCode:
     return _OFFSET_WRITE_ERRORS.get(code, code)
 
 
 def map_group_write_error(code: ErrorCode) -> ErrorCode:
     return _GROUP_WRITE_ERRORS.get(code, code)
+
+
+@dataclass(eq=False, slots=True)
+class _StableFetch:
+    """A require_stable OffsetFetch waiting for the offset writes in flight when it arrived."""
+
+    request: OffsetFetchRequest
+    reply: Callable[[OffsetFetchResponse], None]
+    waiting: set[int]
+    errors: dict[str, ErrorCode]
 
 
 def _default_member_id(prefix: str) -> str:
@@ -230,6 +263,12 @@ class GroupCoordinator:
         self._partition_cache: dict[str, int] = {}
         self._timer: KeyedTimer[TimerKey, object] = KeyedTimer()
         self._outbox: deque[tuple[Callable[[Any], None], Any]] = deque()
+        # Offset writes in flight (soft state): group -> write tokens; group -> partition ->
+        # commits of it being written (Kafka's pendingOffsetCommits); token -> stable fetches.
+        self._write_tokens = itertools.count()
+        self._offset_writes: dict[str, set[int]] = {}
+        self._pending_commits: dict[str, dict[tuple[str, int], int]] = {}
+        self._stable_fetches: dict[int, list[_StableFetch]] = {}
         self._depth = 0
         self._flushing = False
         self._timer.schedule(("retention",), self._now() + config.offsets_retention_check_interval_ms, None)
@@ -387,6 +426,55 @@ class GroupCoordinator:
         self, group_id: str, records: Sequence[CoordinatorRecord], done: Callable[[ErrorCode], None]
     ) -> None:
         self._sink.append(self.partition_for(group_id), records, self._write_done(done))
+
+    def _append_offset_write(
+        self,
+        group_id: str,
+        records: Sequence[CoordinatorRecord],
+        done: Callable[[ErrorCode], None],
+        commits: Sequence[tuple[str, int]] = (),
+    ) -> None:
+        """Append a write that changes ``group_id``'s offsets, tracked until it completes.
+
+        Meanwhile the partitions in ``commits`` count as pending commits (Kafka's
+        ``pendingOffsetCommits``): expiry skips them and deletions write a tombstone for them;
+        and a require_stable OffsetFetch of the group waits for the write.
+        """
+        token = next(self._write_tokens)
+        self._offset_writes.setdefault(group_id, set()).add(token)
+        if commits:
+            pending = self._pending_commits.setdefault(group_id, {})
+            for key in commits:
+                pending[key] = pending.get(key, 0) + 1
+
+        def finished(error: ErrorCode) -> None:
+            writes = self._offset_writes.get(group_id)
+            if writes is not None:
+                writes.discard(token)
+                if not writes:
+                    del self._offset_writes[group_id]
+            pending = self._pending_commits.get(group_id)
+            if commits and pending is not None:
+                for key in commits:
+                    n = pending.get(key, 0) - 1
+                    if n > 0:
+                        pending[key] = n
+                    else:
+                        pending.pop(key, None)
+                if not pending:
+                    del self._pending_commits[group_id]
+            done(error)
+            self._wake_stable_fetches(token, group_id, error)
+
+        self._append(group_id, records, finished)
+
+    def _wake_stable_fetches(self, token: int, group_id: str, error: ErrorCode) -> None:
+        for fetch in self._stable_fetches.pop(token, ()):
+            fetch.waiting.discard(token)
+            if error is not ErrorCode.NONE:
+                fetch.errors.setdefault(group_id, _FETCH_WRITE_ERRORS.get(error, error))
+            if not fetch.waiting:
+                fetch.reply(self._offset_fetch_response(fetch.request, fetch.errors))
 
     def _reply_join(self, group: ClassicGroup, member: Member, response: JoinGroupResponse) -> None:
         reply = member.awaiting_join
@@ -702,9 +790,8 @@ class GroupCoordinator:
         if fenced:
             self._emit(group, "member_updated", EventReason.FENCED, member=member, member_id=old_member_id)
         self._cancel_heartbeat(group, old_member_id)
+        # Kafka's replaceStaticMember: the member keeps the client id and host it joined with.
         group.replace_static_member(instance_id, old_member_id, new_member_id)
-        member.client_id = req.client_id
-        member.client_host = req.client_host
         self._schedule_heartbeat(group, member)
         group.update_protocols(member, req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
@@ -910,7 +997,7 @@ class GroupCoordinator:
             )
         else:
             group.protocol_name = None
-            group.subscribed_topics = None
+            group.subscribed_topics = offsets_mod.subscribed_topics(group)
             self._transition(group, EMPTY, EventReason.JOIN_COMPLETED)
             record = self._group_metadata_record(group, {})
 
@@ -1103,17 +1190,21 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None or group.generation != generation or group.state not in (COMPLETING, STABLE):
             return
-        missing = [group.members[mid] for mid in list(group.members) if mid in group.pending_sync]
-        if not missing:
+        if not group.pending_sync:
             return
+        # An id may be pending that is no longer a member: a static member replaced by a new
+        # process after the leader's SyncGroup stays pending under its old id (Kafka's
+        # replaceStaticMember leaves pendingSyncMembers alone), and still starts the rebalance.
+        missing = [group.members[mid] for mid in list(group.members) if mid in group.pending_sync]
         log.info(
             "group=%s generation=%d members never synced: %s",
             group_id,
             generation,
-            [m.member_id for m in missing],
+            sorted(group.pending_sync),
         )
         for m in missing:
             self._remove_member(group, m, EventReason.SYNC_TIMEOUT)
+        group.pending_sync.clear()
         if group.state in (STABLE, COMPLETING):
             self._maybe_prepare_rebalance(group, EventReason.SYNC_TIMEOUT)
 
@@ -1299,7 +1390,8 @@ class GroupCoordinator:
                     )
                 )
 
-        self._append(req.group_id, records, done)
+        commits = [(k.topic, k.partition) for k in (r.key for r in records) if isinstance(k, OffsetCommitKey)]
+        self._append_offset_write(req.group_id, records, done, commits)
 
     def _validate_offset_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> ErrorCode | None:
         if group.state is DEAD:
@@ -1321,8 +1413,33 @@ class GroupCoordinator:
     # ================================================================== OffsetFetch
     @_entry_point
     def offset_fetch(self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]) -> None:
+        """With ``require_stable`` (KIP-447), as Kafka 4.x: wait for the group's offset writes in
+        flight (those already started, not later ones), then read; a group whose awaited write
+        failed answers that write's error (``GroupCoordinatorService.fetchOffsets``)."""
         reply = self._deferred(reply)
-        reply(OffsetFetchResponse(groups=tuple(self._fetch_one(g) for g in req.groups)))
+        if req.require_stable:
+            waiting: set[int] = set()
+            for g in req.groups:
+                if self._status(g.group_id) is None:
+                    waiting.update(self._offset_writes.get(g.group_id, ()))
+            if waiting:
+                fetch = _StableFetch(request=req, reply=reply, waiting=waiting, errors={})
+                for token in waiting:
+                    self._stable_fetches.setdefault(token, []).append(fetch)
+                return
+        reply(self._offset_fetch_response(req, {}))
+
+    def _offset_fetch_response(
+        self, req: OffsetFetchRequest, errors: dict[str, ErrorCode]
+    ) -> OffsetFetchResponse:
+        return OffsetFetchResponse(
+            groups=tuple(
+                OffsetFetchGroupResponse(group_id=g.group_id, error=errors[g.group_id], topics=())
+                if g.group_id in errors
+                else self._fetch_one(g)
+                for g in req.groups
+            )
+        )
 
     def _fetch_one(self, req: OffsetFetchGroup) -> OffsetFetchGroupResponse:
         status = self._status(req.group_id)
@@ -1456,33 +1573,57 @@ class GroupCoordinator:
                 results[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
                 waiting.add(group_id)
-                self._transition(group, DEAD, EventReason.GROUP_DELETED)
+                # Dead to other requests while the tombstones are written, but it dies (event,
+                # log line) only once they are durable; if they fail, it is restored as it was,
+                # as Kafka 4.x reverts to the last committed state. Offsets of commits still in
+                # flight get a tombstone too, so none outlives the group in the log.
+                before = (group.state, group.previous_state, group.state_timestamp)
+                group.transition_to(DEAD, self._now())
+                keys = list(group.offsets)
+                keys.extend(k for k in self._pending_commits.get(group_id, {}) if k not in group.offsets)
                 records = [
                     CoordinatorRecord(key=OffsetCommitKey(group=group_id, topic=t, partition=p), value=None)
-                    for (t, p) in group.offsets
+                    for (t, p) in keys
                 ]
                 records.append(CoordinatorRecord(key=GroupMetadataKey(group=group_id), value=None))
 
                 def done(
-                    error: ErrorCode, gid: str = group_id, recs: list[CoordinatorRecord] = records
+                    error: ErrorCode,
+                    gid: str = group_id,
+                    recs: list[CoordinatorRecord] = records,
+                    deleting: ClassicGroup = group,
+                    restore: tuple[GroupState, GroupState | None, int | None] = before,
                 ) -> None:
+                    live = self._groups.get(gid) is deleting and deleting.state is DEAD
+                    if live:
+                        deleting.state, deleting.previous_state, deleting.state_timestamp = restore
                     if error is ErrorCode.NONE:
+                        if live:
+                            self._transition(deleting, DEAD, EventReason.GROUP_DELETED)
                         for r in recs:
                             self.replay(r)
                         results[gid] = ErrorCode.NONE
                     else:
-                        log.warning("group=%s deletion not persisted: %s", gid, error.name)
-                        self._drop_group(gid)
-                        results[gid] = map_offset_write_error(error)
+                        results[gid] = _OPERATION_WRITE_ERRORS.get(error, error)
+                        log.warning(
+                            "group=%s deletion not persisted (%s): group kept, answered %s",
+                            gid,
+                            error.name,
+                            results[gid].name,
+                        )
                     waiting.discard(gid)
                     maybe_reply()
 
-                self._append(group_id, records, done)
+                self._append_offset_write(group_id, records, done)
         maybe_reply()
 
     @_entry_point
     def offset_delete(self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]) -> None:
         reply = self._deferred(reply)
+        if not req.group_id:
+            # Kafka's isValidGroupId: only the offset and admin APIs accept "", not OffsetDelete.
+            reply(OffsetDeleteResponse(error=ErrorCode.INVALID_GROUP_ID, topics=()))
+            return
         status = self._status(req.group_id)
         if status is not None:
             reply(OffsetDeleteResponse(error=status, topics=()))
@@ -1491,18 +1632,25 @@ class GroupCoordinator:
         if group is None or group.state is DEAD:
             reply(OffsetDeleteResponse(error=ErrorCode.GROUP_ID_NOT_FOUND, topics=()))
             return
-        subscribed: frozenset[str] = frozenset()
+        # Kafka's isSubscribedToTopic: in a non-Empty consumer group an unknown subscription
+        # (None: unparsable, or no generation yet) counts every topic as subscribed.
+        subscribed: frozenset[str] | None = frozenset()
         if group.state is not EMPTY:
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 reply(OffsetDeleteResponse(error=ErrorCode.NON_EMPTY_GROUP, topics=()))
                 return
-            subscribed = group.subscribed_topics or frozenset()
+            subscribed = group.subscribed_topics
+
+        def is_subscribed(topic: str) -> bool:
+            return subscribed is None or topic in subscribed
+
+        pending = self._pending_commits.get(req.group_id, {})
         records: list[CoordinatorRecord] = []
         for t in req.topics:
-            if t.name in subscribed:
+            if is_subscribed(t.name):
                 continue
             for p in t.partitions:
-                if (t.name, p) in group.offsets:
+                if (t.name, p) in group.offsets or (t.name, p) in pending:
                     records.append(
                         CoordinatorRecord(
                             key=OffsetCommitKey(group=req.group_id, topic=t.name, partition=p), value=None
@@ -1517,7 +1665,7 @@ class GroupCoordinator:
                         OffsetDeletePartitionResponse(
                             partition=p,
                             error=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-                            if t.name in subscribed
+                            if is_subscribed(t.name)
                             else write_error,
                         )
                         for p in t.partitions
@@ -1537,7 +1685,7 @@ class GroupCoordinator:
                     self.replay(r)
             respond(map_offset_write_error(error))
 
-        self._append(req.group_id, records, done)
+        self._append_offset_write(req.group_id, records, done)
 
     # ================================================================== offset expiry
     def _expire_offsets(self) -> None:
@@ -1547,7 +1695,8 @@ class GroupCoordinator:
             p = self.partition_for(group.group_id)
             if p in self._loading or p not in self._owned or group.state is DEAD:
                 continue
-            expired = offsets_mod.expired_offsets(group, now, retention)
+            pending = self._pending_commits.get(group.group_id, {})
+            expired = offsets_mod.expired_offsets(group, now, retention, pending)
             records = [
                 CoordinatorRecord(
                     key=OffsetCommitKey(group=group.group_id, topic=t, partition=part), value=None
@@ -1555,7 +1704,10 @@ class GroupCoordinator:
                 for (t, part) in expired
             ]
             becomes_dead = (
-                group.state is EMPTY and len(expired) == len(group.offsets) and not group.pending_members
+                group.state is EMPTY
+                and len(expired) == len(group.offsets)
+                and not group.pending_members
+                and not pending
             )
             if becomes_dead:
                 log.info("group=%s empty with no offsets left: removing", group.group_id)
@@ -1580,7 +1732,7 @@ class GroupCoordinator:
                         "group=%s expired offsets not deleted (%s); retried next cycle", gid, error.name
                     )
 
-            self._append(group.group_id, records, done)
+            self._append_offset_write(group.group_id, records, done)
 
     def _drop_group(self, group_id: str) -> None:
         group = self._groups.pop(group_id, None)

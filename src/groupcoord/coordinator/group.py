@@ -242,7 +242,11 @@ class ClassicGroup:
         member.awaiting_join = reply
 
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
-        """Re-key the member of ``instance_id``; keeps its place, assignment and leadership."""
+        """Re-key the member of ``instance_id``; keeps its place, assignment and leadership.
+
+        As Kafka's ``replaceStaticMember``, the pending-sync set is left alone: an old id still
+        pending stays pending, so the pending-sync timeout starts a rebalance.
+        """
         member = self.members.get(old_id)
         if member is None:
             raise IllegalStateError(f"static member {old_id} of instance {instance_id} not in group")
@@ -251,9 +255,6 @@ class ClassicGroup:
         if self.leader_id == old_id:
             self.leader_id = new_id
         self.static_members[instance_id] = new_id
-        if old_id in self.pending_sync:
-            self.pending_sync.discard(old_id)
-            self.pending_sync.add(new_id)
         return member
 
     def all_members_joined(self) -> bool:

@@ -7,6 +7,7 @@ turns what they return into tombstone records.
 from __future__ import annotations
 
 import logging
+from collections.abc import Container
 
 from groupcoord.coordinator.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, CommittedOffset
 from groupcoord.coordinator.state import GroupState
@@ -23,12 +24,18 @@ def java_string_length(s: str) -> int:
 def subscribed_topics(group: ClassicGroup) -> frozenset[str] | None:
     """Topics the members of a ``consumer`` group subscribe to, for the selected protocol.
 
-    ``None`` means "unknown": the group is not a consumer group, has no selected protocol, or
-    a member's subscription bytes do not parse. As in Kafka, an unknown subscription makes
-    OffsetDelete treat no topic as subscribed, and makes retention keep every offset of a
-    group that is not Empty.
+    A consumer group without members subscribes to nothing (an empty set). ``None`` means
+    "unknown": the group is not a consumer group, has no selected protocol, or a member's
+    subscription bytes do not parse (Kafka's ``computeSubscribedTopics``). As in Kafka, an
+    unknown subscription makes OffsetDelete treat every topic of a non-Empty consumer group as
+    subscribed (``isSubscribedToTopic``: ``case None => true``), and makes retention keep every
+    offset of a group that is not Empty.
     """
-    if group.protocol_type != CONSUMER_PROTOCOL_TYPE or group.protocol_name is None:
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return None
+    if not group.members:
+        return frozenset()
+    if group.protocol_name is None:
         return None
     from groupcoord.consumer_protocol import decode_subscription
 
@@ -49,8 +56,17 @@ def subscribed_topics(group: ClassicGroup) -> frozenset[str] | None:
     return untrack(frozenset(topics))
 
 
-def expired_offsets(group: ClassicGroup, now_ms: int, retention_ms: int) -> list[tuple[str, int]]:
+def expired_offsets(
+    group: ClassicGroup,
+    now_ms: int,
+    retention_ms: int,
+    pending: Container[tuple[str, int]] = (),
+) -> list[tuple[str, int]]:
     """The (topic, partition) keys whose committed offsets have expired at ``now_ms``.
+
+    Keys in ``pending`` (a commit of the partition is still being written) never expire: the
+    tombstone would land behind the commit (Kafka's ``removeExpiredOffsets``:
+    ``!pendingOffsetCommits.contains(topicPartition)``).
 
     * Empty group with a protocol type: retention counts from the time the group became
       Empty (falling back to the commit time).
@@ -83,7 +99,7 @@ def expired_offsets(group: ClassicGroup, now_ms: int, retention_ms: int) -> list
         return []
     out = []
     for key, o in group.offsets.items():
-        if key[0] in skip:
+        if key[0] in skip or key in pending:
             continue
         if o.expire_timestamp is not None:
             if now_ms >= o.expire_timestamp:
