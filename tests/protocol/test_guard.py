@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import warnings
+from types import NoneType, UnionType
+from typing import Any, Union, get_args, get_origin
 
 import pytest
 from hypothesis import strategies as st
@@ -50,8 +53,27 @@ def test_tagged_field_sizes_beyond_the_frame_are_refused() -> None:
         check_request(body, 0, m.request_type)
 
 
+def _nulls_the_schema_forbids(entity: Any, path: str = "") -> list[str]:
+    """The paths of every ``None`` in ``entity`` whose field's type does not admit ``None``."""
+    found = []
+    for f in dataclasses.fields(entity):
+        value = getattr(entity, f.name)
+        where = f"{path}{f.name}"
+        admits_none = get_origin(f.type) in (UnionType, Union) and NoneType in get_args(f.type)
+        if value is None:
+            if not admits_none:
+                found.append(where)
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                if dataclasses.is_dataclass(item):
+                    found += _nulls_the_schema_forbids(item, f"{where}[{i}].")
+        elif dataclasses.is_dataclass(value):
+            found += _nulls_the_schema_forbids(value, f"{where}.")
+    return found
+
+
 @pytest.mark.parametrize(("key", "lo", "hi"), SERVED, ids=[str(k) for k, _, _ in SERVED])
-def test_valid_requests_pass_and_mutated_ones_never_reach_an_unbacked_count(
+def test_valid_requests_pass_and_mutated_ones_never_reach_an_unbacked_count_or_a_forbidden_null(
     key: int, lo: int, hi: int
 ) -> None:
     rng = random.Random(key)
@@ -68,9 +90,86 @@ def test_valid_requests_pass_and_mutated_ones_never_reach_an_unbacked_count(
                 for _ in range(20):
                     b = bytearray(frame)
                     for _ in range(rng.randint(1, 4)):
-                        b[rng.randrange(len(b))] = rng.choice([0xFF, 0x7F, 0x80, 0x00, rng.randrange(256)])
+                        at = rng.randrange(len(b))
+                        if rng.random() < 0.3:  # a null count or length: -1 (legacy) or 0 (compact)
+                            b[at : at + 4] = rng.choice([b"\xff\xff", b"\xff\xff\xff\xff", b"\x00"])
+                        else:
+                            b[at] = rng.choice([0xFF, 0x7F, 0x80, 0x00, rng.randrange(256)])
                     try:
                         h = decode_request_header(bytes(b), m.request_header_version)
-                        m.decode_request(bytes(b), h.body_offset)
+                        decoded = m.decode_request(bytes(b), h.body_offset)
                     except MalformedRequestError:
-                        pass  # refused cleanly; an abort would have killed the test process
+                        continue  # refused cleanly; an abort would have killed the test process
+                    assert _nulls_the_schema_forbids(decoded) == []
+
+
+# Wire pieces for hand-built bodies: legacy (int16 string / int32 count) and compact (uvarint n+1).
+def _s(text: str) -> bytes:
+    return len(text).to_bytes(2, "big") + text.encode()
+
+
+def _cs(text: str) -> bytes:
+    return bytes([len(text) + 1]) + text.encode()
+
+
+_I32_0 = b"\x00\x00\x00\x00"
+_NULL_STR, _NULL_ARR, _NULL_COMPACT, _TAGS = b"\xff\xff", b"\xff\xff\xff\xff", b"\x00", b"\x00"
+_JOIN_V5_HEAD = _s("g") + _I32_0 + _I32_0 + _s("") + _NULL_STR + _s("consumer")
+_JOIN_V7_HEAD = _cs("g") + _I32_0 + _I32_0 + _cs("") + _NULL_COMPACT + _cs("consumer")
+_COMMIT_V2_HEAD = _s("g") + _I32_0 + _s("") + b"\x00" * 8
+_SYNC_V3_HEAD = _s("g") + _I32_0 + _s("m") + _NULL_STR
+
+# (api, version, body with the field empty, the same body with the field null, field, nullable)
+# Nullability is Kafka's ``nullableVersions`` in clients/src/main/resources/common/message/*.json,
+# which kio's types carry as ``| None``.
+_NULL_CASES = [
+    # JoinGroupRequest.json: Protocols is not nullable at any version.
+    (11, 5, _JOIN_V5_HEAD + _I32_0, _JOIN_V5_HEAD + _NULL_ARR, "protocols", False),
+    (11, 7, _JOIN_V7_HEAD + b"\x01" + _TAGS, _JOIN_V7_HEAD + _NULL_COMPACT + _TAGS, "protocols", False),
+    # ... nor a protocol's Metadata bytes.
+    (
+        11, 5,
+        _JOIN_V5_HEAD + b"\x00\x00\x00\x01" + _s("range") + _I32_0,
+        _JOIN_V5_HEAD + b"\x00\x00\x00\x01" + _s("range") + _NULL_ARR,
+        "metadata", False,
+    ),
+    # ... nor GroupId (a null string).
+    (11, 5, _s("") + _JOIN_V5_HEAD[3:] + _I32_0, _NULL_STR + _JOIN_V5_HEAD[3:] + _I32_0, "group_id", False),
+    # OffsetCommitRequest.json: Topics is not nullable.
+    (8, 2, _COMMIT_V2_HEAD + _I32_0, _COMMIT_V2_HEAD + _NULL_ARR, "topics", False),
+    # SyncGroupRequest.json: Assignments is not nullable, nor an assignment's bytes.
+    (14, 3, _SYNC_V3_HEAD + _I32_0, _SYNC_V3_HEAD + _NULL_ARR, "assignments", False),
+    (
+        14, 3,
+        _SYNC_V3_HEAD + b"\x00\x00\x00\x01" + _s("m") + _I32_0,
+        _SYNC_V3_HEAD + b"\x00\x00\x00\x01" + _s("m") + _NULL_ARR,
+        "assignment", False,
+    ),
+    # MetadataRequest.json: Topics is nullable from v1 ("all topics"), not at v0.
+    (3, 0, _I32_0, _NULL_ARR, "topics", False),
+    (3, 1, _I32_0, _NULL_ARR, "topics", True),
+    (3, 9, b"\x01\x00\x00\x00" + _TAGS, _NULL_COMPACT + b"\x00\x00\x00" + _TAGS, "topics", True),
+    # OffsetFetchRequest.json: Topics is nullable from v2 ("all committed offsets"), not at v1.
+    (9, 1, _s("g") + _I32_0, _s("g") + _NULL_ARR, "topics", False),
+    (9, 2, _s("g") + _I32_0, _s("g") + _NULL_ARR, "topics", True),
+    # JoinGroupRequest.json: GroupInstanceId is nullable (v5+): the heads above already carry null.
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("key", "version", "empty", "null", "field", "nullable"),
+    _NULL_CASES,
+    ids=[f"{k}v{v}-{f}-{'nullable' if n else 'not-nullable'}" for k, v, _, _, f, n in _NULL_CASES],
+)
+def test_null_is_refused_exactly_where_the_schema_does_not_allow_it(
+    key: int, version: int, empty: bytes, null: bytes, field: str, nullable: bool
+) -> None:
+    m = load_messages(key, version)
+    check_request(empty, 0, m.request_type)
+    m.reader(empty, 0)  # the empty form is a valid body: the null one differs only in that field
+    if nullable:
+        check_request(null, 0, m.request_type)
+        assert getattr(m.reader(null, 0)[0], field) is None
+    else:
+        with pytest.raises(MalformedRequestError, match=f"null .*'{field}'.* not allow"):
+            check_request(null, 0, m.request_type)

@@ -165,3 +165,68 @@ def test_bad_configuration_exits_2_before_listening(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "num.partitions" in proc.stderr and "'-4'" in proc.stderr
+
+
+def _s(text: str) -> bytes:
+    return struct.pack(">h", len(text)) + text.encode()
+
+
+def _raw(key: int, version: int, body: bytes, flexible: bool) -> bytes:
+    """A request frame: header v1 (v2 with an empty tag section when ``flexible``), then ``body``."""
+    payload = struct.pack(">hhi", key, version, 9) + _s("raw") + (b"\x00" if flexible else b"") + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+_NULL_ARRAY, _NULL_STRING, _ZERO = b"\xff\xff\xff\xff", b"\xff\xff", b"\x00\x00\x00\x00"
+_JOIN_V5 = _s("g") + _ZERO + _ZERO + _s("") + _NULL_STRING + _s("consumer")
+_JOIN_V7 = b"\x02g" + _ZERO + _ZERO + b"\x01" + b"\x00" + b"\x09consumer"
+
+#: (frame, what the log line says): nulls Kafka's schemas do not allow (JoinGroupRequest.json,
+#: SyncGroupRequest.json, OffsetCommitRequest.json, OffsetFetchRequest.json before v2,
+#: MetadataRequest.json at v0).
+_FORBIDDEN_NULLS = [
+    (_raw(11, 5, _JOIN_V5 + _NULL_ARRAY, False), "null array 'protocols'"),
+    (_raw(11, 7, _JOIN_V7 + b"\x00" + b"\x00", True), "null array 'protocols'"),  # compact: length 0 is null
+    (_raw(14, 3, _s("g") + _ZERO + _s("m") + _NULL_STRING + _NULL_ARRAY, False), "null array 'assignments'"),
+    (_raw(8, 2, _s("g") + _ZERO + _s("") + b"\x00" * 8 + _NULL_ARRAY, False), "null array 'topics'"),
+    (_raw(9, 1, _s("g") + _NULL_ARRAY, False), "null array 'topics'"),
+    (_raw(3, 0, _NULL_ARRAY, False), "null array 'topics'"),
+    (_raw(12, 3, _NULL_STRING + _ZERO + _s("m") + _NULL_STRING, False), "null string 'group_id'"),
+]
+
+
+def test_null_where_the_schema_forbids_it_closes_only_that_connection_with_one_log_line(
+    tmp_path: Path,
+) -> None:
+    """A null count or length in a field Kafka's message schema does not mark nullable is a
+    malformed frame: that connection closes with one warning line and no traceback (it used to
+    reach the handlers, which failed with TypeError and logged a traceback at ERROR); the
+    broker goes on serving others, and a null where the schema allows it (Metadata v1+ topics,
+    "all topics") is answered."""
+    proc, port = start(tmp_path)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as keep:
+            for frame, _ in _FORBIDDEN_NULLS:
+                with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+                    sock.sendall(frame)
+                    assert sock.recv(1) == b""  # closed by the broker, nothing answered
+            # Allowed null: Metadata v1 topics = null means every topic.
+            keep.sendall(_raw(METADATA, 1, _NULL_ARRAY, False))
+            size = struct.unpack(">i", keep.recv(4, socket.MSG_WAITALL))[0]
+            answer = keep.recv(size, socket.MSG_WAITALL)
+            assert struct.unpack(">i", answer[:4])[0] == 9  # the correlation id: answered
+            r = call(keep, METADATA, 12, 1, topics=None, allow_auto_topic_creation=False,
+                     include_topic_authorized_operations=False)  # fmt: skip
+            assert [b.port for b in r.brokers] == [port]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        closing = [line for line in err.splitlines() if "closing conn=" in line]
+        assert len(closing) == len(_FORBIDDEN_NULLS), closing
+        for line, (_, says) in zip(closing, _FORBIDDEN_NULLS, strict=True):
+            assert " WARNING " in line and says in line, line
+        assert "Traceback" not in err and " ERROR " not in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -61,6 +61,12 @@ def _error_entry(topic_t: type[Any], code: ErrorCode, name: str | None, topic_id
     )
 
 
+def _by_id(entry: Any) -> bool:
+    """Whether a requested topic is given by id (or by nothing) rather than by name."""
+    topic_id = getattr(entry, "topic_id", None)
+    return entry.name is None or (topic_id is not None and int(topic_id) != 0)
+
+
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
@@ -73,6 +79,19 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     allow_auto = bool(getattr(request, "allow_auto_topic_creation", True))
     topics_out: list[Any] = []
     known = broker.logs.topics()
+    if not all_topics and version < 12 and any(_by_id(entry) for entry in requested):
+        # Before v12 a topic is named, never identified (the response cannot carry a null name):
+        # Kafka refuses the whole request (KafkaApis.handleTopicMetadataRequest) with every topic
+        # answered INVALID_REQUEST, a null name as "" (MetadataRequest.getErrorResponse).
+        invalid = tuple(
+            _error_entry(
+                topic_t, ErrorCode.INVALID_REQUEST, entry.name or "", getattr(entry, "topic_id", None)
+            )
+            for entry in requested
+        )
+        return make(
+            resp_t, throttle_time=NO_THROTTLE, brokers=(), cluster_id=None, controller_id=-1, topics=invalid
+        )
     if all_topics:
         for topic_name in sorted(known):
             topics_out.append(_topic_entry(broker, topic_t, known[topic_name]))

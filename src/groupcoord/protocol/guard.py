@@ -8,6 +8,11 @@ the whole broker. :func:`check_request` walks the same schema (kio's dataclasses
 the native decoder only ever sees counts that the frame can back. Tagged fields of known tags
 are checked inside their own size; unknown tags are only bounds-checked (kio skips them).
 
+A null (a count or length of -1, or 0 in the compact forms) is accepted only where the schema
+allows it at that version (Kafka's ``nullableVersions``, which kio's types carry as ``| None``).
+kio's decoder turns a null array into ``None`` whatever the schema says, and a handler that
+iterates it would fail far from the cause; here it is a malformed frame like any other.
+
 It validates structure only (no values), in pure Python, once per request; plans are cached
 per class.
 """
@@ -15,7 +20,8 @@ per class.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from types import NoneType, UnionType
+from typing import Any, Union, get_args, get_origin
 
 from kio.serial._introspect import (
     EntityField,
@@ -49,9 +55,12 @@ _FIXED = {
 }
 _VARIABLE = {"string", "bytes", "records"}
 
-# A field step: (kind, payload, is_array, optional)
+# A field step: (kind, payload, is_array, optional, nullable, element_nullable, name)
 #   kind "fixed": payload = size; "var": payload = kafka_type; "entity": payload = class
-_Step = tuple[str, Any, bool, bool]
+#   optional: a nullable struct, preceded by an int8 marker (-1 for null)
+#   nullable: the field itself may be null (an array's count or a string's length of -1)
+#   element_nullable: an array's elements may be null
+_Step = tuple[str, Any, bool, bool, bool, bool, str]
 _Plan = tuple[list[_Step], dict[int, _Step], bool]
 
 _PLANS: dict[type[Any], _Plan] = {}
@@ -59,6 +68,20 @@ _PLANS: dict[type[Any], _Plan] = {}
 
 class _Bad(Exception):
     pass
+
+
+def _admits_none(annotation: Any) -> bool:
+    return get_origin(annotation) in (UnionType, Union) and NoneType in get_args(annotation)
+
+
+def _nullability(f: dataclasses.Field[Any]) -> tuple[bool, bool]:
+    """Whether the field may be null, and (for an array) whether its elements may be."""
+    annotation = f.type
+    nullable = _admits_none(annotation)
+    if nullable:
+        annotation = next(a for a in get_args(annotation) if a is not NoneType)
+    elements = get_args(annotation) if get_origin(annotation) is tuple else ()
+    return nullable, bool(elements) and _admits_none(elements[0])
 
 
 def _plan(cls: type[Any]) -> _Plan:
@@ -72,17 +95,20 @@ def _plan(cls: type[Any]) -> _Plan:
         tag = get_field_tag(f)
         kind_class = classify_field(f)
         optional = False if tag is not None else is_optional(f)
+        nulls = _nullability(f)
+        payload: Any
         if isinstance(kind_class, (EntityField, EntityTupleField)):
-            step: _Step = ("entity", kind_class.type_, kind_class.is_array, optional)
+            kind, payload = "entity", kind_class.type_
         else:
             assert isinstance(kind_class, (PrimitiveField, PrimitiveTupleField))
             ktype = get_schema_field_type(f)
             if ktype in _FIXED:
-                step = ("fixed", _FIXED[ktype], kind_class.is_array, optional)
+                kind, payload = "fixed", _FIXED[ktype]
             elif ktype in _VARIABLE:
-                step = ("var", ktype, kind_class.is_array, optional)
+                kind, payload = "var", ktype
             else:  # pragma: no cover - a kio type this module does not know
                 raise TypeError(f"unknown kafka_type {ktype!r} in {cls.__qualname__}.{f.name}")
+        step: _Step = (kind, payload, kind_class.is_array, optional, *nulls, f.name)
         if tag is not None:
             tagged[int(tag)] = step
         else:
@@ -114,7 +140,8 @@ def _int(buf: bytes, pos: int, size: int, end: int) -> tuple[int, int]:
     return int.from_bytes(buf[pos : pos + size], "big", signed=True), pos + size
 
 
-def _var(buf: bytes, pos: int, end: int, ktype: str, flexible: bool) -> int:
+def _var(buf: bytes, pos: int, end: int, step: _Step, flexible: bool) -> int:
+    ktype = step[1]
     if flexible:
         n, pos = _uvarint(buf, pos, end)
         length = n - 1
@@ -125,6 +152,8 @@ def _var(buf: bytes, pos: int, end: int, ktype: str, flexible: bool) -> int:
     if length < 0:
         if length < -1:
             raise _Bad("negative length")
+        if not step[4]:
+            raise _Bad(f"null {ktype} {step[6]!r}, which the schema does not allow to be null")
         return pos
     if pos + length > end:
         raise _Bad(f"{ktype} of {length} bytes overruns the frame")
@@ -132,13 +161,13 @@ def _var(buf: bytes, pos: int, end: int, ktype: str, flexible: bool) -> int:
 
 
 def _one(buf: bytes, pos: int, end: int, step: _Step, flexible: bool) -> int:
-    kind, payload, _is_array, optional = step
+    kind, payload, _is_array, optional = step[:4]
     if kind == "fixed":
         if pos + payload > end:
             raise _Bad("truncated")
         return int(pos + payload)
     if kind == "var":
-        return _var(buf, pos, end, payload, flexible)
+        return _var(buf, pos, end, step, flexible)
     if optional:
         marker, pos = _int(buf, pos, 1, end)
         if marker == -1:
@@ -157,10 +186,12 @@ def _step(buf: bytes, pos: int, end: int, step: _Step, flexible: bool) -> int:
     if count < 0:
         if count < -1:
             raise _Bad("negative array count")
+        if not step[4]:
+            raise _Bad(f"null array {step[6]!r}, which the schema does not allow to be null")
         return pos
     if count > end - pos:
         raise _Bad(f"array of {count} elements overruns the {end - pos} remaining bytes")
-    elem = (step[0], step[1], False, False)
+    elem: _Step = (step[0], step[1], False, False, step[5], False, f"{step[6]}[]")
     for _ in range(count):
         pos = _one(buf, pos, end, elem, flexible)
     return pos
