@@ -22,11 +22,14 @@ first batch at or after the fetch offset, moving on to later segments (``LocalLo
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -310,3 +313,153 @@ def test_deleted_segment_files_leave_a_gap_and_keep_the_log_end(tmp_path: Path) 
     assert plog.log_end_offset == w.log_end
     assert parse_header(plog.read(w.bases[middle], 1).data).base_offset == w.bases[middle + 1]
     assert plog.append(batch(99)).base_offset == w.log_end
+
+
+# ---------------------------------------------------------------------------------------------
+# Through a broker process and a real client
+# ---------------------------------------------------------------------------------------------
+
+
+def _broker_process_class() -> type[Any]:
+    """``BrokerProcess`` of the end-to-end harness (tests/e2e/conftest.py)."""
+    path = Path(__file__).resolve().parents[1] / "e2e" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("_e2e_broker_harness", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cls: type[Any] = module.BrokerProcess
+    return cls
+
+
+def _segment_batches(partition_dir: Path) -> list[tuple[Path, int, int, int]]:
+    """(segment file, batch position, base offset, last offset) of every batch, in order."""
+    out: list[tuple[Path, int, int, int]] = []
+    for path in sorted(partition_dir.glob("*.log")):
+        for pos, h in iter_batches(path.read_bytes()):
+            out.append((path, pos, h.base_offset, h.last_offset))
+    return out
+
+
+def _cut_a_middle_segment(partition_dir: Path) -> tuple[int, int]:
+    """Truncate the middle segment of a partition inside its second batch; returns the offsets
+    ``[first lost, next segment's base)``."""
+    batches = _segment_batches(partition_dir)
+    files = sorted({b[0] for b in batches})
+    assert len(files) >= 4, files
+    victim = files[len(files) // 2]
+    in_victim = [b for b in batches if b[0] == victim]
+    assert len(in_victim) >= 2, in_victim
+    _path, pos, base, _last = in_victim[1]
+    with open(victim, "r+b") as f:
+        f.truncate(pos + 30)  # inside the second batch's header
+    next_base = int(files[files.index(victim) + 1].name[:20])
+    return base, next_base
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
+def test_broker_restart_after_a_truncated_middle_segment_keeps_later_records_and_offsets(
+    tmp_path: Path, stop: str
+) -> None:
+    """A broker process with a topic and ``__consumer_offsets`` over many small segments is
+    stopped (SIGTERM: clean shutdown; SIGKILL: crash), a middle segment of each is truncated,
+    and the broker restarts. With confluent-kafka: every record outside the cut batches is
+    consumed at its original offset, a consumer positioned in the gap gets the first record
+    after it (``LocalLog.read`` moves on to the next segment), the low/high watermarks are
+    unchanged, the next produce gets the next new offset, and the group's last committed
+    offset (written to a later, undamaged segment of ``__consumer_offsets``) is loaded."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    broker = _broker_process_class()(
+        tmp_path / "data",
+        settings=(
+            "offsets.topic.num.partitions=1",
+            "offsets.topic.segment.bytes=1024",
+            "log.cleaner.backoff.ms=3600000",  # keep the offsets segments as written
+        ),
+    )
+    broker.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        topic = "damaged"
+        futures = admin.create_topics(
+            [NewTopic(topic, 1, 1, config={"segment.bytes": "4096"})], operation_timeout=10
+        )
+        assert futures[topic].result(timeout=30) is None
+
+        acked: dict[int, tuple[bytes, bytes]] = {}
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is not None:
+                raise KafkaException(err)
+            acked[msg.offset()] = (msg.key(), msg.value())
+
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 0})
+        n = 400
+        for i in range(n):
+            producer.produce(topic, key=b"k%d" % i, value=b"value-%d-" % i + b"x" * 60, on_delivery=delivered)
+            if i % 10 == 9:
+                assert producer.flush(30) == 0  # one batch per 10 records
+        assert sorted(acked) == list(range(n))
+
+        group = "damage-group"
+        committer = Consumer(
+            {"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False}
+        )
+        commits = 60
+        for k in range(1, commits + 1):
+            committer.commit(offsets=[TopicPartition(topic, 0, k)], asynchronous=False)
+        committer.close()
+
+        if stop == "sigterm":
+            assert broker.stop() == 0
+        else:
+            broker.kill()
+        data = tmp_path / "data"
+        lost_start, lost_end = _cut_a_middle_segment(data / f"{topic}-0")
+        _cut_a_middle_segment(data / "__consumer_offsets-0")
+        broker.start()
+
+        expected = {o: kv for o, kv in acked.items() if not lost_start <= o < lost_end}
+        consumer = Consumer(
+            {"bootstrap.servers": broker.bootstrap, "group.id": "reader", "enable.auto.commit": False}
+        )
+        try:
+            assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30) == (0, n)
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            got: dict[int, tuple[bytes, bytes]] = {}
+            deadline = time.monotonic() + 60
+            while n - 1 not in got and time.monotonic() < deadline:
+                for m in consumer.consume(num_messages=500, timeout=1.0):
+                    assert m.error() is None, m.error()
+                    assert m.offset() not in got
+                    got[m.offset()] = (m.key(), m.value())
+            assert got == expected
+            # Positioned inside the gap: the next record is the first one after it.
+            consumer.assign([TopicPartition(topic, 0, lost_start)])
+            first: list[int] = []
+            deadline = time.monotonic() + 60
+            while not first and time.monotonic() < deadline:
+                first = [
+                    m.offset() for m in consumer.consume(num_messages=1, timeout=1.0) if m.error() is None
+                ]
+            assert first == [lost_end]
+        finally:
+            consumer.close()
+
+        checker = Consumer(
+            {"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False}
+        )
+        try:
+            assert checker.committed([TopicPartition(topic, 0)], timeout=30)[0].offset == commits
+        finally:
+            checker.close()
+
+        again: list[int] = []
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+        producer.produce(topic, value=b"after", on_delivery=lambda err, msg: again.append(msg.offset()))
+        assert producer.flush(30) == 0
+        assert again == [n]
+    finally:
+        broker.stop()
