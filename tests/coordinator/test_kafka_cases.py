@@ -17,6 +17,7 @@ from groupcoord.coordinator.api import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
     JoinGroupResponse,
+    ListGroupsResponse,
     OffsetFetchGroup,
     OffsetFetchRequest,
     OffsetFetchResponse,
@@ -719,3 +720,42 @@ def test_heartbeat_to_an_empty_group_is_unknown_member_id() -> None:
     assert h2.leave((a, None)).members[0].error is NONE
     assert h2.state() == "Empty"
     assert h2.heartbeat(a, gen) is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_requests_for_a_group_whose_partition_is_loading_get_kafkas_codes() -> None:
+    """Kafka: testRequestHandlingWhileLoadingInProgress (3.x codes): while ``otherGroup``'s
+    partition loads, JoinGroup (dynamic and static), OffsetCommit, LeaveGroup, DescribeGroups,
+    ListGroups and DeleteGroups answer COORDINATOR_LOAD_IN_PROGRESS, SyncGroup answers
+    REBALANCE_IN_PROGRESS (the member rejoins) and Heartbeat answers NONE; a group on another
+    partition is served as usual, and once loaded the group is described without error."""
+    h = Harness()
+    (a,), _gen = h.stable_group(1)
+    other = OTHER_GROUP
+    p = h.c.partition_for(other)
+    assert p != h.c.partition_for(GROUP)
+    h.c.unload_partition(p)
+    h.c.begin_loading(p)
+    load = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert h.join("memberId", group=other).error is load
+    assert h.join("memberId", group=other, instance="groupInstanceId").error is load
+    assert h.sync("memberId", 1, group=other).error is ErrorCode.REBALANCE_IN_PROGRESS
+    assert h.commit({("foo", 0): 15}, member_id="memberId", generation=1, group=other) == {("foo", 0): load}
+    assert h.heartbeat("memberId", 1, group=other) is NONE
+    assert h.leave(("memberId", None), group=other).error is load
+    described: Reply[DescribeGroupsResponse] = Reply()
+    h.c.describe_groups([other, GROUP], described)
+    assert [(d.group_id, d.error, d.state) for d in described.value.groups] == [
+        (other, load, "Dead"),
+        (GROUP, NONE, "Stable"),
+    ]
+    listed: Reply[ListGroupsResponse] = Reply()
+    h.c.list_groups(None, listed)
+    assert listed.value.error is load and [g.group_id for g in listed.value.groups] == [GROUP]
+    deleted: Reply[DeleteGroupsResponse] = Reply()
+    h.c.delete_groups([other], deleted)
+    assert [(x.group_id, x.error) for x in deleted.value.results] == [(other, load)]
+    assert h.heartbeat(a, 1) is NONE
+    h.c.complete_loading(p)
+    after: Reply[DescribeGroupsResponse] = Reply()
+    h.c.describe_groups([other], after)
+    assert [(d.error, d.state) for d in after.value.groups] == [(NONE, "Dead")]
