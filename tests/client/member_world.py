@@ -29,6 +29,7 @@ from groupcoord.client.consumer_core import (
     PartitionsRevoked,
 )
 from groupcoord.client.member import MemberEvent, Outbound
+from groupcoord.client.states import MemberState
 from groupcoord.client.types import TopicPartition
 from groupcoord.clock import ManualClock
 from groupcoord.coordinator import api
@@ -51,6 +52,8 @@ class LogSink:
     ) -> None:
         self.appended.append((partition, list(records)))
         done(ErrorCode.NONE)
+
+
 MEMBER_DEFAULTS: dict[str, Any] = {
     "group.id": GROUP,
     "session.timeout.ms": 1000,
@@ -63,12 +66,24 @@ MEMBER_DEFAULTS: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class Sent:
+    at: int
+    request: m.Request
+    node_id: int | None  # None: any broker
+    state: MemberState  # the member's state when it sent
+
+
+CRASH = "crash"
+"""Injection: the member dies as it sends this request (the request is lost)."""
+
+
 @dataclass
 class Member:
     name: str
     core: ConsumerCoordinator
     events: list[MemberEvent] = field(default_factory=list)
-    sent: list[tuple[int, m.Request]] = field(default_factory=list)  # (time, request)
+    sent: list[Sent] = field(default_factory=list)
     alive: bool = True
     stalled: bool = False
     cut: bool = False
@@ -77,8 +92,8 @@ class Member:
     def owned(self) -> frozenset[TopicPartition]:
         return self.core.assignment()
 
-    def sent_of(self, kind: type) -> list[tuple[int, Any]]:
-        return [(t, r) for t, r in self.sent if isinstance(r, kind)]
+    def sent_of(self, kind: type) -> list[Sent]:
+        return [s for s in self.sent if isinstance(s.request, kind)]
 
     def events_of(self, kind: type) -> list[Any]:
         return [e for e in self.events if isinstance(e, kind)]
@@ -115,6 +130,8 @@ class World:
         self.members: dict[str, Member] = {}
         self.inject: dict[tuple[str, type], list[Any]] = {}
         self.find_error: ErrorCode | None = None
+        self.metadata_delay_ms = 0
+        self._later: list[tuple[int, str, int, m.Response]] = []
         self._inbox: list[tuple[str, int, m.Response]] = []
         self.log: list[tuple[int, str, str]] = []
 
@@ -150,18 +167,36 @@ class World:
         old.alive = False
         return self.add(name, subscribe=tuple(sorted(old.core.subscription())), **config)
 
-    def inject_error(self, name: str, kind: type, error: Any) -> None:
-        self.inject.setdefault((name, kind), []).append(error)
+    def inject_error(self, name: str, kind: type, error: Any, *, after: int = 0) -> None:
+        """Answer ``name``'s next request of type ``kind`` (after letting ``after`` of them through)
+        with ``error`` (an ErrorCode, a callable request -> response, or :data:`CRASH`).
+        ``ErrorCode.NONE`` injects nothing: the coordinator answers."""
+        if error is ErrorCode.NONE:
+            return
+        self.inject.setdefault((name, kind), []).append([after, error])
 
     # ------------------------------------------------------------ transport
     def _send(self, member: Member, out: Outbound) -> None:
-        member.sent.append((self.now(), out.request))
+        member.sent.append(
+            Sent(
+                at=self.now(),
+                request=out.request,
+                node_id=None if out.node is None else out.node.node_id,
+                state=member.core.state,
+            )
+        )
         if member.cut:
             member.core.on_failure(out.request_id, self.now())
             return
         injected = self.inject.get((member.name, type(out.request)))
+        if injected and injected[0][0] > 0:
+            injected[0][0] -= 1
+            injected = None
         if injected:
-            err = injected.pop(0)
+            err = injected.pop(0)[1]
+            if err == CRASH:
+                member.alive = False
+                return
             resp = err(out.request) if callable(err) else _error_response(out.request, err)
             self._inbox.append((member.name, out.request_id, resp))
             return
@@ -185,7 +220,11 @@ class World:
                 else m.TopicMetadata(name=t, error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions=0)
                 for t in names
             )
-            self._inbox.append((member.name, out.request_id, m.MetadataResponse(topics=topics)))
+            resp = m.MetadataResponse(topics=topics)
+            if self.metadata_delay_ms:
+                self._later.append((self.now() + self.metadata_delay_ms, member.name, out.request_id, resp))
+            else:
+                self._inbox.append((member.name, out.request_id, resp))
             return
         assert out.node is not None, req
         broker = self.brokers.get(out.node.node_id)
@@ -249,6 +288,10 @@ class World:
         progress = False
         for b in self.brokers.values():
             b.coordinator.poll()
+        due = [x for x in self._later if x[0] <= now]
+        self._later = [x for x in self._later if x[0] > now]
+        for _, name, rid, resp in due:
+            self._inbox.append((name, rid, resp))
         for member in list(self.members.values()):
             if not member.alive:
                 continue
@@ -289,7 +332,7 @@ class World:
         while True:
             self.settle()
             now = self.now()
-            candidates = [target]
+            candidates = [target] + [x[0] for x in self._later]
             for b in self.brokers.values():
                 d = b.coordinator.next_deadline()
                 if d is not None:
