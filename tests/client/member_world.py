@@ -198,7 +198,8 @@ class World:
                 member.alive = False
                 return
             resp = err(out.request) if callable(err) else _error_response(out.request, err)
-            self._inbox.append((member.name, out.request_id, resp))
+            if resp is not None:  # None: the request vanishes (no answer, no error)
+                self._inbox.append((member.name, out.request_id, resp))
             return
         req = out.request
         if isinstance(req, m.FindCoordinatorRequest):
