@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import shutil
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -83,6 +84,25 @@ class Written:
 
 def reopen(path: Path) -> PartitionLog:
     plog, _ = PartitionLog.open(path, CONFIG, ManualClock(T0 + 10_000))
+    return plog
+
+
+def segment_files(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.iterdir() if p.suffix in (".log", ".index", ".timeindex")}
+
+
+def recover(path: Path, caplog: pytest.LogCaptureFixture) -> PartitionLog:
+    """Open the log as the broker does and check that every segment file recovery created,
+    changed or deleted is named in a WARNING line of the log's logger."""
+    before = segment_files(path)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="groupcoord.storage.log"):
+        plog = reopen(path)
+    after = segment_files(path)
+    changed = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    for name in changed:
+        assert any(name in line for line in lines), (name, lines)
     return plog
 
 
@@ -172,9 +192,17 @@ def check_after_damage(w: Written, plog: PartitionLog, *, segment: int, lost: li
         gap_start = lost[0].base
         gap_end = w.log_end if last_segment else w.bases[segment + 1]
         assert plog.recovery_report.gaps == ((gap_start, gap_end),)
-        # A fetch inside the gap returns the first batch after it (or nothing at the log end).
+        # A fetch inside the gap returns the first batch after it (or nothing at the log end),
+        # whether the batches are copied or sent from the file.
         for offset in (gap_start, gap_end - 1):
             data = plog.read(offset, 1).data
+            region = plog.read_region(offset, 1).data
+            if not isinstance(region, bytes):
+                region_bytes = region.read()
+                region.close()
+            else:
+                region_bytes = region
+            assert bytes(data) == region_bytes
             if last_segment:
                 assert bytes(data) == b""
             else:
@@ -229,15 +257,15 @@ def test_truncating_any_segment_loses_only_the_batches_it_cut(
             with open(victim, "r+b") as f:
                 f.truncate(cut)
             lost = [b for b in w.segment_batches(segment) if b.position + b.size > cut]
-            caplog.clear()
-            with caplog.at_level(logging.WARNING, logger="groupcoord.storage.log"):
-                plog = reopen(w.dir)
+            plog = recover(w.dir, caplog)
             assert victim.name in caplog.text, (segment, name)
             check_after_damage(w, plog, segment=segment, lost=lost, tmp=case)
             shutil.rmtree(case)
 
 
-def test_flipped_byte_in_a_rolled_segment_is_served_as_stored_and_loses_nothing(tmp_path: Path) -> None:
+def test_flipped_byte_in_a_rolled_segment_is_served_as_stored_and_loses_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Rolled segments below the recovery point are trusted at open, as in Kafka (only an index
     that fails its sanity check makes ``LogLoader.loadSegmentFiles`` recover a rolled segment):
     a byte flipped inside a batch's CRC-protected body changes nothing at open, and every other
@@ -250,7 +278,7 @@ def test_flipped_byte_in_a_rolled_segment_is_served_as_stored_and_loses_nothing(
     data = bytearray(path.read_bytes())
     data[victim_batch.position + victim_batch.size - 5] ^= 0xFF
     path.write_bytes(bytes(data))
-    plog = reopen(w.dir)
+    plog = recover(w.dir, caplog)
     assert plog.recovery_report.gaps == ()
     assert plog.log_end_offset == w.log_end
     with pytest.raises(CorruptBatchError):
@@ -263,7 +291,9 @@ def test_flipped_byte_in_a_rolled_segment_is_served_as_stored_and_loses_nothing(
 
 
 @pytest.mark.parametrize("clean", [True, False], ids=["clean-shutdown", "crash"])
-def test_crc_damage_found_by_an_index_rebuild_cuts_only_that_segment(tmp_path: Path, clean: bool) -> None:
+def test_crc_damage_found_by_an_index_rebuild_cuts_only_that_segment(
+    tmp_path: Path, clean: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     """A middle segment with a flipped byte under a batch's CRC and a missing index is rebuilt
     with every batch validated (``LogSegment.recover`` calls ``ensureValid``): it is cut at the
     corrupt batch; the later segments and the log end offset are kept."""
@@ -276,12 +306,14 @@ def test_crc_damage_found_by_an_index_rebuild_cuts_only_that_segment(tmp_path: P
     data[victim_batch.position + victim_batch.size - 5] ^= 0xFF
     path.write_bytes(bytes(data))
     path.with_suffix(".index").unlink()
-    plog = reopen(w.dir)
+    plog = recover(w.dir, caplog)
     lost = [b for b in batches if b.position >= victim_batch.position]
     check_after_damage(w, plog, segment=segment, lost=lost, tmp=tmp_path)
 
 
-def test_crc_damage_in_the_active_segment_after_a_crash_keeps_the_log_end(tmp_path: Path) -> None:
+def test_crc_damage_in_the_active_segment_after_a_crash_keeps_the_log_end(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """After a crash the active segment is validated batch by batch and cut at the corrupt one
     (as Kafka's recovery of the segments after the recovery point); every offset below the
     flushed log end was acknowledged, so the log end stays and the cut range is a gap."""
@@ -293,11 +325,31 @@ def test_crc_damage_in_the_active_segment_after_a_crash_keeps_the_log_end(tmp_pa
     data = bytearray(path.read_bytes())
     data[victim_batch.position + victim_batch.size - 5] ^= 0xFF
     path.write_bytes(bytes(data))
-    plog = reopen(w.dir)
+    plog = recover(w.dir, caplog)
     check_after_damage(w, plog, segment=segment, lost=batches, tmp=tmp_path)
 
 
-def test_deleted_segment_files_leave_a_gap_and_keep_the_log_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("clean", [True, False], ids=["clean-shutdown", "crash"])
+def test_batch_whose_offsets_run_into_the_next_segment_is_cut(
+    tmp_path: Path, clean: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The base offset is outside a batch's CRC: a damaged one that makes the last batch of a
+    rolled segment reach the next segment's base offset is cut, and nothing else is."""
+    w = write_partition(tmp_path / "w", clean=clean)
+    segment = len(w.bases) // 2
+    victim_batch = w.segment_batches(segment)[-1]
+    path = w.log_file(segment)
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">q", data, victim_batch.position, w.bases[segment + 1])
+    path.write_bytes(bytes(data))
+    plog = recover(w.dir, caplog)
+    assert plog.recovery_report.truncated_from_offset == victim_batch.base
+    check_after_damage(w, plog, segment=segment, lost=[victim_batch], tmp=tmp_path)
+
+
+def test_deleted_segment_files_leave_a_gap_and_keep_the_log_end(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A middle segment whose files are gone (and the last one too): the offsets between stay a
     gap, a fetch in it returns the next batch, and the log end offset does not move back."""
     w = write_partition(tmp_path, clean=True)
@@ -305,7 +357,7 @@ def test_deleted_segment_files_leave_a_gap_and_keep_the_log_end(tmp_path: Path) 
     for s in (middle, len(w.bases) - 1):
         for suffix in (".log", ".index", ".timeindex"):
             (w.dir / f"{w.bases[s]:020d}{suffix}").unlink()
-    plog = reopen(w.dir)
+    plog = recover(w.dir, caplog)
     lost = {
         o for b in w.batches if b.segment in (middle, len(w.bases) - 1) for o in range(b.base, b.last + 1)
     }

@@ -1005,8 +1005,9 @@ class PartitionLog:
                 seg.truncate_file(cut)
                 if overlap:
                     seg.rebuild(interval, validate=False)
-                    if not active:
-                        seg.seal()
+                    seg.seal()  # never the active segment: it has no next segment
+                    rebuilt += 1
+                    self._log_index_rebuild(seg, "batches cut")
                 truncated_bytes += old_size - cut
                 if truncated_from is None:
                     truncated_from = seg.next_offset
@@ -1045,15 +1046,23 @@ class PartitionLog:
             # Offsets below the floor were handed out: a new active segment starts there, and
             # the offsets in between stay a gap (they are never given out again).
             last = segments[-1]
+            entries = len(last.tidx_ts)
             last.seal()
+            if len(last.tidx_ts) > entries:
+                log.warning(
+                    "log %s: added the final entry to %s, as a roll does", self.dir, last.timeindex_path.name
+                )
+            name = segment_name(floor)
             log.warning(
                 "log %s: the last segment %s ends at offset %d, below offset %d that clients may "
-                "have been given; created %s so offsets %d..%d stay a gap",
+                "have been given; created %s, %s and %s so offsets %d..%d stay a gap",
                 self.dir,
                 last.log_path.name,
                 last.next_offset,
                 floor,
-                segment_name(floor) + LOG_SUFFIX,
+                name + LOG_SUFFIX,
+                name + INDEX_SUFFIX,
+                name + TIMEINDEX_SUFFIX,
                 last.next_offset,
                 floor - 1,
             )
