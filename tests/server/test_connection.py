@@ -77,14 +77,14 @@ def list_groups(state: State, ctx: RequestContext, req: Any) -> Any:
 Scenario = Callable[[State, KafkaServer], Awaitable[None]]
 
 
-def run(scenario: Scenario, max_frame_bytes: int = 1 << 20) -> State:
+def run(scenario: Scenario, max_frame_bytes: int = 1 << 20, overlap: frozenset[int] = frozenset()) -> State:
     async def main() -> State:
         state = State()
         d: Dispatcher[State] = Dispatcher(state)
-        d.add(API_VERSIONS, 0, 3, api_versions)
-        d.add(METADATA, 0, 12, metadata)
-        d.add(HEARTBEAT, 0, 4, heartbeat)
-        d.add(LIST_GROUPS, 0, 4, list_groups)
+        d.add(API_VERSIONS, 0, 3, api_versions, overlap=API_VERSIONS in overlap)
+        d.add(METADATA, 0, 12, metadata, overlap=METADATA in overlap)
+        d.add(HEARTBEAT, 0, 4, heartbeat, overlap=HEARTBEAT in overlap)
+        d.add(LIST_GROUPS, 0, 4, list_groups, overlap=LIST_GROUPS in overlap)
         state.dispatcher = d
         server = KafkaServer(d, host="127.0.0.1", port=0, max_frame_bytes=max_frame_bytes)
         await server.start()
@@ -140,24 +140,75 @@ async def until(pred: Callable[[], bool]) -> None:
         await asyncio.sleep(0.001)
 
 
-def test_pipelined_responses_leave_in_request_order() -> None:
+def test_request_behind_a_parked_answer_is_not_handled_until_that_answer_is_ready() -> None:
+    """Kafka's ``SocketServer.Processor`` mutes a channel (``KafkaChannel.mute``) from the moment
+    a request is read until its response is sent: a later request on the connection sees every
+    effect of the earlier one. Here: nothing behind a parked answer reaches its handler."""
+
     async def scenario(state: State, server: KafkaServer) -> None:
         c = await Client.connect(server)
         await c.send(hb(c, 1), md(c, 2), md(c, 3))
-        await until(lambda: "md3" in state.calls)
-        # Both later requests were handled while the first was still parked ...
-        assert state.calls == ["hb1", "md2", "md3"]
+        await until(lambda: "hb1" in state.calls)
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert state.calls == ["hb1"]
+        state.calls.append("answered")
         state.parked[1].set_result(0)
-        # ... and yet the answers come back 1, 2, 3.
         assert (await c.recv(HEARTBEAT, 4))[0] == 1
         assert (await c.recv(METADATA, 12))[0] == 2
         assert (await c.recv(METADATA, 12))[0] == 3
+        assert state.calls == ["hb1", "answered", "md2", "md3"]
         c.close()
 
     run(scenario)
 
 
-def test_muted_connection_reads_nothing_until_the_parked_answer_is_out() -> None:
+def test_overlapping_requests_are_handled_while_earlier_ones_wait_and_answered_in_order() -> None:
+    async def scenario(state: State, server: KafkaServer) -> None:
+        c = await Client.connect(server)
+        await c.send(hb(c, 1), md(c, 2), hb(c, 3), md(c, 4))
+        await until(lambda: "md4" in state.calls)
+        # every request was handled while the first was still parked ...
+        assert state.calls == ["hb1", "md2", "hb3", "md4"]
+        state.parked[3].set_result(0)
+        state.parked[1].set_result(0)
+        # ... and yet the answers come back 1, 2, 3, 4.
+        assert (await c.recv(HEARTBEAT, 4))[0] == 1
+        assert (await c.recv(METADATA, 12))[0] == 2
+        assert (await c.recv(HEARTBEAT, 4))[0] == 3
+        assert (await c.recv(METADATA, 12))[0] == 4
+        c.close()
+
+    run(scenario, overlap=frozenset({HEARTBEAT, METADATA}))
+
+
+def test_other_request_behind_a_run_of_overlapping_ones_waits_until_the_run_is_answered() -> None:
+    async def scenario(state: State, server: KafkaServer) -> None:
+        c = await Client.connect(server)
+        await c.send(hb(c, 1), hb(c, 2), md(c, 3), hb(c, 4))
+        await until(lambda: "hb2" in state.calls)
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert state.calls == ["hb1", "hb2"]
+        state.parked[1].set_result(0)
+        assert (await c.recv(HEARTBEAT, 4))[0] == 1
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert state.calls == ["hb1", "hb2"]  # hb2 is not answered yet: md3 still waits
+        state.calls.append("answered")
+        state.parked[2].set_result(0)
+        assert (await c.recv(HEARTBEAT, 4))[0] == 2
+        assert (await c.recv(METADATA, 12))[0] == 3
+        await until(lambda: "hb4" in state.calls)
+        assert state.calls == ["hb1", "hb2", "answered", "md3", "hb4"]
+        state.parked[4].set_result(0)
+        assert (await c.recv(HEARTBEAT, 4))[0] == 4
+        c.close()
+
+    run(scenario, overlap=frozenset({HEARTBEAT}))
+
+
+def test_muted_request_stops_even_overlapping_ones_until_its_answer_is_out() -> None:
     async def scenario(state: State, server: KafkaServer) -> None:
         state.mute_heartbeats = True
         c = await Client.connect(server)
@@ -174,7 +225,7 @@ def test_muted_connection_reads_nothing_until_the_parked_answer_is_out() -> None
         assert state.calls == ["hb1", "resolved", "md2"]
         c.close()
 
-    run(scenario)
+    run(scenario, overlap=frozenset({HEARTBEAT, METADATA}))
 
 
 def test_handler_sees_client_id_host_and_connection_id() -> None:

@@ -1,5 +1,12 @@
 """Responses made of bytes and file regions (sendfile) over real loopback sockets: order with
-other answers, exact bytes, the connection's back-pressure, descriptors closed on every path."""
+other answers, exact bytes, the connection's back-pressure, descriptors closed on every path.
+
+The test routes are added with ``overlap=True`` so that a request may be handled while an
+earlier one is still parked (the connection's ordering rule allows that only for overlapping
+routes): that is what puts ready answers and file regions in the queue behind a parked one.
+Descriptors are checked on the regions the handler itself opened (each must be closed by the
+connection), never by counting the process's open descriptors, which other threads change.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +45,8 @@ class State:
         self.calls: list[str] = []
         self.parked: dict[int, asyncio.Future[None]] = {}
         self.region_last = False
+        #: every file region the fetch handler handed to the connection (it must close each)
+        self.regions: list[FileRegion] = []
 
 
 def fetch_handler(state: State, ctx: RequestContext, req: Any) -> Any:
@@ -72,6 +81,7 @@ def fetch_handler(state: State, ctx: RequestContext, req: Any) -> Any:
             records=FileRegion(os.dup(fd), 0, 10),
         ),
     )
+    state.regions += [p.records for p in parts if isinstance(p.records, FileRegion)]
     if ctx.api_version < 12 and state.region_last:
         # the big region is the very end of the frame (no tagged fields after it before v12)
         parts = (parts[0], parts[2], parts[1])
@@ -103,17 +113,18 @@ def heartbeat(state: State, ctx: RequestContext, req: Any) -> Awaitable[Any]:
 Scenario = Callable[[State, KafkaServer], Awaitable[None]]
 
 
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def open_regions(state: State) -> list[FileRegion]:
+    """The regions the handler opened that the connection has not closed yet."""
+    return [r for r in state.regions if not r.closed]
 
 
 def run(files: dict[int, tuple[Path, int, int]], scenario: Scenario) -> State:
     async def main() -> State:
         state = State(files)
         d: Dispatcher[State] = Dispatcher(state)
-        d.add(FETCH, 4, 16, fetch_handler)
-        d.add(METADATA, 0, 12, metadata)
-        d.add(HEARTBEAT, 0, 4, heartbeat)
+        d.add(FETCH, 4, 16, fetch_handler, overlap=True)
+        d.add(METADATA, 0, 12, metadata, overlap=True)
+        d.add(HEARTBEAT, 0, 4, heartbeat, overlap=True)
         server = KafkaServer(d, host="127.0.0.1", port=0, max_frame_bytes=1 << 20)
         await server.start()
         try:
@@ -204,7 +215,6 @@ def test_regions_and_bytes_arrive_in_order_and_exact_between_other_answers(tmp_p
     files = {0: (tmp_path / "a", 12_345, 2_000_000), 1: (tmp_path / "b", 0, 600_000)}
 
     async def scenario(state: State, server: KafkaServer) -> None:
-        baseline = open_fds()
         c = await Client.connect(server)
         # a parked answer first: the regions must wait for it, and the answers after them too
         await c.send(HEARTBEAT, 4, 1, group_id="g", generation_id=1, member_id="m", group_instance_id=None)
@@ -225,7 +235,8 @@ def test_regions_and_bytes_arrive_in_order_and_exact_between_other_answers(tmp_p
         assert [p.records for p in resp.responses[0].partitions] == [b"inline-before", b, b[:10]]
         assert (await c.recv(METADATA, 12))[0] == 5
         assert state.calls == ["hb1", "fetch2", "md3", "fetch4", "md5"]
-        await until(lambda: open_fds() <= baseline + 2)  # + the two ends of the socket
+        assert len(state.regions) == 4
+        await until(lambda: not open_regions(state))  # each closed once sent
         c.close()
 
     run(files, scenario)
@@ -279,17 +290,21 @@ def test_region_cut_short_by_truncation_closes_the_connection_and_frees_descript
     files = {0: (tmp_path / "big", 0, BIG), 1: (tmp_path / "small", 0, 500_000)}
 
     async def scenario(state: State, server: KafkaServer) -> None:
-        baseline = open_fds()
         c = await Client.connect(server)
         await c.fetch(1, 0)
         await c.fetch(2, 1)
         await until(lambda: "fetch2" in state.calls)
+        (conn,) = server.connections
         os.truncate(tmp_path / "small", 1_000)  # in place, as truncate_to does to a segment
         assert (await c.recv(FETCH, 16))[0] == 1
         # the second frame promised 500,000 record bytes that no longer exist: no answer, closed
         assert await c.closed_by_server()
         c.close()
-        await until(lambda: open_fds() <= baseline)
+        # the connection closed its socket and every descriptor it was handed (the region
+        # cut short included), and the server forgot it
+        assert len(state.regions) == 4
+        await until(lambda: not open_regions(state) and not server.connections)
+        assert conn.closed
 
     run(files, scenario)
 
@@ -299,14 +314,14 @@ def test_client_gone_mid_send_releases_every_pending_region(tmp_path: Path) -> N
     files = {0: (tmp_path / "big", 0, BIG)}
 
     async def scenario(state: State, server: KafkaServer) -> None:
-        baseline = open_fds()
         c = await Client.connect(server)
         for corr in range(1, 4):
             await c.fetch(corr, 0)
         await until(lambda: len(state.calls) >= 1)
         assert await c.reader.readexactly(1 << 20)  # the first response is under way
         c.writer.transport.abort()
-        await until(lambda: open_fds() <= baseline)
+        await until(lambda: not server.connections)
+        assert state.regions and not open_regions(state)
 
     run(files, scenario)
 

@@ -1,21 +1,50 @@
 """One client connection: frames in, handlers called, responses out in request order.
 
-Requests are decoded and handed to their handler as they arrive (pipelining is allowed);
-each gets a slot in an ordered queue, and a response is written as soon as it and every
-response before it are ready. A handler may mute the connection (stop reading) until its
-own answer is out. Anything malformed — a bad size prefix, an oversized frame, an unknown
-API, an unsupported version, a body that does not parse — closes this connection with one
-log line; other connections and the server are untouched.
+Ordering rule (read-your-writes on one connection). Kafka reads one request per connection
+at a time: ``SocketServer.Processor`` mutes the channel (``KafkaChannel.mute``) as soon as a
+whole request has been read from it, and unmutes it only once that request's response has been
+sent (``Processor.processCompletedSends`` -> ``tryUnmuteChannel``). Every request therefore sees
+the effects of every earlier request on its connection, and answers leave in request order.
+Here:
 
-A handler may return a :class:`PreEncoded` body instead of a response entity: pieces written
-in order after the response header, some of them file regions (Fetch record sets). Bytes go
-through ``transport.write`` as usual; a region is sent with ``loop.sendfile`` (``os.sendfile``
-on plain sockets) once everything before it has left: first with one ``os.sendfile`` call right
-away when the transport has nothing buffered, and if the socket does not take it all, by a
-sender task that waits for the socket. While that task runs the connection stops reading and
-every later answer queues behind it, so responses keep their order and a slow reader still
-holds the broker back. A region that comes up short (its file
-was truncated meanwhile) closes the connection: the frame's size was already promised.
+* A request is handed to its handler only when every earlier request on this connection is
+  answered, i.e. its answer is ready. A handler that answers at once (most do) costs nothing:
+  the next frame is handled right after it. A handler that returns a pending awaitable (an
+  OffsetCommit waiting for its write to be durable, a parked JoinGroup or SyncGroup, a Fetch in
+  long-poll) makes the connection stop reading until that awaitable is done, so an OffsetFetch
+  pipelined behind an OffsetCommit reads the committed offset, as on Kafka.
+* The one exception keeps what pipelining gains where nobody can tell the difference: a
+  request of a route added with ``overlap=True`` (see ``server.dispatch``; Produce) is handed to
+  its handler while earlier requests are still pending, provided every one of those is of an
+  overlapping route too. Such a handler applies all its effects before it returns (the append,
+  readable at the log end at once, and the producer's sequence state), and its awaitable only
+  waits for the fsync. A later request of the run therefore sees exactly the state it would see
+  on Kafka, and the earlier answer cannot depend on the later request (it was fixed when the
+  handler returned; a failed fsync turns it into KAFKA_STORAGE_ERROR whatever came after). What
+  is gained: N pipelined acks=-1 produces share fsync rounds instead of waiting for N rounds
+  one after the other. A frame of any other kind that arrives behind such a run is held, and
+  the connection stops reading, until the run is answered.
+* ``RequestContext.mute`` makes a request a barrier even for an overlapping route.
+* Answers are written strictly in request order, whatever order they become ready in.
+
+Framing and resources. Anything malformed — a bad size prefix, a frame larger than
+``socket.request.max.bytes``, an unknown API, an unsupported version, a body that does not
+parse — closes this connection with one log line; other connections and the server are
+untouched. Memory for a request is never allocated from its size prefix: a half-received frame
+holds only the bytes that actually arrived, and the connection reads no more than the frame in
+progress (and one socket read) while it is not handing frames to handlers. A connection with
+no bytes in or out for ``connections.max.idle.ms`` is closed (Kafka's ``Selector`` idle expiry),
+so stalled half-frames cannot hold memory indefinitely.
+
+File regions. A handler may return a :class:`PreEncoded` body instead of a response entity:
+pieces written in order after the response header, some of them file regions (Fetch record
+sets). Bytes go through ``transport.write`` as usual; a region is sent with ``loop.sendfile``
+(``os.sendfile`` on plain sockets) once everything before it has left: first with one
+``os.sendfile`` call right away when the transport has nothing buffered, and if the socket does
+not take it all, by a sender task that waits for the socket. While that task runs the
+connection stops reading and every later answer queues behind it, so responses keep their order
+and a slow reader still holds the broker back. A region that comes up short (its file was
+truncated meanwhile) closes the connection: the frame's size was already promised.
 """
 
 from __future__ import annotations
@@ -26,6 +55,7 @@ import io
 import logging
 import os
 import struct
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -96,11 +126,13 @@ def unsupported_api_versions_answer(correlation_id: int, ranges: list[tuple[int,
 
 
 class _Slot:
-    __slots__ = ("data", "done")
+    __slots__ = ("barrier", "data", "done")
 
     def __init__(self) -> None:
         self.data: bytes | list[Piece] | None = None
         self.done = False
+        #: while unanswered, no later request may be handled (not an overlapping route)
+        self.barrier = False
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -110,6 +142,7 @@ class KafkaConnection(asyncio.Protocol):
         connection_id: int,
         max_frame_bytes: int,
         on_close: Callable[[KafkaConnection], None] | None = None,
+        now_ms: Callable[[], int] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.connection_id = connection_id
@@ -119,7 +152,13 @@ class KafkaConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._pending: deque[_Slot] = deque()
         self._tasks: set[asyncio.Future[Any]] = set()
-        self._muted_by: _Slot | None = None
+        #: requests handed to their handler whose answer is not ready yet ...
+        self._unanswered = 0
+        #: ... and how many of them forbid handling any later request meanwhile
+        self._barriers = 0
+        #: a frame read behind a run of overlapping requests, not itself overlapping: handled
+        #: once the run is answered
+        self._held: bytes | None = None
         self._write_paused = False
         self._reading_paused = False
         self._closing = False
@@ -130,6 +169,27 @@ class KafkaConnection(asyncio.Protocol):
         self._out: deque[Piece] = deque()
         self._sender: asyncio.Task[None] | None = None
         self._sock_fd = -1
+        self._now_ms = now_ms or _monotonic_ms
+        #: when bytes last came in or went out (the clock's ms), for connections.max.idle.ms
+        self.last_active_ms = self._now_ms()
+
+    @property
+    def closed(self) -> bool:
+        """True once this connection has given up its socket (closed or closing)."""
+        transport = self._transport
+        return self._closing and (transport is None or transport.is_closing())
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes received and not yet handed to a handler (a frame in progress, mostly)."""
+        return self._decoder.buffered + (len(self._held) if self._held is not None else 0)
+
+    def idle_since(self) -> int | None:
+        """When this connection became idle (the clock's ms), or None while it is not idle:
+        it is closing, or owes an answer to a request (parked, waiting, or being sent)."""
+        if self._closing or self._unanswered or self._pending or self._out or self._sender is not None:
+            return None
+        return self.last_active_ms
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -146,6 +206,7 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing or self._draining:
             return
+        self.last_active_ms = self._now_ms()
         self._decoder.feed(data)
         self._pump()
 
@@ -176,7 +237,8 @@ class KafkaConnection(asyncio.Protocol):
         return (
             self._closing
             or self._draining
-            or self._muted_by is not None
+            or self._barriers > 0
+            or self._held is not None
             or self._write_paused
             or self._sender is not None
             or len(self._pending) >= MAX_IN_FLIGHT
@@ -195,14 +257,30 @@ class KafkaConnection(asyncio.Protocol):
             self._reading_paused = False
 
     def _pump(self) -> None:
-        while not self._blocked():
-            try:
-                frame = self._decoder.next_frame()
-            except FrameError as exc:
-                self.abort(str(exc))
-                return
-            if frame is None:
-                break
+        while True:
+            held = self._held
+            if held is not None:
+                if self._unanswered:
+                    break  # the run of overlapping requests it waits for is not answered yet
+                self._held = None
+                if self._blocked():
+                    self._held = held
+                    break
+                frame = held
+            else:
+                if self._blocked():
+                    break
+                try:
+                    read = self._decoder.next_frame()
+                except FrameError as exc:
+                    self.abort(str(exc))
+                    return
+                if read is None:
+                    break
+                if self._unanswered and not self.dispatcher.overlaps(_api_key(read)):
+                    self._held = read
+                    break
+                frame = read
             self._handle_frame(frame)
         # Answers ready after this read leave together: one write for all of them.
         self._flush()
@@ -250,9 +328,11 @@ class KafkaConnection(asyncio.Protocol):
             self._pending.append(slot)
             task = asyncio.ensure_future(result)
             self._tasks.add(task)
+            self._unanswered += 1
+            if ctx.muted or not self.dispatcher.overlaps(api_key):
+                slot.barrier = True
+                self._barriers += 1
             task.add_done_callback(lambda t: self._on_done(t, slot, messages, correlation_id))
-            if ctx.muted and not slot.done:
-                self._muted_by = slot
         elif result is not None:
             slot = _Slot()
             slot.data = self._encode(messages, correlation_id, result)
@@ -278,6 +358,9 @@ class KafkaConnection(asyncio.Protocol):
         self, task: asyncio.Future[Any], slot: _Slot, messages: ApiMessages, correlation_id: int
     ) -> None:
         self._tasks.discard(task)
+        self._unanswered -= 1
+        if slot.barrier:
+            self._barriers -= 1
         if task.cancelled():
             return
         exc = task.exception()
@@ -295,8 +378,6 @@ class KafkaConnection(asyncio.Protocol):
                 return
             slot.data = data
         slot.done = True
-        if self._muted_by is slot:
-            self._muted_by = None
         self._pump()
 
     def _flush(self) -> None:
@@ -328,6 +409,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         if chunks:
             transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+            self.last_active_ms = self._now_ms()
         if out and self._sender is None:
             self._send_now(transport)
             if self._closing:
@@ -392,6 +474,7 @@ class KafkaConnection(asyncio.Protocol):
             self.abort(f"cannot send a file region: {exc!r}")
         finally:
             self._sender = None
+            self.last_active_ms = self._now_ms()
             if self._closing:
                 self._drop_output()
         if not self._closing:
@@ -436,9 +519,33 @@ class KafkaConnection(asyncio.Protocol):
         self._flush()
         return self._drained
 
+    def close_idle(self, idle_ms: int) -> None:
+        """Close this connection for having been idle ``idle_ms`` (one log line)."""
+        if self._closing:
+            return
+        log.info(
+            "closing conn=%d peer=%s: idle for %d ms (connections.max.idle.ms)",
+            self.connection_id,
+            self.peer,
+            idle_ms,
+        )
+        self._closing = True
+        self._drop_output()
+        if self._transport is not None:
+            self._transport.close()
+
     def close_now(self) -> None:
         if self._transport is not None and not self._transport.is_closing():
             self._transport.abort()
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+def _api_key(frame: bytes) -> int:
+    """The API key of a request frame (-1 if too short: the handler path reports that)."""
+    return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
 
 
 def _frame_pieces(messages: ApiMessages, correlation_id: int, response: PreEncoded) -> bytes | list[Piece]:
