@@ -62,6 +62,9 @@ class BrokerConfig:
     log_message_timestamp_type: str = "CreateTime"
     message_max_bytes: int = 1048588
     socket_request_max_bytes: int = 104857600
+    # Connections (Kafka's socket server): idle expiry (-1: never) and the broker-wide cap.
+    connections_max_idle_ms: int = 600000
+    max_connections: int = INT_MAX
     # Group coordinator (reference §3 defaults).
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
@@ -293,6 +296,8 @@ PROPERTIES: dict[str, PropertySpec] = {
     ),
     "message.max.bytes": PropertySpec(field="message_max_bytes", **_int_at_least(0, INT_MAX)),
     "socket.request.max.bytes": PropertySpec(field="socket_request_max_bytes", **_int_at_least(1, INT_MAX)),
+    "connections.max.idle.ms": PropertySpec(field="connections_max_idle_ms", **_int_at_least(-1)),
+    "max.connections": PropertySpec(field="max_connections", **_int_at_least(0, INT_MAX)),
     "group.min.session.timeout.ms": PropertySpec(
         field="group_min_session_timeout_ms", **_int_at_least(0, INT_MAX)
     ),

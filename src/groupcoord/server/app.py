@@ -1,4 +1,20 @@
-"""The TCP server: accept connections, track them, shut down gracefully."""
+"""The TCP server: accept connections, track them, close idle ones, shut down gracefully.
+
+Connection limits, by Kafka's broker property names:
+
+* ``connections.max.idle.ms`` (default 600,000; -1 never): a connection with no bytes in or out
+  for longer than this is closed, as Kafka's ``Selector`` does with its idle-expiry manager
+  (``Selector.maybeCloseOldestConnection``). A connection the broker still owes an answer (a
+  parked JoinGroup, a long-poll Fetch, a response being sent) is not idle. One sweep, on the
+  keyed timer service, runs when the least recently active connection could first expire; a
+  stalled half-frame therefore holds its bytes for at most this long.
+* ``max.connections`` (default 2,147,483,647): a connection accepted while this many are open is
+  closed at once, with one log line. Kafka instead stops accepting (the acceptor waits in
+  ``ConnectionQuotas.waitForConnectionSlot``, and connections queue in the listen backlog) and
+  closes at once only above ``max.connections.per.ip``; closing lets a client's reconnect
+  backoff take over and keeps descriptors bounded while the backlog would otherwise fill.
+* ``socket.request.max.bytes``: enforced per frame by the connection (``server.connection``).
+"""
 
 from __future__ import annotations
 
@@ -9,18 +25,53 @@ import logging
 import socket
 from typing import Any
 
+from groupcoord.clock import SystemClock
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.timers import LoopTimers
 
 log = logging.getLogger(__name__)
 
+#: Kafka's defaults for ``connections.max.idle.ms`` and ``max.connections``.
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000
+DEFAULT_MAX_CONNECTIONS = 2_147_483_647
+
+_IDLE_SWEEP_KEY = ("server", "idle-connections")
+
+
+class _Refused(asyncio.Protocol):
+    """A connection over ``max.connections``: closed as soon as it is made."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
+        log.warning("refusing connection from %s: max.connections=%d reached", where, self.limit)
+        transport.close()
+
 
 class KafkaServer:
-    def __init__(self, dispatcher: Dispatcher[Any], *, host: str, port: int, max_frame_bytes: int) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher[Any],
+        *,
+        host: str,
+        port: int,
+        max_frame_bytes: int,
+        connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        timers: LoopTimers | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self.max_connections = max_connections
+        #: the keyed timer service (and its clock) the idle sweep runs on
+        self.timers = timers or LoopTimers(SystemClock())
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[KafkaConnection] = set()
         self._ids = itertools.count(1)
@@ -29,9 +80,15 @@ class KafkaServer:
     def connections(self) -> frozenset[KafkaConnection]:
         return frozenset(self._connections)
 
-    def _new_connection(self) -> KafkaConnection:
+    def _new_connection(self) -> asyncio.Protocol:
+        if len(self._connections) >= self.max_connections:
+            return _Refused(self.max_connections)
         conn = KafkaConnection(
-            self.dispatcher, next(self._ids), self.max_frame_bytes, on_close=self._connections.discard
+            self.dispatcher,
+            next(self._ids),
+            self.max_frame_bytes,
+            on_close=self._connections.discard,
+            now_ms=self.timers.clock.now_ms,
         )
         self._connections.add(conn)
         return conn
@@ -51,10 +108,36 @@ class KafkaServer:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         bound = sock.getsockname()
         self.port = int(bound[1])
+        if self.connections_max_idle_ms >= 0:
+            self._schedule_idle_sweep(self.timers.clock.now_ms() + self.connections_max_idle_ms + 1)
         return self.host, self.port
 
+    # ------------------------------------------------------------------ idle connections
+    def _schedule_idle_sweep(self, deadline_ms: int) -> None:
+        self.timers.schedule(_IDLE_SWEEP_KEY, deadline_ms, self.close_idle_connections)
+
+    def close_idle_connections(self) -> None:
+        """Close every connection idle longer than ``connections.max.idle.ms``, then schedule
+        the next sweep for when the least recently active of the others could expire."""
+        max_idle = self.connections_max_idle_ms
+        if max_idle < 0 or self._server is None:
+            return
+        now = self.timers.clock.now_ms()
+        next_expiry = now + max_idle + 1
+        for conn in list(self._connections):
+            since = conn.idle_since()
+            if since is None:
+                continue
+            if now - since > max_idle:
+                conn.close_idle(now - since)
+            else:
+                next_expiry = min(next_expiry, since + max_idle + 1)
+        self._schedule_idle_sweep(next_expiry)
+
+    # ------------------------------------------------------------------ shutdown
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, let every connection answer what it has in flight, then close."""
+        self.timers.cancel(_IDLE_SWEEP_KEY)
         if self._server is not None:
             self._server.close()
         drains = [conn.drain() for conn in list(self._connections)]
