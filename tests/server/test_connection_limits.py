@@ -10,9 +10,15 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import os
+import signal
+import socket
 import struct
+import subprocess
+import sys
 import tracemalloc
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -315,3 +321,77 @@ def test_connection_properties_have_kafkas_names_and_defaults() -> None:
         BrokerConfig.load(None, ["max.connections=-1"])
     with pytest.raises(ConfigError, match=r"connections\.max\.idle\.ms"):
         BrokerConfig.load(None, ["connections.max.idle.ms=-2"])
+
+
+# ---------------------------------------------------------------------- the settings reach the server
+
+
+def _serve(tmp_path: Path, *settings: str) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "groupcoord",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(tmp_path / "d"),
+            *(arg for s in settings for arg in ("--set", s)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    prefix = "groupcoord listening on 127.0.0.1:"
+    assert line.startswith(prefix), line
+    return proc, int(line[len(prefix) :])
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    """SIGTERM by PID; the process's stderr."""
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err_text = proc.communicate(timeout=60)
+    return err_text
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    sock.settimeout(60)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionError:
+        return True
+
+
+def test_serve_closes_a_connection_idle_longer_than_the_configured_connections_max_idle_ms(
+    tmp_path: Path,
+) -> None:
+    proc, port = _serve(tmp_path, "connections.max.idle.ms=300")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            assert _closed_by_peer(sock)  # nothing sent: closed once idle for 300 ms
+    finally:
+        err_text = _stop(proc)
+    assert len([line for line in err_text.splitlines() if "connections.max.idle.ms" in line]) == 1
+
+
+def test_serve_refuses_a_connection_beyond_the_configured_max_connections(tmp_path: Path) -> None:
+    proc, port = _serve(tmp_path, "max.connections=1")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as first:
+            m = load_messages(METADATA, 12)
+            req = make(m.request_type, topics=(), include_topic_authorized_operations=False)
+            first.sendall(encode_request(m, 5, req))
+            head = b""
+            while len(head) < 8:
+                chunk = first.recv(8 - len(head))
+                assert chunk, "closed before answering"
+                head += chunk
+            assert struct.unpack(">ii", head)[1] == 5  # answered: this one is in
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as second:
+                assert _closed_by_peer(second)
+    finally:
+        err_text = _stop(proc)
+    assert len([line for line in err_text.splitlines() if "max.connections=1 reached" in line]) == 1

@@ -38,7 +38,13 @@ async def run(
     dispatcher = build_dispatcher(broker, [*group_routes(), *(extra_apis or ())])
     listener = config.listener()
     server = KafkaServer(
-        dispatcher, host=listener.host, port=listener.port, max_frame_bytes=config.socket_request_max_bytes
+        dispatcher,
+        host=listener.host,
+        port=listener.port,
+        max_frame_bytes=config.socket_request_max_bytes,
+        connections_max_idle_ms=config.connections_max_idle_ms,
+        max_connections=config.max_connections,
+        timers=broker.timers,
     )
     host, port = await server.start()
     if not config.advertised_listeners:
