@@ -37,9 +37,13 @@ def _serve(args: argparse.Namespace) -> int:
     def announce(host: str, port: int) -> None:
         print(f"groupcoord listening on {host}:{port}", flush=True)
 
-    from groupcoord.server.serve import run_blocking
+    from groupcoord.server.serve import StartupError, run_blocking
 
-    run_blocking(config, data_dir, on_listening=announce)
+    try:
+        run_blocking(config, data_dir, on_listening=announce)
+    except StartupError as exc:
+        print(f"groupcoord: {exc}", file=sys.stderr, flush=True)
+        return 2
     return 0
 
 

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import ctypes
 import datetime
+import os
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from groupcoord.config import BrokerConfig
 from groupcoord.protocol.client import decode_response, encode_request
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
+from groupcoord.server.serve import run_blocking
 
 METADATA, FETCH, CREATE_TOPICS = 3, 1, 19
 
@@ -230,3 +235,92 @@ def test_null_where_the_schema_forbids_it_closes_only_that_connection_with_one_l
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _serve_exits(
+    data_dir: Path, listen: str = "127.0.0.1:0", **popen: Any
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "groupcoord", "serve", "--listen", listen, "--data-dir", str(data_dir),
+         "--log-level", "warning"],
+        capture_output=True, text=True, timeout=60, **popen,
+    )  # fmt: skip
+
+
+def _without_root_file_access() -> None:
+    """In the child before exec: drop the capabilities that let root ignore file permissions.
+
+    PR_CAPBSET_DROP (24) on CAP_DAC_OVERRIDE (1) and CAP_DAC_READ_SEARCH (2): after exec, a
+    root process holds only what the bounding set allows, so a mode-000 directory denies it.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def test_non_utf8_meta_properties_exits_2_with_one_line_naming_the_file(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "meta.properties").write_bytes(b"version=1\ncluster.id=\xff\xfe\n")
+    proc = _serve_exits(data)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert (
+        proc.stderr
+        == f"groupcoord: {data / 'meta.properties'} is not UTF-8 text (invalid byte at offset 21)\n"
+    )
+
+
+def test_data_dir_that_is_a_file_exits_2_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("not a directory")
+    proc = _serve_exits(tmp_path / "f")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"groupcoord: data dir {tmp_path / 'f'} is not a directory\n"
+    )  # fmt: skip
+    proc = _serve_exits(tmp_path / "f" / "d")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"groupcoord: cannot open data dir {tmp_path / 'f' / 'd'}: Not a directory\n"
+    )  # fmt: skip
+
+
+def test_port_in_use_exits_2_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _serve_exits(tmp_path / "d", listen=f"127.0.0.1:{port}")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"groupcoord: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    )  # fmt: skip
+
+
+def test_data_dir_without_permission_exits_2_with_one_line(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        popen: dict[str, Any] = {"preexec_fn": _without_root_file_access} if os.geteuid() == 0 else {}
+        try:
+            proc = _serve_exits(locked / "d", **popen)
+        except subprocess.SubprocessError as exc:  # the preexec_fn failed: no CAP_SETPCAP
+            pytest.skip(f"running as root and cannot give up root's file access: {exc}")
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            2, "", f"groupcoord: cannot open data dir {locked / 'd'}: Permission denied\n"
+        )  # fmt: skip
+    finally:
+        locked.chmod(0o700)
+
+
+def test_an_error_while_serving_is_not_reported_as_raised_during_the_uvloop_import(tmp_path: Path) -> None:
+    """``run_blocking`` used to run the whole server inside ``except ImportError`` (no uvloop),
+    so every traceback began with "No module named 'uvloop'" and "During handling of the above
+    exception, another exception occurred"."""
+    config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0"])
+
+    def fail(host: str, port: int) -> None:
+        raise RuntimeError(f"refusing to serve on {host}:{port}")
+
+    with pytest.raises(RuntimeError, match=r"refusing to serve on 127\.0\.0\.1:") as caught:
+        run_blocking(config, tmp_path / "d", on_listening=fail)
+    assert caught.value.__context__ is None
+    assert "No module named" not in "".join(traceback.format_exception(caught.value))

@@ -29,12 +29,18 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 
+class MetaPropertiesError(ValueError):
+    """``meta.properties`` cannot be read as the broker wrote it; the message names the file."""
+
+
 def _read_meta(path: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return out
+    except UnicodeDecodeError as exc:
+        raise MetaPropertiesError(f"{path} is not UTF-8 text (invalid byte at offset {exc.start})") from None
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
@@ -145,7 +151,11 @@ class Broker:
     def open(cls, config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:
         data_dir.mkdir(parents=True, exist_ok=True)
         logs = LogManager.open(data_dir, config.log_config(), clock)
-        return cls(config, data_dir, clock, logs)
+        try:
+            return cls(config, data_dir, clock, logs)
+        except BaseException:  # e.g. an unreadable meta.properties: leave the logs closed cleanly
+            logs.close()
+            raise
 
     def topic_by_id(self, topic_id: uuid.UUID | None) -> TopicMeta | None:
         if topic_id is None or topic_id.int == 0:

@@ -7,15 +7,18 @@ import contextlib
 import ctypes
 import gc
 import logging
+import os
 import signal
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 from groupcoord.broker.apis import ApiRoute, build_dispatcher
 from groupcoord.broker.group_runtime import GroupRuntime
 from groupcoord.broker.groups import routes as group_routes
-from groupcoord.broker.state import Broker
+from groupcoord.broker.state import Broker, MetaPropertiesError
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
 from groupcoord.protocol.registry import ApiRegistry
@@ -24,16 +27,36 @@ from groupcoord.server.app import KafkaServer
 log = logging.getLogger(__name__)
 
 
-async def run(
-    config: BrokerConfig,
-    data_dir: Path,
-    *,
-    on_listening: Callable[[str, int], None] | None = None,
-    stop: asyncio.Event | None = None,
-    extra_apis: list[ApiRoute] | None = None,
-) -> None:
-    started = time.monotonic()
-    broker = Broker.open(config, data_dir, SystemClock())
+class StartupError(Exception):
+    """The broker cannot start; the message is one line for the operator (the CLI exits 2)."""
+
+
+def _reason(exc: OSError, subject: Path | None = None) -> str:
+    """An OSError as a short phrase: its strerror, and the file it names unless that is ``subject``."""
+    if isinstance(exc, socket.gaierror) or not exc.errno:  # a resolver error has no errno's text
+        reason = exc.strerror or str(exc)
+    else:
+        reason = os.strerror(exc.errno)
+    if exc.filename is None or (subject is not None and Path(exc.filename) == subject):
+        return reason
+    return f"{reason}: {exc.filename}"
+
+
+def _open_broker(config: BrokerConfig, data_dir: Path) -> Broker:
+    try:
+        if data_dir.exists() and not data_dir.is_dir():
+            raise StartupError(f"data dir {data_dir} is not a directory")
+        return Broker.open(config, data_dir, SystemClock())
+    except MetaPropertiesError as exc:
+        raise StartupError(str(exc)) from None
+    except OSError as exc:
+        raise StartupError(f"cannot open data dir {data_dir}: {_reason(exc, data_dir)}") from None
+
+
+async def _start(
+    broker: Broker, config: BrokerConfig, data_dir: Path, extra_apis: list[ApiRoute] | None
+) -> tuple[KafkaServer, str, int]:
+    """Listen and start the broker's background work; :class:`StartupError` for what an operator can fix."""
     broker.groups = GroupRuntime(broker)
     dispatcher = build_dispatcher(broker, [*group_routes(), *(extra_apis or ())])
     listener = config.listener()
@@ -46,13 +69,43 @@ async def run(
         max_connections=config.max_connections,
         timers=broker.timers,
     )
-    host, port = await server.start()
-    if not config.advertised_listeners:
-        broker.advertised_host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-    if broker.advertised_port == 0 or not config.advertised_listeners:
-        broker.advertised_port = port
-    broker.start_maintenance()
-    broker.groups.start()
+    try:
+        host, port = await server.start()
+    except OSError as exc:
+        # asyncio's message for a bind failure repeats the address; the errno says it all.
+        raise StartupError(f"cannot listen on {listener.host}:{listener.port}: {_reason(exc)}") from None
+    try:
+        if not config.advertised_listeners:
+            broker.advertised_host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        if broker.advertised_port == 0 or not config.advertised_listeners:
+            broker.advertised_port = port
+        broker.start_maintenance()
+        broker.groups.start()  # creates the internal topics in a new data dir
+    except OSError as exc:
+        await server.stop()
+        raise StartupError(f"cannot start in data dir {data_dir}: {_reason(exc, data_dir)}") from None
+    return server, host, port
+
+
+async def run(
+    config: BrokerConfig,
+    data_dir: Path,
+    *,
+    on_listening: Callable[[str, int], None] | None = None,
+    stop: asyncio.Event | None = None,
+    extra_apis: list[ApiRoute] | None = None,
+) -> None:
+    """Serve until ``stop`` is set (or SIGTERM/SIGINT); :class:`StartupError` if it cannot start."""
+    started = time.monotonic()
+    broker = _open_broker(config, data_dir)
+    try:
+        server, host, port = await _start(broker, config, data_dir, extra_apis)
+    except BaseException:
+        if broker.groups is not None:
+            await broker.groups.close()
+        await broker.close()
+        raise
+    dispatcher = server.dispatcher
     log.info(
         "listening on %s:%d (cluster %s, node %d, data %s) after %.0f ms",
         host,
@@ -155,9 +208,19 @@ def run_blocking(
 ) -> None:
     if not tune_malloc():
         log.debug("mallopt not available: default malloc thresholds")
+    asyncio_run = _event_loop_runner()
+    asyncio_run(run(config, data_dir, on_listening=on_listening))
+
+
+def _event_loop_runner() -> Callable[[Coroutine[Any, Any, None]], None]:
+    """``uvloop.run`` when uvloop is installed, else ``asyncio.run``.
+
+    Only the import is guarded: the server itself runs outside any ``except`` block, so its
+    errors are not reported as raised "during handling of" the ImportError.
+    """
     try:
         import uvloop
     except ImportError:
-        asyncio.run(run(config, data_dir, on_listening=on_listening))
-    else:
-        uvloop.run(run(config, data_dir, on_listening=on_listening))
+        return asyncio.run
+    runner: Callable[[Coroutine[Any, Any, None]], None] = uvloop.run
+    return runner
