@@ -149,7 +149,7 @@ def decode_sticky_user_data(data: bytes | None) -> MemberData:
     """Read Kafka ``StickyAssignor`` user data (v1, else v0), as ``StickyAssignor.memberData`` does.
 
     None or empty -> nothing owned, generation unknown; unreadable -> nothing owned,
-    generation -1.
+    generation -1. kafka-python 3.x's variant (the struct behind an int16 version) is read too.
     """
     if not data:
         return MemberData(partitions=(), generation=None)
@@ -157,11 +157,26 @@ def decode_sticky_user_data(data: bytes | None) -> MemberData:
     try:
         partitions, pos = _read_previous_assignment(data)
     except (struct.error, ValueError, UnicodeDecodeError):
-        log.debug("unreadable sticky assignor user data of %d bytes; ignoring it", len(data))
-        return MemberData(partitions=(), generation=DEFAULT_GENERATION)
+        return _decode_version_prefixed(data)
     if len(data) - pos >= 4:
         return MemberData(partitions=tuple(partitions), generation=_INT32.unpack_from(data, pos)[0])
     return MemberData(partitions=tuple(partitions), generation=None)
+
+
+def _decode_version_prefixed(data: bytes) -> MemberData:
+    # kafka-python 3.x writes the same struct behind an int16 version (1); Kafka and aiokafka
+    # do not. Its topic count then starts 0x0001..., which Kafka's layout cannot parse, so
+    # there is no ambiguity in trying this second.
+    try:
+        if len(data) < 2 or _INT16.unpack_from(data, 0)[0] not in (0, 1):
+            raise ValueError("no version prefix")
+        version = _INT16.unpack_from(data, 0)[0]
+        partitions, pos = _read_previous_assignment(data[2:])
+        generation = _INT32.unpack_from(data, 2 + pos)[0] if version == 1 else None
+    except (struct.error, ValueError, UnicodeDecodeError):
+        log.debug("unreadable sticky assignor user data of %d bytes; ignoring it", len(data))
+        return MemberData(partitions=(), generation=DEFAULT_GENERATION)
+    return MemberData(partitions=tuple(partitions), generation=generation)
 
 
 def encode_cooperative_user_data(generation: int) -> bytes:
