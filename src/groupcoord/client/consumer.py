@@ -88,11 +88,11 @@ def connection_config(config: ConsumerConfig) -> ConnectionConfig:
     )
 
 
-def make_core(config: ConsumerConfig, now: int) -> Any:
-    """The member core for a consumer with a group id (imported late: it is the core's module)."""
+def make_core(config: ConsumerConfig) -> Any:
+    """The member core for a consumer with a group id."""
     from groupcoord.client import consumer_core
 
-    return vars(consumer_core)["ConsumerCoordinator"](config, now_ms=now)
+    return vars(consumer_core)["ConsumerCoordinator"](config)
 
 
 class _Callbacks:
@@ -109,7 +109,7 @@ class ConsumerEngine:
     def __init__(self, config: ConsumerConfig) -> None:
         self.config = config
         self.fetcher = Fetcher(fetcher_config(config))
-        self.core: Any = make_core(config, now_ms()) if config.group_id else None
+        self.core: Any = make_core(config) if config.group_id else None
         self.callbacks = _Callbacks()
         self.subscribed = False
         self.manual = False
@@ -422,6 +422,8 @@ class Consumer:
                     self._drive(app_poll=False)
                 try:
                     self._pump_until(lambda: bool(core.closed), int(timeout_seconds * 1000))
+                    # the LeaveGroup (if any) is out: give it a moment to be answered
+                    self._pump_until(self._no_core_requests, 5000)
                 except (KafkaClientError, TimeoutError) as exc:
                     log.info("close did not finish cleanly: %s", exc)
                 with self._lock:
@@ -500,6 +502,9 @@ class Consumer:
                     self._engine.fetcher.on_response(out, inflight.response, now)
             else:
                 _deliver_core(self._client, self._engine, out, inflight, now)
+
+    def _no_core_requests(self) -> bool:
+        return not any(isinstance(out, Outbound) for _, out in self._app.values())
 
     def _next_wait_s(self) -> float:
         with self._lock:

@@ -1,0 +1,366 @@
+"""The asyncio consumer: the same API as :class:`~groupcoord.client.consumer.Consumer`, awaited.
+
+::
+
+    from groupcoord.client import AsyncConsumer
+
+    async with AsyncConsumer({"bootstrap.servers": "127.0.0.1:9092", "group.id": "orders",
+                              "auto.offset.reset": "earliest"}) as consumer:
+        consumer.subscribe(["orders"])
+        while True:
+            for record in await consumer.poll(1.0):
+                await handle(record)
+
+There are no threads. The heartbeat "thread" of the seeds is an asyncio task (named like the
+thread, ``kafka-coordinator-heartbeat-thread | <group.id>``) started with the consumer's first
+call inside a running loop; like the thread, it sends only while the core's ``enabled`` flag
+is set, and it keeps heartbeating while the application awaits something else between polls.
+Each request runs as its own task over :class:`~groupcoord.client.connection.AsyncNetworkClient`
+and hands its answer to the core or the fetcher as soon as it arrives. Rebalance callbacks run
+inside :meth:`AsyncConsumer.poll`; they may be plain functions or coroutine functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from groupcoord.client import wire
+from groupcoord.client.config import ConsumerConfig
+from groupcoord.client.connection import AsyncNetworkClient
+from groupcoord.client.consumer import (
+    Callback,
+    ConsumerEngine,
+    _normalise_offsets,
+    connection_config,
+    coordinator_node_id,
+    now_ms,
+)
+from groupcoord.client.errors import KafkaClientError
+from groupcoord.client.fetcher import FetchOut
+from groupcoord.client.member import Outbound, heartbeat_thread_name
+from groupcoord.client.messages import MetadataRequest
+from groupcoord.client.types import OffsetAndMetadata, Record, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+class AsyncConsumer:
+    """A Kafka consumer for asyncio (see the module docstring)."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = ConsumerConfig.from_dict(config)
+        if not self.config.bootstrap_servers:
+            raise KafkaClientError("bootstrap.servers is required")
+        self._client = AsyncNetworkClient(self.config.bootstrap_servers, connection_config(self.config))
+        self._engine = ConsumerEngine(self.config)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._core_requests = 0
+        self._waiters: list[asyncio.Future[None]] = []
+        self._heartbeat_task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> AsyncConsumer:
+        self._start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def heartbeat_task(self) -> asyncio.Task[None] | None:
+        return self._heartbeat_task
+
+    # -- public API (same names and meaning as Consumer) ---------------------------------------
+
+    def subscribe(
+        self,
+        topics_or_pattern: str | Iterable[str] | re.Pattern[str],
+        on_assign: Callback | None = None,
+        on_revoke: Callback | None = None,
+        on_lost: Callback | None = None,
+    ) -> None:
+        self._check_open()
+        self._engine.subscribe(topics_or_pattern, on_assign, on_revoke, on_lost)
+        self._start()
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._check_open()
+        lookup = self._engine.assign(partitions)
+        if lookup:
+            self._engine.core.fetch_committed(tuple(lookup), now_ms())
+        self._start()
+
+    async def unsubscribe(self) -> None:
+        self._check_open()
+        if self._engine.core is not None:
+            self._engine.core.unsubscribe(now_ms())
+            self._engine.take_events(self._engine.core.events())
+        self._engine.subscribed = False
+        self._engine.manual = False
+        self._engine.fetcher.assign(())
+        self._drive(app_poll=False)
+        await self._run_callbacks()
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._engine.assignment()
+
+    async def poll(self, timeout_seconds: float = 0.0) -> list[Record]:
+        self._check_open()
+        self._start()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout_seconds)
+        while True:
+            self._drive(app_poll=True)
+            self._engine.raise_fatal()
+            await self._run_callbacks()
+            self._engine.raise_fatal()
+            records = self._engine.fetcher.drain()
+            if records:
+                self._engine.consumed(records)
+                self._send_fetches()  # read ahead while the application works
+                return records
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return []
+            await self._wait(min(remaining, self._next_wait_s()))
+
+    async def commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+        asynchronous: bool = False,
+    ) -> None:
+        self._check_open()
+        core = self._require_core("commit")
+        normalised = None if offsets is None else _normalise_offsets(offsets)
+        commit_id = core.commit(normalised, now_ms(), asynchronous=asynchronous)
+        self._drive(app_poll=False)
+        if asynchronous:
+            return
+        await self._pump_until(
+            lambda: commit_id in self._engine.commit_results, self.config.default_api_timeout_ms
+        )
+        error = self._engine.commit_results.pop(commit_id)
+        if error is not None:
+            raise error
+
+    async def committed(
+        self, partitions: Iterable[TopicPartition], timeout_seconds: float | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        self._check_open()
+        core = self._require_core("committed")
+        parts = tuple(TopicPartition(tp[0], tp[1]) for tp in partitions)
+        fetch_id = core.fetch_committed(parts, now_ms())
+        self._drive(app_poll=False)
+        limit = self.config.default_api_timeout_ms if timeout_seconds is None else int(timeout_seconds * 1000)
+        await self._pump_until(lambda: fetch_id in self._engine.committed_results, limit)
+        offsets, error = self._engine.committed_results.pop(fetch_id)
+        if error is not None:
+            raise error
+        return {tp: offsets.get(tp) for tp in parts}
+
+    async def position(self, partition: TopicPartition, timeout_seconds: float | None = None) -> int:
+        self._check_open()
+        tp = TopicPartition(partition[0], partition[1])
+        limit = self.config.default_api_timeout_ms if timeout_seconds is None else int(timeout_seconds * 1000)
+        await self._pump_until(lambda: self._engine.fetcher.position(tp) is not None, limit, fetch=True)
+        pos = self._engine.fetcher.position(tp)
+        assert pos is not None
+        return pos
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self._engine.fetcher.seek(TopicPartition(partition[0], partition[1]), offset)
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        parts = self._engine.fetcher.assigned() if partitions is None else partitions
+        self._engine.fetcher.seek_to([TopicPartition(p[0], p[1]) for p in parts], "earliest")
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        parts = self._engine.fetcher.assigned() if partitions is None else partitions
+        self._engine.fetcher.seek_to([TopicPartition(p[0], p[1]) for p in parts], "latest")
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        self._engine.fetcher.pause(TopicPartition(p[0], p[1]) for p in partitions)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        self._engine.fetcher.resume(TopicPartition(p[0], p[1]) for p in partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        return self._engine.fetcher.paused()
+
+    async def close(self, timeout_seconds: float = 30.0) -> None:
+        if self._engine.closed:
+            return
+        try:
+            core = self._engine.core
+            if self._heartbeat_task is not None:
+                self._heartbeat_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._heartbeat_task
+            if core is not None:
+                core.close(now_ms())
+                self._drive(app_poll=False)
+                try:
+                    await self._pump_until(lambda: bool(core.closed), int(timeout_seconds * 1000))
+                    # the LeaveGroup (if any) is out: give it a moment to be answered
+                    await self._pump_until(lambda: self._core_requests == 0, 5000)
+                except (KafkaClientError, TimeoutError) as exc:
+                    log.info("close did not finish cleanly: %s", exc)
+                self._engine.take_events(core.events())
+                await self._run_callbacks(ignore_errors=True)
+        finally:
+            self._engine.closed = True
+            for task in list(self._tasks):
+                task.cancel()
+            await self._client.close()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._engine.closed:
+            raise KafkaClientError("the consumer is closed")
+
+    def _require_core(self, what: str) -> Any:
+        if self._engine.core is None:
+            raise KafkaClientError(f"{what}() needs a group.id")
+        return self._engine.core
+
+    def _start(self) -> None:
+        if self._heartbeat_task is None and self._engine.core is not None:
+            assert self.config.group_id is not None
+            self._heartbeat_task = asyncio.get_running_loop().create_task(
+                self._heartbeat_loop(), name=heartbeat_thread_name(self.config.group_id)
+            )
+
+    def _notify(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def _wait(self, timeout_s: float) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, max(0.0, timeout_s))
+        except TimeoutError:
+            pass
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    def _next_wait_s(self) -> float:
+        core = self._engine.core
+        deadline: int | None = core.next_deadline_ms() if core is not None else None
+        if deadline is None:
+            return 0.5
+        return max(0.0, min(0.5, (deadline - now_ms()) / 1000))
+
+    def _drive(self, *, app_poll: bool) -> None:
+        core = self._engine.core
+        if core is not None:
+            now = now_ms()
+            active = self._engine.subscribed or self._engine.manual
+            outs = core.poll(now) if app_poll and active else core.pending(now)
+            self._engine.take_events(core.events())
+            for out in outs:
+                self._send_core(out)
+        self._send_fetches()
+
+    def _send_fetches(self) -> None:
+        if self._engine.closed:
+            return
+        for out in self._engine.fetcher.requests(now_ms()):
+            node = self._client.least_loaded_node() if out.node is None else out.node
+            self._spawn(self._fetch_request(node, out))
+
+    def _send_core(self, out: Outbound) -> None:
+        api_key, fields = wire.request_fields(out.request)
+        if out.node is None:
+            node = self._client.least_loaded_node()
+        else:
+            node = coordinator_node_id(out.node.node_id)
+            self._client.ensure_node(node, out.node.host, out.node.port)
+        self._core_requests += 1
+        self._spawn(self._core_request(node, api_key, fields, out))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _fetch_request(self, node: int, out: FetchOut) -> None:
+        try:
+            response = await self._client.request(node, out.api_key, out.fields, timeout_ms=out.timeout_ms)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.debug("%s to node %s failed: %s", out.kind, node, exc)
+            self._engine.fetcher.on_failure(out, now_ms())
+        else:
+            if out.kind == "metadata":
+                self._client.update_brokers(wire.read_metadata(response).brokers)
+            self._engine.fetcher.on_response(out, response, now_ms())
+        self._notify()
+
+    async def _core_request(self, node: int, api_key: int, fields: Mapping[str, Any], out: Outbound) -> None:
+        core = self._engine.core
+        try:
+            response = await self._client.request(node, api_key, fields, timeout_ms=out.timeout_ms)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.debug("request %s to node %s failed: %s", type(out.request).__name__, node, exc)
+            core.on_failure(out.request_id, now_ms())
+        else:
+            now = now_ms()
+            if isinstance(out.request, MetadataRequest):
+                md = wire.read_metadata(response)
+                self._client.update_brokers(md.brokers)
+                self._engine.fetcher.on_metadata(md, now)
+            core.on_response(out.request_id, wire.read_response(out.request, response), now)
+        finally:
+            self._core_requests -= 1
+        self._engine.take_events(core.events())
+        self._notify()
+
+    async def _pump_until(self, condition: Callable[[], bool], limit_ms: int, *, fetch: bool = False) -> None:
+        deadline = time.monotonic() + limit_ms / 1000
+        while True:
+            self._drive(app_poll=False)
+            if condition():
+                return
+            if self._engine.fatal is not None:
+                raise self._engine.fatal
+            if fetch:
+                self._engine.fetcher.raise_errors()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"timed out after {limit_ms} ms")
+            await self._wait(min(remaining, self._next_wait_s()))
+
+    async def _run_callbacks(self, *, ignore_errors: bool = False) -> None:
+        for callback, parts in self._engine.deliver():
+            try:
+                result = callback(sorted(parts))
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                if not ignore_errors:
+                    raise
+                log.exception("rebalance callback failed during close")
+
+    async def _heartbeat_loop(self) -> None:
+        """The heartbeat thread of the seeds, as a task: sends only while the core is enabled."""
+        core = self._engine.core
+        while not self._engine.closed:
+            for out in core.heartbeat_poll(now_ms()):
+                self._send_core(out)
+            deadline: int | None = core.next_heartbeat_deadline_ms()
+            wait_s = 0.1 if deadline is None else max(0.0, min(0.1, (deadline - now_ms()) / 1000))
+            await self._wait(wait_s)
