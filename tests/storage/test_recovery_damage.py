@@ -525,3 +525,89 @@ def test_broker_restart_after_truncated_segments_keeps_later_records_and_offsets
             consumer.close()
     finally:
         broker.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# The recovery point
+# ---------------------------------------------------------------------------------------------
+
+
+def _crash_copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    (dst / ".clean_shutdown").unlink(missing_ok=True)
+    return dst
+
+
+def _active_batches(path: Path) -> list[tuple[int, int, int]]:
+    """(position, size, base offset) of each batch of the last segment."""
+    active = sorted(path.glob("*.log"))[-1]
+    return [(pos, h.size, h.base_offset) for pos, h in iter_batches(active.read_bytes())]
+
+
+def test_unflushed_tail_can_be_cut_down_to_the_recovery_point_but_not_below(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Batches appended after the last flush were not acknowledged to ``acks=all`` producers: a
+    torn write among them is cut as before (the log end moves back, to at most the recovery
+    point). Damage below the recovery point keeps the log end at the recovery point."""
+    plog, _ = PartitionLog.open(tmp_path / "live" / "t-0", CONFIG, ManualClock(T0))
+    for i in range(12):
+        plog.append(batch(i))
+    plog.flush()
+    assert (tmp_path / "live" / "t-0" / "recovery-point.checkpoint").read_text() == f"{36:020d}\n"
+    plog.append(batch(12))
+    plog.append(batch(13))  # 36..41, not flushed
+    live = tmp_path / "live" / "t-0"
+    by_base = {base: (pos, size) for pos, size, base in _active_batches(live)}
+    active = sorted(live.glob("*.log"))[-1].name
+
+    above = _crash_copy(live, tmp_path / "above" / "t-0")
+    pos, size = by_base[39]
+    with open(above / active, "r+b") as f:
+        f.truncate(pos + size // 2)
+    plog_above = recover(above, caplog)
+    assert (plog_above.log_end_offset, plog_above.recovery_report.gaps) == (39, ())
+    assert plog_above.append(batch(99)).base_offset == 39
+
+    below = _crash_copy(live, tmp_path / "below" / "t-0")
+    pos, size = by_base[33]
+    with open(below / active, "r+b") as f:
+        f.truncate(pos + size // 2)
+    plog_below = recover(below, caplog)
+    assert (plog_below.log_end_offset, plog_below.recovery_report.gaps) == (36, ((33, 36),))
+    assert plog_below.segment_base_offsets()[-1] == 36
+    assert plog_below.append(batch(99)).base_offset == 36
+    plog.close()
+
+
+def test_a_deliberate_truncation_lowers_the_recovery_point(tmp_path: Path) -> None:
+    """``truncate_to`` moves the log end back on purpose: a restart (clean or not) keeps it there
+    instead of raising it to the old recovery point."""
+    plog, _ = PartitionLog.open(tmp_path / "t-0", CONFIG, ManualClock(T0))
+    for i in range(20):
+        plog.append(batch(i))
+    plog.flush()
+    assert plog.truncate_to(31) == 30  # the batch 30..32 straddles 31 and goes whole
+    crashed = reopen(_crash_copy(tmp_path / "t-0", tmp_path / "crash" / "t-0"))
+    assert (crashed.log_end_offset, crashed.recovery_report.gaps) == (30, ())
+    plog.close()
+    again = reopen(tmp_path / "t-0")
+    assert (again.log_end_offset, again.recovery_report.gaps) == (30, ())
+    assert again.append(batch(99)).base_offset == 30
+
+
+def test_unreadable_recovery_point_file_is_ignored_and_rewritten(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    plog, _ = PartitionLog.open(tmp_path / "t-0", CONFIG, ManualClock(T0))
+    for i in range(5):
+        plog.append(batch(i))
+    plog.close()
+    checkpoint = tmp_path / "t-0" / "recovery-point.checkpoint"
+    checkpoint.write_bytes(b"\xff\xfegarbage that is longer than an offset line\n")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="groupcoord.storage.log"):
+        again = reopen(tmp_path / "t-0")
+    assert "recovery-point.checkpoint" in caplog.text
+    assert again.log_end_offset == 15
+    assert checkpoint.read_text() == f"{15:020d}\n"
