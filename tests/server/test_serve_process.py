@@ -324,3 +324,115 @@ def test_an_error_while_serving_is_not_reported_as_raised_during_the_uvloop_impo
         run_blocking(config, tmp_path / "d", on_listening=fail)
     assert caught.value.__context__ is None
     assert "No module named" not in "".join(traceback.format_exception(caught.value))
+
+
+JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 11, 14, 15
+NOT_COORDINATOR, MEMBER_ID_REQUIRED = 16, 79
+#: ConsumerProtocol subscription v0 to topic "t" (version, topics, null user data).
+_SUBSCRIPTION = b"\x00\x00" + b"\x00\x00\x00\x01" + _s("t") + b"\xff\xff\xff\xff"
+
+
+def _send_join(sock: socket.socket, corr: int, group: str, member_id: str) -> None:
+    protocol_t = child(load_messages(JOIN_GROUP, 5).request_type, "protocols")
+    send(
+        sock,
+        JOIN_GROUP,
+        5,
+        corr,
+        group_id=group,
+        member_id=member_id,
+        group_instance_id=None,
+        session_timeout=datetime.timedelta(seconds=60),
+        rebalance_timeout=datetime.timedelta(minutes=5),
+        protocol_type="consumer",
+        protocols=(make(protocol_t, name="range", metadata=_SUBSCRIPTION),),
+    )
+
+
+def _join_new(sock: socket.socket, group: str) -> Any:
+    """A dynamic member's JoinGroup v5: MEMBER_ID_REQUIRED read, the second join (correlation id 2)
+    sent and left to the caller to read; the member id."""
+    _send_join(sock, 1, group, "")
+    first = recv(sock, JOIN_GROUP, 5, 1)
+    assert first.error_code == MEMBER_ID_REQUIRED
+    _send_join(sock, 2, group, first.member_id)
+    return first.member_id
+
+
+def _send_sync(
+    sock: socket.socket, corr: int, group: str, generation: int, member_id: str, assignments: dict[str, bytes]
+) -> None:
+    assignment_t = child(load_messages(SYNC_GROUP, 3).request_type, "assignments")
+    send(
+        sock,
+        SYNC_GROUP,
+        3,
+        corr,
+        group_id=group,
+        generation_id=generation,
+        member_id=member_id,
+        group_instance_id=None,
+        assignments=tuple(make(assignment_t, member_id=m, assignment=a) for m, a in assignments.items()),
+    )
+
+
+def _describe(sock: socket.socket, corr: int, group: str) -> Any:
+    r = call(sock, DESCRIBE_GROUPS, 5, corr, groups=(group,), include_authorized_operations=False)
+    return r.groups[0]
+
+
+def test_sigterm_answers_parked_join_and_sync_with_not_coordinator_then_exits(tmp_path: Path) -> None:
+    """On shutdown the coordinator gives up its partitions as Kafka's does when leadership
+    moves (a controlled shutdown): ``GroupCoordinator.onResignation`` ->
+    ``GroupMetadataManager.removeGroupsForPartition`` -> ``onGroupUnloaded`` answers the parked
+    JoinGroups of a PreparingRebalance group and the parked SyncGroups of a CompletingRebalance
+    group with NOT_COORDINATOR (clients then look the coordinator up again). They used to stay
+    unanswered until the server's 5 s drain grace dropped their connections."""
+    proc, port = start(tmp_path, "--set", "group.initial.rebalance.delay.ms=0")
+    conns: list[socket.socket] = []
+
+    def connect() -> socket.socket:
+        conns.append(socket.create_connection(("127.0.0.1", port), timeout=60))
+        return conns[-1]
+
+    try:
+        a, b, d, e, watch = connect(), connect(), connect(), connect(), connect()
+        # Group "g": A is Stable alone in generation 1; B's join starts a rebalance and waits for A.
+        a_id = _join_new(a, "g")
+        assert recv(a, JOIN_GROUP, 5, 2).generation_id == 1
+        _send_sync(a, 3, "g", 1, a_id, {a_id: b""})
+        assert recv(a, SYNC_GROUP, 3, 3).error_code == 0
+        b_id = _join_new(b, "g")  # parked
+        corr = 0
+        while True:  # B is a member of the rebalancing group once its join is parked
+            corr += 1
+            described = _describe(watch, corr, "g")
+            if described.group_state == "PreparingRebalance" and len(described.members) == 2:
+                break
+        # Group "h": D leads generation 2 with follower E; E's sync waits for D's assignment.
+        d_id = _join_new(d, "h")
+        assert recv(d, JOIN_GROUP, 5, 2).generation_id == 1
+        e_id = _join_new(e, "h")
+        _send_join(d, 3, "h", d_id)  # D rejoins: everyone has joined, generation 2 forms
+        assert (recv(d, JOIN_GROUP, 5, 3).generation_id, recv(e, JOIN_GROUP, 5, 2).generation_id) == (2, 2)
+        _send_sync(e, 3, "h", 2, e_id, {})  # parked until the leader syncs
+        # E's bytes reached the server's socket before the watcher's request was even sent, so the
+        # event loop read (and parked) the sync no later than the loop iteration that answers this.
+        corr += 1
+        assert _describe(watch, corr, "h").group_state == "CompletingRebalance"
+
+        proc.send_signal(signal.SIGTERM)
+        joined = recv(b, JOIN_GROUP, 5, 2)
+        assert (joined.error_code, joined.member_id) == (NOT_COORDINATOR, b_id)
+        assert recv(e, SYNC_GROUP, 3, 3).error_code == NOT_COORDINATOR
+        for sock in conns:
+            assert sock.recv(1) == b""  # then every connection is closed
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "did not drain" not in err  # nothing was left waiting for the grace period
+    finally:
+        for sock in conns:
+            sock.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -155,6 +155,29 @@ class GroupRuntime:
                 await asyncio.sleep(0)
         return loader.finish()
 
+    def resign(self) -> None:
+        """At shutdown: answer every parked JoinGroup and SyncGroup with NOT_COORDINATOR.
+
+        Kafka's coordinator does this when leadership of its partitions moves away (a
+        controlled shutdown moves all of them): ``GroupCoordinator.onResignation`` unloads each
+        group, answering its parked JoinGroups (PreparingRebalance) and SyncGroups
+        (CompletingRebalance, Stable) with NOT_COORDINATOR, on which clients look the
+        coordinator up again. Without this the parked requests would hold the server's drain
+        until its grace period ran out.
+
+        Only the partitions holding a parked request are unloaded: the server reads no request
+        after this (it drains), so for the other groups unloading would change nothing a client
+        sees, and would cost a log line and a Dead event per group at every shutdown.
+        """
+        parked = {
+            self.coordinator.partition_for(group.group_id)
+            for group in self.coordinator.groups()
+            if any(m.awaiting_join is not None or m.awaiting_sync is not None for m in group.members.values())
+        }
+        for p in sorted(parked):
+            self.coordinator.unload_partition(p)
+        self.kick()
+
     async def close(self) -> None:
         self._closed = True
         for task in (self._load_task, self._cleaner_task):

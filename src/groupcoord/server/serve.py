@@ -128,8 +128,10 @@ async def run(
     finally:
         warm.cancel()
         log.info("shutting down: stop accepting, answer in-flight requests, flush, close")
-        # Parked fetches would otherwise hold the drain until their max_wait.
+        # Parked fetches would otherwise hold the drain until their max_wait, and parked
+        # joins and syncs until the end of a rebalance.
         broker.fetch_waiters.wake_all()
+        broker.groups.resign()
         await server.stop()
         await broker.groups.close()
         await broker.close()
