@@ -643,3 +643,53 @@ def test_sticky_user_data_bytes_are_kafkas_v1_struct() -> None:
     assert decode_sticky_user_data(b"\x00\x00\x00\x05\x00") == MemberData(partitions=(), generation=-1)
     assert decode_sticky_user_data(None) == MemberData(partitions=(), generation=None)
     assert StickyAssignor().subscription_user_data({"t"}) is None
+
+
+@kinds
+def test_subscription_not_equal_and_same_partition_claimed_in_three_generations(kind: str) -> None:
+    """testSubscriptionNotEqualAndAssignSamePartitionWith3Generation: whatever the generation order of
+    the three claimants of topic-2, nothing is assigned twice and every member gets 1 or 2."""
+    for g1, g2, g3 in ((1, 2, 3), (1, 3, 2), (2, 1, 3), (2, 3, 1), (3, 1, 2), (3, 2, 1)):
+        subs = {
+            "consumer1": v2(kind, ("topic",), tps("topic-0", "topic-2"), g1),
+            "consumer2": v2(kind, ("topic",), tps("topic-1", "topic-2", "topic-3"), g2),
+            "consumer3": v2(kind, ("topic",), tps("topic-2", "topic-4", "topic-5"), g3),
+            "consumer4": v2(kind, ("topic1",), tps("topic1-0"), 2),
+        }
+        result = run(kind, {"topic": 6, "topic1": 1}, subs)
+        every = [tp for parts in result.values() for tp in parts]
+        assert len(every) == len(set(every)) == 7
+        assert all(1 <= len(parts) <= 2 for parts in result.values())
+
+
+@kinds
+def test_non_equal_subscriptions_at_scale(kind: str) -> None:
+    """testAssignmentAndGroupWithNonEqualSubscriptionNotTimeout at half its size (50 topics x 100
+    partitions, 250 members: a quarter on the first half of the topics, the rest on the second half),
+    then the same group again with what each member owns: valid and balanced, and nothing moves."""
+    topics = [f"t{i:03d}" for i in range(50)]
+    counts = dict.fromkeys(topics, 100)
+    subs = {f"c{i:03d}": fresh(*(topics[:25] if i % 4 == 0 else topics[25:])) for i in range(250)}
+    r1 = run(kind, counts, subs, follow_up=False)
+    check_valid_and_balanced(counts, subs, r1)
+    again = {m: v2(kind, s.topics, r1[m], GEN) for m, s in subs.items()}
+    assert run(kind, counts, again, follow_up=False) == r1
+
+
+@kinds
+def test_many_members_leaving_with_random_subscriptions(kind: str) -> None:
+    """testLargeAssignmentWithMultipleConsumersLeavingAndRandomSubscription (seeded): 40 topics of 1-10
+    partitions, 200 members with random subscriptions, 50 random members leave."""
+    import random
+
+    rnd = random.Random(20241025)
+    topics = [f"t{i:02d}" for i in range(40)]
+    counts = {t: rnd.randint(1, 10) for t in topics}
+    subs = {f"c{i:03d}": fresh(*{rnd.choice(topics) for _ in range(rnd.randrange(20))}) for i in range(200)}
+    r1 = run(kind, counts, subs)
+    check_valid_and_balanced(counts, subs, r1)
+    subs = {m: v2(kind, s.topics, r1[m], GEN) for m, s in subs.items()}
+    for m in rnd.sample(sorted(subs), 50):
+        del subs[m]
+    r2 = run(kind, counts, subs)
+    check_valid_and_balanced(counts, subs, r2)

@@ -44,9 +44,13 @@ class RangeAssignor(BaseAssignor):
     ) -> dict[str, Assignment]:
         order = member_order(subscriptions)
         assigned: dict[str, list[TopicPartition]] = {m: [] for m in order}
-        for topic in sorted({t for sub in subscriptions.values() for t in sub.topics}):
+        subscribers: dict[str, list[str]] = {}
+        for m in order:
+            for topic in dict.fromkeys(subscriptions[m].topics):
+                subscribers.setdefault(topic, []).append(m)
+        for topic in sorted(subscribers):
             count = partitions_per_topic.get(topic, 0)
-            members = [m for m in order if topic in subscriptions[m].topics]
+            members = subscribers[topic]
             if count <= 0 or not members:
                 continue
             quota, extra = divmod(count, len(members))

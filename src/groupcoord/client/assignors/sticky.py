@@ -56,6 +56,7 @@ Not implemented: the rack-aware variants (KIP-881) need replica racks per partit
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import struct
@@ -207,7 +208,7 @@ class _Claims:
 def _resolve_claims(members: list[str], data: Mapping[str, MemberData], counts: Mapping[str, int]) -> _Claims:
     """Kafka's ``allSubscriptionsEqual`` ownership pass (members in Java's HashMap order)."""
     members = _java_hash_order(members)
-    owned: dict[str, list[TopicPartition]] = {m: [] for m in members}
+    owned: dict[str, dict[TopicPartition, None]] = {m: {} for m in members}  # ordered sets
     holder: dict[TopicPartition, str] = {}
     multi: set[TopicPartition] = set()
     generation: dict[str, int] = {}
@@ -221,28 +222,24 @@ def _resolve_claims(members: list[str], data: Mapping[str, MemberData], counts: 
                 continue
             other = holder.get(tp)
             if other is None:
-                owned[m].append(tp)
+                owned[m][tp] = None
                 holder[tp] = m
                 continue
             other_gen = generation[other]
             if gen == other_gen:
-                log.warning(
-                    "members %s and %s both claim %s-%d in generation %d; neither keeps it",
-                    other,
-                    m,
-                    tp.topic,
-                    tp.partition,
-                    gen,
-                )
                 multi.add(tp)
-                if tp in owned[other]:
-                    owned[other].remove(tp)
+                owned[other].pop(tp, None)
                 holder[tp] = m
             elif gen > other_gen:
-                owned[m].append(tp)
-                if tp in owned[other]:
-                    owned[other].remove(tp)
+                owned[m][tp] = None
+                owned[other].pop(tp, None)
                 holder[tp] = m
+    if multi:
+        log.warning(
+            "%d partition(s) claimed by two members of the same generation, so owned by neither: %s",
+            len(multi),
+            ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(multi)[:10]),
+        )
     max_generation = max(generation.values(), default=DEFAULT_GENERATION)
     prev_owner: dict[TopicPartition, tuple[str, int]] = {}
     for m in members:
@@ -252,7 +249,7 @@ def _resolve_claims(members: list[str], data: Mapping[str, MemberData], counts: 
         for tp in data[m].partitions:
             if tp not in prev_owner or gen > prev_owner[tp][1]:
                 prev_owner[tp] = (m, gen)
-    return _Claims(owned=owned, multi=multi, prev_owner=prev_owner)
+    return _Claims(owned={m: list(parts) for m, parts in owned.items()}, multi=multi, prev_owner=prev_owner)
 
 
 def _java_hash_order(members: list[str]) -> list[str]:
@@ -369,32 +366,98 @@ def _general(
             assignment[member].append(tp)
             owner[tp] = member
 
+    return _balance(members, subscribed, assignment, kept, claims)
+
+
+class _Holdings:
+    """One member's partitions per topic, split into kept (owned before) and new, each sorted."""
+
+    __slots__ = ("kept", "new", "size")
+
+    def __init__(self) -> None:
+        self.kept: dict[str, list[TopicPartition]] = {}
+        self.new: dict[str, list[TopicPartition]] = {}
+        self.size = 0
+
+    def add(self, tp: TopicPartition, kept: bool) -> None:
+        bisect.insort((self.kept if kept else self.new).setdefault(tp.topic, []), tp)
+        self.size += 1
+
+    def remove(self, tp: TopicPartition, kept: bool) -> None:
+        bucket = (self.kept if kept else self.new)[tp.topic]
+        del bucket[bisect.bisect_left(bucket, tp)]
+        self.size -= 1
+
+    def movable(self, topics: frozenset[str]) -> bool:
+        return any(self.new.get(t) or self.kept.get(t) for t in topics)
+
+    def smallest(self, topics: frozenset[str], kept: bool) -> TopicPartition | None:
+        buckets = self.kept if kept else self.new
+        heads = [buckets[t][0] for t in topics if buckets.get(t)]
+        return min(heads) if heads else None
+
+
+def _balance(
+    members: list[str],
+    subscribed: Mapping[str, frozenset[str]],
+    assignment: dict[str, list[TopicPartition]],
+    kept: Mapping[str, frozenset[TopicPartition]],
+    claims: _Claims,
+) -> dict[str, list[TopicPartition]]:
+    """Move single partitions from the most-loaded to the least-loaded eligible member while
+    their counts differ by two or more. The partition moved is, in order of preference: one the
+    donor did not own before this round and the receiver owned in an earlier generation; one the
+    donor did not own; one the receiver owned earlier; the smallest."""
+    holdings = {m: _Holdings() for m in members}
+    owner: dict[TopicPartition, str] = {}
+    for m in members:
+        for tp in assignment[m]:
+            holdings[m].add(tp, tp in kept[m])
+            owner[tp] = m
+    earlier: dict[str, list[TopicPartition]] = {}
+    for tp, (m, _gen) in sorted(claims.prev_owner.items()):
+        earlier.setdefault(m, []).append(tp)
+    order = sorted((holdings[m].size, m) for m in members)
+
+    def choose(donor: str, receiver: str) -> TopicPartition:
+        topics = subscribed[receiver]
+        back = [tp for tp in earlier.get(receiver, ()) if owner.get(tp) == donor and tp.topic in topics]
+        for was_kept in (False, True):
+            for tp in back:
+                if (tp in kept[donor]) is was_kept:
+                    return tp
+            best = holdings[donor].smallest(topics, was_kept)
+            if best is not None:
+                return best
+        raise AssertionError("choose() called for a pair with nothing movable")
+
     while True:
-        order = sorted(members, key=lambda m: (len(assignment[m]), m))
-        move: tuple[str, str, TopicPartition] | None = None
-        for receiver in order:
-            for donor in reversed(order):
-                if len(assignment[donor]) - len(assignment[receiver]) < 2:
+        move: tuple[str, str] | None = None
+        for receiver_size, receiver in order:
+            for donor_size, donor in reversed(order):
+                if donor_size - receiver_size < 2:
                     break
-                movable = [tp for tp in assignment[donor] if tp.topic in subscribed[receiver]]
-                if movable:
-                    best = min(
-                        movable,
-                        key=lambda tp: (
-                            tp in kept[donor],
-                            claims.prev_owner.get(tp, ("", 0))[0] != receiver,
-                            tp,
-                        ),
-                    )
-                    move = (donor, receiver, best)
+                if holdings[donor].movable(subscribed[receiver]):
+                    move = (donor, receiver)
                     break
             if move is not None:
                 break
         if move is None:
-            return assignment
-        donor, receiver, tp = move
-        assignment[donor].remove(tp)
-        assignment[receiver].append(tp)
+            break
+        donor, receiver = move
+        tp = choose(donor, receiver)
+        for m in move:
+            del order[bisect.bisect_left(order, (holdings[m].size, m))]
+        holdings[donor].remove(tp, tp in kept[donor])
+        holdings[receiver].add(tp, tp in kept[receiver])
+        owner[tp] = receiver
+        for m in move:
+            bisect.insort(order, (holdings[m].size, m))
+
+    return {
+        m: [tp for bucket in (*h.kept.values(), *h.new.values()) for tp in bucket]
+        for m, h in holdings.items()
+    }
 
 
 def sticky_assign(
