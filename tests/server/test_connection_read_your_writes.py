@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import os
+import signal
 import struct
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -286,3 +290,89 @@ def test_offset_fetch_on_another_connection_is_not_held_behind_this_connections_
         b.close()
 
     run(tmp_path, scenario)
+
+
+# ---------------------------------------------------------------------- real clients
+
+
+def _serve(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "groupcoord",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(tmp_path / "d"),
+            "--set",
+            "offsets.topic.num.partitions=1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    prefix = "groupcoord listening on "
+    assert line.startswith(prefix), line
+    return proc, line[len(prefix) :].strip()
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+
+
+def test_kafka_python_committed_right_after_commit_async_returns_that_commit(tmp_path: Path) -> None:
+    """kafka-python sends the OffsetCommit of ``commit_async`` and then the OffsetFetch of
+    ``committed`` on its one connection to the coordinator without waiting in between; on
+    Kafka the fetch is read only after the commit is answered (``SocketServer`` muting)."""
+    from kafka import KafkaAdminClient, KafkaConsumer
+    from kafka.admin import NewTopic
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    proc, bootstrap = _serve(tmp_path)
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])
+        admin.close()
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="g", enable_auto_commit=False)
+        tp = TopicPartition(TOPIC, 0)
+        consumer.assign([tp])
+        seen = []
+        for i in range(1, 41):
+            consumer.commit_async({tp: OffsetAndMetadata(i * 10, "", -1)})
+            seen.append(consumer.committed(tp))
+        consumer.close()
+    finally:
+        _stop(proc)
+    assert seen == [i * 10 for i in range(1, 41)]
+
+
+def test_confluent_kafka_committed_right_after_an_asynchronous_commit_returns_that_commit(
+    tmp_path: Path,
+) -> None:
+    """librdkafka queues an asynchronous OffsetCommit and then ``committed``'s OffsetFetch on
+    its coordinator connection; each fetch must see the commit before it, as on Kafka."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    proc, bootstrap = _serve(tmp_path)
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for fut in admin.create_topics([NewTopic(TOPIC, 1, 1)]).values():
+            fut.result(timeout=60)
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "enable.auto.commit": False})
+        consumer.assign([TopicPartition(TOPIC, 0)])
+        # a first, synchronous commit: the client knows its coordinator from then on
+        consumer.commit(offsets=[TopicPartition(TOPIC, 0, 0)], asynchronous=False)
+        seen = []
+        for i in range(1, 41):
+            consumer.commit(offsets=[TopicPartition(TOPIC, 0, i * 10)], asynchronous=True)
+            seen.append(consumer.committed([TopicPartition(TOPIC, 0)], timeout=30)[0].offset)
+        consumer.close()
+    finally:
+        _stop(proc)
+    assert seen == [i * 10 for i in range(1, 41)]
