@@ -693,3 +693,29 @@ def test_many_members_leaving_with_random_subscriptions(kind: str) -> None:
         del subs[m]
     r2 = run(kind, counts, subs)
     check_valid_and_balanced(counts, subs, r2)
+
+
+def test_constrained_members_are_visited_in_java_hashmap_order() -> None:
+    """Which member keeps the higher quota follows Kafka's HashMap iteration; the expected order was
+    printed by a JVM (OpenJDK 17, ``new HashMap<String, Integer>()`` with these 16 keys)."""
+    from groupcoord.client.assignors.sticky import _java_hash_order
+
+    java_order = [
+        "consumer-4-2fa91425-cb00-8853-9d2c-67eda13ffe79",
+        "consumer-9-a66b0d38-9d95-847e-bd29-9753a7677796",
+        "consumer-5-244caf9c-4dab-b481-7253-edc618187993",
+        "consumer-6-e3eff9c0-cf44-dd3f-89e7-d15f17362f25",
+        "consumer-1-73ab4876-7734-d7c1-c7fd-e805ec99108d",
+        "consumer-3-79cb9e86-830c-71c2-cdcc-69292f45e678",
+        "consumer-10-d4ea65d0-03d7-1684-9f85-58a628518867",
+        "instance-\u00e9-1",
+        "consumer-2-309d6b79-965e-da32-dae4-45508201e2bd",
+        "consumer-7-986e86cb-0ab8-ab67-a26b-7f62b1852f27",
+        "consumer3",
+        "consumer-0-db5b5fab-8f4d-3e27-dda1-494c73cf256d",
+        "consumer2",
+        "consumer1",
+        "consumer-8-73f778aa-f6fa-5db8-656a-bd72fb710734",
+        "consumer-11-09208a65-0f3e-bdd3-102b-938b8743feb6",
+    ]
+    assert _java_hash_order(sorted(java_order)) == java_order

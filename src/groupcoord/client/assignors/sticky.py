@@ -257,8 +257,10 @@ def _java_hash_order(members: list[str]) -> list[str]:
 
     Kafka's constrained builder lets members keep owned partitions in its HashMap's order,
     which decides who keeps the higher quota when more members own it than may keep it;
-    following the same order gives the same assignment as a Java leader (bucket collisions,
-    rare at these load factors, fall back to member-id order).
+    following the same order gives the same assignment as a Java leader. Java orders members
+    that share a bucket by insertion (the order of the JoinGroup response), which we cannot
+    know; they fall back to member-id order. (Checked against a JVM's ``HashMap`` on 300
+    random groups of up to 60 members: bucket order always matched.)
     """
     capacity = 16
     while len(members) > capacity * 0.75:
