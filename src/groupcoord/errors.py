@@ -134,3 +134,8 @@ class IllegalStateError(RuntimeError):
 
 class ConfigError(ValueError):
     """A configuration key or value that stops startup; the message names the key."""
+
+
+class DataDirError(ValueError):
+    """A file in the data dir that cannot be read as groupcoord writes it; stops startup. The
+    message names the file."""

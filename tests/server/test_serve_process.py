@@ -271,6 +271,19 @@ def test_non_utf8_meta_properties_exits_2_with_one_line_naming_the_file(tmp_path
     )
 
 
+@pytest.mark.parametrize("content", [b"12x\n", b"\xff\n"], ids=["not-a-number", "not-utf8"])
+def test_damaged_producer_id_block_exits_2_with_one_line_naming_the_file(
+    tmp_path: Path, content: bytes
+) -> None:
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "producer_id_block").write_bytes(content)
+    proc = _serve_exits(data)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"groupcoord: {data / 'producer_id_block'} does not hold a producer id (damaged file)\n"
+    )  # fmt: skip
+
+
 def test_data_dir_that_is_a_file_exits_2_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("not a directory")
     proc = _serve_exits(tmp_path / "f")

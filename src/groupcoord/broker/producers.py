@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupcoord.errors import ErrorCode
+from groupcoord.errors import DataDirError, ErrorCode
 
 INT32_MAX = 2147483647
 RETAINED_BATCHES = 5
@@ -31,9 +31,11 @@ class ProducerIdAllocator:
     def __init__(self, path: Path) -> None:
         self._path = path
         try:
-            self._next = int(path.read_text().strip() or "0")
+            self._next = int(path.read_text(encoding="utf-8").strip() or "0")
         except FileNotFoundError:
             self._next = 0
+        except ValueError:  # not UTF-8, or not a number
+            raise DataDirError(f"{path} does not hold a producer id (damaged file)") from None
         self._limit = self._next  # ids below this limit are reserved on disk
 
     def allocate(self) -> int:

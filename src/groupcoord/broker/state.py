@@ -21,16 +21,13 @@ from groupcoord.broker.durability import Flusher
 from groupcoord.broker.producers import PartitionProducers, ProducerIdAllocator
 from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
+from groupcoord.errors import DataDirError
 from groupcoord.server.timers import LoopTimers
 from groupcoord.storage.manager import LogManager, TopicMeta
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-
-
-class MetaPropertiesError(ValueError):
-    """``meta.properties`` cannot be read as the broker wrote it; the message names the file."""
 
 
 def _read_meta(path: Path) -> dict[str, str]:
@@ -40,7 +37,7 @@ def _read_meta(path: Path) -> dict[str, str]:
     except FileNotFoundError:
         return out
     except UnicodeDecodeError as exc:
-        raise MetaPropertiesError(f"{path} is not UTF-8 text (invalid byte at offset {exc.start})") from None
+        raise DataDirError(f"{path} is not UTF-8 text (invalid byte at offset {exc.start})") from None
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:

@@ -18,9 +18,10 @@ from typing import Any
 from groupcoord.broker.apis import ApiRoute, build_dispatcher
 from groupcoord.broker.group_runtime import GroupRuntime
 from groupcoord.broker.groups import routes as group_routes
-from groupcoord.broker.state import Broker, MetaPropertiesError
+from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
+from groupcoord.errors import DataDirError
 from groupcoord.protocol.registry import ApiRegistry
 from groupcoord.server.app import KafkaServer
 
@@ -47,7 +48,7 @@ def _open_broker(config: BrokerConfig, data_dir: Path) -> Broker:
         if data_dir.exists() and not data_dir.is_dir():
             raise StartupError(f"data dir {data_dir} is not a directory")
         return Broker.open(config, data_dir, SystemClock())
-    except MetaPropertiesError as exc:
+    except DataDirError as exc:
         raise StartupError(str(exc)) from None
     except OSError as exc:
         raise StartupError(f"cannot open data dir {data_dir}: {_reason(exc, data_dir)}") from None
