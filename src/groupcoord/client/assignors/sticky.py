@@ -50,6 +50,18 @@ Cooperative rounds
 than its (resolved) owner while another member still claims it: the claimant revokes it,
 rejoins, and the next round hands it over (Kafka's ``CooperativeStickyAssignor.adjustAssignment``).
 
+Where we differ from Kafka's Java assignors (on purpose)
+--------------------------------------------------------
+* General case: same guarantees, not always the same partitions (see above).
+* Claim conflicts compare each claimant's own generation (from its subscription or, for v0/v1,
+  its user data); Kafka reads the *other* claimant's generation from the subscription field
+  only, so a v0/v1 member counts as generation -1 there.
+* A cooperative round withholds a partition from any member that did not own it (after claims
+  are resolved) while another member claims it - also from a stale claimant, which Kafka's
+  general path would hand it to. Strictly safer; it costs at most one more round.
+* Owned partitions beyond a topic's current partition count are dropped in both builders.
+* kafka-python 3's version-prefixed sticky user data is read (Kafka would drop it).
+
 Not implemented: the rack-aware variants (KIP-881) need replica racks per partition, which the
 :class:`Assignor` interface does not carry.
 """
