@@ -189,6 +189,16 @@ def test_kafka_python_and_aiokafka_read_our_subscription_and_assignment() -> Non
     assert [(t, list(p)) for t, p in aioa.assignment] == [("capt", [1]), ("capu", [0])]
 
 
+def test_a_kafka_python_sticky_leader_reads_our_user_data_as_nothing_owned() -> None:
+    """kafka-python 3.0.12 expects its version prefix; our (Kafka-layout) sticky user data makes its
+    leader treat our member as owning nothing: stickiness is lost for that member, nothing breaks."""
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    meta, _ = _ours()
+    parsed = StickyPartitionAssignor.parse_member_metadata(KpSubscription.decode(meta))
+    assert (parsed.partitions, parsed.generation) == ([], -1)
+
+
 def test_our_sticky_user_data_is_byte_identical_to_aiokafkas_and_kafkas_layout() -> None:
     ours = encode_sticky_user_data(tps("capt-1", "capt-3", "capu-0"), 9)
     theirs = AioStickyUserData([("capt", [1, 3]), ("capu", [0])], 9).encode()
