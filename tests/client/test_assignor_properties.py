@@ -188,3 +188,53 @@ def test_a_settled_sticky_assignment_is_a_fixed_point(
     check_valid_and_balanced(counts, subs, result)
     again = {m: v2(name, s.topics, result[m], 9) for m, s in subs.items()}
     assert assigned(name, counts, again) == result
+
+
+@SETTINGS
+@given(
+    st.integers(1, 12),
+    st.lists(st.tuples(st.sets(st.integers(0, 7), max_size=3), st.integers(0, 3)), min_size=1, max_size=5),
+)
+def test_eager_sticky_stays_sticky_through_its_own_user_data_bytes(
+    partitions: int, rounds: list[tuple[set[int], int]]
+) -> None:
+    """Each member runs its own StickyAssignor; the previous assignment travels only in the user data
+    (eager: owned partitions empty), through the real subscription and assignment bytes. After every
+    membership change a survivor only gains or only loses partitions, and the group stays balanced."""
+    from groupcoord.client.assignors import (
+        StickyAssignor,
+        assignment_from_bytes,
+        assignment_to_bytes,
+        subscription_from_bytes,
+        subscription_to_bytes,
+    )
+
+    counts = {"t": partitions}
+    members: dict[str, StickyAssignor] = {"m0": StickyAssignor()}
+    previous: dict[str, set[TP]] = {}
+    for generation, (leaving, joining) in enumerate(rounds, start=1):
+        for i in sorted(leaving):
+            if len(members) > 1:
+                members.pop(f"m{i}", None)
+        for j in range(joining):
+            members.setdefault(f"m{generation}{j}", StickyAssignor())
+        subs = {
+            m: subscription_from_bytes(
+                subscription_to_bytes(Subscription(topics=("t",), user_data=a.subscription_user_data({"t"})))
+            )
+            for m, a in members.items()
+        }
+        leader = members[min(members)]
+        wire = {m: assignment_to_bytes(a) for m, a in leader.assign(counts, subs).items()}
+        current: dict[str, set[TP]] = {}
+        for m, a in members.items():
+            got = assignment_from_bytes(wire[m])
+            a.on_assignment(got, generation)
+            current[m] = set(got.partitions)
+        sizes = [len(p) for p in current.values()]
+        assert max(sizes) - min(sizes) <= 1
+        assert set().union(*current.values()) == {TP("t", p) for p in range(partitions)}
+        for m, parts in current.items():
+            if m in previous:
+                assert previous[m] <= parts or parts <= previous[m], (m, previous[m], parts)
+        previous = current
