@@ -310,9 +310,10 @@ class RecoveryReport:
     segments_checked: int
     indexes_rebuilt: int
     clean_shutdown: bool = False
-    #: Offset ranges ``[start, end)`` whose records were lost to damage and that stay holes in
-    #: the offsets: they are never given out again, and a fetch inside one returns the first
-    #: batch after it.
+    #: Offset ranges ``[start, end)`` found missing where recovery found damage (a cut segment,
+    #: a segment whose index disagreed with it, a last segment that ends below the recovery
+    #: point). They stay holes in the offsets: never given out again; a fetch inside one returns
+    #: the first batch after it.
     gaps: tuple[tuple[int, int], ...] = ()
 
 
