@@ -1305,7 +1305,10 @@ class PartitionLog:
         self._bases.append(base_offset)
         fsync_dir(self.dir)
         self._flushed_offset = max(self._flushed_offset, base_offset)
-        self._write_recovery_point(self._flushed_offset)
+        try:
+            self._write_recovery_point(self._flushed_offset)
+        except OSError as exc:  # the next flush writes it; the append goes on
+            log.warning("log %s: could not write %s at a roll: %s", self.dir, RECOVERY_POINT_FILE, exc)
         log.debug("log %s rolled a new segment at offset %d", self.dir, base_offset)
         return new
 
