@@ -10,7 +10,8 @@ plus three small files of ours: ``.clean_shutdown`` (written by :meth:`Partition
 removed on open), ``log-start-offset.checkpoint`` (only when the log start moved inside a
 segment) and ``recovery-point.checkpoint``: an offset below which every offset may have been given
 to a client. A flush, a roll or a close that moves it rewrites it in place (an ``acks=all``
-produce is answered only after its flush, so it covers every such answer); it is fsynced at close,
+produce is answered only after its flush unless a flush policy is set, so it covers every such
+answer); it is fsynced at close,
 when recovery changes it, and when :meth:`PartitionLog.truncate_to` lowers it, not at every flush,
 so a process crash leaves it current and a power loss can leave it behind the last flush. It plays
 the part of Kafka's recovery point, per partition, and also bounds the log end offset from below.
