@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from pathlib import Path
@@ -348,9 +349,18 @@ def test_topic_config_overrides_use_kafka_names(tmp_path: Path) -> None:
 
 def test_rolled_segments_keep_one_descriptor_each(tmp_path: Path, clock: ManualClock) -> None:
     def open_fds() -> int:
-        return len(os.listdir("/proc/self/fd"))
+        """Descriptors open on the partition's files (not a process-wide count, which other
+        threads change)."""
+        here = str(tmp_path / "t-0")
+        count = 0
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/self/fd/{fd}").startswith(here + "/"):
+                    count += 1
+        return count
 
     before = open_fds()
+    assert before == 0
     plog = open_log(tmp_path / "t-0", clock, segment_bytes=len(batch()))
     for _ in range(10):
         plog.append(batch())

@@ -476,6 +476,7 @@ def test_broker_restart_after_truncated_segments_keeps_later_records_and_offsets
         for k in range(1, commits + 1):
             committer.commit(offsets=[TopicPartition(topic, 0, k)], asynchronous=False)
         committer.close()
+        del producer  # destroys the client, so it does not keep reconnecting during the restart
 
         if stop == "sigterm":
             assert broker.stop() == 0
@@ -519,6 +520,7 @@ def test_broker_restart_after_truncated_segments_keeps_later_records_and_offsets
                 topic, key=b"after", value=b"after", on_delivery=lambda err, msg: again.append(msg.offset())
             )
             assert producer.flush(30) == 0
+            del producer
             assert again == [n]
             assert _consume(consumer, 1) == {n: (b"after", b"after")}
         finally:
