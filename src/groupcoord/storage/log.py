@@ -11,10 +11,10 @@ removed on open), ``log-start-offset.checkpoint`` (only when the log start moved
 segment) and ``recovery-point.checkpoint``: an offset below which every offset may have been given
 to a client. A flush, a roll or a close that moves it rewrites it in place (an ``acks=all``
 produce is answered only after its flush unless a flush policy is set, so it covers every such
-answer); it is fsynced at close,
-when recovery changes it, and when :meth:`PartitionLog.truncate_to` lowers it, not at every flush,
-so a process crash leaves it current and a power loss can leave it behind the last flush. It plays
-the part of Kafka's recovery point, per partition, and also bounds the log end offset from below.
+answer); it is fsynced at close, when recovery changes it, and when
+:meth:`PartitionLog.truncate_to` lowers it, not at every flush, so a process crash leaves it
+current and a power loss can leave it behind the last flush. It plays the part of Kafka's
+recovery point, per partition, and also bounds the log end offset from below.
 
 Index rules (the same when appending and when rebuilding, so a rebuilt index equals the original):
 before a batch is written, if at least ``index_interval_bytes`` were written since the last offset
