@@ -131,9 +131,10 @@ class World:
         self.inject: dict[tuple[str, type], list[Any]] = {}
         self.find_error: ErrorCode | None = None
         self.metadata_delay_ms = 0
-        self._later: list[tuple[int, str, int, m.Response]] = []
-        self._inbox: list[tuple[str, int, m.Response]] = []
+        self._later: list[tuple[int, Member, int, m.Response]] = []
+        self._inbox: list[tuple[Member, int, m.Response]] = []
         self.log: list[tuple[int, str, str]] = []
+        self.after_turn: Callable[[], None] | None = None
 
     # ------------------------------------------------------------ setup
     def add_broker(self, node_id: int) -> Broker:
@@ -199,18 +200,18 @@ class World:
                 return
             resp = err(out.request) if callable(err) else _error_response(out.request, err)
             if resp is not None:  # None: the request vanishes (no answer, no error)
-                self._inbox.append((member.name, out.request_id, resp))
+                self._inbox.append((member, out.request_id, resp))
             return
         req = out.request
         if isinstance(req, m.FindCoordinatorRequest):
             if self.find_error is not None:
                 self._inbox.append(
-                    (member.name, out.request_id, m.FindCoordinatorResponse(error=self.find_error, node=None))
+                    (member, out.request_id, m.FindCoordinatorResponse(error=self.find_error, node=None))
                 )
             else:
                 node = self.brokers[self.coordinator_node].node
                 self._inbox.append(
-                    (member.name, out.request_id, m.FindCoordinatorResponse(error=ErrorCode.NONE, node=node))
+                    (member, out.request_id, m.FindCoordinatorResponse(error=ErrorCode.NONE, node=node))
                 )
             return
         if isinstance(req, m.MetadataRequest):
@@ -223,9 +224,9 @@ class World:
             )
             resp = m.MetadataResponse(topics=topics)
             if self.metadata_delay_ms:
-                self._later.append((self.now() + self.metadata_delay_ms, member.name, out.request_id, resp))
+                self._later.append((self.now() + self.metadata_delay_ms, member, out.request_id, resp))
             else:
-                self._inbox.append((member.name, out.request_id, resp))
+                self._inbox.append((member, out.request_id, resp))
             return
         assert out.node is not None, req
         broker = self.brokers.get(out.node.node_id)
@@ -237,7 +238,7 @@ class World:
 
     def _reply(self, member: Member, rid: int) -> Callable[[m.Response], None]:
         def deliver(resp: m.Response) -> None:
-            self._inbox.append((member.name, rid, resp))
+            self._inbox.append((member, rid, resp))
 
         return deliver
 
@@ -291,8 +292,8 @@ class World:
             b.coordinator.poll()
         due = [x for x in self._later if x[0] <= now]
         self._later = [x for x in self._later if x[0] > now]
-        for _, name, rid, resp in due:
-            self._inbox.append((name, rid, resp))
+        for _, target, rid, resp in due:
+            self._inbox.append((target, rid, resp))
         for member in list(self.members.values()):
             if not member.alive:
                 continue
@@ -306,8 +307,7 @@ class World:
                 self._send(member, out)
         while self._inbox:
             progress = True
-            name, rid, resp = self._inbox.pop(0)
-            member = self.members[name]
+            member, rid, resp = self._inbox.pop(0)
             member.outstanding.pop(rid, None)
             if member.alive:
                 member.core.on_response(rid, resp, now)
@@ -319,6 +319,8 @@ class World:
                     member.events.extend(evs)
                     for e in evs:
                         self.log.append((now, member.name, repr(e)))
+        if self.after_turn is not None:
+            self.after_turn()
         return progress
 
     def settle(self) -> None:

@@ -418,7 +418,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             self._leader_md_wait = self._metadata_version
             return None
         if self._metadata_version <= self._leader_md_wait:
-            if self._metadata_request is None:
+            if self._metadata_request is None and now_ms >= self._metadata_not_before:
                 self._request_metadata(tuple(sorted(all_topics | self._subscription)), now_ms, force=True)
             return None
         self._leader_md_wait = None

@@ -288,6 +288,7 @@ class AbstractCoordinator:
         """Set by subclasses while revocation events wait to be drained: no JoinGroup until then."""
         self._next_id = 1
         self._inflight: dict[int, _InFlight] = {}
+        self._doomed: list[int] = []
         self._outbox: list[Outbound] = []
         self._events: list[MemberEvent] = []
         self._join_request: int | None = None
@@ -546,7 +547,13 @@ class AbstractCoordinator:
             to_coordinator=to_coordinator,
             tag=tag,
         )
-        self._outbox.append(Outbound(request_id=rid, request=request, node=node, timeout_ms=t))
+        if to_coordinator and node is None:
+            # Java: a request to an unknown coordinator fails at once (COORDINATOR_NOT_AVAILABLE);
+            # handled on the next turn, after the caller has recorded the request id
+            self._doomed.append(rid)
+            self._immediate = True
+        else:
+            self._outbox.append(Outbound(request_id=rid, request=request, node=node, timeout_ms=t))
         return rid
 
     def _drain(self) -> list[Outbound]:
@@ -562,6 +569,11 @@ class AbstractCoordinator:
     def _tick(self, now_ms: int, *, expire: bool = True) -> None:
         if now_ms > self._now:
             self._now = now_ms
+        while self._doomed:
+            doomed_id = self._doomed.pop(0)
+            doomed = self._inflight.pop(doomed_id, None)
+            if doomed is not None:
+                self._fail(doomed_id, doomed, now_ms)
         if expire:
             for rid in [r for r, f in self._inflight.items() if f.deadline <= now_ms]:
                 inflight = self._inflight.pop(rid, None)

@@ -1,0 +1,129 @@
+"""Property: random schedules of up to 10 member cores against the coordinator core.
+
+Joins, poll gaps (some past max.poll.interval.ms), crashes, restarts (static members keep
+their group.instance.id) and cut connections, all under one ManualClock. After every instant:
+no partition is owned by two STABLE members of the same generation. Once the members stay up
+(no more gaps, cuts or crashes): every member is STABLE in the coordinator's generation and
+every partition is owned by exactly one of them. For an eager (range) and a cooperative
+(cooperative-sticky) assignor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from member_world import GROUP, World
+
+from groupcoord.client.states import MemberState
+from groupcoord.client.types import TopicPartition
+
+TOPICS = {"t": 5, "u": 3}
+MAX_MEMBERS = 10
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: str  # add | crash | restart | stall | cut | run
+    who: int = 0
+    ms: int = 0
+    static: bool = False
+
+
+ops = st.one_of(
+    st.builds(Op, kind=st.just("add"), static=st.booleans()),
+    st.builds(Op, kind=st.just("crash"), who=st.integers(0, 20)),
+    st.builds(Op, kind=st.just("restart"), who=st.integers(0, 20)),
+    st.builds(Op, kind=st.just("stall"), who=st.integers(0, 20), ms=st.sampled_from([500, 2000, 3500])),
+    st.builds(Op, kind=st.just("cut"), who=st.integers(0, 20), ms=st.sampled_from([300, 1200])),
+    st.builds(Op, kind=st.just("run"), ms=st.integers(0, 1500)),
+)
+
+
+def _check_same_generation_disjoint(w: World) -> None:
+    by_gen: dict[int, dict[TopicPartition, str]] = {}
+    for mm in w.live():
+        core = mm.core
+        if core.state is not MemberState.STABLE:
+            continue
+        seen = by_gen.setdefault(core.generation.generation_id, {})
+        for tp in core.assignment():
+            assert tp not in seen, (
+                f"{tp} owned by {seen[tp]} and {mm.name} in generation {core.generation.generation_id}"
+            )
+            seen[tp] = mm.name
+
+
+def _run_schedule(strategy: str, schedule: list[Op]) -> None:
+    w = World(dict(TOPICS))
+    w.after_turn = lambda: _check_same_generation_disjoint(w)
+    names: list[str] = []
+    static_of: dict[str, str | None] = {}
+
+    def add(static: bool) -> None:
+        name = f"m{len(names)}"
+        instance = f"i-{name}" if static else None
+        static_of[name] = instance
+        names.append(name)
+        if instance is None:
+            w.add(name, partition_assignment_strategy=strategy)
+        else:
+            w.add(name, partition_assignment_strategy=strategy, group_instance_id=instance)
+
+    add(False)
+    for op in schedule:
+        live = [n for n in names if w.members[n].alive]
+        if op.kind == "add":
+            if len(names) < MAX_MEMBERS:
+                add(op.static)
+        elif op.kind == "crash":
+            if live:
+                w.crash(live[op.who % len(live)])
+        elif op.kind == "restart":
+            name = names[op.who % len(names)]
+            instance = static_of[name]
+            if instance is None:
+                w.restart(name, partition_assignment_strategy=strategy)
+            else:
+                w.restart(name, partition_assignment_strategy=strategy, group_instance_id=instance)
+        elif op.kind == "stall":
+            if live:
+                mm = w.members[live[op.who % len(live)]]
+                mm.stalled = True
+                w.run(op.ms)
+                mm.stalled = False
+        elif op.kind == "cut":
+            if live:
+                mm = w.members[live[op.who % len(live)]]
+                mm.cut = True
+                w.run(op.ms)
+                mm.cut = False
+        else:
+            w.run(op.ms)
+    # from here on everybody stays up
+    if not w.live():
+        add(False)
+    w.run(15_000)
+    live = w.live()
+    gen = w.generation()
+    assert w.group_state() == "Stable", w.group_state()
+    for mm in live:
+        assert mm.core.state is MemberState.STABLE, (mm.name, mm.core.state)
+        assert mm.core.generation.generation_id == gen, (mm.name, mm.core.generation, gen)
+    owners: dict[TopicPartition, list[str]] = {}
+    for mm in live:
+        for tp in mm.owned():
+            owners.setdefault(tp, []).append(mm.name)
+    assert set(owners) == w.all_partitions(), owners
+    assert all(len(v) == 1 for v in owners.values()), owners
+    g = w.coordinator.group(GROUP)
+    assert g is not None and len(g.members) == len(live)
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schedule=st.lists(ops, max_size=25))
+def test_random_schedules_never_double_own_and_converge(strategy: str, schedule: list[Op]) -> None:
+    _run_schedule(strategy, schedule)
