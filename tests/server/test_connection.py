@@ -77,14 +77,16 @@ def list_groups(state: State, ctx: RequestContext, req: Any) -> Any:
 Scenario = Callable[[State, KafkaServer], Awaitable[None]]
 
 
-def run(scenario: Scenario, max_frame_bytes: int = 1 << 20, overlap: frozenset[int] = frozenset()) -> State:
+def run(scenario: Scenario, max_frame_bytes: int = 1 << 20, overlap: dict[int, str] | None = None) -> State:
+    classes = overlap or {}
+
     async def main() -> State:
         state = State()
         d: Dispatcher[State] = Dispatcher(state)
-        d.add(API_VERSIONS, 0, 3, api_versions, overlap=API_VERSIONS in overlap)
-        d.add(METADATA, 0, 12, metadata, overlap=METADATA in overlap)
-        d.add(HEARTBEAT, 0, 4, heartbeat, overlap=HEARTBEAT in overlap)
-        d.add(LIST_GROUPS, 0, 4, list_groups, overlap=LIST_GROUPS in overlap)
+        d.add(API_VERSIONS, 0, 3, api_versions, overlap=classes.get(API_VERSIONS))
+        d.add(METADATA, 0, 12, metadata, overlap=classes.get(METADATA))
+        d.add(HEARTBEAT, 0, 4, heartbeat, overlap=classes.get(HEARTBEAT))
+        d.add(LIST_GROUPS, 0, 4, list_groups, overlap=classes.get(LIST_GROUPS))
         state.dispatcher = d
         server = KafkaServer(d, host="127.0.0.1", port=0, max_frame_bytes=max_frame_bytes)
         await server.start()
@@ -179,10 +181,15 @@ def test_overlapping_requests_are_handled_while_earlier_ones_wait_and_answered_i
         assert (await c.recv(METADATA, 12))[0] == 4
         c.close()
 
-    run(scenario, overlap=frozenset({HEARTBEAT, METADATA}))
+    run(scenario, overlap={HEARTBEAT: "a", METADATA: "a"})
 
 
-def test_other_request_behind_a_run_of_overlapping_ones_waits_until_the_run_is_answered() -> None:
+@pytest.mark.parametrize("metadata_class", [None, "b"])
+def test_other_request_behind_a_run_of_overlapping_ones_waits_until_the_run_is_answered(
+    metadata_class: str | None,
+) -> None:
+    """A request of no overlap class, or of another class, waits for the whole run."""
+
     async def scenario(state: State, server: KafkaServer) -> None:
         c = await Client.connect(server)
         await c.send(hb(c, 1), hb(c, 2), md(c, 3), hb(c, 4))
@@ -205,7 +212,8 @@ def test_other_request_behind_a_run_of_overlapping_ones_waits_until_the_run_is_a
         assert (await c.recv(HEARTBEAT, 4))[0] == 4
         c.close()
 
-    run(scenario, overlap=frozenset({HEARTBEAT}))
+    classes = {HEARTBEAT: "a"} if metadata_class is None else {HEARTBEAT: "a", METADATA: metadata_class}
+    run(scenario, overlap=classes)
 
 
 def test_muted_request_stops_even_overlapping_ones_until_its_answer_is_out() -> None:
@@ -225,7 +233,7 @@ def test_muted_request_stops_even_overlapping_ones_until_its_answer_is_out() -> 
         assert state.calls == ["hb1", "resolved", "md2"]
         c.close()
 
-    run(scenario, overlap=frozenset({HEARTBEAT, METADATA}))
+    run(scenario, overlap={HEARTBEAT: "a", METADATA: "a"})
 
 
 def test_handler_sees_client_id_host_and_connection_id() -> None:

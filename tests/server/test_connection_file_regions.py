@@ -1,9 +1,9 @@
 """Responses made of bytes and file regions (sendfile) over real loopback sockets: order with
 other answers, exact bytes, the connection's back-pressure, descriptors closed on every path.
 
-The test routes are added with ``overlap=True`` so that a request may be handled while an
-earlier one is still parked (the connection's ordering rule allows that only for overlapping
-routes): that is what puts ready answers and file regions in the queue behind a parked one.
+The test routes are added in one overlap class so that a request may be handled while an
+earlier one is still parked (the connection's ordering rule allows that only within a run of
+one overlap class): that is what puts ready answers and file regions in the queue behind a parked one.
 Descriptors are checked on the regions the handler itself opened (each must be closed by the
 connection), never by counting the process's open descriptors, which other threads change.
 """
@@ -122,9 +122,9 @@ def run(files: dict[int, tuple[Path, int, int]], scenario: Scenario) -> State:
     async def main() -> State:
         state = State(files)
         d: Dispatcher[State] = Dispatcher(state)
-        d.add(FETCH, 4, 16, fetch_handler, overlap=True)
-        d.add(METADATA, 0, 12, metadata, overlap=True)
-        d.add(HEARTBEAT, 0, 4, heartbeat, overlap=True)
+        d.add(FETCH, 4, 16, fetch_handler, overlap="test")
+        d.add(METADATA, 0, 12, metadata, overlap="test")
+        d.add(HEARTBEAT, 0, 4, heartbeat, overlap="test")
         server = KafkaServer(d, host="127.0.0.1", port=0, max_frame_bytes=1 << 20)
         await server.start()
         try:

@@ -243,12 +243,13 @@ def test_commits_of_several_groups_pipelined_each_visible_to_the_fetch_behind_it
 
 
 def test_pipelined_acks_all_produces_are_answered_in_order_with_consecutive_offsets(tmp_path: Path) -> None:
-    """Produces behind produces may wait for their fsyncs together (the one overlap allowed):
-    the answers still come in request order, each with the next offset, and a ListOffsets
-    pipelined behind them sees every record."""
+    """Produces behind produces wait for their fsyncs together (what pipelining gains is kept:
+    far fewer fsync rounds than produces), the answers still come in request order, each with
+    the next offset, and a ListOffsets pipelined behind them sees every record."""
 
     async def scenario(env: Env) -> None:
         c = await Raw.connect(env)
+        rounds = env.broker.flusher.rounds
         frames: list[bytes] = []
         corrs: list[int] = []
         for i in range(50):
@@ -264,6 +265,36 @@ def test_pipelined_acks_all_produces_are_answered_in_order_with_consecutive_offs
             assert (corr, int(part.error_code), int(part.base_offset)) == (want, 0, i)
         corr, resp = await c.recv(LIST_OFFSETS, 7)
         assert (corr, int(resp.topics[0].partitions[0].offset)) == (lo_corr, 50)
+        assert env.broker.flusher.rounds - rounds <= 25
+        c.close()
+
+    run(tmp_path, scenario)
+
+
+def test_pipelined_commits_share_fsync_rounds_and_the_fetch_behind_them_sees_the_last(tmp_path: Path) -> None:
+    """Commits behind commits wait for their writes together; every answer is NONE, in request
+    order, and an OffsetFetch written behind the run reads the last offset committed."""
+
+    async def scenario(env: Env) -> None:
+        c = await Raw.connect(env)
+        rounds = env.broker.flusher.rounds
+        frames: list[bytes] = []
+        corrs: list[int] = []
+        for i in range(50):
+            frame, corr = commit_frame(c, "g", 100 + i)
+            frames.append(frame)
+            corrs.append(corr)
+        frame, fetch_corr = fetch_offset_frame(c, "g")
+        frames.append(frame)
+        await c.write(frames)
+        answered = []
+        for _ in corrs:
+            corr, resp = await c.recv(OFFSET_COMMIT, 8)
+            answered.append((corr, int(resp.topics[0].partitions[0].error_code)))
+        assert answered == [(corr, 0) for corr in corrs]
+        corr, resp = await c.recv(OFFSET_FETCH, 7)
+        assert (corr, fetched(resp)) == (fetch_corr, (0, 149, "m149"))
+        assert env.broker.flusher.rounds - rounds <= 25
         c.close()
 
     run(tmp_path, scenario)

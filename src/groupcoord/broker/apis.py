@@ -33,14 +33,14 @@ class ApiRoute:
     min_version: int
     max_version: int
     handler: Handler[Any]
-    #: may wait alongside earlier overlapping requests on its connection (``server.dispatch``)
-    overlap: bool = False
+    #: requests of one overlap class may wait alongside each other (``server.dispatch``)
+    overlap: str | None = None
 
 
 ROUTES: list[ApiRoute] = [
     # Produce: appends are done (and readable) before the handler returns; only the fsync of
     # acks=-1 is awaited, so pipelined produces may wait for their fsyncs together.
-    ApiRoute(api_key=0, min_version=3, max_version=10, handler=produce.handle, overlap=True),  # Produce
+    ApiRoute(api_key=0, min_version=3, max_version=10, handler=produce.handle, overlap="produce"),  # Produce
     ApiRoute(api_key=1, min_version=4, max_version=16, handler=fetch.handle),  # Fetch
     ApiRoute(api_key=2, min_version=1, max_version=9, handler=list_offsets.handle),  # ListOffsets
     ApiRoute(api_key=3, min_version=0, max_version=12, handler=metadata.handle),  # Metadata

@@ -581,7 +581,11 @@ def routes() -> list[Any]:
     from groupcoord.broker.apis import ApiRoute
 
     return [
-        ApiRoute(api_key=8, min_version=2, max_version=9, handler=offset_commit),  # OffsetCommit
+        # OffsetCommit: pipelined commits on one connection may wait for their writes together
+        # (the overlap rule in server.dispatch); anything else behind them waits for all.
+        ApiRoute(
+            api_key=8, min_version=2, max_version=9, handler=offset_commit, overlap="offset-commit"
+        ),  # OffsetCommit
         ApiRoute(api_key=9, min_version=1, max_version=9, handler=offset_fetch),  # OffsetFetch
         ApiRoute(api_key=10, min_version=0, max_version=6, handler=find_coordinator),  # FindCoordinator
         ApiRoute(api_key=11, min_version=0, max_version=9, handler=join_group),  # JoinGroup

@@ -14,16 +14,18 @@ Here:
   long-poll) makes the connection stop reading until that awaitable is done, so an OffsetFetch
   pipelined behind an OffsetCommit reads the committed offset, as on Kafka.
 * The one exception keeps what pipelining gains where nobody can tell the difference: a
-  request of a route added with ``overlap=True`` (see ``server.dispatch``; Produce) is handed to
-  its handler while earlier requests are still pending, provided every one of those is of an
-  overlapping route too. Such a handler applies all its effects before it returns (the append,
-  readable at the log end at once, and the producer's sequence state), and its awaitable only
-  waits for the fsync. A later request of the run therefore sees exactly the state it would see
-  on Kafka, and the earlier answer cannot depend on the later request (it was fixed when the
-  handler returned; a failed fsync turns it into KAFKA_STORAGE_ERROR whatever came after). What
-  is gained: N pipelined acks=-1 produces share fsync rounds instead of waiting for N rounds
-  one after the other. A frame of any other kind that arrives behind such a run is held, and
-  the connection stops reading, until the run is answered.
+  request of a route added with an ``overlap`` class (see ``server.dispatch``: Produce, and
+  OffsetCommit) is handed to its handler while earlier requests are still pending, provided
+  every one of those is of the same class. For Produce, the handler applies all its effects
+  before it returns (the append, readable at the log end at once, and the producer's sequence
+  state) and its awaitable only waits for the fsync; for OffsetCommit, the handler validates
+  against membership and generation, which no commit changes, and its awaitable waits for its
+  own write. A later request of the run therefore sees exactly the state it would see on Kafka,
+  and an earlier answer does not depend on a later request (a failed write fails the requests
+  whose write it was, whatever came after). What is gained: N pipelined acks=-1 produces, or N
+  pipelined commits, share fsync rounds instead of waiting for N rounds one after the other.
+  A frame of any other class that arrives behind such a run is held, and the connection stops
+  reading, until the whole run is answered; so an OffsetFetch behind commits sees all of them.
 * ``RequestContext.mute`` makes a request a barrier even for an overlapping route.
 * Answers are written strictly in request order, whatever order they become ready in.
 
@@ -131,7 +133,7 @@ class _Slot:
     def __init__(self) -> None:
         self.data: bytes | list[Piece] | None = None
         self.done = False
-        #: while unanswered, no later request may be handled (not an overlapping route)
+        #: while unanswered, no later request may be handled (no overlap class, or muted)
         self.barrier = False
 
 
@@ -154,6 +156,8 @@ class KafkaConnection(asyncio.Protocol):
         self._tasks: set[asyncio.Future[Any]] = set()
         #: requests handed to their handler whose answer is not ready yet ...
         self._unanswered = 0
+        #: the overlap class of the run of requests unanswered now (None: no such run)
+        self._run_class: str | None = None
         #: ... and how many of them forbid handling any later request meanwhile
         self._barriers = 0
         #: a frame read behind a run of overlapping requests, not itself overlapping: handled
@@ -277,7 +281,10 @@ class KafkaConnection(asyncio.Protocol):
                     return
                 if read is None:
                     break
-                if self._unanswered and not self.dispatcher.overlaps(_api_key(read)):
+                if self._unanswered and (
+                    self._run_class is None
+                    or self.dispatcher.overlap_class(_api_key(read)) != self._run_class
+                ):
                     self._held = read
                     break
                 frame = read
@@ -329,9 +336,12 @@ class KafkaConnection(asyncio.Protocol):
             task = asyncio.ensure_future(result)
             self._tasks.add(task)
             self._unanswered += 1
-            if ctx.muted or not self.dispatcher.overlaps(api_key):
+            overlap = self.dispatcher.overlap_class(api_key)
+            if ctx.muted or overlap is None:
                 slot.barrier = True
                 self._barriers += 1
+            else:
+                self._run_class = overlap
             task.add_done_callback(lambda t: self._on_done(t, slot, messages, correlation_id))
         elif result is not None:
             slot = _Slot()
@@ -359,6 +369,8 @@ class KafkaConnection(asyncio.Protocol):
     ) -> None:
         self._tasks.discard(task)
         self._unanswered -= 1
+        if not self._unanswered:
+            self._run_class = None
         if slot.barrier:
             self._barriers -= 1
         if task.cancelled():

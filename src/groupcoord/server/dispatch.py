@@ -11,12 +11,21 @@ handler returns; only waiting (fsync, long-poll, parked joins) goes in the await
 
 While a request's awaitable is pending, its connection hands no later request to a handler
 (see ``server.connection``), as Kafka's socket server mutes a connection until its answer is
-sent. A route added with ``overlap=True`` relaxes that for runs of its own kind: it may be
-handed over while earlier requests of overlapping routes are still pending. Set it only when
-that cannot be observed: the handler applies every effect before it returns, visible to every
-later request at once, and its awaitable only waits (for durability) with an outcome that no
-later request's handling changes or depends on. Produce is such a route (appends are read at
-the log end; the awaitable waits for the fsync).
+sent. A route added with an ``overlap`` class relaxes that within a run of requests of that
+class: such a request is handed over while earlier requests are still pending if every one of
+them is of the same class. Give a class only where that cannot be observed: for any two
+requests A before B of the class on one connection, handling B while A waits must give the
+outcomes that handling B after A's answer gives. That is, B's handling reads nothing that A's
+pending part changes, and A's answer does not depend on B. Two such classes are used:
+
+* ``"produce"``: a Produce appends (readable at the log end at once) and records the
+  producer's sequence before its handler returns; only the fsync of acks=-1 is awaited.
+* ``"offset-commit"``: an OffsetCommit validates against the group's membership and generation
+  (which no commit changes) and appends its records before the handler returns; what it
+  awaits is its own write, after which its offsets are applied. Writes of one group go to one
+  partition and complete in order, so the committed offsets end as in sequence, and each
+  commit's answer depends only on its own write. An OffsetFetch, or any other request, behind
+  the run still waits for every commit of the run to be answered.
 """
 
 from __future__ import annotations
@@ -40,8 +49,8 @@ class Route(Generic[S]):
     min_version: int
     max_version: int
     handler: Handler[S]
-    #: may be handled while earlier requests of overlapping routes still wait (module docstring)
-    overlap: bool = False
+    #: requests of one overlap class may wait alongside each other (module docstring)
+    overlap: str | None = None
 
 
 class Dispatcher(Generic[S]):
@@ -49,7 +58,7 @@ class Dispatcher(Generic[S]):
         self.state = state
         self.registry = ApiRegistry()
         self._routes: dict[int, Route[S]] = {}
-        self._overlapping: set[int] = set()
+        self._overlap: dict[int, str] = {}
 
     def add(
         self,
@@ -58,7 +67,7 @@ class Dispatcher(Generic[S]):
         max_version: int,
         handler: Handler[S],
         *,
-        overlap: bool = False,
+        overlap: str | None = None,
     ) -> None:
         self.registry.register(api_key, min_version, max_version)
         self._routes[api_key] = Route(
@@ -68,14 +77,14 @@ class Dispatcher(Generic[S]):
             handler=handler,
             overlap=overlap,
         )
-        if overlap:
-            self._overlapping.add(api_key)
+        if overlap is not None:
+            self._overlap[api_key] = overlap
         else:
-            self._overlapping.discard(api_key)
+            self._overlap.pop(api_key, None)
 
-    def overlaps(self, api_key: int) -> bool:
-        """Whether requests of this API may wait alongside earlier ones of overlapping APIs."""
-        return api_key in self._overlapping
+    def overlap_class(self, api_key: int) -> str | None:
+        """The overlap class of an API's requests (None: none; unknown APIs have none)."""
+        return self._overlap.get(api_key)
 
     def route(self, api_key: int) -> Route[S]:
         return self._routes[api_key]
