@@ -164,6 +164,9 @@ _NULL_CASES = [
 def test_null_is_refused_exactly_where_the_schema_does_not_allow_it(
     key: int, version: int, empty: bytes, null: bytes, field: str, nullable: bool
 ) -> None:
+    """Kafka's generated readers (MessageDataGenerator) throw "non-nullable field ... was
+    serialized as null" for these, and the request fails to parse (the connection is closed);
+    a null where ``nullableVersions`` allows it is read as null."""
     m = load_messages(key, version)
     check_request(empty, 0, m.request_type)
     m.reader(empty, 0)  # the empty form is a valid body: the null one differs only in that field

@@ -207,7 +207,9 @@ def test_null_where_the_schema_forbids_it_closes_only_that_connection_with_one_l
     malformed frame: that connection closes with one warning line and no traceback (it used to
     reach the handlers, which failed with TypeError and logged a traceback at ERROR); the
     broker goes on serving others, and a null where the schema allows it (Metadata v1+ topics,
-    "all topics") is answered."""
+    "all topics") is answered. Kafka's generated readers refuse the same nulls ("non-nullable
+    field ... was serialized as null"), and a request that fails to parse closes its connection
+    (SocketServer's Processor)."""
     proc, port = start(tmp_path)
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=20) as keep:
