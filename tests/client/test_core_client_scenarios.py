@@ -9,6 +9,7 @@ from __future__ import annotations
 from member_world import CRASH, GROUP, World, partition_events
 
 from groupcoord.client import messages as m
+from groupcoord.client.assignors.base import subscription_from_bytes
 from groupcoord.client.consumer_core import (
     CommitCompleted,
     PartitionsAssigned,
@@ -79,8 +80,6 @@ def test_eager_rebalance_revokes_everything_before_the_join_is_sent() -> None:
     assert rejoin.at >= revoke_time
     assert revoked == 1
     # the rejoin announces nothing owned (all revoked)
-    from groupcoord.client.assignors.base import subscription_from_bytes
-
     assert subscription_from_bytes(rejoin.request.protocols[0][1]).owned_partitions == ()
 
 
@@ -284,3 +283,78 @@ def test_fatal_join_error_stops_the_member() -> None:
     assert b.core.fatal_error is not None and b.core.fatal_error.code is ErrorCode.GROUP_MAX_SIZE_REACHED
     assert len(b.sent_of(m.JoinGroupRequest)) == 1  # refused at the first step, never retried
     assert b.events_of(PartitionsAssigned) == [] and b.events_of(PartitionsRevoked) == []
+
+
+def test_leader_rejoins_when_partition_metadata_changes() -> None:
+    """The leader refreshes metadata every metadata.max.age.ms; more partitions of a subscribed
+    topic make it rejoin, and the new partitions get owners.
+    Kafka: ConsumerCoordinatorTest.testMetadataChangeTriggersRebalance."""
+    w = World({"t": 6})
+    a = w.add("a", partition_assignment_strategy="range", metadata_max_age_ms=1000)
+    b = w.add("b", partition_assignment_strategy="range", metadata_max_age_ms=1000)
+    w.run(1000)
+    gen = w.generation()
+    w.topics["t"] = 8
+    w.run(2500)
+    assert w.generation() == gen + 1
+    owned = a.owned() | b.owned()
+    assert owned == {TopicPartition("t", p) for p in range(8)} and not (a.owned() & b.owned())
+    leader = a if a.core.is_leader else b
+    assert "cached metadata has changed" in (leader.sent_of(m.JoinGroupRequest)[-1].request.reason or "")
+
+
+def test_subscription_change_rejoins_and_cooperative_revokes_only_the_dropped_topic() -> None:
+    """Changing the subscription makes the member rejoin (ConsumerCoordinatorTest.testRejoinGroup);
+    under COOPERATIVE only the partitions of the dropped topic are revoked before the join
+    (ConsumerCoordinator.onJoinPrepare)."""
+    w = World({"t": 2, "u": 2})
+    a = w.add("a", partition_assignment_strategy="cooperative-sticky")
+    w.run(1000)
+    assert a.owned() == {
+        TopicPartition("t", 0),
+        TopicPartition("t", 1),
+        TopicPartition("u", 0),
+        TopicPartition("u", 1),
+    }
+    a.core.subscribe(["t"])
+    w.run(1000)
+    assert a.owned() == {TopicPartition("t", 0), TopicPartition("t", 1)}
+    assert partition_events(a)[1:] == [
+        ("revoked", (TopicPartition("u", 0), TopicPartition("u", 1))),
+        ("assigned", ()),
+    ]
+    assert a.sent_of(m.JoinGroupRequest)[-1].request.reason == "subscription has changed"
+
+
+def test_unsubscribe_revokes_and_leaves() -> None:
+    """unsubscribe(): onPartitionsRevoked with the generation still valid, then LeaveGroup.
+    Kafka: ConsumerCoordinatorTest.testUnsubscribeWithValidGeneration."""
+    w = World({"t": 2})
+    a = w.add("a")
+    b = w.add("b")
+    w.run(1000)
+    had = tuple(sorted(a.owned()))
+    a.core.unsubscribe(w.now())
+    w.run(1000)
+    assert ("revoked", had) in partition_events(a)
+    (leave,) = a.sent_of(m.LeaveGroupRequest)
+    assert leave.request.reason == "the consumer unsubscribed from all topics"
+    assert b.owned() == {TopicPartition("t", 0), TopicPartition("t", 1)}
+    assert a.core.state is MemberState.UNJOINED and not a.owned()
+
+
+def test_manual_assignment_commits_without_a_generation() -> None:
+    """assign(): no JoinGroup; commits carry generation -1 and member "" with no instance id.
+    Kafka: ConsumerCoordinatorTest.testCommitAfterLeaveGroup."""
+    w = World({"t": 2})
+    a = w.add("a")
+    a.core.unsubscribe(w.now())
+    a.core.assign([TopicPartition("t", 1)])
+    cid = a.core.commit({TopicPartition("t", 1): OffsetAndMetadata(offset=11)}, w.now())
+    w.run(500)
+    (done,) = a.events_of(CommitCompleted)
+    assert done.commit_id == cid and done.error is None
+    (req,) = (s.request for s in a.sent_of(m.OffsetCommitRequest))
+    assert (req.generation_id, req.member_id, req.group_instance_id) == (-1, "", None)
+    assert a.sent_of(m.JoinGroupRequest) == [] and a.sent_of(m.HeartbeatRequest) == []
+    assert w.coordinator.group(GROUP).offsets[("t", 1)].offset == 11  # type: ignore[union-attr]
