@@ -19,6 +19,7 @@ testCommitOffsetUnknownMemberShouldResetToNoGeneration, testRefreshOffsetWithPen
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import pytest
@@ -369,3 +370,21 @@ def test_assigned_event_follows_the_successful_join() -> None:
         ev.partitions == (T0, TopicPartition("t", 1)) and ev.generation_id == a.core.generation.generation_id
     )
     assert w.generation() == ev.generation_id
+
+
+def test_coordinator_discovery_backs_off_exponentially() -> None:
+    """FindCoordinator retries wait retry.backoff.ms x 2^n (jitter 0.2) up to retry.backoff.max.ms.
+    Kafka: AbstractCoordinatorTest.testCoordinatorDiscoveryExponentialBackoff."""
+    w = World({"t": 1})
+    a = w.add("a")
+    w.find_error = E.COORDINATOR_NOT_AVAILABLE
+    w.run(2000)
+    times = [s.at for s in a.sent_of(m.FindCoordinatorRequest)]
+    gaps = [t2 - t1 for t1, t2 in itertools.pairwise(times)]
+    expected = [50, 100, 200, 400, 400]  # retry.backoff.ms 50, retry.backoff.max.ms 400
+    assert len(gaps) >= len(expected)
+    for gap, base in zip(gaps, expected, strict=False):
+        assert 0.8 * base <= gap <= 1.2 * base + 1, (gaps, expected)
+    w.find_error = None
+    w.run(1000)
+    assert a.core.state is MemberState.STABLE
