@@ -339,7 +339,7 @@ class AbstractCoordinator:
                 self.rebalance_config.group_id,
             )
             self.maybe_leave_group("consumer poll timeout has expired.", now_ms)
-        elif self.heartbeat.in_flight is None and self.heartbeat.should_heartbeat(now_ms):
+        elif self.heartbeat.should_heartbeat(now_ms):  # as Java: even if the last one is unanswered
             self.send_heartbeat_request(now_ms)
         return self._drain_only_heartbeat_thread()
 
@@ -404,10 +404,9 @@ class AbstractCoordinator:
             return self._now  # it will disable itself
         if self.coordinator is None:
             return self._find_not_before if self._find_request is None else None
-        t = min(self.heartbeat.session_deadline, self.heartbeat.poll_deadline)
-        if self.heartbeat.in_flight is None:
-            t = min(t, self.heartbeat.next_heartbeat)
-        return t
+        return min(
+            self.heartbeat.session_deadline, self.heartbeat.poll_deadline, self.heartbeat.next_heartbeat
+        )
 
     def events(self) -> list[MemberEvent]:
         out, self._events = self._events, []
