@@ -216,6 +216,20 @@ def test_other_request_behind_a_run_of_overlapping_ones_waits_until_the_run_is_a
     run(scenario, overlap=classes)
 
 
+def test_more_pipelined_requests_than_max_in_flight_in_one_write_are_all_answered() -> None:
+    """600 requests in one write: after MAX_IN_FLIGHT (256) answers the connection writes them
+    and goes on with the frames it already holds (it used to wait for more bytes, forever)."""
+
+    async def scenario(state: State, server: KafkaServer) -> None:
+        c = await Client.connect(server)
+        await c.send(*[md(c, corr) for corr in range(1, 601)])
+        answered = [(await c.recv(METADATA, 12))[0] for _ in range(600)]
+        assert answered == list(range(1, 601))
+        c.close()
+
+    run(scenario)
+
+
 def test_muted_request_stops_even_overlapping_ones_until_its_answer_is_out() -> None:
     async def scenario(state: State, server: KafkaServer) -> None:
         state.mute_heartbeats = True

@@ -261,37 +261,56 @@ class KafkaConnection(asyncio.Protocol):
             self._reading_paused = False
 
     def _pump(self) -> None:
+        while self._dispatch():
+            # Stopped at MAX_IN_FLIGHT answers owed: write the ready ones, then go on with the
+            # frames already buffered (no more bytes may ever come to wake this up).
+            self._flush()
+            if self._closing:
+                return
+        # Answers ready after this read leave together: one write for all of them.
+        self._flush()
+        self._update_reading()
+
+    def _dispatch(self) -> bool:
+        """Hand buffered frames to their handlers while the ordering rule allows; True if it
+        stopped only because MAX_IN_FLIGHT answers are owed and some of them are ready."""
         while True:
             held = self._held
             if held is not None:
                 if self._unanswered:
-                    break  # the run of overlapping requests it waits for is not answered yet
+                    return False  # the run of overlapping requests it waits for is not answered yet
                 self._held = None
                 if self._blocked():
                     self._held = held
-                    break
+                    return self._only_full()
                 frame = held
             else:
                 if self._blocked():
-                    break
+                    return self._only_full()
                 try:
                     read = self._decoder.next_frame()
                 except FrameError as exc:
                     self.abort(str(exc))
-                    return
+                    return False
                 if read is None:
-                    break
+                    return False
                 if self._unanswered and (
                     self._run_class is None
                     or self.dispatcher.overlap_class(_api_key(read)) != self._run_class
                 ):
                     self._held = read
-                    break
+                    return False
                 frame = read
             self._handle_frame(frame)
-        # Answers ready after this read leave together: one write for all of them.
-        self._flush()
-        self._update_reading()
+
+    def _only_full(self) -> bool:
+        """Whether the one thing stopping the reading is a full queue whose head is ready."""
+        return (
+            len(self._pending) >= MAX_IN_FLIGHT
+            and self._pending[0].done
+            and not (self._closing or self._draining or self._write_paused or self._sender is not None)
+            and self._barriers == 0
+        )
 
     def _handle_frame(self, frame: bytes) -> None:
         registry = self.dispatcher.registry
