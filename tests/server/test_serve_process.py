@@ -286,6 +286,16 @@ def test_damaged_producer_id_block_exits_2_with_one_line_naming_the_file(
     )  # fmt: skip
 
 
+def test_damaged_topics_file_exits_2_with_one_line_naming_the_file(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "__topics.json").write_text('{"topics": {"t": {"partitions": 1}}}')
+    proc = _serve_exits(data)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"groupcoord: {data / '__topics.json'} is damaged (KeyError: 'topic_id')\n"
+    )  # fmt: skip
+
+
 def test_data_dir_that_is_a_file_exits_2_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("not a directory")
     proc = _serve_exits(tmp_path / "f")

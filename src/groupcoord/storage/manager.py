@@ -32,7 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from groupcoord.clock import Clock
-from groupcoord.errors import ErrorCode, KafkaError
+from groupcoord.errors import DataDirError, ErrorCode, KafkaError
 
 from .log import LogConfig, PartitionLog, RecoveryReport, fsync_dir
 
@@ -167,16 +167,19 @@ class LogManager:
             shutil.rmtree(leftover, ignore_errors=True)
         path = self.data_dir / TOPICS_FILE
         if path.exists():
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            for name, entry in raw.get("topics", {}).items():
-                meta = TopicMeta(
-                    name=name,
-                    topic_id=uuid.UUID(entry["topic_id"]),
-                    partitions=int(entry["partitions"]),
-                    configs=dict(entry.get("configs", {})),
-                    internal=bool(entry.get("internal", False)),
-                )
-                self._topics[name] = meta
+            try:
+                raw = json.loads(path.read_text(encoding="utf-8"))
+                for name, entry in raw.get("topics", {}).items():
+                    meta = TopicMeta(
+                        name=name,
+                        topic_id=uuid.UUID(entry["topic_id"]),
+                        partitions=int(entry["partitions"]),
+                        configs=dict(entry.get("configs", {})),
+                        internal=bool(entry.get("internal", False)),
+                    )
+                    self._topics[name] = meta
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:  # damaged: stop, naming it
+                raise DataDirError(f"{path} is damaged ({type(exc).__name__}: {exc})") from None
         else:
             self._topics = self._topics_from_partition_dirs()
             if self._topics:
