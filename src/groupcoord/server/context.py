@@ -10,9 +10,10 @@ class RequestContext:
     """Per-request context handed to every handler.
 
     ``client_host`` is in Kafka's ``/127.0.0.1`` form (what DescribeGroups shows).
-    A handler that parks its answer (returns an awaitable) may call :meth:`mute` so the
-    connection reads no further request until this one is answered, as Kafka does for
-    requests it holds in purgatory, e.g. JoinGroup and SyncGroup.
+    While a handler's awaitable is pending the connection hands no later request to a handler
+    anyway (``server.connection``), except within a run of one overlap class; :meth:`mute`
+    makes this request hold back even those, as Kafka does for every request (JoinGroup and
+    SyncGroup call it).
     """
 
     connection_id: int
