@@ -358,3 +358,27 @@ def test_manual_assignment_commits_without_a_generation() -> None:
     assert (req.generation_id, req.member_id, req.group_instance_id) == (-1, "", None)
     assert a.sent_of(m.JoinGroupRequest) == [] and a.sent_of(m.HeartbeatRequest) == []
     assert w.coordinator.group(GROUP).offsets[("t", 1)].offset == 11  # type: ignore[union-attr]
+
+
+def test_pattern_members_each_pick_up_a_new_matching_topic() -> None:
+    """A new topic matching the pattern: the leader sees it first and rejoins; the assignors give
+    a topic only to members whose subscription lists it, so the follower gets a share after its
+    own metadata refresh; then the group settles."""
+    w = World({"orders-a": 2})
+    a = w.add("a", partition_assignment_strategy="roundrobin", metadata_max_age_ms=500)
+    a.core.subscribe_pattern(r"orders-.*")
+    w.run(1000)
+    b = w.add("b", partition_assignment_strategy="roundrobin", metadata_max_age_ms=2000)
+    b.core.subscribe_pattern(r"orders-.*")
+    w.run(1000)
+    assert a.core.is_leader and len(b.owned()) == 1
+    w.topics["orders-b"] = 2
+    w.run(700)
+    assert {tp.topic for tp in a.owned()} == {"orders-a", "orders-b"} and len(a.owned()) == 3
+    w.run(2500)
+    gen = w.generation()
+    w.run(3000)
+    assert w.generation() == gen  # settled: no rebalance loop
+    assert a.core.subscription() == b.core.subscription() == {"orders-a", "orders-b"}
+    assert {tp.topic for tp in b.owned()} == {"orders-a", "orders-b"}
+    assert len(a.owned() | b.owned()) == 4 and not (a.owned() & b.owned())

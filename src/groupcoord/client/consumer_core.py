@@ -284,6 +284,13 @@ class ConsumerCoordinator(AbstractCoordinator):
     def fetch_committed(self, partitions: Iterable[TopicPartition], now_ms: int) -> int:
         """Queue an OffsetFetch; answered by a :class:`CommittedOffsets` event with the returned id."""
         fid = self._new_commit_id()
+        if self.config.group_id is None:
+            self._events.append(
+                CommittedOffsets(
+                    fetch_id=fid, offsets=(), error=KafkaClientError("committed() needs group.id")
+                )
+            )
+            return fid
         self._fetches.append(
             _Fetch(
                 fetch_id=fid,
@@ -464,6 +471,13 @@ class ConsumerCoordinator(AbstractCoordinator):
             self.request_rejoin("unreadable assignment")
             return
         assigned = set(a.partitions)
+        if self._pattern is not None:
+            # the leader's metadata may know matching topics ours does not yet (Java
+            # maybeUpdateJoinedSubscription): a topic the pattern matches is subscribed
+            extra = {tp.topic for tp in assigned if self._pattern.fullmatch(tp.topic)} - self._subscription
+            if extra:
+                self._subscription = self._subscription | extra
+                self._joined_subscription = self._subscription
         if any(tp.topic not in self._subscription for tp in assigned):
             self.request_rejoin("received assignment does not match the current subscription")
             return
