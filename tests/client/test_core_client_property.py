@@ -4,8 +4,8 @@ Joins, poll gaps (some past max.poll.interval.ms), crashes, restarts (static mem
 their group.instance.id) and cut connections, all under one ManualClock. After every instant:
 no partition is owned by two STABLE members of the same generation. Once the members stay up
 (no more gaps, cuts or crashes): every member is STABLE in the coordinator's generation and
-every partition is owned by exactly one of them. For an eager (range) and a cooperative
-(cooperative-sticky) assignor.
+every partition is owned by exactly one of them. For the eager assignors (range, roundrobin,
+sticky) and the cooperative one (cooperative-sticky).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from groupcoord.client.types import TopicPartition
 
 TOPICS = {"t": 5, "u": 3}
 MAX_MEMBERS = 10
+_KEEP: dict[int, object] = {}
 
 
 @dataclass(frozen=True)
@@ -42,23 +43,38 @@ ops = st.one_of(
 )
 
 
-def _check_same_generation_disjoint(w: World) -> None:
+def _check_same_generation_disjoint(
+    w: World, history: dict[int, dict[int | str, frozenset[TopicPartition]]]
+) -> None:
+    """No partition owned by two STABLE members of one generation, now or at any earlier instant
+    (``history``: generation -> owner -> what it held while STABLE in it; crashed members'
+    entries stay). A static member's owner is its group.instance.id: a restarted instance
+    legitimately resumes its predecessor's assignment in the same generation (KIP-345)."""
     by_gen: dict[int, dict[TopicPartition, str]] = {}
     for mm in w.live():
         core = mm.core
         if core.state is not MemberState.STABLE:
             continue
-        seen = by_gen.setdefault(core.generation.generation_id, {})
+        gen = core.generation.generation_id
+        seen = by_gen.setdefault(gen, {})
         for tp in core.assignment():
-            assert tp not in seen, (
-                f"{tp} owned by {seen[tp]} and {mm.name} in generation {core.generation.generation_id}"
-            )
+            assert tp not in seen, f"{tp} owned by {seen[tp]} and {mm.name} in generation {gen}"
             seen[tp] = mm.name
+        held = history.setdefault(gen, {})
+        owner: int | str = core.rebalance_config.group_instance_id or id(core)
+        _KEEP.setdefault(id(core), core)  # ids stay unique: no history owner is ever collected
+        held[owner] = held.get(owner, frozenset()) | core.assignment()
+        for other, parts in held.items():
+            if other != owner:
+                both = parts & held[owner]
+                assert not both, f"{sorted(both)} held by two members of generation {gen}"
 
 
 def _run_schedule(strategy: str, schedule: list[Op]) -> None:
     w = World(dict(TOPICS))
-    w.after_turn = lambda: _check_same_generation_disjoint(w)
+    history: dict[int, dict[int | str, frozenset[TopicPartition]]] = {}
+    _KEEP.clear()
+    w.after_turn = lambda: _check_same_generation_disjoint(w, history)
     names: list[str] = []
     static_of: dict[str, str | None] = {}
 
@@ -122,7 +138,7 @@ def _run_schedule(strategy: str, schedule: list[Op]) -> None:
     assert g is not None and len(g.members) == len(live)
 
 
-@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky", "roundrobin", "sticky"])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schedule=st.lists(ops, max_size=25))
 def test_random_schedules_never_double_own_and_converge(strategy: str, schedule: list[Op]) -> None:
