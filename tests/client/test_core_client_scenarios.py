@@ -382,3 +382,47 @@ def test_pattern_members_each_pick_up_a_new_matching_topic() -> None:
     assert a.core.subscription() == b.core.subscription() == {"orders-a", "orders-b"}
     assert {tp.topic for tp in b.owned()} == {"orders-a", "orders-b"}
     assert len(a.owned() | b.owned()) == 4 and not (a.owned() & b.owned())
+
+
+def test_auto_commit_before_an_eager_rebalance_then_revoke_then_join() -> None:
+    """With enable.auto.commit, onJoinPrepare commits the consumed positions first, then revokes,
+    then the JoinGroup goes out (ConsumerCoordinator.onJoinPrepare; ConsumerCoordinatorTest
+    testOnJoinPrepareWithOffsetCommitShouldSuccessAfterRetry's success path)."""
+    w = World({"t": 6})
+    a = w.add(
+        "a", partition_assignment_strategy="range", enable_auto_commit=True, auto_commit_interval_ms=60_000
+    )
+    w.run(1000)
+    a.core.update_positions({T[2]: OffsetAndMetadata(offset=17)})
+    w.add("b", partition_assignment_strategy="range")
+    w.run(1000)
+    commit = a.sent_of(m.OffsetCommitRequest)[-1]
+    rejoin = a.sent_of(m.JoinGroupRequest)[-1]
+    revoke_time = next(t for t, name, e in w.log if name == "a" and e.startswith("PartitionsRevoked"))
+    assert dict(commit.request.offsets) == {T[2]: OffsetAndMetadata(offset=17)}
+    assert commit.request.generation_id == 1
+    assert commit.at <= revoke_time <= rejoin.at
+    assert w.coordinator.group(GROUP).offsets[("t", 2)].offset == 17  # type: ignore[union-attr]
+
+
+def test_async_commit_is_not_retried_but_a_sync_commit_is() -> None:
+    """commitAsync reports a retriable failure without retrying; commitSync retries it
+    (ConsumerCoordinator.commitOffsetsAsync / commitOffsetsSync)."""
+    w = World({"t": 2})
+    a = w.add("a")
+    w.run(1000)
+    w.inject_error("a", m.OffsetCommitRequest, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    cid = a.core.commit({T[0]: OffsetAndMetadata(offset=1)}, w.now(), asynchronous=True)
+    w.run(500)
+    (done,) = a.events_of(CommitCompleted)
+    assert done.commit_id == cid and done.error is not None
+    assert done.error.code is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert not isinstance(done.error, CommitFailedError)
+    assert len(a.sent_of(m.OffsetCommitRequest)) == 1
+    w.inject_error("a", m.OffsetCommitRequest, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    cid2 = a.core.commit({T[0]: OffsetAndMetadata(offset=2)}, w.now())
+    w.run(500)
+    done2 = a.events_of(CommitCompleted)[-1]
+    assert done2.commit_id == cid2 and done2.error is None
+    assert len(a.sent_of(m.OffsetCommitRequest)) == 3
+    assert w.coordinator.group(GROUP).offsets[("t", 0)].offset == 2  # type: ignore[union-attr]
