@@ -29,6 +29,8 @@ def _action_text(rule: Rule) -> str:
         parts.insert(1, "reset generation, rejoin")
     if rule.rejoin:
         parts.append("rejoin")
+    if rule.report:
+        parts.append("reported to the application")
     return "; ".join(parts)
 
 

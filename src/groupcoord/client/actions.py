@@ -65,6 +65,8 @@ class Rule:
     """For COMMIT_FAILED: also reset the generation and rejoin."""
     rejoin: bool = False
     """For COMMIT_FAILED / RETRY / REDISCOVER during a join: also request a rejoin."""
+    report: bool = False
+    """Also surface the error to the application once, as a non-fatal error event."""
     note: str = ""
 
 
@@ -89,7 +91,7 @@ TABLE: dict[Api, dict[E | None, Rule]] = {
         E.NETWORK_EXCEPTION: Rule(action=Action.RETRY),
         E.REQUEST_TIMED_OUT: Rule(action=Action.RETRY),
         E.GROUP_AUTHORIZATION_FAILED: _FATAL,
-        DEFAULT: Rule(action=Action.RETRY, note="reported to the application, then retried"),
+        DEFAULT: Rule(action=Action.RETRY, report=True, note="reported to the application, then retried"),
     },
     Api.JOIN_GROUP: {
         E.NONE: Rule(action=Action.SUCCESS, note="COMPLETING_REBALANCE, heartbeat enabled; leader assigns"),
@@ -189,16 +191,3 @@ def action_for(api: Api, code: E) -> Rule:
     rows = TABLE[api]
     rule = rows.get(code)
     return rows[DEFAULT] if rule is None else rule
-
-
-def is_retriable(code: E) -> bool:
-    """Kafka's ``RetriableException`` codes among those the member meets."""
-    return code in (
-        E.COORDINATOR_LOAD_IN_PROGRESS,
-        E.COORDINATOR_NOT_AVAILABLE,
-        E.NOT_COORDINATOR,
-        E.REQUEST_TIMED_OUT,
-        E.NETWORK_EXCEPTION,
-        E.UNKNOWN_TOPIC_OR_PARTITION,
-        E.UNSTABLE_OFFSET_COMMIT,
-    )

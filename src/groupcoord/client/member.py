@@ -625,7 +625,7 @@ class AbstractCoordinator:
         if rule.action is Action.FATAL:
             self._fatal(FatalGroupError(f"FindCoordinator failed: {resp.error.name}", resp.error))
             return
-        if resp.error not in TABLE_RETRIABLE_FIND:
+        if rule.report:
             self._report(KafkaClientError(f"FindCoordinator failed: {resp.error.name}", resp.error))
         self._find_not_before = now_ms + self.retry_backoff.backoff(self._find_attempts)
         self._find_attempts += 1
@@ -965,14 +965,6 @@ class AbstractCoordinator:
     def in_flight_count(self) -> int:
         return len(self._inflight)
 
-
-TABLE_RETRIABLE_FIND = (
-    ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.NOT_COORDINATOR,
-    ErrorCode.NETWORK_EXCEPTION,
-    ErrorCode.REQUEST_TIMED_OUT,
-)
 
 __all__ = [
     "HEARTBEAT_THREAD_PREFIX",
