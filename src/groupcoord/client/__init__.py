@@ -9,6 +9,8 @@ an injected clock; the blocking :class:`Consumer`, the asyncio :class:`AsyncCons
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from groupcoord.client.errors import (
     CommitFailedError,
     ConfigError,
@@ -17,10 +19,36 @@ from groupcoord.client.errors import (
 )
 from groupcoord.client.types import OffsetAndMetadata, Record, TopicPartition
 
+if TYPE_CHECKING:
+    from groupcoord.client.aio import AsyncConsumer
+    from groupcoord.client.consumer import Consumer
+    from groupcoord.client.group_member import GroupMember
+
+_ADAPTERS = {
+    "AsyncConsumer": "groupcoord.client.aio",
+    "Consumer": "groupcoord.client.consumer",
+    "GroupMember": "groupcoord.client.group_member",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The adapters (sockets, threads) load on first use: the values above stay importable
+    # without them, and the adapter modules can import this package's submodules freely.
+    module = _ADAPTERS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
+    "AsyncConsumer",
     "CommitFailedError",
     "ConfigError",
+    "Consumer",
     "FatalGroupError",
+    "GroupMember",
     "KafkaClientError",
     "OffsetAndMetadata",
     "Record",

@@ -64,6 +64,7 @@ class AsyncConsumer:
         self._core_requests = 0
         self._waiters: list[asyncio.Future[None]] = []
         self._heartbeat_task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def __aenter__(self) -> AsyncConsumer:
         self._start()
@@ -198,6 +199,7 @@ class AsyncConsumer:
             return
         try:
             core = self._engine.core
+            self._stopping = True
             if self._heartbeat_task is not None:
                 self._heartbeat_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -244,13 +246,16 @@ class AsyncConsumer:
                 w.set_result(None)
 
     async def _wait(self, timeout_s: float) -> None:
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # call_later instead of asyncio.wait_for: on 3.11 wait_for can swallow a cancellation
+        # that races with the waiter's completion, and close() cancels the heartbeat task
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
         self._waiters.append(waiter)
+        timer = loop.call_later(max(0.0, timeout_s), _resolve, waiter)
         try:
-            await asyncio.wait_for(waiter, max(0.0, timeout_s))
-        except TimeoutError:
-            pass
+            await waiter
         finally:
+            timer.cancel()
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
 
@@ -358,9 +363,14 @@ class AsyncConsumer:
     async def _heartbeat_loop(self) -> None:
         """The heartbeat thread of the seeds, as a task: sends only while the core is enabled."""
         core = self._engine.core
-        while not self._engine.closed:
+        while not self._stopping:
             for out in core.heartbeat_poll(now_ms()):
                 self._send_core(out)
             deadline: int | None = core.next_heartbeat_deadline_ms()
             wait_s = 0.1 if deadline is None else max(0.0, min(0.1, (deadline - now_ms()) / 1000))
             await self._wait(wait_s)
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
