@@ -27,6 +27,7 @@ from groupcoord.storage.batch import (
     Record,
     decode_records,
     iter_batches,
+    iter_record_spans,
     validate_batch,
 )
 
@@ -212,78 +213,27 @@ def iter_records(walk: SplitWalk) -> Iterator[tuple[BatchHeader, Record]]:
             yield header, record
 
 
-def _varint(data: bytes, p: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if p >= len(data):
-            raise CorruptBatchError("record data ends inside a varint")
-        b = data[p]
-        p += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), p
-        shift += 7
-        if shift > 63:
-            raise CorruptBatchError("varint longer than 10 bytes")
-
-
 def iter_key_values(
     header: BatchHeader, data: bytes
 ) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
     """(offset, timestamp, key, value) of every record in a batch's (decompressed) records block.
 
-    A lean walk for the hot path of ``consumer-offsets``: record headers are skipped by length and
-    one-byte varints are read inline. ``decode_records`` (storage) is the reference; the tests
-    check the two agree on every codec.
+    The lean walk for ``consumer-offsets``: the storage walker's spans, record headers skipped by
+    length. ``decode_records`` (storage) is the reference; the tests check the two agree on every
+    codec.
     """
     base_offset = header.base_offset
-    base_ts = header.max_timestamp if header.timestamp_type == 1 else header.base_timestamp
     log_append = header.timestamp_type == 1
-    p = 0
-    end = len(data)
-    for _ in range(header.record_count):
-        b = data[p] if p < end else 0x80
-        if b < 0x80:
-            length, p = (b >> 1) ^ -(b & 1), p + 1
-        else:
-            length, p = _varint(data, p)
-        rec_end = p + length
-        if length < 0 or rec_end > end:
-            raise CorruptBatchError("record length runs past the records block")
-        p += 1  # attributes
-        b = data[p]
-        if b < 0x80:
-            ts_delta, p = (b >> 1) ^ -(b & 1), p + 1
-        else:
-            ts_delta, p = _varint(data, p)
-        b = data[p]
-        if b < 0x80:
-            off_delta, p = (b >> 1) ^ -(b & 1), p + 1
-        else:
-            off_delta, p = _varint(data, p)
-        b = data[p]
-        if b < 0x80:
-            klen, p = (b >> 1) ^ -(b & 1), p + 1
-        else:
-            klen, p = _varint(data, p)
-        key: bytes | None = None
-        if klen >= 0:
-            key = data[p : p + klen]
-            p += klen
-        b = data[p]
-        if b < 0x80:
-            vlen, p = (b >> 1) ^ -(b & 1), p + 1
-        else:
-            vlen, p = _varint(data, p)
-        value: bytes | None = None
-        if vlen >= 0:
-            value = data[p : p + vlen]
-            p += vlen
-        if p > rec_end:
-            raise CorruptBatchError("record fields run past the record length")
-        p = rec_end
-        yield base_offset + off_delta, base_ts if log_append else base_ts + ts_delta, key, value
+    base_ts = header.max_timestamp if log_append else header.base_timestamp
+    for _attrs, ts_delta, off_delta, kp, klen, vp, vlen, _hp, _end in iter_record_spans(
+        data, header.record_count
+    ):
+        yield (
+            base_offset + off_delta,
+            base_ts if log_append else base_ts + ts_delta,
+            data[kp : kp + klen] if klen >= 0 else None,
+            data[vp : vp + vlen] if vlen >= 0 else None,
+        )
 
 
 def file_size(path: str) -> int:

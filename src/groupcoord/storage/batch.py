@@ -36,6 +36,8 @@ import lz4.frame
 import snappy
 import zstandard
 
+from groupcoord.storage.varint import VarintError, read_varint, write_varint
+
 __all__ = [
     "ATTR_COMPRESSION_MASK",
     "ATTR_CONTROL",
@@ -58,8 +60,9 @@ __all__ = [
     "decompress",
     "encode_batch",
     "iter_batches",
+    "iter_record_spans",
     "parse_header",
-    "read_varint",
+    "read_record_headers",
     "rewrite_base_offset",
     "set_log_append_time",
     "validate_batch",
@@ -259,11 +262,6 @@ def rewrite_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int)
     _I64.pack_into(buf, pos, base_offset)
 
 
-def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
-    """Set the batch's partition leader epoch (outside the CRC)."""
-    _BE_I32.pack_into(buf, pos + 12, epoch)
-
-
 def set_log_append_time(buf: bytearray | memoryview, pos: int, ts: int) -> None:
     """Stamp a batch with LogAppendTime ``ts``: timestamp-type bit set, max_timestamp = ts.
 
@@ -347,50 +345,6 @@ def _xerial_decompress(raw: bytes) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-# Varints (zigzag, as the v2 record format uses them)
-# --------------------------------------------------------------------------------------------
-
-
-def _read_varint(b: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        try:
-            byte = b[pos]
-        except IndexError:
-            raise CorruptBatchError("record data ends inside a varint") from None
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptBatchError("varint longer than 10 bytes")
-
-
-#: The zig-zag varint reader, ``(value, next position)``, for bulk scanners of records blocks
-#: (``CorruptBatchError`` when the data ends inside the varint or it exceeds 10 bytes).
-read_varint = _read_varint
-
-
-def _write_varint(out: bytearray, value: int) -> None:
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def _varint_size(value: int) -> int:
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
-
-
-# --------------------------------------------------------------------------------------------
 # Records
 # --------------------------------------------------------------------------------------------
 
@@ -409,22 +363,28 @@ def records_block(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[Ba
 RecordTuple = tuple[int, int, bytes | None, bytes | None, RecordHeaders, int]
 
 
-def decode_record_tuples(
-    buf: bytes | bytearray | memoryview, pos: int = 0
-) -> tuple[BatchHeader, list[RecordTuple]]:
-    """The header and the records of the batch at ``pos`` as plain tuples (the fast path for
-    bulk readers); field order as in :class:`Record`."""
-    header, data = records_block(buf, pos)
-    base_offset = header.base_offset
-    base_ts = header.base_timestamp
-    fixed_ts = header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else None
-    out: list[RecordTuple] = []
-    append = out.append
-    read_varint = _read_varint
+#: Where one record's fields lie in a records block, as :func:`iter_record_spans` yields them:
+#: (attributes, timestamp delta, offset delta, key position, key length, value position,
+#: value length, headers position, record end). A length of -1 is null.
+RecordSpan = tuple[int, int, int, int, int, int, int, int, int]
+
+
+def iter_record_spans(data: bytes | bytearray | memoryview, record_count: int) -> Iterator[RecordSpan]:
+    """The one walker of a (decompressed) records block: where each of ``record_count`` records'
+    fields lie, without copying any of them.
+
+    Record headers are not read: they start at the headers position and end at the record end
+    (callers that need them parse that range; see :func:`decode_record_tuples`). Checked: every
+    record's length fits the block and its key and value end within the record.
+
+    Raises:
+        CorruptBatchError: the block ends inside a record, a varint is too long, or a record's
+            fields run past its length.
+    """
     p = 0
     end = len(data)
     try:
-        for _ in range(header.record_count):
+        for _ in range(record_count):
             # Varints below 0x80 are one byte; those take the inline path.
             b = data[p]
             if b < 0x80:
@@ -450,58 +410,97 @@ def decode_record_tuples(
                 offset_delta, p = read_varint(data, p)
             b = data[p]
             if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
+                klen = (b >> 1) ^ -(b & 1)
                 p += 1
             else:
-                n, p = read_varint(data, p)
-            key: bytes | None = None
-            if n >= 0:
-                key = data[p : p + n]
-                p += n
+                klen, p = read_varint(data, p)
+            kp = p
+            if klen > 0:
+                p += klen
             b = data[p]
             if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
+                vlen = (b >> 1) ^ -(b & 1)
                 p += 1
             else:
-                n, p = read_varint(data, p)
-            value: bytes | None = None
-            if n >= 0:
-                value = data[p : p + n]
-                p += n
-            b = data[p]
-            if b == 0:
-                headers: RecordHeaders = ()
-                p += 1
-            else:
-                header_count, p = read_varint(data, p)
-                hlist: list[tuple[str, bytes | None]] = []
-                for _h in range(header_count):
-                    n, p = read_varint(data, p)
-                    if n < 0:
-                        raise CorruptBatchError("record header key is null")
-                    hkey = data[p : p + n].decode("utf-8", errors="replace")
-                    p += n
-                    n, p = read_varint(data, p)
-                    hval: bytes | None = None
-                    if n >= 0:
-                        hval = data[p : p + n]
-                        p += n
-                    hlist.append((hkey, hval))
-                headers = tuple(hlist)
-            if p != rec_end:
-                raise CorruptBatchError(f"record length {length} disagrees with its fields")
-            append(
-                (
-                    base_offset + offset_delta,
-                    base_ts + ts_delta if fixed_ts is None else fixed_ts,
-                    key,
-                    value,
-                    headers,
-                    attributes,
-                )
-            )
+                vlen, p = read_varint(data, p)
+            vp = p
+            if vlen > 0:
+                p += vlen
+            if p > rec_end:
+                raise CorruptBatchError("record fields run past the record length")
+            yield attributes, ts_delta, offset_delta, kp, klen, vp, vlen, p, rec_end
+            p = rec_end
     except IndexError:
         raise CorruptBatchError("records block ends inside a record") from None
+    except VarintError as exc:
+        raise CorruptBatchError(str(exc)) from None
+
+
+def read_record_headers(
+    data: bytes | bytearray | memoryview, pos: int, rec_end: int
+) -> RecordHeaders:
+    """The headers of one record, from its headers position (see :func:`iter_record_spans`).
+
+    Raises:
+        CorruptBatchError: malformed headers, or they do not end exactly at ``rec_end``.
+    """
+    try:
+        if data[pos] == 0:
+            headers: RecordHeaders = ()
+            pos += 1
+        else:
+            header_count, pos = read_varint(data, pos)
+            hlist: list[tuple[str, bytes | None]] = []
+            for _h in range(header_count):
+                n, pos = read_varint(data, pos)
+                if n < 0:
+                    raise CorruptBatchError("record header key is null")
+                hkey = bytes(data[pos : pos + n]).decode("utf-8", errors="replace")
+                pos += n
+                n, pos = read_varint(data, pos)
+                hval: bytes | None = None
+                if n >= 0:
+                    hval = bytes(data[pos : pos + n])
+                    pos += n
+                hlist.append((hkey, hval))
+            headers = tuple(hlist)
+    except IndexError:
+        raise CorruptBatchError("records block ends inside a record") from None
+    except VarintError as exc:
+        raise CorruptBatchError(str(exc)) from None
+    if pos != rec_end:
+        raise CorruptBatchError("record length disagrees with its fields")
+    return headers
+
+
+def decode_record_tuples(
+    buf: bytes | bytearray | memoryview, pos: int = 0
+) -> tuple[BatchHeader, list[RecordTuple]]:
+    """The header and the records of the batch at ``pos`` as plain tuples (the fast path for
+    bulk readers); field order as in :class:`Record`."""
+    header, data = records_block(buf, pos)
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp
+    fixed_ts = header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else None
+    out: list[RecordTuple] = []
+    append = out.append
+    for attributes, ts_delta, offset_delta, kp, klen, vp, vlen, hp, rec_end in iter_record_spans(
+        data, header.record_count
+    ):
+        if hp + 1 == rec_end and data[hp] == 0:
+            headers: RecordHeaders = ()
+        else:
+            headers = read_record_headers(data, hp, rec_end)
+        append(
+            (
+                base_offset + offset_delta,
+                base_ts + ts_delta if fixed_ts is None else fixed_ts,
+                data[kp : kp + klen] if klen >= 0 else None,
+                data[vp : vp + vlen] if vlen >= 0 else None,
+                headers,
+                attributes,
+            )
+        )
     return header, out
 
 
@@ -525,29 +524,29 @@ def _encode_record(
     headers: Sequence[tuple[str, bytes | None]],
 ) -> None:
     body = bytearray(b"\x00")  # record attributes: unused in v2
-    _write_varint(body, ts_delta)
-    _write_varint(body, offset_delta)
+    write_varint(body, ts_delta)
+    write_varint(body, offset_delta)
     if key is None:
-        _write_varint(body, -1)
+        write_varint(body, -1)
     else:
-        _write_varint(body, len(key))
+        write_varint(body, len(key))
         body += key
     if value is None:
-        _write_varint(body, -1)
+        write_varint(body, -1)
     else:
-        _write_varint(body, len(value))
+        write_varint(body, len(value))
         body += value
-    _write_varint(body, len(headers))
+    write_varint(body, len(headers))
     for hkey, hval in headers:
         hk = hkey.encode("utf-8")
-        _write_varint(body, len(hk))
+        write_varint(body, len(hk))
         body += hk
         if hval is None:
-            _write_varint(body, -1)
+            write_varint(body, -1)
         else:
-            _write_varint(body, len(hval))
+            write_varint(body, len(hval))
             body += hval
-    _write_varint(out, len(body))
+    write_varint(out, len(body))
     out += body
 
 
