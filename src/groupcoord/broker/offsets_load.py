@@ -5,7 +5,8 @@ to :meth:`GroupCoordinator.replay`, in log order. :class:`OffsetsLoader` reaches
 (same groups in the same order, same offsets in the same dict order, same values) with much
 less work per record, because nearly every record is an offset commit:
 
-* it walks each batch's records block in one loop, reading the record framing inline;
+* it walks each batch's records block with the storage walker (:func:`iter_record_spans`),
+  which yields where each record's key and value lie without copying them;
 * an offset commit (key v0/v1 with a value that decodes) is only remembered, as raw key bytes (a v0 key
   rewritten as the v1 key it equals) -> raw value bytes in a dict in first-seen order (a later
   commit of the same key replaces the value and keeps the place, exactly what assigning into
@@ -49,7 +50,7 @@ from groupcoord.storage.batch import (
     CorruptBatchError,
     decode_record_tuples,
     decompress,
-    read_varint,
+    iter_record_spans,
 )
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,6 @@ _I32 = struct.Struct(">i")
 # An OffsetCommitKey whose only role is to select the offset-commit value layout.
 _ANY_COMMIT_KEY = OffsetCommitKey(group="", topic="", partition=0)
 
-_END, _BARRIER, _MALFORMED = 0, 1, 2
 _KEY_V1 = b"\x00\x01"
 
 
@@ -104,24 +104,48 @@ class OffsetsLoader:
         else:
             block = decompress(codec, memoryview(batch)[BATCH_HEADER_SIZE:])
         self._window.append((batch, 0))
-        count = header.record_count
-        p = 0
+        spans = iter_record_spans(block, header.record_count)
+        pending = self._pending
+        commits = 0
         i = 0
-        while i < count:
-            status, p, i, kp, klen, vp, vlen, od_pos = self._scan(block, p, i, count)
-            if status == _END:
+        while True:
+            try:
+                _attrs, _ts, od, kp, klen, vp, vlen, hp, rec_end = next(spans)
+            except StopIteration:
+                self._npending += commits
                 break
-            if status == _MALFORMED:
+            except CorruptBatchError:
+                self._npending += commits
                 self._slow_rest(header, batch, i)
                 break
-            # a barrier at record i, which ends at p
-            self.flush(end_index=i)
-            offset = header.base_offset + read_varint(block, od_pos)[0]
-            key = block[kp : kp + klen]
-            value = None if vlen < 0 else block[vp : vp + vlen]
-            self._replay_one(offset, key, value)
+            if block[hp] != 0 or hp + 1 != rec_end:
+                # record headers: rare here, left to the strict decoder
+                self._npending += commits
+                self._slow_rest(header, batch, i)
+                break
+            if klen >= 2 and vlen >= 0 and block[kp] == 0 and block[kp + 1] < 2:
+                value = block[vp : vp + vlen]
+                # The value must decode: a commit that does not is skipped by a replay,
+                # so it must neither take a place in the dict nor hide the previous value.
+                if (
+                    vlen == 24 and value[1] == 3 and value[0] == 0 and value[14] == 0 and value[15] == 0
+                ) or _decodes(value):
+                    if block[kp + 1]:
+                        pending[block[kp : kp + klen]] = value
+                    else:  # key v0 names the same offset as key v1 with the same fields
+                        pending[_KEY_V1 + block[kp + 2 : kp + klen]] = value
+                    commits += 1
+                    i += 1
+                    continue
+            if klen >= 0:  # a barrier, an undecodable commit included
+                self._npending += commits
+                commits = 0
+                self.flush(end_index=i)
+                pending = self._pending
+                key = block[kp : kp + klen]
+                self._replay_one(header.base_offset + od, key, None if vlen < 0 else block[vp : vp + vlen])
+                self._window = [(batch, i + 1)]
             i += 1
-            self._window = [(batch, i)]
         if self._npending >= MAX_PENDING:
             self.flush(end_index=None)
 
@@ -129,89 +153,6 @@ class OffsetsLoader:
         """Apply what is left; the number of records loaded."""
         self.flush(end_index=None)
         return self.records
-
-    def _scan(
-        self, block: bytes, p: int, i: int, count: int
-    ) -> tuple[int, int, int, int, int, int, int, int]:
-        """Walk records from index ``i`` (at byte ``p``), remembering commits, until a barrier
-        or the end: (status, p, i, key pos, key len, value pos, value len, offset-delta pos)."""
-        pending = self._pending
-        end = len(block)
-        commits = 0
-        kp = klen = vp = vlen = od_pos = 0
-        try:
-            while i < count:
-                b = block[p]
-                if b < 0x80:
-                    length = (b >> 1) ^ -(b & 1)
-                    p += 1
-                else:
-                    b2 = block[p + 1]
-                    if b2 < 0x80:
-                        v = (b & 0x7F) | (b2 << 7)
-                        length = (v >> 1) ^ -(v & 1)
-                        p += 2
-                    else:
-                        length, p = read_varint(block, p)
-                rec_end = p + length
-                if length < 0 or rec_end > end:
-                    break  # malformed
-                q = p + 1  # past the attributes byte
-                while block[q] >= 0x80:  # timestamp delta
-                    q += 1
-                od_pos = q = q + 1
-                while block[q] >= 0x80:  # offset delta
-                    q += 1
-                q += 1
-                b = block[q]
-                if b < 0x80:
-                    klen = (b >> 1) ^ -(b & 1)
-                    q += 1
-                else:
-                    klen, q = read_varint(block, q)
-                kp = q
-                if klen > 0:
-                    q += klen
-                b = block[q]
-                if b < 0x80:
-                    vlen = (b >> 1) ^ -(b & 1)
-                    q += 1
-                else:
-                    vlen, q = read_varint(block, q)
-                vp = q
-                if vlen > 0:
-                    q += vlen
-                if block[q] != 0:  # record headers: rare here, left to the strict decoder
-                    break
-                if q + 1 != rec_end:
-                    break
-                if klen >= 2 and vlen >= 0 and block[kp] == 0 and block[kp + 1] < 2:
-                    value = block[vp : vp + vlen]
-                    # The value must decode: a commit that does not is skipped by a replay,
-                    # so it must neither take a place in the dict nor hide the previous value.
-                    if (
-                        vlen == 24 and value[1] == 3 and value[0] == 0 and value[14] == 0 and value[15] == 0
-                    ) or _decodes(value):
-                        if block[kp + 1]:
-                            pending[block[kp : kp + klen]] = value
-                        else:  # key v0 names the same offset as key v1 with the same fields
-                            pending[_KEY_V1 + block[kp + 2 : kp + klen]] = value
-                        commits += 1
-                        p = rec_end
-                        i += 1
-                        continue
-                if klen >= 0:  # a barrier, an undecodable commit included
-                    self._npending += commits
-                    return _BARRIER, rec_end, i, kp, klen, vp, vlen, od_pos
-                p = rec_end
-                i += 1
-            else:
-                self._npending += commits
-                return _END, p, i, kp, klen, vp, vlen, od_pos
-        except (IndexError, CorruptBatchError):
-            pass
-        self._npending += commits
-        return _MALFORMED, p, i, kp, klen, vp, vlen, od_pos
 
     def _slow_rest(self, header: BatchHeader, batch: bytes, first: int) -> None:
         """Records ``first``.. of a batch the inline walk did not accept (record headers, or
