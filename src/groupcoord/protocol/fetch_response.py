@@ -18,6 +18,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Protocol
 
+from groupcoord.protocol.primitives import uvarint_bytes
+
 MIN_VERSION = 4
 MAX_VERSION = 16
 FIRST_FLEXIBLE = 12
@@ -53,17 +55,6 @@ class TopicOut:
     partitions: tuple[PartitionOut, ...]
 
 
-def _uvarint(n: int) -> bytes:
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def encode_fetch_body(
     version: int,
     topics: list[TopicOut],
@@ -86,16 +77,16 @@ def encode_fetch_body(
         buf += _TOP_V7.pack(throttle_ms, error_code, session_id)
     else:
         buf += _I32.pack(throttle_ms)
-    buf += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    buf += uvarint_bytes(len(topics) + 1) if flexible else _I32.pack(len(topics))
     for topic in topics:
         if by_id:
             buf += topic.topic_id.bytes
         else:
             name = topic.name.encode()
-            buf += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+            buf += uvarint_bytes(len(name) + 1) if flexible else _I16.pack(len(name))
             buf += name
         parts = topic.partitions
-        buf += _uvarint(len(parts) + 1) if flexible else _I32.pack(len(parts))
+        buf += uvarint_bytes(len(parts) + 1) if flexible else _I32.pack(len(parts))
         for p in parts:
             if version >= 5:
                 buf += part_s.pack(
@@ -110,11 +101,11 @@ def encode_fetch_body(
             records = p.records
             if isinstance(records, bytes):
                 size = len(records)
-                buf += _uvarint(size + 1) if flexible else _I32.pack(size)
+                buf += uvarint_bytes(size + 1) if flexible else _I32.pack(size)
                 buf += records
             else:
                 size = records.length
-                buf += _uvarint(size + 1) if flexible else _I32.pack(size)
+                buf += uvarint_bytes(size + 1) if flexible else _I32.pack(size)
                 out.append(bytes(buf))
                 out.append(records)
                 buf = bytearray()

@@ -18,6 +18,10 @@ class FrameError(ValueError):
     """The byte stream cannot be split into frames; the connection must be closed."""
 
 
+class MalformedRequestError(FrameError):
+    """A frame whose header or body does not parse."""
+
+
 class FrameTooLargeError(FrameError):
     def __init__(self, size: int, limit: int) -> None:
         super().__init__(f"frame of {size} bytes exceeds socket.request.max.bytes={limit}")

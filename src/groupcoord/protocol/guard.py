@@ -34,7 +34,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from groupcoord.protocol.headers import MalformedRequestError
+from groupcoord.protocol.framing import MalformedRequestError
 
 _FIXED = {
     "int8": 1,

@@ -10,13 +10,18 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from groupcoord.protocol.framing import FrameError
+from groupcoord.protocol.framing import MalformedRequestError
+from groupcoord.protocol.guard import check_header_tags
+
+__all__ = [
+    "MalformedRequestError",
+    "RequestHeaderInfo",
+    "decode_request_header",
+    "encode_response_header",
+    "peek_request",
+]
 
 _PEEK = struct.Struct(">hhi")
-
-
-class MalformedRequestError(FrameError):
-    """A frame whose header or body does not parse."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,15 +44,6 @@ def peek_request(frame: bytes) -> tuple[int, int, int]:
 
 _FIXED = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 _CORRELATION = struct.Struct(">i")
-
-
-def _header_tags_end(frame: bytes, pos: int) -> int:
-    # Imported on first use: the guard imports this module's error type.
-    global _header_tags_end
-    from groupcoord.protocol.guard import check_header_tags
-
-    _header_tags_end = check_header_tags
-    return check_header_tags(frame, pos)
 
 
 def decode_request_header(frame: bytes, header_version: int) -> RequestHeaderInfo:
@@ -74,7 +70,7 @@ def decode_request_header(frame: bytes, header_version: int) -> RequestHeaderInf
         except UnicodeDecodeError as exc:
             raise MalformedRequestError(f"bad request header v{header_version}: {exc!r}") from exc
     if header_version == 2:
-        pos = _header_tags_end(frame, pos)
+        pos = check_header_tags(frame, pos)
     return RequestHeaderInfo(
         api_key=api_key,
         api_version=api_version,
