@@ -38,6 +38,8 @@ import logging
 import struct
 from dataclasses import dataclass
 
+from groupcoord.protocol.primitives import WireWriter
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -73,7 +75,6 @@ FLEXIBLE_VALUE_VERSION = 4
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-_INT16_MAX = 0x7FFF
 
 
 class RecordDecodeError(ValueError):
@@ -145,75 +146,6 @@ class CoordinatorRecord:
 
 
 # --------------------------------------------------------------------------- writer
-
-
-class _Writer:
-    __slots__ = ("_flexible", "_parts")
-
-    def __init__(self, flexible: bool) -> None:
-        self._parts: list[bytes] = []
-        self._flexible = flexible
-
-    def getvalue(self) -> bytes:
-        return b"".join(self._parts)
-
-    def int16(self, v: int) -> None:
-        self._parts.append(_pack(_I16, v))
-
-    def int32(self, v: int) -> None:
-        self._parts.append(_pack(_I32, v))
-
-    def int64(self, v: int) -> None:
-        self._parts.append(_pack(_I64, v))
-
-    def uvarint(self, v: int) -> None:
-        out = bytearray()
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
-        self._parts.append(bytes(out))
-
-    def _length(self, n: int | None) -> None:
-        """A string/bytes/array length, or None for null, in the current encoding."""
-        if self._flexible:
-            self.uvarint(0 if n is None else n + 1)
-        else:
-            self.int32(-1 if n is None else n)
-
-    def string(self, s: str | None, field: str) -> None:
-        if s is None:
-            if self._flexible:
-                self.uvarint(0)
-            else:
-                self.int16(-1)
-            return
-        raw = s.encode("utf-8")
-        if len(raw) > _INT16_MAX:
-            raise ValueError(f"{field} is {len(raw)} bytes in UTF-8; a Kafka string holds at most 32767")
-        if self._flexible:
-            self.uvarint(len(raw) + 1)
-        else:
-            self.int16(len(raw))
-        self._parts.append(raw)
-
-    def bytes_(self, b: bytes) -> None:
-        self._length(len(b))
-        self._parts.append(bytes(b))
-
-    def array_length(self, n: int) -> None:
-        self._length(n)
-
-    def tagged_fields(self) -> None:
-        if self._flexible:
-            self.uvarint(0)  # we write no tagged fields
-
-
-def _pack(s: struct.Struct, v: int) -> bytes:
-    try:
-        return s.pack(v)
-    except struct.error as exc:
-        raise ValueError(f"integer {v} does not fit in {s.size * 8} bits") from exc
 
 
 # --------------------------------------------------------------------------- reader
@@ -326,7 +258,7 @@ class _Reader:
 
 def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     """Key bytes: OffsetCommitKey as version 1, GroupMetadataKey as version 2."""
-    w = _Writer(flexible=False)
+    w = WireWriter(flexible=False, checked=True)
     if isinstance(key, OffsetCommitKey):
         w.int16(OFFSET_COMMIT_KEY_VERSION)
         w.string(key.group, "group")
@@ -398,7 +330,7 @@ def encode_value(
                 expire_timestamp=value.expire_timestamp,
             )
     _check_version(version)
-    w = _Writer(flexible=version >= FLEXIBLE_VALUE_VERSION)
+    w = WireWriter(flexible=version >= FLEXIBLE_VALUE_VERSION, checked=True)
     w.int16(version)
     if isinstance(value, OffsetCommitValue):
         _write_offset_commit_value(w, value, version)
@@ -409,7 +341,7 @@ def encode_value(
     return w.getvalue()
 
 
-def _write_offset_commit_value(w: _Writer, v: OffsetCommitValue, version: int) -> None:
+def _write_offset_commit_value(w: WireWriter, v: OffsetCommitValue, version: int) -> None:
     if v.leader_epoch is not None and version < 3:
         raise ValueError(f"OffsetCommitValue v{version} cannot carry a leader epoch")
     if v.expire_timestamp is not None and version != 1:
@@ -424,7 +356,7 @@ def _write_offset_commit_value(w: _Writer, v: OffsetCommitValue, version: int) -
     w.tagged_fields()
 
 
-def _write_group_metadata_value(w: _Writer, v: GroupMetadataValue, version: int) -> None:
+def _write_group_metadata_value(w: WireWriter, v: GroupMetadataValue, version: int) -> None:
     if v.current_state_timestamp is not None and version < 2:
         raise ValueError(f"GroupMetadataValue v{version} cannot carry currentStateTimestamp")
     w.string(v.protocol_type, "protocolType")
