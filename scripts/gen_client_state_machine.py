@@ -31,6 +31,8 @@ def _action_text(rule: Rule) -> str:
         parts.append("rejoin")
     if rule.report:
         parts.append("reported to the application")
+    if rule.if_stale is not None:
+        parts.append(f"for an older generation: {rule.if_stale.value}")
     return "; ".join(parts)
 
 

@@ -168,13 +168,13 @@ class World:
         old.alive = False
         return self.add(name, subscribe=tuple(sorted(old.core.subscription())), **config)
 
-    def inject_error(self, name: str, kind: type, error: Any, *, after: int = 0) -> None:
+    def inject_error(self, name: str, kind: type, error: Any, *, after: int = 0, delay_ms: int = 0) -> None:
         """Answer ``name``'s next request of type ``kind`` (after letting ``after`` of them through)
         with ``error`` (an ErrorCode, a callable request -> response, or :data:`CRASH`).
         ``ErrorCode.NONE`` injects nothing: the coordinator answers."""
         if error is ErrorCode.NONE:
             return
-        self.inject.setdefault((name, kind), []).append([after, error])
+        self.inject.setdefault((name, kind), []).append([after, error, delay_ms])
 
     # ------------------------------------------------------------ transport
     def _send(self, member: Member, out: Outbound) -> None:
@@ -194,12 +194,14 @@ class World:
             injected[0][0] -= 1
             injected = None
         if injected:
-            err = injected.pop(0)[1]
+            _, err, delay = injected.pop(0)
             if err == CRASH:
                 member.alive = False
                 return
             resp = err(out.request) if callable(err) else _error_response(out.request, err)
-            if resp is not None:  # None: the request vanishes (no answer, no error)
+            if resp is not None and delay:
+                self._later.append((self.now() + delay, member, out.request_id, resp))
+            elif resp is not None:  # None: the request vanishes (no answer, no error)
                 self._inbox.append((member, out.request_id, resp))
             return
         req = out.request

@@ -388,3 +388,53 @@ def test_coordinator_discovery_backs_off_exponentially() -> None:
     w.find_error = None
     w.run(1000)
     assert a.core.state is MemberState.STABLE
+
+
+STALE_ROWS = [
+    pytest.param(api, code, id=f"{api.value}-{code.name}")
+    for api, rows in TABLE.items()
+    for code, rule in rows.items()
+    if code is not None and rule.if_stale is not None and api in (Api.HEARTBEAT, Api.OFFSET_COMMIT)
+]
+
+
+@pytest.mark.parametrize(("api", "code"), STALE_ROWS)
+def test_error_for_an_older_generation_takes_the_stale_action(api: Api, code: E) -> None:
+    """An error answering a request of a generation the member has since left behind is about the
+    past: heartbeat errors are ignored, commit errors fail the commit without a reset or a fatal
+    error (but UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION on a commit still reset a STABLE member,
+    as Java does). Kafka: AbstractCoordinatorTest.testHeartbeatIllegalGenerationResponseWithOldGeneration,
+    testHeartbeatUnknownMemberResponseWithOldGeneration, testHeartbeatInstanceFencedResponseWithOldGeneration;
+    ConsumerCoordinatorTest.testCommitOffsetIllegalGenerationWithNewGeneration,
+    testCommitOffsetFencedInstanceWithNewGeneration."""
+    rule = TABLE[api][code]
+    w, a = _stable()
+    old = a.core.generation
+    kind = REQUEST_OF[api]
+    # the answer to the member's next request comes 800 ms late; meanwhile b joins and the group
+    # moves to the next generation (a learns it from a heartbeat and rejoins)
+    w.inject_error("a", kind, code, delay_ms=800)
+    cid = a.core.commit({T0: OffsetAndMetadata(offset=5)}, w.now()) if api is Api.OFFSET_COMMIT else None
+    w.add("b")
+    w.run(600)
+    assert a.core.generation.generation_id == old.generation_id + 1 and a.core.state is MemberState.STABLE
+    joins = len(a.sent_of(m.JoinGroupRequest))
+    w.run(1000)  # the stale answer arrives
+    assert _fatal_events(a) == []
+    if api is Api.OFFSET_COMMIT and rule.reset:
+        # Java resets even for an older generation unless a rebalance is being prepared
+        # (OffsetCommitResponseHandler: !generationUnchanged() && state == PREPARING_REBALANCE)
+        assert len(a.sent_of(m.JoinGroupRequest)) > joins
+        assert len(a.events_of(PartitionsLost)) == 1
+        w.run(2000)  # with a new member id it waits for the old one's session to expire
+    else:
+        assert len(a.sent_of(m.JoinGroupRequest)) == joins  # no reset, no rejoin
+        assert a.core.generation.generation_id == old.generation_id + 1
+        assert a.events_of(PartitionsLost) == []
+    assert a.core.state is MemberState.STABLE
+    if api is Api.OFFSET_COMMIT:
+        assert rule.if_stale is Action.COMMIT_FAILED
+        (done,) = [e for e in a.events_of(CommitCompleted) if e.commit_id == cid]
+        assert isinstance(done.error, CommitFailedError) and done.error.code is code
+    else:
+        assert rule.if_stale is Action.IGNORE

@@ -67,6 +67,9 @@ class Rule:
     """For COMMIT_FAILED / RETRY / REDISCOVER during a join: also request a rejoin."""
     report: bool = False
     """Also surface the error to the application once, as a non-fatal error event."""
+    if_stale: Action | None = None
+    """What to do instead when the answer is for a generation that is no longer the member's
+    (Java ``generationUnchanged()`` false): the error is about the past."""
     note: str = ""
 
 
@@ -98,9 +101,9 @@ TABLE: dict[Api, dict[E | None, Rule]] = {
         **{c: Rule(action=Action.REDISCOVER, rejoin=True) for c in _COORDINATOR_MOVED},
         E.COORDINATOR_LOAD_IN_PROGRESS: Rule(action=Action.RETRY, rejoin=True),
         E.REBALANCE_IN_PROGRESS: Rule(action=Action.REJOIN),
-        E.UNKNOWN_MEMBER_ID: Rule(action=Action.RESET_AND_REJOIN, note="only if the generation is unchanged"),
+        E.UNKNOWN_MEMBER_ID: Rule(action=Action.RESET_AND_REJOIN, if_stale=Action.REJOIN),
         E.ILLEGAL_GENERATION: Rule(
-            action=Action.RESET_AND_REJOIN, keep_member_id=True, note="only if the generation is unchanged"
+            action=Action.RESET_AND_REJOIN, keep_member_id=True, if_stale=Action.REJOIN
         ),
         E.MEMBER_ID_REQUIRED: Rule(action=Action.REJOIN_WITH_MEMBER_ID),
         E.FENCED_INSTANCE_ID: _FATAL,
@@ -117,9 +120,9 @@ TABLE: dict[Api, dict[E | None, Rule]] = {
         **{c: Rule(action=Action.REDISCOVER, rejoin=True) for c in _COORDINATOR_MOVED},
         E.COORDINATOR_LOAD_IN_PROGRESS: Rule(action=Action.RETRY, rejoin=True),
         E.REBALANCE_IN_PROGRESS: Rule(action=Action.REJOIN),
-        E.UNKNOWN_MEMBER_ID: Rule(action=Action.RESET_AND_REJOIN, note="only if the generation is unchanged"),
+        E.UNKNOWN_MEMBER_ID: Rule(action=Action.RESET_AND_REJOIN, if_stale=Action.REJOIN),
         E.ILLEGAL_GENERATION: Rule(
-            action=Action.RESET_AND_REJOIN, keep_member_id=True, note="only if the generation is unchanged"
+            action=Action.RESET_AND_REJOIN, keep_member_id=True, if_stale=Action.REJOIN
         ),
         E.FENCED_INSTANCE_ID: _FATAL,
         E.GROUP_AUTHORIZATION_FAILED: _FATAL,
@@ -133,11 +136,11 @@ TABLE: dict[Api, dict[E | None, Rule]] = {
         E.REBALANCE_IN_PROGRESS: Rule(
             action=Action.REJOIN, note="only in STABLE; the session timer is reset either way"
         ),
-        E.UNKNOWN_MEMBER_ID: Rule(action=Action.RESET_AND_REJOIN, note="only if the generation is unchanged"),
+        E.UNKNOWN_MEMBER_ID: Rule(action=Action.RESET_AND_REJOIN, if_stale=Action.IGNORE),
         E.ILLEGAL_GENERATION: Rule(
-            action=Action.RESET_AND_REJOIN, keep_member_id=True, note="only if the generation is unchanged"
+            action=Action.RESET_AND_REJOIN, keep_member_id=True, if_stale=Action.IGNORE
         ),
-        E.FENCED_INSTANCE_ID: Rule(action=Action.FATAL, note="only if the generation is unchanged"),
+        E.FENCED_INSTANCE_ID: Rule(action=Action.FATAL, if_stale=Action.IGNORE),
         E.GROUP_AUTHORIZATION_FAILED: _FATAL,
         DEFAULT: Rule(action=Action.RETRY, note="heartbeat backs off"),
     },
@@ -156,17 +159,17 @@ TABLE: dict[Api, dict[E | None, Rule]] = {
         E.UNKNOWN_MEMBER_ID: Rule(
             action=Action.COMMIT_FAILED,
             reset=True,
-            note="no reset if the generation changed and a rebalance is being prepared",
+            if_stale=Action.COMMIT_FAILED,
+            note="stale: no reset only while a rebalance is being prepared",
         ),
         E.ILLEGAL_GENERATION: Rule(
             action=Action.COMMIT_FAILED,
             reset=True,
             keep_member_id=True,
-            note="no reset if the generation changed and a rebalance is being prepared",
+            if_stale=Action.COMMIT_FAILED,
+            note="stale: no reset only while a rebalance is being prepared",
         ),
-        E.FENCED_INSTANCE_ID: Rule(
-            action=Action.FATAL, note="CommitFailedError instead if the generation changed meanwhile"
-        ),
+        E.FENCED_INSTANCE_ID: Rule(action=Action.FATAL, if_stale=Action.COMMIT_FAILED),
         E.GROUP_AUTHORIZATION_FAILED: _FATAL,
         E.TOPIC_AUTHORIZATION_FAILED: Rule(action=Action.ERROR),
         E.OFFSET_METADATA_TOO_LARGE: Rule(action=Action.ERROR),

@@ -727,6 +727,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         code = next((e for _, e in response.errors if e is not ErrorCode.NONE), ErrorCode.NONE)
         rule = action_for(Api.OFFSET_COMMIT, code)
         a = rule.action
+        stale = sent_generation_id != self.generation.generation_id
         if a is Action.SUCCESS:
             self._commit_done(c, None)
         elif a in (Action.REDISCOVER, Action.RETRY):
@@ -740,10 +741,12 @@ class ConsumerCoordinator(AbstractCoordinator):
             else:
                 self._commit_done(c, KafkaClientError(f"commit failed (retriable): {code.name}", code))
         elif a is Action.COMMIT_FAILED:
-            if code is ErrorCode.REBALANCE_IN_PROGRESS:
+            if rule.rejoin:
                 self.request_rejoin("offset commit failed since group is already rebalancing")
-            elif sent_generation_id != self.generation.generation_id and (
-                self.state is MemberState.PREPARING_REBALANCE
+            elif (
+                stale
+                and rule.if_stale is Action.COMMIT_FAILED
+                and self.state is MemberState.PREPARING_REBALANCE
             ):
                 pass  # a newer generation is being formed: no reset (Java RebalanceInProgressException)
             elif rule.reset:
@@ -759,7 +762,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 ),
             )
         elif a is Action.FATAL:
-            if code is ErrorCode.FENCED_INSTANCE_ID and sent_generation_id != self.generation.generation_id:
+            if stale and rule.if_stale is Action.COMMIT_FAILED:
                 self._commit_done(
                     c, CommitFailedError(f"commit failed: {code.name} for an old generation", code)
                 )

@@ -668,7 +668,7 @@ class AbstractCoordinator:
     def _join_failed(
         self, rule: Rule, code: ErrorCode, sent: Generation, resp: JoinGroupResponse, now_ms: int
     ) -> None:
-        a = rule.action
+        a = rule.action if sent == self.generation or rule.if_stale is None else rule.if_stale
         if a is Action.REJOIN_WITH_MEMBER_ID:
             self.generation = Generation(
                 generation_id=NO_GENERATION_ID, member_id=resp.member_id, protocol_name=None
@@ -677,12 +677,9 @@ class AbstractCoordinator:
         elif a is Action.REJOIN:
             self.request_rejoin(f"rebalance failed due to {code.name}")
         elif a is Action.RESET_AND_REJOIN:
-            if sent == self.generation:
-                self.reset_state_and_rejoin(
-                    f"encountered {code.name} from JoinGroup response", not rule.keep_member_id
-                )
-            else:
-                self.request_rejoin(f"rebalance failed due to {code.name}")
+            self.reset_state_and_rejoin(
+                f"encountered {code.name} from JoinGroup response", not rule.keep_member_id
+            )
         elif a in (Action.REDISCOVER, Action.RETRY):
             if a is Action.REDISCOVER:
                 self.mark_coordinator_unknown(f"JoinGroup: {code.name}", now_ms)
@@ -810,16 +807,14 @@ class AbstractCoordinator:
             )
             self.needs_join_prepare = True
             return
-        a = rule.action
+        stale = inflight.sent_generation != self.generation
+        a = rule.if_stale if stale and rule.if_stale is not None else rule.action
         if a is Action.REJOIN:
             self.request_rejoin(f"rebalance failed due to {code.name}")
         elif a is Action.RESET_AND_REJOIN:
-            if inflight.sent_generation == self.generation:
-                self.reset_state_and_rejoin(
-                    f"encountered {code.name} from SyncGroup response", not rule.keep_member_id
-                )
-            else:
-                self.request_rejoin(f"rebalance failed due to {code.name}")
+            self.reset_state_and_rejoin(
+                f"encountered {code.name} from SyncGroup response", not rule.keep_member_id
+            )
         elif a in (Action.REDISCOVER, Action.RETRY):
             if a is Action.REDISCOVER:
                 self.mark_coordinator_unknown(f"SyncGroup: {code.name}", now_ms)
@@ -846,9 +841,9 @@ class AbstractCoordinator:
             self.heartbeat.in_flight = None
         code = resp.error
         rule = action_for(Api.HEARTBEAT, code)
-        a = rule.action
-        unchanged = inflight.sent_generation == self.generation
-        if a is Action.SUCCESS:
+        stale = inflight.sent_generation != self.generation
+        a = rule.if_stale if stale and rule.if_stale is not None else rule.action
+        if a is Action.SUCCESS or a is Action.IGNORE:
             self.heartbeat.receive_heartbeat(now_ms)
         elif a is Action.REJOIN:
             if self.state is MemberState.STABLE:
@@ -858,17 +853,13 @@ class AbstractCoordinator:
             self.mark_coordinator_unknown(f"Heartbeat: {code.name}", now_ms)
             self.heartbeat.fail_heartbeat(now_ms)
         elif a is Action.RESET_AND_REJOIN:
-            if unchanged:
-                self.reset_state_and_rejoin(
-                    f"encountered {code.name} from Heartbeat response", not rule.keep_member_id
-                )
+            self.reset_state_and_rejoin(
+                f"encountered {code.name} from Heartbeat response", not rule.keep_member_id
+            )
             self.heartbeat.fail_heartbeat(now_ms)
         elif a is Action.FATAL:
-            if code is ErrorCode.FENCED_INSTANCE_ID and not unchanged:
-                self.heartbeat.receive_heartbeat(now_ms)  # stale generation: ignored
-            else:
-                self.heartbeat_failed = FatalGroupError(f"Heartbeat failed: {code.name}", code)
-                self.enabled = False
+            self.heartbeat_failed = FatalGroupError(f"Heartbeat failed: {code.name}", code)
+            self.enabled = False
         else:
             self.heartbeat.fail_heartbeat(now_ms)
 
