@@ -158,6 +158,12 @@ class World:
         self.members[name] = member
         return member
 
+    def add_core(self, name: str, core: Any) -> Member:
+        """A member driven by any AbstractCoordinator (custom protocol types)."""
+        member = Member(name=name, core=core)
+        self.members[name] = member
+        return member
+
     def crash(self, name: str) -> None:
         """The process dies: nothing more is sent, answers are dropped."""
         self.members[name].alive = False
