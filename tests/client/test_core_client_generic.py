@@ -27,10 +27,6 @@ class Worker(AbstractCoordinator):
         self.name = name
         self.plan: bytes | None = None
         self.led: list[dict[str, bytes]] = []
-        self.closing = False
-
-    def group_active(self) -> bool:
-        return not self.closing
 
     def protocol_type(self) -> str:
         return "workers"
@@ -66,7 +62,6 @@ def test_custom_protocol_type_members_elect_a_leader_and_share_its_plan() -> Non
     join = w.members["a"].sent_of(m.JoinGroupRequest)[-1].request
     assert join.protocol_type == "workers" and join.protocols == (("v1", b"url=a"),)
     assert w.coordinator.group(GROUP).protocol_type == "workers"  # type: ignore[union-attr]
-    leader.closing = True
     leader.close_member(w.now())  # leaves: LeaveGroup, the others rebalance at once
     w.run(500)
     assert len(w.members[leader.name].sent_of(m.LeaveGroupRequest)) == 1

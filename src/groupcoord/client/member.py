@@ -284,6 +284,8 @@ class AbstractCoordinator:
         """The heartbeat thread's flag (seed 002): True from the JoinGroup response on."""
         self.heartbeat_failed: KafkaClientError | None = None
         self.fatal_error: KafkaClientError | None = None
+        self.closing = False
+        """Set by :meth:`close_member`: the member never (re)joins again."""
         self.hold_join = False
         """Set by subclasses while revocation events wait to be drained: no JoinGroup until then."""
         self._next_id = 1
@@ -311,7 +313,7 @@ class AbstractCoordinator:
             self._fatal(self.heartbeat_failed)
         if self.fatal_error is None:
             self.on_poll(now_ms)
-            if self.group_active() and self.ensure_coordinator_ready(now_ms):
+            if self.group_active() and not self.closing and self.ensure_coordinator_ready(now_ms):
                 self._maybe_complete_leader(now_ms)
                 if self.rejoin_needed_or_pending():
                     self.join_group_if_needed(now_ms)
@@ -385,6 +387,7 @@ class AbstractCoordinator:
             if (
                 self.coordinator is not None
                 and self.group_active()
+                and not self.closing
                 and self.rejoin_needed_or_pending()
                 and self._join_request is None
                 and self._sync_request is None
@@ -947,7 +950,9 @@ class AbstractCoordinator:
 
     # ================================================================== close
     def close_member(self, now_ms: int) -> None:
-        """Java ``AbstractCoordinator.close``: stop heartbeats, prepare, leave (dynamic only)."""
+        """Java ``AbstractCoordinator.close``: stop heartbeats, prepare, leave (dynamic only).
+        The member does not rejoin afterwards (:attr:`closing`)."""
+        self.closing = True
         self.enabled = False
         if self.rebalance_config.leave_group_on_close:
             self.on_leave_prepare(now_ms)
