@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
@@ -64,7 +65,6 @@ __all__ = [
     "register",
 ]
 
-OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 # API keys and the version ranges this tool can build requests for.

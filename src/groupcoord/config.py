@@ -22,10 +22,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.constants import INT32_MAX as INT_MAX
+from groupcoord.constants import LONG_MAX
 from groupcoord.errors import ConfigError
 
-LONG_MAX = 9223372036854775807
-INT_MAX = 2147483647
+__all__ = [
+    "INT_MAX",
+    "LONG_MAX",
+    "PROPERTIES",
+    "BrokerConfig",
+    "Listener",
+    "PropertySpec",
+    "parse_listener",
+    "parse_properties",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

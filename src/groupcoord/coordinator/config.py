@@ -1,53 +1,67 @@
 """The coordinator's settings: Kafka's ``group.*`` and ``offsets.*`` broker properties.
 
-Field names are the Kafka property names in snake case, defaults are Kafka's
-(``GroupCoordinatorConfig``). The broker's own config maps its keys onto this dataclass.
+Field names are the Kafka property names in snake case. Defaults and value checks are not
+written here: each field takes its default and its check from the broker's property table
+(:data:`groupcoord.config.PROPERTIES`, Kafka's ``GroupCoordinatorConfig`` defaults), so the
+two cannot drift apart.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
+from groupcoord.config import PROPERTIES, BrokerConfig
 from groupcoord.errors import ConfigError
 
-INT32_MAX = 2_147_483_647
+_BROKER_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(BrokerConfig)}
+
+
+def _default(prop: str) -> int:
+    """The broker's default for property ``prop`` (an integer for every group property)."""
+    value = _BROKER_DEFAULTS[PROPERTIES[prop].field]
+    assert isinstance(value, int)
+    return value
+
+
+#: The Kafka property behind each field that has one.
+_PROPERTY_OF_FIELD: dict[str, str] = {
+    spec.field: prop
+    for prop, spec in PROPERTIES.items()
+    if prop.startswith(("group.", "offsets.", "offset."))
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GroupConfig:
-    group_min_session_timeout_ms: int = 6_000
-    group_max_session_timeout_ms: int = 1_800_000
-    group_initial_rebalance_delay_ms: int = 3_000
-    group_max_size: int = INT32_MAX
-    offsets_topic_num_partitions: int = 50
-    offsets_topic_replication_factor: int = 3
-    offsets_topic_segment_bytes: int = 104_857_600
-    offsets_load_buffer_size: int = 5_242_880
-    offsets_topic_compression_codec: int = 0
-    offsets_retention_minutes: int = 10_080
-    offsets_retention_check_interval_ms: int = 600_000
-    offsets_commit_timeout_ms: int = 5_000
-    offset_metadata_max_bytes: int = 4_096
+    group_min_session_timeout_ms: int = _default("group.min.session.timeout.ms")
+    group_max_session_timeout_ms: int = _default("group.max.session.timeout.ms")
+    group_initial_rebalance_delay_ms: int = _default("group.initial.rebalance.delay.ms")
+    group_max_size: int = _default("group.max.size")
+    offsets_topic_num_partitions: int = _default("offsets.topic.num.partitions")
+    offsets_topic_replication_factor: int = _default("offsets.topic.replication.factor")
+    offsets_topic_segment_bytes: int = _default("offsets.topic.segment.bytes")
+    offsets_load_buffer_size: int = _default("offsets.load.buffer.size")
+    offsets_topic_compression_codec: int = _default("offsets.topic.compression.codec")
+    offsets_retention_minutes: int = _default("offsets.retention.minutes")
+    offsets_retention_check_interval_ms: int = _default("offsets.retention.check.interval.ms")
+    offsets_commit_timeout_ms: int = _default("offsets.commit.timeout.ms")
+    offset_metadata_max_bytes: int = _default("offset.metadata.max.bytes")
     #: Kafka's internal, non-configurable CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS.
     group_new_member_join_timeout_ms: int = 300_000
 
     def __post_init__(self) -> None:
-        if self.group_min_session_timeout_ms < 0:
-            raise ConfigError("group.min.session.timeout.ms must be >= 0")
+        for f in dataclasses.fields(self):
+            prop = _PROPERTY_OF_FIELD.get(f.name)
+            if prop is None:
+                continue
+            spec = PROPERTIES[prop]
+            value = getattr(self, f.name)
+            if not spec.check(value):
+                raise ConfigError(f"bad value for {prop}: {value!r} ({spec.expectation})")
         if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms:
             raise ConfigError("group.max.session.timeout.ms must be >= group.min.session.timeout.ms")
-        if self.group_initial_rebalance_delay_ms < 0:
-            raise ConfigError("group.initial.rebalance.delay.ms must be >= 0")
-        if self.group_max_size < 1:
-            raise ConfigError("group.max.size must be >= 1")
-        if self.offsets_topic_num_partitions < 1:
-            raise ConfigError("offsets.topic.num.partitions must be >= 1")
-        if self.offsets_retention_minutes < 1:
-            raise ConfigError("offsets.retention.minutes must be >= 1")
-        if self.offsets_retention_check_interval_ms < 1:
-            raise ConfigError("offsets.retention.check.interval.ms must be >= 1")
-        if self.offset_metadata_max_bytes < 0:
-            raise ConfigError("offset.metadata.max.bytes must be >= 0")
 
     @property
     def offsets_retention_ms(self) -> int:

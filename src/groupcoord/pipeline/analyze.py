@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from groupcoord.constants import GROUP_EVENTS_TOPIC, OFFSETS_TOPIC
 from groupcoord.pipeline import decoders, tables
 from groupcoord.pipeline.segments import DEFAULT_SPLIT_BYTES, list_partitions
-from groupcoord.pipeline.source import CONSUMER_OFFSETS_TOPIC, GROUP_EVENTS_TOPIC
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -202,7 +202,7 @@ def run_analysis(
             types = dict(decoders.OFFSETS_COLUMNS)
             reader = reader.schema(decoders.ddl((c, types[c]) for c in columns))
         return (
-            reader.option("topics", CONSUMER_OFFSETS_TOPIC)
+            reader.option("topics", OFFSETS_TOPIC)
             .option("splitBytes", split)
             .option("packBytes", pack)
             .option("rows", rows)

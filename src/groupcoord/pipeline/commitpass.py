@@ -43,9 +43,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.pipeline import decoders
 from groupcoord.pipeline.lagmap import BatchIndex, lag_of
-from groupcoord.pipeline.source import CONSUMER_OFFSETS_TOPIC, ConsumerOffsetsReader, SplitPartition
+from groupcoord.pipeline.source import ConsumerOffsetsReader, SplitPartition
 from groupcoord.pipeline.tables import OFFSET_COMMITS_COLUMNS
 
 if TYPE_CHECKING:
@@ -256,7 +257,7 @@ class CommitTablesReader(ConsumerOffsetsReader):
     def __init__(self, schema: StructType, options: Mapping[str, str]) -> None:
         merged = CaseInsensitiveDict(options)
         merged["rows"] = "commits"
-        super().__init__(commits_struct(), merged, frozenset({CONSUMER_OFFSETS_TOPIC}))
+        super().__init__(commits_struct(), merged, frozenset({OFFSETS_TOPIC}))
         self.tail_schema = schema
         tables = options.get("tablesDir")
         if not tables:

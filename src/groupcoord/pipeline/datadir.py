@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.clock import ManualClock
+from groupcoord.constants import GROUP_EVENTS_TOPIC, OFFSETS_TOPIC
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
     encode_record,
@@ -25,8 +26,6 @@ from groupcoord.storage.log import LogConfig, PartitionLog
 
 log = logging.getLogger(__name__)
 
-CONSUMER_OFFSETS = "__consumer_offsets"
-GROUP_EVENTS = "__group_events"
 
 
 class DataDirWriter:
@@ -51,8 +50,8 @@ class DataDirWriter:
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.offsets_partitions = offsets_partitions
         self.events_partitions = events_partitions
-        self.create_topic(CONSUMER_OFFSETS, offsets_partitions)
-        self.create_topic(GROUP_EVENTS, events_partitions)
+        self.create_topic(OFFSETS_TOPIC, offsets_partitions)
+        self.create_topic(GROUP_EVENTS_TOPIC, events_partitions)
 
     def _at(self, time_ms: int) -> None:
         now = self.clock.now_ms()
@@ -99,7 +98,7 @@ class DataDirWriter:
         if not encoded:
             return
         part = partition_for(group_id, self.offsets_partitions)
-        self.append(CONSUMER_OFFSETS, part, encoded, time_ms)
+        self.append(OFFSETS_TOPIC, part, encoded, time_ms)
 
     def event(self, event: Mapping[str, Any] | bytes) -> None:
         """Publish one group event (a GroupEvent's JSON, or a dict with the same keys)."""
@@ -111,7 +110,7 @@ class DataDirWriter:
             value = json.dumps(obj, separators=(",", ":")).encode()
         group_id = str(obj["group_id"])
         part = partition_for(group_id, self.events_partitions)
-        self.append(GROUP_EVENTS, part, [(group_id.encode(), value)], int(obj["time_ms"]))
+        self.append(GROUP_EVENTS_TOPIC, part, [(group_id.encode(), value)], int(obj["time_ms"]))
 
     def close(self) -> None:
         for log_ in self.logs.values():

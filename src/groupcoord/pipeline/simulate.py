@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.clock import ManualClock
+from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from groupcoord.coordinator.api import (
     HeartbeatRequest,
@@ -58,7 +59,7 @@ from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitValue, encode_record
 from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
-from groupcoord.pipeline.datadir import CONSUMER_OFFSETS, DataDirWriter
+from groupcoord.pipeline.datadir import DataDirWriter
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ class _Sink:
         recs: list[CoordinatorRecord] = list(records)
         if recs:
             encoded = [encode_record(r) for r in recs]
-            self.writer.append(CONSUMER_OFFSETS, partition, encoded, self.clock.now_ms())
+            self.writer.append(OFFSETS_TOPIC, partition, encoded, self.clock.now_ms())
             self.commits += sum(1 for r in recs if isinstance(r.value, OffsetCommitValue))
         done(ErrorCode.NONE)
 

@@ -33,6 +33,7 @@ import crc32c
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.pipeline import decoders, vectorized
 from groupcoord.pipeline.segments import (
     DEFAULT_SPLIT_BYTES,
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_ROWS = 65536
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
-GROUP_EVENTS_TOPIC = "__group_events"
 
 RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
     ("topic", "string"),
@@ -443,7 +442,7 @@ class ConsumerOffsetsDataSource(DataSource):  # type: ignore[misc]
         return decoders.ddl(decoders.OFFSETS_COLUMNS)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        default = frozenset({CONSUMER_OFFSETS_TOPIC})
+        default = frozenset({OFFSETS_TOPIC})
         return ConsumerOffsetsReader(schema, self.options, _options_topics(self.options, default))
 
 

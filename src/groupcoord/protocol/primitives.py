@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["INT16_MAX", "WireWriter", "uvarint_bytes"]
+from groupcoord.constants import INT16_MAX
 
-#: The longest string a classic (int16) length prefix can describe.
-INT16_MAX = 0x7FFF
+__all__ = ["WireWriter", "uvarint_bytes"]
+
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")

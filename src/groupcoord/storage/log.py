@@ -77,6 +77,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from groupcoord.clock import Clock
+from groupcoord.constants import INT32_MAX, LONG_MAX
 from groupcoord.errors import ErrorCode, KafkaError
 
 from .batch import (
@@ -97,8 +98,6 @@ from .batch import (
 
 log = logging.getLogger(__name__)
 
-LONG_MAX = 9223372036854775807
-INT32_MAX = 2147483647
 CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 LOG_START_CHECKPOINT_FILE = "log-start-offset.checkpoint"
 RECOVERY_POINT_FILE = "recovery-point.checkpoint"

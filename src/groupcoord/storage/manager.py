@@ -32,6 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from groupcoord.clock import Clock
+from groupcoord.constants import MAX_TOPIC_NAME_LENGTH
 from groupcoord.errors import DataDirError, ErrorCode, KafkaError
 
 from .log import LogConfig, PartitionLog, RecoveryReport, fsync_dir
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 TOPICS_FILE = "__topics.json"
 PARTITION_METADATA_FILE = "partition.metadata"
 DELETE_SUFFIX = "-delete"
-MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
