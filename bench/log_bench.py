@@ -20,7 +20,8 @@ from pathlib import Path
 
 from groupcoord.clock import ManualClock
 from groupcoord.storage.batch import build_batch
-from groupcoord.storage.log import LogConfig, PartitionLog
+from groupcoord.storage.log import PartitionLog
+from groupcoord.storage.log_config import LogConfig
 
 T0 = 1_700_000_000_000
 

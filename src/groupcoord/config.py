@@ -124,21 +124,10 @@ class BrokerConfig:
         return dataclasses.replace(self, **changes)
 
     def log_config(self) -> Any:
-        """Broker-level log defaults as a storage ``LogConfig``."""
-        from groupcoord.storage.log import LogConfig
+        """Broker-level log defaults as a storage ``LogConfig`` (see ``log_config_for``)."""
+        from groupcoord.storage.log_config import log_config_for
 
-        return LogConfig(
-            segment_bytes=self.log_segment_bytes,
-            retention_ms=self.effective_retention_ms,
-            retention_bytes=self.log_retention_bytes,
-            index_interval_bytes=self.log_index_interval_bytes,
-            flush_interval_messages=self.log_flush_interval_messages,
-            flush_interval_ms=self.log_flush_interval_ms,
-            max_message_bytes=self.message_max_bytes,
-            cleanup_policy=self.log_cleanup_policy,
-            delete_retention_ms=self.log_cleaner_delete_retention_ms,
-            message_timestamp_type=self.log_message_timestamp_type,
-        )
+        return log_config_for(self)
 
     def group_config(self) -> Any:
         """The coordinator's ``GroupConfig``: its snake_case fields have the same names as ours."""

@@ -27,7 +27,8 @@ from groupcoord.protocol.fetch_response import (
 from groupcoord.protocol.headers import encode_response_header
 from groupcoord.protocol.registry import load_messages
 from groupcoord.storage.batch import build_batch
-from groupcoord.storage.log import FileRegion, LogConfig, OffsetOutOfRangeError, PartitionLog
+from groupcoord.storage.log import FileRegion, OffsetOutOfRangeError, PartitionLog
+from groupcoord.storage.log_config import LogConfig
 
 PRODUCE, FETCH = 0, 1
 T0 = 1_700_000_000_000

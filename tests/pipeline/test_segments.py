@@ -15,7 +15,8 @@ from groupcoord.storage.batch import (
     build_batch,
     iter_batches,
 )
-from groupcoord.storage.log import LogConfig, PartitionLog
+from groupcoord.storage.log import PartitionLog
+from groupcoord.storage.log_config import LogConfig
 
 
 def _write(

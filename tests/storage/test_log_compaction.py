@@ -8,7 +8,8 @@ from pathlib import Path
 from groupcoord.clock import ManualClock
 from groupcoord.storage.batch import build_batch as _build
 from groupcoord.storage.batch import decode_records, parse_header
-from groupcoord.storage.log import LogConfig, PartitionLog
+from groupcoord.storage.log import PartitionLog
+from groupcoord.storage.log_config import LogConfig
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000

@@ -12,7 +12,7 @@ import pytest
 from groupcoord.clock import ManualClock
 from groupcoord.errors import ErrorCode
 from groupcoord.storage.batch import build_batch, decode_records
-from groupcoord.storage.log import InvalidConfigError, LogConfig
+from groupcoord.storage.log_config import InvalidConfigError, LogConfig
 from groupcoord.storage.manager import (
     InvalidPartitionsError,
     InvalidTopicError,

@@ -10,7 +10,9 @@ import pytest
 
 from groupcoord.clock import ManualClock
 from groupcoord.storage.batch import build_batch, decode_records, iter_batches, parse_header
-from groupcoord.storage.log import LogConfig, PartitionLog, RecoveryReport
+from groupcoord.storage.log import PartitionLog
+from groupcoord.storage.log_config import LogConfig
+from groupcoord.storage.recovery import RecoveryReport
 
 T0 = 1_700_000_000_000
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=200)

@@ -18,13 +18,12 @@ from groupcoord.storage.batch import (
     parse_header,
 )
 from groupcoord.storage.log import (
-    InvalidConfigError,
     InvalidOffsetError,
-    LogConfig,
     OffsetOutOfRangeError,
     PartitionLog,
     RecordTooLargeError,
 )
+from groupcoord.storage.log_config import InvalidConfigError, LogConfig
 
 T0 = 1_700_000_000_000
 

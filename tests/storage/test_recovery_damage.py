@@ -43,7 +43,8 @@ from groupcoord.storage.batch import (
     parse_header,
     validate_batch,
 )
-from groupcoord.storage.log import LogConfig, PartitionLog
+from groupcoord.storage.log import PartitionLog
+from groupcoord.storage.log_config import LogConfig
 
 T0 = 1_700_000_000_000
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=200)

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.broker.state import Broker
-from groupcoord.broker.topic_configs import (
+from groupcoord.config import PROPERTIES, BrokerConfig
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
+from groupcoord.server.context import RequestContext
+from groupcoord.storage.log_config import (
     SOURCE_DEFAULT,
     SOURCE_STATIC_BROKER,
     TYPE_BOOLEAN,
@@ -15,10 +19,6 @@ from groupcoord.broker.topic_configs import (
     ConfigEntry,
     describe_topic_configs,
 )
-from groupcoord.config import PROPERTIES, BrokerConfig
-from groupcoord.errors import ErrorCode
-from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
-from groupcoord.server.context import RequestContext
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4

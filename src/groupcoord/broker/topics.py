@@ -13,11 +13,10 @@ import uuid
 from typing import Any
 
 from groupcoord.broker.state import Broker
-from groupcoord.broker.topic_configs import describe_topic_configs, validate_topic_configs
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
 from groupcoord.server.context import RequestContext
-from groupcoord.storage.log import InvalidConfigError
+from groupcoord.storage.log_config import InvalidConfigError, describe_topic_configs, validate_topic_configs
 from groupcoord.storage.manager import InvalidTopicError, TopicExistsError
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,8 @@ from groupcoord.coordinator.records import (
     partition_for,
 )
 from groupcoord.storage.batch import build_batch
-from groupcoord.storage.log import LogConfig, PartitionLog
+from groupcoord.storage.log import PartitionLog
+from groupcoord.storage.log_config import LogConfig
 
 log = logging.getLogger(__name__)
 

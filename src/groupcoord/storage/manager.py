@@ -35,7 +35,10 @@ from groupcoord.clock import Clock
 from groupcoord.constants import MAX_TOPIC_NAME_LENGTH
 from groupcoord.errors import DataDirError, ErrorCode, KafkaError
 
-from .log import LogConfig, PartitionLog, RecoveryReport, fsync_dir
+from .log import PartitionLog
+from .log_config import LogConfig
+from .recovery import RecoveryReport
+from .segment import fsync_dir
 
 log = logging.getLogger(__name__)
 
