@@ -139,7 +139,33 @@ def _run_schedule(strategy: str, schedule: list[Op]) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky", "roundrobin", "sticky"])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same 150 schedules on every run (CI stays deterministic); widen locally with
+# e.g. max_examples=1500 and derandomize=False to search (that is how the test below was found)
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(schedule=st.lists(ops, max_size=25))
 def test_random_schedules_never_double_own_and_converge(strategy: str, schedule: list[Op]) -> None:
     _run_schedule(strategy, schedule)
+
+
+def test_static_member_reset_between_cooperative_rounds_still_hands_over_the_partition() -> None:
+    """Found by the property above: a static cooperative member receives the round-one
+    assignment (one partition to revoke) while its application is stalled, its poll timeout
+    resets it, and its rejoin is a static restart that gets the old assignment back without a
+    rebalance. The revoked partition must still find an owner (docs/client.md, where we differ)."""
+    _run_schedule(
+        "cooperative-sticky",
+        [
+            Op(kind="add", static=False),
+            Op(kind="add", static=True),
+            Op(kind="stall", who=0, ms=500),
+            Op(kind="restart", who=1),
+            Op(kind="stall", who=0, ms=500),
+            Op(kind="stall", who=2, ms=3500),
+        ],
+    )

@@ -195,6 +195,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._group_subscription: frozenset[str] = frozenset()
         self.is_leader = False
         self._assignment_snapshot: dict[str, int] | None = None
+        self._follow_up_generation: int | None = None
         # commits and fetches
         self._next_commit_id = 1
         self._commits: list[_Commit] = []
@@ -489,6 +490,16 @@ class ConsumerCoordinator(AbstractCoordinator):
                 self._emit_partitions(PartitionsRevoked(partitions=revoked))
                 self._drop(revoked)
                 self.request_rejoin("need to revoke partitions and re-join")
+                self._follow_up_generation = generation_id
+            elif self._follow_up_generation == generation_id:
+                # The follow-up rejoin of a cooperative revocation came back with the *same*
+                # generation: no rebalance ran (a static member reset by its poll timeout rejoins
+                # as a restart and gets its old assignment back), so the revoked partitions are
+                # still withheld from everyone. Ask once more, with the known member id.
+                self.request_rejoin("the cooperative follow-up rebalance did not happen")
+                self._follow_up_generation = None
+            else:
+                self._follow_up_generation = None
         try:
             assignor.on_assignment(a, generation_id)
         except Exception as e:  # an assignor's bug must not wedge the member
