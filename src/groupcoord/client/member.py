@@ -55,6 +55,11 @@ one lock around every call (Java synchronises on the coordinator object the same
     thread: :class:`FatalErrorEvent`, and (consumer core) partitions revoked / assigned /
     lost, commit results, starting positions.
 
+Leaving: ``maybe_leave_group(reason, now_ms)`` (LeaveGroup from dynamic members only, then
+UNJOINED; the next :meth:`poll` rejoins) and ``close_member(now_ms)`` (``on_leave_prepare``,
+then ``maybe_leave_group``; sets :attr:`closing` so the member never rejoins). Subclasses'
+events are appended to ``self._events`` and drained by :meth:`events` in order.
+
 Requests to the coordinator carry ``Outbound.node`` = the coordinator's :class:`Node`
 (Java connects to it under a separate connection id, ``Integer.MAX_VALUE - node_id``; an
 adapter may do the same). ``node`` ``None`` means "any broker", the least-loaded one
