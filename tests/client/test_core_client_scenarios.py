@@ -10,8 +10,10 @@ from member_world import CRASH, GROUP, World, partition_events
 
 from groupcoord.client import messages as m
 from groupcoord.client.assignors.base import subscription_from_bytes
+from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.consumer_core import (
     CommitCompleted,
+    ConsumerCoordinator,
     PartitionsAssigned,
     PartitionsRevoked,
     StartingPositions,
@@ -426,3 +428,26 @@ def test_async_commit_is_not_retried_but_a_sync_commit_is() -> None:
     assert done2.commit_id == cid2 and done2.error is None
     assert len(a.sent_of(m.OffsetCommitRequest)) == 3
     assert w.coordinator.group(GROUP).offsets[("t", 0)].offset == 2  # type: ignore[union-attr]
+
+
+def test_manual_assignment_poll_alone_finds_the_coordinator_for_a_commit() -> None:
+    """An application that only calls poll() still gets its manual-assignment commit out: the
+    poll looks the coordinator up when a commit needs it, and never joins."""
+    core = ConsumerCoordinator(ConsumerConfig.from_dict({"group.id": GROUP, "enable.auto.commit": False}))
+    core.assign([T[0]])
+    assert core.poll(1000) == []
+    core.commit({T[0]: OffsetAndMetadata(offset=1)}, 1000)
+    (out,) = core.poll(1001)
+    assert out.request == m.FindCoordinatorRequest(key=GROUP) and out.node is None
+    core.on_response(
+        out.request_id,
+        m.FindCoordinatorResponse(error=ErrorCode.NONE, node=m.Node(node_id=3, host="h", port=1)),
+        1002,
+    )
+    (commit,) = core.poll(1003)
+    assert (
+        isinstance(commit.request, m.OffsetCommitRequest)
+        and commit.node is not None
+        and commit.node.node_id == 3
+    )
+    assert commit.request.generation_id == -1 and commit.request.member_id == ""

@@ -318,10 +318,13 @@ class AbstractCoordinator:
             self._fatal(self.heartbeat_failed)
         if self.fatal_error is None:
             self.on_poll(now_ms)
-            if self.group_active() and not self.closing and self.ensure_coordinator_ready(now_ms):
-                self._maybe_complete_leader(now_ms)
-                if self.rejoin_needed_or_pending():
-                    self.join_group_if_needed(now_ms)
+            if self.group_active() and not self.closing:
+                if self.ensure_coordinator_ready(now_ms):
+                    self._maybe_complete_leader(now_ms)
+                    if self.rejoin_needed_or_pending():
+                        self.join_group_if_needed(now_ms)
+            elif self.coordinator is None and self.needs_coordinator():
+                self.lookup_coordinator(now_ms)  # commits of a manually assigned consumer
             self.on_pending(now_ms)
         return self._drain()
 
