@@ -23,11 +23,8 @@ Everything comes over the Kafka protocol, through the raw codec of ``groupcoord.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import logging
-import socket
-import struct
 import sys
 import typing
 from collections.abc import Iterable, Sequence
@@ -44,8 +41,7 @@ from groupcoord.coordinator.records import (
     partition_for,
 )
 from groupcoord.errors import ErrorCode
-from groupcoord.protocol.client import decode_response, encode_request
-from groupcoord.protocol.entities import child
+from groupcoord.protocol.client import WireClient, WireError, build_request
 from groupcoord.protocol.registry import ApiMessages, load_messages
 from groupcoord.storage.batch import CorruptBatchError, decode_records, iter_batches
 
@@ -82,7 +78,6 @@ _CLIENT_RANGES: dict[int, tuple[int, int]] = {
 _LATEST_TIMESTAMP = -1
 _EARLIEST_TIMESTAMP = -2
 _FETCH_MAX_BYTES = 4 << 20
-_SIZE = struct.Struct(">i")
 
 
 class AdminError(Exception):
@@ -136,31 +131,6 @@ class GroupDescription:
 
 
 # ------------------------------------------------------------------------------ wire
-def _build(cls: type[Any], fields: dict[str, Any]) -> Any:
-    """A kio entity of whatever version ``cls`` is, from plain values.
-
-    Fields the version does not have are dropped; dicts and lists of dicts become nested
-    entities; ints given to timedelta fields are milliseconds.
-    """
-    hints = typing.get_type_hints(cls)
-    out: dict[str, Any] = {}
-    for name, value in fields.items():
-        if name not in hints:
-            continue
-        hint = hints[name]
-        if isinstance(value, dict):
-            out[name] = _build(child(cls, name), value)
-        elif isinstance(value, list) and value and isinstance(value[0], dict):
-            out[name] = tuple(_build(child(cls, name), v) for v in value)
-        elif isinstance(value, list):
-            out[name] = tuple(value)
-        elif isinstance(value, int) and isinstance(hint, type) and issubclass(hint, datetime.timedelta):
-            out[name] = datetime.timedelta(milliseconds=value)
-        else:
-            out[name] = value
-    return cls(**out)
-
-
 def _parse_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
@@ -174,41 +144,20 @@ class Connection:
     def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float) -> None:
         self.address = f"{host}:{port}"
         try:
-            self._sock = socket.create_connection((host, port), timeout=timeout_s)
-        except OSError as exc:
-            raise AdminError(f"cannot connect to {self.address}: {exc}") from exc
-        self._client_id = client_id
-        self._correlation = 0
+            self._wire = WireClient(host, port, client_id=client_id, timeout_s=timeout_s)
+        except WireError as exc:
+            raise AdminError(str(exc)) from exc
         self._versions: dict[int, int] = {}
         self._negotiate()
 
     def close(self) -> None:
-        self._sock.close()
-
-    def _read(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            try:
-                chunk = self._sock.recv(n - len(buf))
-            except OSError as exc:
-                raise AdminError(f"{self.address}: {exc}") from exc
-            if not chunk:
-                raise AdminError(f"{self.address} closed the connection")
-            buf += chunk
-        return bytes(buf)
+        self._wire.close()
 
     def _roundtrip(self, messages: ApiMessages, fields: dict[str, Any]) -> Any:
-        self._correlation += 1
-        request = _build(messages.request_type, fields)
         try:
-            self._sock.sendall(encode_request(messages, self._correlation, request, self._client_id))
-        except OSError as exc:
-            raise AdminError(f"{self.address}: {exc}") from exc
-        (size,) = _SIZE.unpack(self._read(4))
-        correlation, response = decode_response(messages, self._read(size))
-        if correlation != self._correlation:
-            raise AdminError(f"{self.address}: answer {correlation} to request {self._correlation}")
-        return response
+            return self._wire.call_entity(messages, build_request(messages.request_type, fields))
+        except WireError as exc:
+            raise AdminError(str(exc)) from exc
 
     def _negotiate(self) -> None:
         response = self._roundtrip(load_messages(API_VERSIONS, 0), {})

@@ -7,7 +7,6 @@ the test advances, and ``broker.timers.run_due()`` fires whatever became due.
 from __future__ import annotations
 
 import asyncio
-import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,37 +15,30 @@ from groupcoord.broker.apis import build_dispatcher
 from groupcoord.broker.state import Broker
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
-from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.client import AsyncWireClient
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.app import KafkaServer
 
 
-class Conn:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.corr = 0
+PRODUCE_KEY = 0
 
-    async def send(self, key: int, version: int, **body: Any) -> int:
-        self.corr += 1
+
+class Conn(AsyncWireClient):
+    """A connection of the package's raw wire client; requests are built with ``make``."""
+
+    async def send(self, key: int, version: int, **body: Any) -> int:  # type: ignore[override]
         m = load_messages(key, version)
-        self.writer.write(encode_request(m, self.corr, make(m.request_type, **body), client_id="harness"))
-        await self.writer.drain()
-        return self.corr
+        answered = not (key == PRODUCE_KEY and body.get("acks") == 0)  # acks=0: no answer at all
+        return await self.send_entity(m, make(m.request_type, **body), answered=answered)
 
-    async def recv(self, key: int, version: int) -> tuple[int, Any]:
-        size = struct.unpack(">i", await self.reader.readexactly(4))[0]
-        return decode_response(load_messages(key, version), await self.reader.readexactly(size))
+    async def recv(self, key: int, version: int) -> tuple[int, Any]:  # type: ignore[override]
+        """(correlation id, answer) of the oldest pending request (key and version name it)."""
+        return await self.recv_with_id()
 
     async def call(self, key: int, version: int, **body: Any) -> Any:
-        corr = await self.send(key, version, **body)
-        got, resp = await self.recv(key, version)
-        assert got == corr
-        return resp
-
-    def close(self) -> None:
-        self.writer.close()
+        await self.send(key, version, **body)
+        return (await self.recv_with_id())[1]
 
 
 class Env:
@@ -57,7 +49,7 @@ class Env:
 
     async def connect(self) -> Conn:
         r, w = await asyncio.open_connection("127.0.0.1", self.server.port)
-        return Conn(r, w)
+        return Conn(r, w, client_id="harness")
 
 
 def req_type(key: int, version: int) -> type[Any]:

@@ -5,8 +5,6 @@ client cannot send: another case, an unknown type)."""
 
 from __future__ import annotations
 
-import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -20,7 +18,7 @@ from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.errors import ErrorCode
-from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.client import WireClient
 from groupcoord.protocol.entities import make
 from groupcoord.protocol.registry import load_messages
 
@@ -69,15 +67,8 @@ def _list_groups_v5(bootstrap: str, types: list[str]) -> tuple[ErrorCode, list[t
     host, port = bootstrap.rsplit(":", 1)
     messages = load_messages(LIST_GROUPS, 5)
     request = make(messages.request_type, states_filter=(), types_filter=tuple(types))
-    with socket.create_connection((host, int(port)), timeout=15) as sock:
-        sock.sendall(encode_request(messages, 1, request, "kafka-cases"))
-        buf = b""
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
-            chunk = sock.recv(65536)
-            assert chunk, "broker closed the connection"
-            buf += chunk
-    correlation, response = decode_response(messages, buf[4:])
-    assert correlation == 1
+    with WireClient(host, int(port), client_id="kafka-cases") as wire:
+        response = wire.call_entity(messages, request)
     groups = [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in response.groups]
     return ErrorCode(int(response.error_code)), groups
 

@@ -10,14 +10,9 @@ Scenario numbers refer to reference/kafka-group-coordinator.md §6.
 
 from __future__ import annotations
 
-import datetime
 import json
 import re
-import select
-import socket
-import struct
 import time
-import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,9 +22,7 @@ from conftest import BrokerProcess, wait_until
 
 from groupcoord.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from groupcoord.errors import ErrorCode
-from groupcoord.protocol.client import decode_response, encode_request
-from groupcoord.protocol.entities import child
-from groupcoord.protocol.registry import ApiMessages, load_messages
+from groupcoord.protocol.client import WireClient
 
 # api keys
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
@@ -52,71 +45,11 @@ SESSION_MS = 30_000
 
 
 # ------------------------------------------------------------------------------ raw client
-def _build(cls: type[Any], fields: dict[str, Any]) -> Any:
-    """A kio entity from plain values: dicts / lists of dicts become nested entities, ints
-    given to timedelta fields become milliseconds."""
-    hints = typing.get_type_hints(cls)
-    out: dict[str, Any] = {}
-    for name, value in fields.items():
-        hint = hints[name]
-        if isinstance(value, dict):
-            out[name] = _build(child(cls, name), value)
-        elif isinstance(value, list | tuple) and value and isinstance(value[0], dict):
-            out[name] = tuple(_build(child(cls, name), v) for v in value)
-        elif isinstance(value, list):
-            out[name] = tuple(value)
-        elif isinstance(value, int) and isinstance(hint, type) and issubclass(hint, datetime.timedelta):
-            out[name] = datetime.timedelta(milliseconds=value)
-        else:
-            out[name] = value
-    return cls(**out)
-
-
-class Wire:
-    """One connection; requests are answered in order, so pending ones form a FIFO."""
+class Wire(WireClient):
+    """One connection to the broker under test (the package's raw wire client)."""
 
     def __init__(self, port: int, client_id: str = "wire") -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=15)
-        self.client_id = client_id
-        self.correlation = 0
-        self.pending: list[tuple[int, ApiMessages]] = []
-
-    def send(self, api_key: int, version: int, **fields: Any) -> int:
-        messages = load_messages(api_key, version)
-        self.correlation += 1
-        frame = encode_request(
-            messages, self.correlation, _build(messages.request_type, fields), self.client_id
-        )
-        self.sock.sendall(frame)
-        self.pending.append((self.correlation, messages))
-        return self.correlation
-
-    def _read(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("broker closed the connection")
-            buf += chunk
-        return bytes(buf)
-
-    def recv(self) -> Any:
-        """The answer to the oldest request still pending on this connection."""
-        correlation, messages = self.pending.pop(0)
-        (size,) = struct.unpack(">i", self._read(4))
-        got, response = decode_response(messages, self._read(size))
-        assert got == correlation
-        return response
-
-    def call(self, api_key: int, version: int, **fields: Any) -> Any:
-        self.send(api_key, version, **fields)
-        return self.recv()
-
-    def readable(self, timeout: float) -> bool:
-        return bool(select.select([self.sock], [], [], timeout)[0])
-
-    def close(self) -> None:
-        self.sock.close()
+        super().__init__("127.0.0.1", port, client_id=client_id)
 
 
 def code(value: Any) -> ErrorCode:

@@ -1,13 +1,20 @@
-"""The client side of the codec: encode requests and decode responses.
+"""The client side of the codec: encode requests, decode responses, and one raw wire client.
 
-The broker never needs this; tests, tools and benchmarks that talk to the broker over a raw
-socket do.
+The broker never needs this; the admin tool, tests and benchmarks that talk to the broker over a
+raw socket do (:class:`WireClient`, :class:`AsyncWireClient`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import datetime
 import io
+import select
+import socket
 import struct
+import typing
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
@@ -15,7 +22,8 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
-from groupcoord.protocol.registry import ApiMessages
+from groupcoord.protocol.entities import child
+from groupcoord.protocol.registry import ApiMessages, load_messages
 
 _write_v1 = entity_writer(RequestHeaderV1)
 _write_v2 = entity_writer(RequestHeaderV2)
@@ -47,7 +55,178 @@ def encode_request(
 
 def decode_response(messages: ApiMessages, frame: bytes) -> tuple[int, Any]:
     """(correlation_id, response entity) of a response frame without its size prefix."""
-    (correlation_id,) = struct.unpack_from(">i", frame, 0)
+    (correlation_id,) = _SIZE.unpack_from(frame, 0)
     offset = 4 + (1 if messages.response_header_version == 1 else 0)
     entity, _ = entity_reader(messages.response_type)(frame, offset)
     return correlation_id, entity
+
+
+def build_request(cls: type[Any], fields: Mapping[str, Any]) -> Any:
+    """A kio entity of whatever version ``cls`` is, from plain values.
+
+    Fields the version does not have are dropped; dicts and lists (or tuples) of dicts become
+    nested entities; ints given to timedelta fields are milliseconds. So one call site can build
+    a request at any version.
+    """
+    hints = typing.get_type_hints(cls)
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name not in hints:
+            continue
+        hint = hints[name]
+        if isinstance(value, dict):
+            out[name] = build_request(child(cls, name), value)
+        elif isinstance(value, list | tuple) and value and isinstance(value[0], dict):
+            out[name] = tuple(build_request(child(cls, name), v) for v in value)
+        elif isinstance(value, list):
+            out[name] = tuple(value)
+        elif isinstance(value, int) and isinstance(hint, type) and issubclass(hint, datetime.timedelta):
+            out[name] = datetime.timedelta(milliseconds=value)
+        else:
+            out[name] = value
+    return cls(**out)
+
+
+class WireError(ConnectionError):
+    """The connection failed, was closed by the broker, or answered out of order."""
+
+
+class WireClient:
+    """One blocking connection to a broker: the one raw wire client of the package.
+
+    Requests go out by API key and version (or as :class:`ApiMessages` and an entity); the broker
+    answers in request order, so the requests sent and not yet received form a FIFO, and
+    :meth:`recv` checks each answer's correlation id against the oldest one. Used by the admin
+    tool, the benchmarks and the tests that drive the wire by hand.
+
+    Error handling: every socket error, a closed connection or an answer to another request
+    raises :class:`WireError` naming the broker's address.
+    """
+
+    def __init__(
+        self, host: str, port: int, *, client_id: str | None = "groupcoord", timeout_s: float = 15.0
+    ) -> None:
+        self.address = f"{host}:{port}"
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise WireError(f"cannot connect to {self.address}: {exc}") from exc
+        self.client_id = client_id
+        self.correlation = 0
+        self.pending: collections.deque[tuple[int, ApiMessages]] = collections.deque()
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send_entity(self, messages: ApiMessages, request: Any, *, answered: bool = True) -> int:
+        """Send ``request`` (an entity of ``messages.request_type``); its correlation id.
+
+        ``answered=False`` for a request the broker does not answer (a Produce with acks=0)."""
+        self.correlation += 1
+        frame = encode_request(messages, self.correlation, request, self.client_id)
+        try:
+            self.sock.sendall(frame)
+        except OSError as exc:
+            raise WireError(f"{self.address}: {exc}") from exc
+        if answered:
+            self.pending.append((self.correlation, messages))
+        return self.correlation
+
+    def send(self, api_key: int, version: int, **fields: Any) -> int:
+        """Send a request built from plain values (see :func:`build_request`)."""
+        messages = load_messages(api_key, version)
+        return self.send_entity(messages, build_request(messages.request_type, fields))
+
+    def recv(self) -> Any:
+        """The answer to the oldest request still pending on this connection."""
+        correlation, messages = self.pending.popleft()
+        (size,) = _SIZE.unpack(self._read(4))
+        got, response = decode_response(messages, self._read(size))
+        if got != correlation:
+            raise WireError(f"{self.address}: answer {got} to request {correlation}")
+        return response
+
+    def call_entity(self, messages: ApiMessages, request: Any) -> Any:
+        self.send_entity(messages, request)
+        return self.recv()
+
+    def call(self, api_key: int, version: int, **fields: Any) -> Any:
+        self.send(api_key, version, **fields)
+        return self.recv()
+
+    def readable(self, timeout_s: float) -> bool:
+        """Whether bytes (or the end of the stream) arrive within ``timeout_s``."""
+        return bool(select.select([self.sock], [], [], timeout_s)[0])
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _read(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            try:
+                chunk = self.sock.recv(n - len(buf))
+            except OSError as exc:
+                raise WireError(f"{self.address}: {exc}") from exc
+            if not chunk:
+                raise WireError(f"{self.address} closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+
+class AsyncWireClient:
+    """:class:`WireClient` over asyncio streams, for tests and benchmarks that run a server in the
+    same event loop. Same FIFO and correlation check."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, client_id: str | None
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.client_id = client_id
+        self.correlation = 0
+        self.pending: collections.deque[tuple[int, ApiMessages]] = collections.deque()
+
+    @classmethod
+    async def connect(cls, host: str, port: int, *, client_id: str | None = "groupcoord") -> AsyncWireClient:
+        reader, writer = await asyncio.open_connection(host, port)
+        return cls(reader, writer, client_id=client_id)
+
+    async def send_entity(self, messages: ApiMessages, request: Any, *, answered: bool = True) -> int:
+        self.correlation += 1
+        self.writer.write(encode_request(messages, self.correlation, request, self.client_id))
+        await self.writer.drain()
+        if answered:
+            self.pending.append((self.correlation, messages))
+        return self.correlation
+
+    async def send(self, api_key: int, version: int, **fields: Any) -> int:
+        messages = load_messages(api_key, version)
+        return await self.send_entity(messages, build_request(messages.request_type, fields))
+
+    async def recv(self) -> Any:
+        """The answer to the oldest request still pending on this connection."""
+        return (await self.recv_with_id())[1]
+
+    async def recv_with_id(self) -> tuple[int, Any]:
+        """(correlation id, answer) of the oldest request still pending on this connection."""
+        correlation, messages = self.pending.popleft()
+        (size,) = _SIZE.unpack(await self.reader.readexactly(4))
+        got, response = decode_response(messages, await self.reader.readexactly(size))
+        if got != correlation:
+            raise WireError(f"answer {got} to request {correlation}")
+        return got, response
+
+    async def call_entity(self, messages: ApiMessages, request: Any) -> Any:
+        await self.send_entity(messages, request)
+        return await self.recv()
+
+    async def call(self, api_key: int, version: int, **fields: Any) -> Any:
+        await self.send(api_key, version, **fields)
+        return await self.recv()
+
+    def close(self) -> None:
+        self.writer.close()
