@@ -20,7 +20,6 @@ from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.app import KafkaServer
 
-
 PRODUCE_KEY = 0
 
 
