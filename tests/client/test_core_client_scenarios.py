@@ -451,3 +451,34 @@ def test_manual_assignment_poll_alone_finds_the_coordinator_for_a_commit() -> No
         and commit.node.node_id == 3
     )
     assert commit.request.generation_id == -1 and commit.request.member_id == ""
+
+
+def test_join_group_request_timeout_covers_the_rebalance_timeout() -> None:
+    """A JoinGroup may be parked for the whole rebalance: its timeout is
+    max(request.timeout.ms, max.poll.interval.ms + 5 s); other requests get request.timeout.ms.
+    Kafka: AbstractCoordinatorTest.testJoinGroupRequestTimeout /
+    testJoinGroupRequestTimeoutLowerBoundedByDefaultRequestTimeout."""
+    for poll_interval, request_timeout, expected in ((60_000, 30_000, 65_000), (10_000, 30_000, 30_000)):
+        core = ConsumerCoordinator(
+            ConsumerConfig.from_dict(
+                {
+                    "group.id": GROUP,
+                    "max.poll.interval.ms": poll_interval,
+                    "request.timeout.ms": request_timeout,
+                }
+            )
+        )
+        core.subscribe(["t"])
+        (find,) = core.poll(0)
+        assert find.timeout_ms == request_timeout
+        core.on_response(
+            find.request_id,
+            m.FindCoordinatorResponse(error=ErrorCode.NONE, node=m.Node(node_id=1, host="h", port=1)),
+            1,
+        )
+        (join,) = core.poll(2)
+        assert isinstance(join.request, m.JoinGroupRequest) and join.timeout_ms == expected
+        # unanswered past its timeout, the core fails it itself and rediscovers the coordinator
+        assert core.poll(2 + expected - 1) == []
+        (again,) = core.poll(2 + expected)
+        assert isinstance(again.request, m.FindCoordinatorRequest)
