@@ -1,0 +1,134 @@
+"""The member core driven by hand, request by request (no coordinator): exact messages."""
+
+from __future__ import annotations
+
+from groupcoord.client import messages as m
+from groupcoord.client.assignors.base import Assignment, assignment_to_bytes
+from groupcoord.client.config import ConsumerConfig
+from groupcoord.client.consumer_core import ConsumerCoordinator, PartitionsAssigned, PartitionsLost
+from groupcoord.client.member import Outbound
+from groupcoord.client.states import MemberState
+from groupcoord.client.types import TopicPartition
+from groupcoord.errors import ErrorCode as E
+
+NODE = m.Node(node_id=7, host="127.0.0.1", port=9092)
+TP = TopicPartition("t", 0)
+
+
+def _core(**extra: object) -> ConsumerCoordinator:
+    settings: dict[str, object] = {
+        "group.id": "g",
+        "partition.assignment.strategy": "range",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 1000,
+        "heartbeat.interval.ms": 300,
+        "max.poll.interval.ms": 3000,
+    }
+    settings.update(extra)
+    core = ConsumerCoordinator(ConsumerConfig.from_dict(settings))
+    core.subscribe(["t"])
+    return core
+
+
+def _one(outs: list[Outbound], kind: type) -> Outbound:
+    assert [type(o.request) for o in outs] == [kind], outs
+    return outs[0]
+
+
+def _joined_follower(core: ConsumerCoordinator, now: int = 0) -> Outbound:
+    """Find, two-step join as a follower of generation 5; returns the SyncGroup outbound."""
+    find = _one(core.poll(now), m.FindCoordinatorRequest)
+    core.on_response(find.request_id, m.FindCoordinatorResponse(error=E.NONE, node=NODE), now)
+    j1 = _one(core.poll(now), m.JoinGroupRequest)
+    assert j1.request.member_id == "" and j1.node == NODE
+    core.on_response(j1.request_id, m.JoinGroupResponse(error=E.MEMBER_ID_REQUIRED, member_id="m-1"), now)
+    j2 = _one(core.poll(now), m.JoinGroupRequest)
+    assert j2.request.member_id == "m-1"
+    core.on_response(
+        j2.request_id,
+        m.JoinGroupResponse(
+            error=E.NONE,
+            generation_id=5,
+            protocol_type="consumer",
+            protocol_name="range",
+            leader="m-0",
+            member_id="m-1",
+        ),
+        now,
+    )
+    assert core.state is MemberState.COMPLETING_REBALANCE and core.enabled
+    return _one(core.poll(now), m.SyncGroupRequest)
+
+
+def test_follower_handshake_messages() -> None:
+    core = _core()
+    sync = _joined_follower(core)
+    assert sync.request == m.SyncGroupRequest(
+        group_id="g",
+        generation_id=5,
+        member_id="m-1",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=(),
+    )
+    core.on_response(
+        sync.request_id,
+        m.SyncGroupResponse(error=E.NONE, assignment=assignment_to_bytes(Assignment(partitions=(TP,)))),
+        1,
+    )
+    assert core.state is MemberState.STABLE and core.assignment() == {TP}
+    assert core.events() == [PartitionsAssigned(partitions=(TP,), generation_id=5)]
+    fetch = _one(core.poll(2), m.OffsetFetchRequest)
+    assert fetch.request == m.OffsetFetchRequest(group_id="g", partitions=(TP,), require_stable=True)
+    # the heartbeat thread: due every 300 ms from the JoinGroup response
+    assert core.heartbeat_poll(299) == []
+    hb = _one(core.heartbeat_poll(300), m.HeartbeatRequest)
+    assert hb.request == m.HeartbeatRequest(
+        group_id="g", generation_id=5, member_id="m-1", group_instance_id=None
+    )
+
+
+def test_successful_sync_after_the_member_left_is_discarded_and_it_rejoins() -> None:
+    """The generation is cleared (maybe_leave_group) while the SyncGroup is in flight: its
+    successful answer is dropped and the next poll sends JoinGroup again.
+    Kafka: ConsumerCoordinatorTest.testPrepareJoinAndRejoinAfterFailedRebalance."""
+    core = _core()
+    sync = _joined_follower(core)
+    core.maybe_leave_group("test", 10)
+    leave = _one(core.pending(10), m.LeaveGroupRequest)
+    assert leave.request == m.LeaveGroupRequest(
+        group_id="g", member_id="m-1", group_instance_id=None, reason="test"
+    )
+    assert core.state is MemberState.UNJOINED
+    core.on_response(
+        sync.request_id,
+        m.SyncGroupResponse(error=E.NONE, assignment=assignment_to_bytes(Assignment(partitions=(TP,)))),
+        11,
+    )
+    assert core.state is MemberState.UNJOINED and core.assignment() == frozenset()
+    assert core.events() == []
+    join = _one(core.poll(12), m.JoinGroupRequest)
+    assert join.request.member_id == ""
+
+
+def test_stable_member_reset_reports_its_partitions_lost_then_rejoins() -> None:
+    """After a reset (heartbeat UNKNOWN_MEMBER_ID) the owned partitions are lost, not revoked
+    (ConsumerCoordinator.onJoinPrepare with generation -1)."""
+    core = _core()
+    sync = _joined_follower(core)
+    core.on_response(
+        sync.request_id,
+        m.SyncGroupResponse(error=E.NONE, assignment=assignment_to_bytes(Assignment(partitions=(TP,)))),
+        1,
+    )
+    core.events()
+    _one(core.poll(2), m.OffsetFetchRequest)
+    hb = _one(core.heartbeat_poll(300), m.HeartbeatRequest)
+    core.on_response(hb.request_id, m.HeartbeatResponse(error=E.UNKNOWN_MEMBER_ID), 301)
+    assert core.state is MemberState.UNJOINED and core.generation.member_id == ""
+    assert core.poll(302) == []  # the JoinGroup waits until the application saw the loss
+    assert core.events() == [PartitionsLost(partitions=(TP,))]
+    join = _one(core.poll(303), m.JoinGroupRequest)
+    assert join.request.member_id == ""
+    assert core.heartbeat_poll(1000) == [] and not core.enabled  # disabled while not joined
