@@ -26,7 +26,8 @@ def spark() -> Iterator[object]:
 def scripted(spark: object, tmp_path_factory: pytest.TempPathFactory) -> object:
     """The scripted scenario (scenario.py) written once and analysed once in local mode."""
     from groupcoord.pipeline.analyze import AnalyzeOptions, run_analysis
-    from groupcoord.pipeline.tables import BurrowConfig, StormConfig
+    from groupcoord.pipeline.health import BurrowConfig
+    from groupcoord.pipeline.rebalances import StormConfig
 
     from .scenario import END, T0, write_scenario
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.pipeline import tables
+from groupcoord.pipeline import health
 
 pytestmark = pytest.mark.spark
 
@@ -79,10 +79,10 @@ def _frames(spark: Any) -> tuple[Any, Any]:
 
 def test_partition_status_follows_burrows_rules_for_every_status(spark: Any) -> None:
     lag_df, batches = _frames(spark)
-    config = tables.BurrowConfig(intervals=3, allowed_lag=0)
+    config = health.BurrowConfig(intervals=3, allowed_lag=0)
     got = {
         r["topic"]: r["status"]
-        for r in tables.partition_status(lag_df, batches, now_ms=NOW, config=config).collect()
+        for r in health.partition_status(lag_df, batches, now_ms=NOW, config=config).collect()
     }
     expected = {f"t{i}": case[4] for i, case in enumerate(CASES)}
     assert got == expected
@@ -90,9 +90,9 @@ def test_partition_status_follows_burrows_rules_for_every_status(spark: Any) -> 
 
 def test_window_keeps_only_the_last_intervals_commits(spark: Any) -> None:
     lag_df, batches = _frames(spark)
-    config = tables.BurrowConfig(intervals=2, allowed_lag=0)
+    config = health.BurrowConfig(intervals=2, allowed_lag=0)
     rows = {
-        r["topic"]: r for r in tables.partition_status(lag_df, batches, now_ms=NOW, config=config).collect()
+        r["topic"]: r for r in health.partition_status(lag_df, batches, now_ms=NOW, config=config).collect()
     }
     # t1: with only the last two commits (lags 0 and 5) the lag is still 0 once -> OK
     assert [w["offset"] for w in rows["t1"]["window"]] == [60, 70]
@@ -107,10 +107,10 @@ def test_window_keeps_only_the_last_intervals_commits(spark: Any) -> None:
 
 def test_allowed_lag_turns_small_lag_into_ok(spark: Any) -> None:
     lag_df, batches = _frames(spark)
-    config = tables.BurrowConfig(intervals=3, allowed_lag=80)
+    config = health.BurrowConfig(intervals=3, allowed_lag=80)
     got = {
         r["topic"]: r["status"]
-        for r in tables.partition_status(lag_df, batches, now_ms=NOW, config=config).collect()
+        for r in health.partition_status(lag_df, batches, now_ms=NOW, config=config).collect()
     }
     # t2 WARN case: current lag 200 - 120 = 80 <= 80 -> OK; t6 STALL case: 90 - 42 = 48 -> OK
     assert got["t2"] == "OK"
@@ -121,9 +121,9 @@ def test_allowed_lag_turns_small_lag_into_ok(spark: Any) -> None:
 
 def test_group_status_is_err_for_stop_stall_rewind_warn_for_warn_else_ok(spark: Any) -> None:
     lag_df, batches = _frames(spark)
-    config = tables.BurrowConfig(intervals=3, allowed_lag=0)
-    parts = tables.partition_status(lag_df, batches, now_ms=NOW, config=config)
-    got = {r["group_id"]: r.asDict() for r in tables.group_status(parts).collect()}
+    config = health.BurrowConfig(intervals=3, allowed_lag=0)
+    parts = health.partition_status(lag_df, batches, now_ms=NOW, config=config)
+    got = {r["group_id"]: r.asDict() for r in health.group_status(parts).collect()}
     assert {g: r["status"] for g, r in got.items()} == {
         "g-ok": "OK",
         "g-warn": "WARN",

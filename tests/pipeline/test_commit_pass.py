@@ -17,8 +17,9 @@ import pytest
 
 from groupcoord.pipeline.analyze import TABLES, AnalyzeOptions, AnalyzeResult, _pyarrow_codec, run_analysis
 from groupcoord.pipeline.commitpass import last_n_per_key
+from groupcoord.pipeline.health import BurrowConfig
+from groupcoord.pipeline.rebalances import StormConfig
 from groupcoord.pipeline.simulate import EPOCH_MS, SimulationConfig, simulate
-from groupcoord.pipeline.tables import BurrowConfig, StormConfig
 
 from .scenario import END, T0, Written
 

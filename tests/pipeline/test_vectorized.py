@@ -28,9 +28,9 @@ from groupcoord.coordinator.records import (
     encode_key,
     encode_value,
 )
-from groupcoord.pipeline import decoders, segments, tables, vectorized
+from groupcoord.pipeline import decoders, rebalances, segments, vectorized
 from groupcoord.pipeline.analyze import TABLES
-from groupcoord.pipeline.source import _to_record_batch
+from groupcoord.pipeline.lag import lag
 from groupcoord.storage.batch import (
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
@@ -42,6 +42,8 @@ from groupcoord.storage.batch import (
     build_batch,
     records_block,
 )
+
+from .lag_oracle import lag_mapped, lag_windowed
 
 T0 = 1_767_225_600_000
 Rec = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
@@ -190,7 +192,7 @@ def _per_record(split: segments.SegmentSplit, schema: pa.Schema) -> pa.Table:
     if walk.tail is not None:
         cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
     columns, nulls = cols.take_with_nulls()
-    return pa.Table.from_batches([_to_record_batch(columns, schema, nulls)], schema=schema)
+    return pa.Table.from_batches([decoders.to_record_batch(columns, schema, nulls)], schema=schema)
 
 
 def _vectorised(split: segments.SegmentSplit, schema: pa.Schema, batch_rows: int) -> pa.Table:
@@ -202,7 +204,8 @@ def _vectorised(split: segments.SegmentSplit, schema: pa.Schema, batch_rows: int
         cols = decoders.OffsetsColumns()
         cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
         columns, nulls = cols.take_with_nulls()
-        table = pa.concat_tables([table, pa.Table.from_batches([_to_record_batch(columns, schema, nulls)])])
+        tail = decoders.to_record_batch(columns, schema, nulls)
+        table = pa.concat_tables([table, pa.Table.from_batches([tail])])
     return table
 
 
@@ -403,19 +406,19 @@ def test_spark_source_vectorised_equals_per_record_and_narrow_schema_selects(
     types = dict(decoders.OFFSETS_COLUMNS)
     narrow = (
         spark.read.format("consumer-offsets")
-        .schema(decoders.ddl((c, types[c]) for c in tables.OFFSET_COMMITS_INPUT))
+        .schema(decoders.ddl((c, types[c]) for c in rebalances.OFFSET_COMMITS_INPUT))
         .option("rows", "commits")
         .load(path)
     )
-    assert narrow.columns == list(tables.OFFSET_COMMITS_INPUT)
-    assert _sorted_rows(tables.offset_commits(narrow)) == _sorted_rows(tables.offset_commits(slow))
+    assert narrow.columns == list(rebalances.OFFSET_COMMITS_INPUT)
+    assert _sorted_rows(rebalances.offset_commits(narrow)) == _sorted_rows(rebalances.offset_commits(slow))
     only = (
         spark.read.format("consumer-offsets")
-        .schema(decoders.ddl((c, types[c]) for c in tables.OFFSET_COMMITS_COLUMNS))
+        .schema(decoders.ddl((c, types[c]) for c in rebalances.OFFSET_COMMITS_COLUMNS))
         .option("rows", "commits")
         .load(path)
     )
-    assert _sorted_rows(only) == _sorted_rows(tables.offset_commits(slow))
+    assert _sorted_rows(only) == _sorted_rows(rebalances.offset_commits(slow))
     for decoder in ("vectorized", "records"):
         many = spark.read.format("consumer-offsets").option("decoder", decoder).option("batchRows", "5")
         assert _sorted_rows(many.option("rows", "commits").load(path)) == _sorted_rows(
@@ -425,7 +428,9 @@ def test_spark_source_vectorised_equals_per_record_and_narrow_schema_selects(
         )
     others = spark.read.format("consumer-offsets").option("rows", "others").load(path)
     assert others.count() + narrow.count() == slow.count()
-    assert _sorted_rows(tables.group_generations(others)) == _sorted_rows(tables.group_generations(slow))
+    assert _sorted_rows(rebalances.group_generations(others)) == _sorted_rows(
+        rebalances.group_generations(slow)
+    )
 
 
 def test_shuffle_free_lag_equals_the_window_definition(spark: Any) -> None:
@@ -458,8 +463,8 @@ def test_shuffle_free_lag_equals_the_window_definition(spark: Any) -> None:
         "group_id string, topic string, partition int, committed_offset bigint, log_offset bigint, "
         "commit_time timestamp",
     )
-    fast = _sorted_rows(tables.lag(cdf, bdf))
-    reference = _sorted_rows(tables.lag_windowed(cdf, bdf))
+    fast = _sorted_rows(lag(cdf, bdf))
+    reference = _sorted_rows(lag_windowed(cdf, bdf))
     assert len(fast) == 600
     assert fast == reference
     assert any(r[6] > 0 for r in fast) and any(r[7] > 0 for r in fast)  # some offset and time lag
@@ -470,7 +475,7 @@ def test_lag_of_the_scripted_scenario_equals_the_window_definition(spark: Any, s
     t = result.out / "tables"
     commits = spark.read.parquet(str(t / "offset_commits"))
     batches = spark.read.parquet(str(t / "_log_batches"))
-    assert _sorted_rows(tables.lag(commits, batches)) == _sorted_rows(tables.lag_windowed(commits, batches))
+    assert _sorted_rows(lag(commits, batches)) == _sorted_rows(lag_windowed(commits, batches))
 
 
 def test_mapped_lag_equals_the_window_definition(spark: Any, scripted: Any) -> None:
@@ -478,8 +483,8 @@ def test_mapped_lag_equals_the_window_definition(spark: Any, scripted: Any) -> N
     t = result.out / "tables"
     commits = spark.read.parquet(str(t / "offset_commits"))
     batches = spark.read.parquet(str(t / "_log_batches"))
-    assert _sorted_rows(tables.lag_mapped(commits, batches)) == _sorted_rows(
-        tables.lag_windowed(commits, batches)
+    assert _sorted_rows(lag_mapped(commits, batches)) == _sorted_rows(
+        lag_windowed(commits, batches)
     )
 
 

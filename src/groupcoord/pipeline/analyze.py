@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from groupcoord.constants import GROUP_EVENTS_TOPIC, OFFSETS_TOPIC
-from groupcoord.pipeline import decoders, tables
+from groupcoord.pipeline import decoders, health
+from groupcoord.pipeline import lag as lag_tables
+from groupcoord.pipeline import rebalances as rebalance_tables
+from groupcoord.pipeline.frames import within
 from groupcoord.pipeline.segments import DEFAULT_SPLIT_BYTES, list_partitions
 
 if TYPE_CHECKING:
@@ -45,8 +48,8 @@ TABLES = (
 class AnalyzeOptions:
     since_ms: int | None = None
     until_ms: int | None = None
-    burrow: tables.BurrowConfig = field(default_factory=tables.BurrowConfig)
-    storms: tables.StormConfig = field(default_factory=tables.StormConfig)
+    burrow: health.BurrowConfig = field(default_factory=health.BurrowConfig)
+    storms: rebalance_tables.StormConfig = field(default_factory=rebalance_tables.StormConfig)
     split_bytes: int = DEFAULT_SPLIT_BYTES
     #: small segments are packed into input partitions of up to this many bytes (0: one per segment)
     pack_bytes: int = 32 * 1024 * 1024
@@ -229,7 +232,7 @@ def run_analysis(
         .load(path)
     )
     events = save(
-        "group_events", tables.within(tables.group_events(ev_raw), "time", opts.since_ms, opts.until_ms)
+        "group_events", within(rebalance_tables.group_events(ev_raw), "time", opts.since_ms, opts.until_ms)
     )
 
     def commit_pass() -> tuple[DataFrame, DataFrame, DataFrame]:
@@ -277,30 +280,30 @@ def run_analysis(
         # The offset commits (the bulk of __consumer_offsets) go straight to their table; the bronze
         # table keeps every other record (group metadata, tombstones, unknown/undecodable, corrupt
         # markers). Decoding twice (vectorised) is cheaper than writing and re-reading all records.
-        # With rows=commits the source has already applied tables.offset_commits' filter, so only the
+        # With rows=commits the source has already applied offset_commits' filter, so only the
         # table's own columns cross from Python to the JVM (tests/pipeline/test_vectorized.py shows the
-        # result equals tables.offset_commits over the full decode).
+        # result equals rebalances.offset_commits over the full decode).
         if opts.direct_tables:
             commits, lag, recent = commit_pass()
         else:
             commits = save(
                 "offset_commits",
-                tables.within(
-                    offsets_source("commits", tables.OFFSET_COMMITS_COLUMNS),
+                within(
+                    offsets_source("commits", rebalance_tables.OFFSET_COMMITS_COLUMNS),
                     "commit_time",
                     opts.since_ms,
                     opts.until_ms,
                 ),
             )
-            lag = recent = save("lag", tables.lag(commits, batches))
+            lag = recent = save("lag", lag_tables.lag(commits, batches))
         now_ms = opts.until_ms if opts.until_ms is not None else _latest_ms(tdir, commits, batches, events)
         # with direct tables `recent` holds only each group-partition's last commits per task, a
         # superset of every last-`intervals` window: the same statuses (tests/pipeline/test_commit_pass.py)
         pstatus = save(
-            "partition_status", tables.partition_status(recent, batches, now_ms=now_ms, config=opts.burrow)
+            "partition_status", health.partition_status(recent, batches, now_ms=now_ms, config=opts.burrow)
         )
-        save("group_status", tables.group_status(pstatus))
-        save("group_lag_series", tables.group_lag_series(lag, _bucket_ms(tdir, lag)))
+        save("group_status", health.group_status(pstatus))
+        save("group_lag_series", lag_tables.group_lag_series(lag, _bucket_ms(tdir, lag)))
         return now_ms
 
     def rebalance_branch() -> None:
@@ -309,11 +312,11 @@ def run_analysis(
         gm = offsets
         if opts.until_ms is not None:
             gm = gm.where(F.unix_millis("record_time") < F.lit(opts.until_ms))
-        generations = save("group_generations", tables.group_generations(gm))
-        ownership = save("partition_ownership", tables.partition_ownership(generations))
-        movement = save("partition_movement", tables.partition_movement(generations, ownership))
-        rebalances = save("rebalances", tables.rebalances(events, generations, movement))
-        save("rebalance_summary", tables.rebalance_summary(rebalances, opts.storms))
+        generations = save("group_generations", rebalance_tables.group_generations(gm))
+        ownership = save("partition_ownership", rebalance_tables.partition_ownership(generations))
+        movement = save("partition_movement", rebalance_tables.partition_movement(generations, ownership))
+        rebalances = save("rebalances", rebalance_tables.rebalances(events, generations, movement))
+        save("rebalance_summary", rebalance_tables.rebalance_summary(rebalances, opts.storms))
 
     if opts.concurrent:
         # The two branches share no tables; running them as concurrent Spark jobs lets the small,

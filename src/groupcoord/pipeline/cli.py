@@ -57,8 +57,9 @@ def _preload(report: bool) -> None:
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401
 
+        import groupcoord.pipeline.health
         import groupcoord.pipeline.lagmap
-        import groupcoord.pipeline.tables
+        import groupcoord.pipeline.rebalances
 
         if report:
             import matplotlib
@@ -73,8 +74,9 @@ def _preload(report: bool) -> None:
 
 def _analyze(args: argparse.Namespace) -> int:
     from groupcoord.pipeline.analyze import AnalyzeOptions, run_analysis
+    from groupcoord.pipeline.health import BurrowConfig
+    from groupcoord.pipeline.rebalances import StormConfig
     from groupcoord.pipeline.session import JavaNotFoundError, build_session
-    from groupcoord.pipeline.tables import BurrowConfig, StormConfig
 
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():

@@ -12,7 +12,7 @@ rows with pyarrow's Parquet writer straight into the table directories (~10 CPU 
 What the task returns to Spark is small: per group-partition, the commits with the ``intervals``
 largest ``log_offset`` values among that task's rows (ties kept). Every commit of the last
 ``intervals`` of a group-partition overall is among the last ``intervals`` of its own task, so
-:func:`groupcoord.pipeline.tables.partition_status` over these rows equals it over all of ``lag``
+:func:`groupcoord.pipeline.health.partition_status` over these rows equals it over all of ``lag``
 (tests/pipeline/test_commit_pass.py runs both).
 
 Files: ``part-NNNNN.parquet`` per input partition (NNNNN its index), written to a hidden temporary
@@ -46,8 +46,8 @@ from pyspark.sql.types import (
 from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.pipeline import decoders
 from groupcoord.pipeline.lagmap import BatchIndex, lag_of
+from groupcoord.pipeline.rebalances import OFFSET_COMMITS_COLUMNS
 from groupcoord.pipeline.source import ConsumerOffsetsReader, SplitPartition
-from groupcoord.pipeline.tables import OFFSET_COMMITS_COLUMNS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 COMMIT_COLUMNS = OFFSET_COMMITS_COLUMNS
 
 #: what each task hands back to Spark: the lag rows of its last commits per group-partition, the
-#: columns :func:`groupcoord.pipeline.tables.partition_status` reads
+#: columns :func:`groupcoord.pipeline.health.partition_status` reads
 TAIL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("group_id", "string"),
     ("topic", "string"),
@@ -141,7 +141,7 @@ _INDEX_CACHE: dict[tuple[str, tuple[tuple[str, int, int], ...]], BatchIndex] = {
 
 def batch_index(log_batches: Path) -> BatchIndex:
     """The lag index from the ``_log_batches`` table's Parquet files (what
-    :func:`groupcoord.pipeline.tables.topic_batches` selects: sound batches, append time in epoch
+    :func:`groupcoord.pipeline.lag.topic_batches` selects: sound batches, append time in epoch
     ms), cached per process for unchanged files."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -195,7 +195,7 @@ def batch_index(log_batches: Path) -> BatchIndex:
 def within_ms(
     batch: pa.RecordBatch, column: str, since_ms: int | None, until_ms: int | None
 ) -> pa.RecordBatch:
-    """:func:`groupcoord.pipeline.tables.within` on one Arrow batch: rows whose ``column`` in
+    """:func:`groupcoord.pipeline.frames.within` on one Arrow batch: rows whose ``column`` in
     epoch milliseconds (floored) lies in [since, until); null times are dropped when bounded."""
     import pyarrow as pa
     import pyarrow.compute as pc

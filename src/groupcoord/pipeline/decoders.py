@@ -13,7 +13,7 @@ import logging
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
@@ -25,6 +25,9 @@ from groupcoord.coordinator.records import (
     decode_value,
     fast_offset_commit_value,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -348,3 +351,23 @@ def group_event_row(value: bytes | None) -> dict[str, Any] | None:
     if not isinstance(obj, dict):
         return None
     return {name: obj.get(name) for name, _ in EVENT_COLUMNS}
+
+
+def to_record_batch(
+    columns: dict[str, list[Any]], schema: pa.Schema, all_none: frozenset[str] | None = None
+) -> pa.RecordBatch:
+    """Build an Arrow batch whose schema equals ``schema`` exactly (Spark checks type and nullability).
+    Timestamp columns arrive as epoch milliseconds."""
+    import pyarrow as pa
+
+    arrays = []
+    for f in schema:
+        values = columns[f.name]
+        if all_none is not None and f.name in all_none:
+            arrays.append(pa.nulls(len(values), type=f.type))
+            continue
+        if pa.types.is_timestamp(f.type):
+            arrays.append(pa.array(values, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(f.type))
+        else:
+            arrays.append(pa.array(values, type=f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -1,4 +1,4 @@
-"""Spark-free lag computation over Arrow batches (what :func:`groupcoord.pipeline.tables.lag` maps
+"""Spark-free lag computation over Arrow batches (what :func:`groupcoord.pipeline.lag.lag` maps
 every partition of the commits through).
 
 For each topic-partition the record-batch index is held twice: ordered by append time with the
@@ -10,7 +10,6 @@ A commit's lag is then two binary searches.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -143,7 +142,7 @@ def lag_struct(
 
 
 def lag_of(index: BatchIndex, rb: pa.RecordBatch) -> pa.RecordBatch:
-    """The lag rows (``tables.LAG_DDL``) of one batch of commits (group_id, topic, partition,
+    """The lag rows (``groupcoord.pipeline.lag.LAG_DDL``) of one batch of commits (group_id, topic, partition,
     commit_time, committed_offset, log_offset)."""
     import pyarrow as pa
 
@@ -181,8 +180,3 @@ def lag_of(index: BatchIndex, rb: pa.RecordBatch) -> pa.RecordBatch:
         ],
     )
 
-
-def lag_batches(index: BatchIndex, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for rb in batches:
-        if rb.num_rows:
-            yield lag_of(index, rb)

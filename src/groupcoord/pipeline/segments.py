@@ -14,7 +14,6 @@ is reported as a :class:`CorruptTail` rather than raised, so a crashed broker's 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import struct
 from collections.abc import Iterator
@@ -235,6 +234,3 @@ def iter_key_values(
             data[vp : vp + vlen] if vlen >= 0 else None,
         )
 
-
-def file_size(path: str) -> int:
-    return os.stat(path).st_size

@@ -181,6 +181,10 @@ def build_session(
 
 
 def _register_sources(session: SparkSession) -> None:
-    from groupcoord.pipeline.source import register_sources
+    """Register the data sources with a session (registration is per session)."""
+    from groupcoord.pipeline.commitpass import CommitTablesDataSource
+    from groupcoord.pipeline.source import SOURCES
 
-    register_sources(session)
+    for cls in SOURCES:
+        session.dataSource.register(cls)
+    session.dataSource.register(CommitTablesDataSource)

@@ -50,7 +50,6 @@ from groupcoord.storage.batch import records_block
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -127,26 +126,6 @@ def _options_topics(options: Mapping[str, str], default: frozenset[str] | None) 
     return frozenset(t.strip() for t in raw.split(",") if t.strip())
 
 
-def _to_record_batch(
-    columns: dict[str, list[Any]], schema: pa.Schema, all_none: frozenset[str] | None = None
-) -> pa.RecordBatch:
-    """Build an Arrow batch whose schema equals ``schema`` exactly (Spark checks type and nullability).
-    Timestamp columns arrive as epoch milliseconds."""
-    import pyarrow as pa
-
-    arrays = []
-    for f in schema:
-        values = columns[f.name]
-        if all_none is not None and f.name in all_none:
-            arrays.append(pa.nulls(len(values), type=f.type))
-            continue
-        if pa.types.is_timestamp(f.type):
-            arrays.append(pa.array(values, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(f.type))
-        else:
-            arrays.append(pa.array(values, type=f.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
 class _SegmentReader(DataSourceReader):  # type: ignore[misc]
     columns: tuple[tuple[str, str], ...] = ()
 
@@ -180,9 +159,9 @@ class _SegmentReader(DataSourceReader):  # type: ignore[misc]
             for row in self.rows(walk_split(split)):
                 buffer.add(row)
                 if len(buffer) >= self.batch_rows:
-                    yield _to_record_batch(buffer.take(), schema)
+                    yield decoders.to_record_batch(buffer.take(), schema)
         if len(buffer):
-            yield _to_record_batch(buffer.take(), schema)
+            yield decoders.to_record_batch(buffer.take(), schema)
 
     def rows(self, walk: SplitWalk) -> Iterator[dict[str, Any]]:
         raise NotImplementedError
@@ -295,7 +274,7 @@ class ConsumerOffsetsReader(_SegmentReader):
             columns = {
                 name: [v for v, k in zip(values, keep, strict=True) if k] for name, values in columns.items()
             }
-        return _to_record_batch(columns, schema, nulls)
+        return decoders.to_record_batch(columns, schema, nulls)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SplitPartition):
@@ -451,13 +430,3 @@ SOURCES: tuple[type[DataSource], ...] = (
     KafkaLogBatchesDataSource,
     ConsumerOffsetsDataSource,
 )
-
-
-def register_sources(spark: SparkSession) -> None:
-    """Register the sources with a session (registration is per session): the three above and
-    :class:`groupcoord.pipeline.commitpass.CommitTablesDataSource`."""
-    from groupcoord.pipeline.commitpass import CommitTablesDataSource
-
-    for cls in SOURCES:
-        spark.dataSource.register(cls)
-    spark.dataSource.register(CommitTablesDataSource)

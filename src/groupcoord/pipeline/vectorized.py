@@ -463,8 +463,6 @@ def decode_offsets(
     the fixed-layout commits (every batch that can have a row ``rows=others`` keeps; a superset)."""
     import pyarrow as pa
 
-    from groupcoord.pipeline.source import _to_record_batch
-
     if not isinstance(headers, BatchArrays):
         headers = BatchArrays.from_headers(headers)
     nb = len(headers)
@@ -514,7 +512,7 @@ def decode_offsets(
             name: [v for v, k in zip(values, mask, strict=True) if k] for name, values in columns.items()
         }
         slow_order = slow_order[mask]
-    slow_rb = _to_record_batch(columns, schema, nulls)
+    slow_rb = decoders.to_record_batch(columns, schema, nulls)
     by_log = np.argsort(slow_order, kind="stable")
     slow = pa.Table.from_batches([slow_rb], schema=schema).take(by_log)
     if fast_rb.num_rows == 0:

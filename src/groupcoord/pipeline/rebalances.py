@@ -1,0 +1,353 @@
+"""Rebalance history as pure ``DataFrame -> DataFrame`` functions: commits, generations,
+partition ownership and movement from ``__consumer_offsets``; rebalances and storms from
+``__group_events``.
+
+Inputs are what the data sources produce (see :mod:`groupcoord.pipeline.source`); nothing here
+reads or writes files (:mod:`groupcoord.pipeline.analyze` does). Column meanings are documented in
+``docs/pipeline.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from groupcoord.pipeline import decoders
+from groupcoord.pipeline.frames import ms
+
+#: Group states that end a rebalance.
+END_STATES = ("Stable", "Empty", "Dead")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StormConfig:
+    """A storm: at least ``count`` rebalances of one group within ``minutes`` minutes."""
+
+    count: int = 3
+    minutes: float = 10.0
+
+
+# --------------------------------------------------------------------------- offsets topic
+
+
+OFFSET_COMMITS_COLUMNS = (
+    "group_id",
+    "topic",
+    "partition",
+    "committed_offset",
+    "leader_epoch",
+    "metadata",
+    "commit_time",
+    "expire_time",
+    "log_partition",
+    "log_offset",
+    "record_time",
+)
+#: the columns of the decoded records that :func:`offset_commits` reads
+OFFSET_COMMITS_INPUT = (*OFFSET_COMMITS_COLUMNS, "record_type", "tombstone", "corrupt", "decode_error")
+
+
+def offset_commits(offsets: DataFrame) -> DataFrame:
+    """Every offset commit (tombstones, corrupt markers and undecodable rows left out)."""
+    return offsets.where(
+        (F.col("record_type") == decoders.OFFSET_COMMIT)
+        & ~F.col("tombstone")
+        & ~F.col("corrupt")
+        & F.col("decode_error").isNull()
+    ).select(*OFFSET_COMMITS_COLUMNS)
+
+
+def group_generations(offsets: DataFrame) -> DataFrame:
+    """One row per (group, generation): the last GroupMetadata record written for it."""
+    gm = offsets.where(
+        (F.col("record_type") == decoders.GROUP_METADATA)
+        & ~F.col("tombstone")
+        & ~F.col("corrupt")
+        & F.col("generation").isNotNull()
+    )
+    w = Window.partitionBy("group_id", "generation").orderBy(F.col("log_offset").desc())
+    return (
+        gm.withColumn("_rn", F.row_number().over(w))
+        .where(F.col("_rn") == 1)
+        .select(
+            "group_id",
+            "generation",
+            "protocol_type",
+            "protocol",
+            "leader",
+            "state_time",
+            "record_time",
+            F.size("members").alias("member_count"),
+            "members",
+            "log_partition",
+            "log_offset",
+        )
+    )
+
+
+def owner_key(instance_id: Column, client_id: Column, client_host: Column) -> Column:
+    """Who owns a partition across rejoins: the static instance id, else ``client_id@client_host``
+    (member ids change on every dynamic rejoin, so they would count every rejoin as movement)."""
+    return F.coalesce(instance_id, F.concat_ws("@", client_id, client_host))
+
+
+def partition_ownership(generations: DataFrame) -> DataFrame:
+    """(group, generation, topic, partition) -> owner, from the members' decoded assignments."""
+    members = generations.select("group_id", "generation", F.explode("members").alias("m"))
+    assigned = members.select(
+        "group_id", "generation", "m", F.explode(F.coalesce(F.col("m.assignment"), F.array())).alias("a")
+    )
+    return assigned.select(
+        "group_id",
+        "generation",
+        F.col("a.topic").alias("topic"),
+        F.explode("a.partitions").alias("partition"),
+        owner_key(F.col("m.group_instance_id"), F.col("m.client_id"), F.col("m.client_host")).alias("owner"),
+        F.col("m.member_id").alias("member_id"),
+        F.col("m.group_instance_id").alias("group_instance_id"),
+        F.col("m.client_id").alias("client_id"),
+        F.col("m.client_host").alias("client_host"),
+    )
+
+
+def partition_movement(generations: DataFrame, ownership: DataFrame) -> DataFrame:
+    """Per (group, generation): partitions whose owner differs from the previous generation's
+    (newly assigned and no-longer-assigned partitions count as moved), and the previous generation."""
+    w = Window.partitionBy("group_id").orderBy("generation")
+    gens = generations.select(
+        "group_id", "generation", F.lag("generation").over(w).alias("previous_generation")
+    )
+    nxt = gens.where(F.col("previous_generation").isNotNull()).select(
+        "group_id",
+        F.col("previous_generation").alias("generation"),
+        F.col("generation").alias("next_generation"),
+    )
+    before = ownership.join(nxt, ["group_id", "generation"]).select(
+        "group_id",
+        F.col("next_generation").alias("generation"),
+        "topic",
+        "partition",
+        F.col("owner").alias("owner_before"),
+    )
+    after = ownership.select(
+        "group_id", "generation", "topic", "partition", F.col("owner").alias("owner_after")
+    )
+    both = after.join(before, ["group_id", "generation", "topic", "partition"], "full_outer")
+    moved = both.groupBy("group_id", "generation").agg(
+        F.sum(F.when(~F.col("owner_before").eqNullSafe(F.col("owner_after")), 1).otherwise(0))
+        .cast("int")
+        .alias("partitions_moved"),
+        F.count(F.col("owner_after")).cast("int").alias("partitions_assigned"),
+    )
+    return gens.join(moved, ["group_id", "generation"], "left").select(
+        "group_id",
+        "generation",
+        "previous_generation",
+        F.coalesce("partitions_moved", F.lit(0)).alias("partitions_moved"),
+        F.coalesce("partitions_assigned", F.lit(0)).alias("partitions_assigned"),
+    )
+
+
+# --------------------------------------------------------------------------- group events
+
+
+def group_events(records: DataFrame) -> DataFrame:
+    """Typed group events from raw ``__group_events`` records (``kafka-log`` rows)."""
+    schema = decoders.ddl(decoders.EVENT_COLUMNS)
+    parsed = records.where(~F.col("corrupt") & F.col("value").isNotNull()).select(
+        F.col("partition").alias("log_partition"),
+        F.col("offset").alias("log_offset"),
+        F.from_json(F.col("value").cast("string"), schema).alias("e"),
+    )
+    return parsed.where(F.col("e.group_id").isNotNull() & F.col("e.time_ms").isNotNull()).select(
+        F.timestamp_millis(F.col("e.time_ms")).alias("time"),
+        *[F.col(f"e.{name}").alias(name) for name, _ in decoders.EVENT_COLUMNS if name != "time_ms"],
+        "log_partition",
+        "log_offset",
+    )
+
+
+def cause(reason: Column, client_reason: Column) -> Column:
+    """The rebalance cause: the coordinator's reason, except that a LeaveGroup the client sent
+    because max.poll.interval.ms expired is reported as ``poll_timeout``."""
+    return F.when(
+        (reason == "member_left") & F.lower(F.coalesce(client_reason, F.lit(""))).contains("poll timeout"),
+        F.lit("poll_timeout"),
+    ).otherwise(reason)
+
+
+def rebalances(events: DataFrame, generations: DataFrame, movement: DataFrame) -> DataFrame:
+    """One row per rebalance: from a group's transition into PreparingRebalance out of Stable or
+    Empty (its reason is the trigger) until it next reaches Stable, Empty or Dead. A return to
+    PreparingRebalance from CompletingRebalance is an extra join round of the same rebalance."""
+    sc = events.where(F.col("type") == "state_change").withColumn("t", ms("time"))
+    order = Window.partitionBy("group_id").orderBy("t", "log_offset")
+    starts = (F.col("to_state") == "PreparingRebalance") & (
+        F.col("from_state").isNull() | F.col("from_state").isin("Stable", "Empty")
+    )
+    sc = sc.withColumn("_start", starts.cast("int")).withColumn(
+        "episode", F.sum("_start").over(order.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    sc = sc.where(F.col("episode") > 0)
+    ordkey = F.struct("t", "log_offset")
+    is_end = F.col("to_state").isin(*END_STATES) & (F.col("_start") == 0)
+    ep = sc.groupBy("group_id", "episode").agg(
+        F.min_by(
+            F.struct(
+                "t",
+                "reason",
+                "client_reason",
+                "member_id",
+                "group_instance_id",
+                "client_id",
+                "generation",
+                "member_count",
+            ),
+            F.when(F.col("_start") == 1, ordkey),
+        ).alias("s"),
+        F.min_by(
+            F.struct("t", "to_state", "generation", "member_count", "log_offset"), F.when(is_end, ordkey)
+        ).alias("e"),
+        F.collect_list(F.struct("t", "log_offset", "to_state")).alias("_all"),
+    )
+    # Transitions after the end (e.g. Empty -> Dead) belong to no rebalance; count rounds and find
+    # the last join completion strictly before the end.
+    ep = ep.withColumn(
+        "_before_end",
+        F.filter(
+            "_all",
+            lambda x: (
+                F.col("e").isNull()
+                | (x["t"] < F.col("e.t"))
+                | ((x["t"] == F.col("e.t")) & (x["log_offset"] < F.col("e.log_offset")))
+            ),
+        ),
+    )
+    ep = ep.select(
+        "group_id",
+        F.col("s.generation").alias("generation_before"),
+        F.col("e.generation").alias("generation"),
+        F.timestamp_millis(F.col("s.t")).alias("started_at"),
+        F.array_max(
+            F.transform(
+                F.filter("_before_end", lambda x: x["to_state"] == "CompletingRebalance"), lambda x: x["t"]
+            )
+        ).alias("_join_t"),
+        F.col("e.t").alias("_end_t"),
+        F.col("s.t").alias("_start_t"),
+        F.lower(F.coalesce(F.col("e.to_state"), F.lit("incomplete"))).alias("outcome"),
+        F.col("s.reason").alias("trigger_reason"),
+        cause(F.col("s.reason"), F.col("s.client_reason")).alias("cause"),
+        F.col("s.client_reason").alias("trigger_client_reason"),
+        F.col("s.member_id").alias("trigger_member_id"),
+        owner_key(F.col("s.group_instance_id"), F.col("s.client_id"), F.lit(None).cast("string")).alias(
+            "_trigger_owner"
+        ),
+        F.col("s.group_instance_id").alias("trigger_instance_id"),
+        F.col("s.client_id").alias("trigger_client_id"),
+        (F.size(F.filter("_before_end", lambda x: x["to_state"] == "PreparingRebalance")) - 1).alias(
+            "extra_rounds"
+        ),
+        F.col("e.member_count").alias("_end_members"),
+    ).drop("_trigger_owner")
+    join_t = F.coalesce(F.col("_join_t"), F.when(F.col("outcome").isin("empty", "dead"), F.col("_end_t")))
+    ep = ep.select(
+        "*",
+        F.timestamp_millis(join_t).alias("join_completed_at"),
+        F.timestamp_millis(F.col("_end_t")).alias("completed_at"),
+        (F.col("_end_t") - F.col("_start_t")).alias("duration_ms"),
+        (join_t - F.col("_start_t")).alias("join_ms"),
+        (F.col("_end_t") - join_t).alias("sync_ms"),
+    )
+    gens = generations.select("group_id", "generation", "member_count")
+    mv = movement.select("group_id", "generation", "previous_generation", "partitions_moved")
+    prev = gens.select(
+        "group_id",
+        F.col("generation").alias("previous_generation"),
+        F.col("member_count").alias("members_before"),
+    )
+    out = (
+        ep.join(gens, ["group_id", "generation"], "left")
+        .join(mv, ["group_id", "generation"], "left")
+        .join(prev, ["group_id", "previous_generation"], "left")
+    )
+    return out.select(
+        "group_id",
+        "generation",
+        "started_at",
+        "join_completed_at",
+        "completed_at",
+        "duration_ms",
+        "join_ms",
+        "sync_ms",
+        "trigger_reason",
+        "cause",
+        "trigger_client_reason",
+        "trigger_member_id",
+        "trigger_instance_id",
+        "trigger_client_id",
+        F.when(F.col("previous_generation").isNull() & F.col("generation").isNotNull(), F.lit(0))
+        .otherwise(F.col("members_before"))
+        .cast("int")
+        .alias("members_before"),
+        F.coalesce(F.col("member_count"), F.col("_end_members")).cast("int").alias("members_after"),
+        F.col("partitions_moved").cast("int").alias("partitions_moved"),
+        "extra_rounds",
+        "outcome",
+    )
+
+
+def rebalance_summary(rebalances_df: DataFrame, storms: StormConfig) -> DataFrame:
+    """Per group: how many rebalances, p50/p95/max duration, counts by cause, and storms (runs of
+    rebalances where at least ``storms.count`` started within ``storms.minutes``)."""
+    span_ms = int(storms.minutes * 60_000)
+    r = rebalances_df.withColumn("_t", ms("started_at"))
+    w = Window.partitionBy("group_id").orderBy("_t").rangeBetween(-(span_ms - 1), 0)
+    r = r.withColumn("_in_window", F.count(F.lit(1)).over(w)).withColumn(
+        "_storm", (F.col("_in_window") >= storms.count).cast("int")
+    )
+    w2 = Window.partitionBy("group_id").orderBy("_t", "completed_at")
+    r = r.withColumn(
+        "_storm_start",
+        ((F.col("_storm") == 1) & (F.coalesce(F.lag("_storm").over(w2), F.lit(0)) == 0)).cast("int"),
+    )
+    by_cause = (
+        r.groupBy("group_id", "cause")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .groupBy("group_id")
+        .agg(
+            F.map_from_entries(
+                F.sort_array(F.collect_list(F.struct(F.coalesce("cause", F.lit("unknown")), "n")))
+            ).alias("by_cause")
+        )
+    )
+    agg = r.groupBy("group_id").agg(
+        F.count(F.lit(1)).alias("rebalances"),
+        F.sum((F.col("outcome") != "incomplete").cast("int")).alias("completed"),
+        F.expr("percentile(duration_ms, 0.5)").alias("p50_duration_ms"),
+        F.expr("percentile(duration_ms, 0.95)").alias("p95_duration_ms"),
+        F.max("duration_ms").alias("max_duration_ms"),
+        F.sum("duration_ms").alias("total_duration_ms"),
+        F.sum("partitions_moved").alias("partitions_moved"),
+        F.sum("_storm_start").alias("storms"),
+        F.max("_in_window").alias("max_rebalances_in_window"),
+        F.min("started_at").alias("first_started_at"),
+        F.max("started_at").alias("last_started_at"),
+    )
+    return agg.join(by_cause, "group_id", "left").select(
+        "group_id",
+        "rebalances",
+        "completed",
+        "p50_duration_ms",
+        "p95_duration_ms",
+        "max_duration_ms",
+        "total_duration_ms",
+        "partitions_moved",
+        "by_cause",
+        "storms",
+        "max_rebalances_in_window",
+        "first_started_at",
+        "last_started_at",
+    )
