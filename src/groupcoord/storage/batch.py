@@ -74,7 +74,6 @@ LOG_OVERHEAD = 12
 #: Smallest legal batch_length (a header with no records).
 MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 CRC_START = 21
-MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
 MAX_TIMESTAMP_OFFSET = 35
@@ -96,7 +95,6 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_LENGTH_AND_MAGIC = struct.Struct(">qiib")
 _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
 _U32 = struct.Struct(">I")

@@ -1,5 +1,5 @@
 """Zig-zag varints, as the v2 record format frames records (Kafka's ``ByteUtils.readVarint`` /
-``writeVarint`` / ``sizeOfVarint``).
+``writeVarint``).
 
 A value is zig-zag mapped (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...) and written seven bits a byte,
 least significant first, the high bit set on every byte but the last. The record format uses
@@ -12,7 +12,7 @@ walker, :func:`groupcoord.storage.batch.iter_record_spans`.
 
 from __future__ import annotations
 
-__all__ = ["VarintError", "read_varint", "varint_size", "write_varint"]
+__all__ = ["VarintError", "read_varint", "write_varint"]
 
 
 class VarintError(ValueError):
@@ -49,12 +49,3 @@ def write_varint(out: bytearray, value: int) -> None:
         v >>= 7
     out.append(v)
 
-
-def varint_size(value: int) -> int:
-    """How many bytes :func:`write_varint` writes for ``value``."""
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
