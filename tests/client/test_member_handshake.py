@@ -6,7 +6,8 @@ from groupcoord.client import messages as m
 from groupcoord.client.assignors.base import Assignment, assignment_to_bytes
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.consumer_core import ConsumerCoordinator, PartitionsAssigned, PartitionsLost
-from groupcoord.client.member import Outbound
+from groupcoord.client.errors import FatalGroupError
+from groupcoord.client.member import FatalErrorEvent, Outbound
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import TopicPartition
 from groupcoord.errors import ErrorCode as E
@@ -132,3 +133,62 @@ def test_stable_member_reset_reports_its_partitions_lost_then_rejoins() -> None:
     join = _one(core.poll(303), m.JoinGroupRequest)
     assert join.request.member_id == ""
     assert core.heartbeat_poll(1000) == [] and not core.enabled  # disabled while not joined
+
+
+def test_inconsistent_protocol_type_or_name_in_responses_is_fatal() -> None:
+    """A JoinGroup answer with another protocol type, or a SyncGroup answer naming another
+    protocol, is INCONSISTENT_GROUP_PROTOCOL (AbstractCoordinatorTest.testJoinGroupProtocolTypeAndName)."""
+    core = _core()
+    find = _one(core.poll(0), m.FindCoordinatorRequest)
+    core.on_response(find.request_id, m.FindCoordinatorResponse(error=E.NONE, node=NODE), 0)
+    j1 = _one(core.poll(0), m.JoinGroupRequest)
+    core.on_response(
+        j1.request_id,
+        m.JoinGroupResponse(
+            error=E.NONE,
+            generation_id=1,
+            protocol_type="connect",
+            protocol_name="range",
+            leader="x",
+            member_id="m",
+        ),
+        0,
+    )
+    (ev,) = core.events()
+    assert isinstance(ev, FatalErrorEvent) and isinstance(ev.error, FatalGroupError)
+    assert ev.error.code is E.INCONSISTENT_GROUP_PROTOCOL
+    assert core.poll(1) == []  # stopped
+
+    core2 = _core()
+    sync = _joined_follower(core2)
+    core2.on_response(
+        sync.request_id,
+        m.SyncGroupResponse(
+            error=E.NONE,
+            protocol_type="consumer",
+            protocol_name="roundrobin",
+            assignment=assignment_to_bytes(Assignment(partitions=(TP,))),
+        ),
+        1,
+    )
+    (ev2,) = core2.events()
+    assert isinstance(ev2, FatalErrorEvent) and ev2.error.code is E.INCONSISTENT_GROUP_PROTOCOL
+    assert core2.assignment() == frozenset()
+
+
+def test_protocol_name_is_not_checked_after_a_generation_reset() -> None:
+    """A SyncGroup answer that arrives after the generation was reset is discarded without the
+    protocol-name check (AbstractCoordinatorTest.testNoGenerationWillNotTriggerProtocolNameCheck)."""
+    core = _core()
+    sync = _joined_follower(core)
+    hb = _one(core.heartbeat_poll(300), m.HeartbeatRequest)
+    core.on_response(hb.request_id, m.HeartbeatResponse(error=E.ILLEGAL_GENERATION), 301)
+    assert core.generation.generation_id == -1 and core.generation.member_id == "m-1"
+    core.on_response(
+        sync.request_id,
+        m.SyncGroupResponse(error=E.NONE, protocol_type="consumer", protocol_name="roundrobin"),
+        302,
+    )
+    assert core.fatal_error is None and core.events() == []
+    join = _one(core.poll(303), m.JoinGroupRequest)
+    assert join.request.member_id == "m-1"  # ILLEGAL_GENERATION keeps the member id
