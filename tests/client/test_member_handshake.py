@@ -5,11 +5,16 @@ from __future__ import annotations
 from groupcoord.client import messages as m
 from groupcoord.client.assignors.base import Assignment, assignment_to_bytes
 from groupcoord.client.config import ConsumerConfig
-from groupcoord.client.consumer_core import ConsumerCoordinator, PartitionsAssigned, PartitionsLost
+from groupcoord.client.consumer_core import (
+    ConsumerCoordinator,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+)
 from groupcoord.client.errors import FatalGroupError
 from groupcoord.client.member import FatalErrorEvent, Outbound
 from groupcoord.client.states import MemberState
-from groupcoord.client.types import TopicPartition
+from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode as E
 
 NODE = m.Node(node_id=7, host="127.0.0.1", port=9092)
@@ -192,3 +197,31 @@ def test_protocol_name_is_not_checked_after_a_generation_reset() -> None:
     assert core.fatal_error is None and core.events() == []
     join = _one(core.poll(303), m.JoinGroupRequest)
     assert join.request.member_id == "m-1"  # ILLEGAL_GENERATION keeps the member id
+
+
+def test_pre_rebalance_commit_wait_is_bounded_by_the_rebalance_timeout() -> None:
+    """onJoinPrepare waits for its auto-commit at most max.poll.interval.ms, then joins anyway
+    (ConsumerCoordinatorTest.testOnJoinPrepareWithOffsetCommitShouldKeepJoinAfterRebalanceTimeout)."""
+    core = _core(**{"enable.auto.commit": True, "auto.commit.interval.ms": 600_000})
+    sync = _joined_follower(core)
+    core.on_response(
+        sync.request_id,
+        m.SyncGroupResponse(error=E.NONE, assignment=assignment_to_bytes(Assignment(partitions=(TP,)))),
+        1,
+    )
+    core.events()
+    _one(core.poll(2), m.OffsetFetchRequest)
+    core.update_positions({TP: OffsetAndMetadata(offset=4)})
+    hb = _one(core.heartbeat_poll(300), m.HeartbeatRequest)
+    core.on_response(hb.request_id, m.HeartbeatResponse(error=E.REBALANCE_IN_PROGRESS), 301)
+    commit = _one(core.poll(302), m.OffsetCommitRequest)  # never answered
+    assert dict(commit.request.offsets) == {TP: OffsetAndMetadata(offset=4)}
+    assert commit.request.generation_id == 5
+    for t in (500, 1500, 3000):
+        outs = core.poll(t)
+        assert not any(isinstance(o.request, m.JoinGroupRequest) for o in outs), t
+        assert core.events() == []
+    assert core.poll(302 + 3000) == []  # the rebalance timeout passed: revoke first ...
+    assert core.events() == [PartitionsRevoked(partitions=(TP,))]
+    join = _one(core.poll(302 + 3001), m.JoinGroupRequest)  # ... then join
+    assert join.request.member_id == "m-1"
