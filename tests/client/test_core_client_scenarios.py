@@ -138,6 +138,11 @@ def test_static_restart_within_session_timeout_gets_the_same_assignment_without_
     assert b.sent_of(m.JoinGroupRequest)[-1].at < 1_001_000 + 1000  # b never rejoined
     (j,) = (s.request for s in a2.sent_of(m.JoinGroupRequest))
     assert j.member_id == "" and j.group_instance_id == "ia"
+    # a was the leader: the restarted leader is told to skip the assignment (KIP-814) and syncs
+    # with none, getting its stored assignment back
+    assert a.core.is_leader and a2.core.is_leader
+    (s2,) = (s.request for s in a2.sent_of(m.SyncGroupRequest))
+    assert s2.assignments == ()
 
 
 def test_leader_crash_mid_sync_rebalances_the_rest_after_the_session_timeout() -> None:
