@@ -123,23 +123,6 @@ class BrokerConfig:
     def replace(self, **changes: Any) -> BrokerConfig:
         return dataclasses.replace(self, **changes)
 
-    def log_config(self) -> Any:
-        """Broker-level log defaults as a storage ``LogConfig`` (see ``log_config_for``)."""
-        from groupcoord.storage.log_config import log_config_for
-
-        return log_config_for(self)
-
-    def group_config(self) -> Any:
-        """The coordinator's ``GroupConfig``: its snake_case fields have the same names as ours."""
-        from groupcoord.coordinator.config import GroupConfig
-
-        values = {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(GroupConfig)
-            if f.name in _FIELD_NAMES and f.init
-        }
-        return GroupConfig(**values)
-
     # ------------------------------------------------------------------ loading
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
@@ -328,7 +311,6 @@ PROPERTIES: dict[str, PropertySpec] = {
     "offset.metadata.max.bytes": PropertySpec(field="offset_metadata_max_bytes", **_int_at_least(0, INT_MAX)),
 }
 
-_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(BrokerConfig)) - {"explicit"}
 
 
 # ---------------------------------------------------------------------- .properties syntax

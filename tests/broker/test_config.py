@@ -4,7 +4,9 @@ import pytest
 
 from groupcoord.cli import main
 from groupcoord.config import LONG_MAX, PROPERTIES, BrokerConfig, parse_properties
+from groupcoord.coordinator.config import GroupConfig
 from groupcoord.errors import ConfigError
+from groupcoord.storage.log_config import log_config_for
 
 
 def test_defaults_are_kafkas() -> None:
@@ -111,7 +113,7 @@ def test_every_group_and_offsets_key_reaches_the_coordinator_config() -> None:
     ]
     overrides.append("group.max.session.timeout.ms=70")
     c = BrokerConfig.load(None, overrides)
-    g = c.group_config()
+    g = GroupConfig.from_broker(c)
     assert g.group_min_session_timeout_ms == 7
     assert g.group_max_session_timeout_ms == 70
     assert g.group_initial_rebalance_delay_ms == 7
@@ -127,7 +129,7 @@ def test_log_config_carries_broker_defaults() -> None:
     c = BrokerConfig.load(
         None, ["log.segment.bytes=2048", "log.retention.bytes=100", "message.max.bytes=500"]
     )
-    lc = c.log_config()
+    lc = log_config_for(c)
     assert (lc.segment_bytes, lc.retention_bytes, lc.max_message_bytes) == (2048, 100, 500)
 
 

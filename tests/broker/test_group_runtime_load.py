@@ -14,6 +14,7 @@ from groupcoord.broker.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.broker.state import Broker
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
+from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
@@ -109,7 +110,9 @@ def test_loading_skips_superseded_commits_yet_ends_in_the_state_of_a_full_replay
         def append(self, partition: int, records: object, done: object) -> None:
             raise AssertionError("replaying writes nothing")
 
-    reference = GroupCoordinator(config.group_config(), clock, record_sink=Sink(), owned_partitions=())
+    reference = GroupCoordinator(
+        GroupConfig.from_broker(config), clock, record_sink=Sink(), owned_partitions=()
+    )
     reference.begin_loading(0)
     for batch in LOG:
         for record in batch:

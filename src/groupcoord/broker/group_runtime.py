@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from groupcoord.broker.durability import Flushable
 from groupcoord.broker.offsets_load import OffsetsLoader
+from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, encode_record
@@ -52,7 +53,7 @@ _I32 = struct.Struct(">i")
 class GroupRuntime:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.config = broker.config.group_config()
+        self.config = GroupConfig.from_broker(broker.config)
         self.num_partitions = self.config.offsets_topic_num_partitions
         self.coordinator = GroupCoordinator(
             self.config,

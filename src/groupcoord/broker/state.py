@@ -23,6 +23,7 @@ from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import DataDirError
 from groupcoord.server.timers import LoopTimers
+from groupcoord.storage.log_config import log_config_for
 from groupcoord.storage.manager import LogManager, TopicMeta
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ class Broker:
     @classmethod
     def open(cls, config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:
         data_dir.mkdir(parents=True, exist_ok=True)
-        logs = LogManager.open(data_dir, config.log_config(), clock)
+        logs = LogManager.open(data_dir, log_config_for(config), clock)
         try:
             return cls(config, data_dir, clock, logs)
         except BaseException:  # e.g. an unreadable meta.properties: leave the logs closed cleanly

@@ -16,7 +16,12 @@ from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
 from groupcoord.server.context import RequestContext
-from groupcoord.storage.log_config import InvalidConfigError, describe_topic_configs, validate_topic_configs
+from groupcoord.storage.log_config import (
+    InvalidConfigError,
+    describe_topic_configs,
+    log_config_for,
+    validate_topic_configs,
+)
 from groupcoord.storage.manager import InvalidTopicError, TopicExistsError
 
 log = logging.getLogger(__name__)
@@ -86,7 +91,7 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
     if bad is not None:
         raise _Fail(ErrorCode.INVALID_CONFIG, bad[1])
     try:
-        broker.config.log_config().with_overrides(configs)
+        log_config_for(broker.config).with_overrides(configs)
     except InvalidConfigError as exc:
         raise _Fail(ErrorCode.INVALID_CONFIG, exc.message or str(exc)) from None
     if name in broker.logs.topics():

@@ -63,6 +63,12 @@ class GroupConfig:
         if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms:
             raise ConfigError("group.max.session.timeout.ms must be >= group.min.session.timeout.ms")
 
+    @classmethod
+    def from_broker(cls, config: BrokerConfig) -> GroupConfig:
+        """The coordinator's settings from the broker's ``group.*`` and ``offsets.*`` properties."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{name: config.get(prop) for name, prop in _PROPERTY_OF_FIELD.items() if name in names})
+
     @property
     def offsets_retention_ms(self) -> int:
         return self.offsets_retention_minutes * 60_000
