@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 from groupcoord.broker.durability import Flushable
 from groupcoord.broker.offsets_load import OffsetsLoader
+from groupcoord.constants import GROUP_EVENTS_TOPIC
+from groupcoord.constants import OFFSETS_TOPIC as OFFSETS_TOPIC
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import GroupEvent
@@ -40,8 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
-EVENTS_TOPIC = "__group_events"
 _TIMER_KEY = ("group-coordinator",)
 #: Batches replayed between two yields to the event loop while loading.
 _LOAD_CHUNK = 256
@@ -87,9 +87,11 @@ class GroupRuntime:
                 internal=True,
             )
             log.info("created %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
-        if EVENTS_TOPIC not in topics:
-            logs.create_topic(EVENTS_TOPIC, self.num_partitions, {"cleanup.policy": "delete"}, internal=True)
-            log.info("created %s with %d partitions", EVENTS_TOPIC, self.num_partitions)
+        if GROUP_EVENTS_TOPIC not in topics:
+            logs.create_topic(
+                GROUP_EVENTS_TOPIC, self.num_partitions, {"cleanup.policy": "delete"}, internal=True
+            )
+            log.info("created %s with %d partitions", GROUP_EVENTS_TOPIC, self.num_partitions)
         have = logs.topics()[OFFSETS_TOPIC].partitions
         if have != self.num_partitions:
             log.warning(
@@ -271,7 +273,7 @@ class GroupRuntime:
         pending, self._events = self._events, {}
         for partition, events in pending.items():
             try:
-                plog = self.broker.logs.partition(EVENTS_TOPIC, partition)
+                plog = self.broker.logs.partition(GROUP_EVENTS_TOPIC, partition)
             except KeyError:
                 continue
             entries = [(e.group_id.encode("utf-8"), e.to_json(), ()) for e in events]
@@ -279,9 +281,11 @@ class GroupRuntime:
             try:
                 plog.append(batch)
             except Exception:
-                log.exception("%s-%d: could not publish %d events", EVENTS_TOPIC, partition, len(events))
+                log.exception(
+                    "%s-%d: could not publish %d events", GROUP_EVENTS_TOPIC, partition, len(events)
+                )
                 continue
-            self.broker.notify_append((EVENTS_TOPIC, partition), len(batch))
+            self.broker.notify_append((GROUP_EVENTS_TOPIC, partition), len(batch))
 
     # ------------------------------------------------------------------ log cleaner
     async def _clean_periodically(self) -> None:
