@@ -1,11 +1,10 @@
-"""JoinGroup (v0-9) and SyncGroup (v0-5) response bodies, written with ``struct``.
+"""JoinGroup (v0-9) and SyncGroup (v0-5) response bodies, written with :class:`WireWriter`.
 
-A rebalance answers every member's JoinGroup and SyncGroup at once, and the leader's
-JoinGroup answer lists every member with its subscription; building kio entities for those
-and walking them with kio's generic writer was about a quarter of the broker's CPU in a
-rebalance. These writers produce the same bytes (tested against kio at every version) from
-plain values. Versions 6+ of JoinGroup and 4+ of SyncGroup are "flexible": compact lengths
-and an (empty) tagged-field section after every structure.
+A rebalance answers every member's JoinGroup and SyncGroup at once, and the leader's JoinGroup
+answer lists every member with its subscription; building kio entities for those and walking them
+with kio's generic writer is much slower (docs/benchmarks.md). These writers produce the same bytes
+(tested against kio at every version) from plain values. Versions 6+ of JoinGroup and 4+ of
+SyncGroup are "flexible": compact lengths and an (empty) tagged-field section after every structure.
 """
 
 from __future__ import annotations
