@@ -51,9 +51,8 @@ from groupcoord.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.client import PipelinedWireClient, decode_response, encode_request
 from groupcoord.protocol.entities import make
-from groupcoord.protocol.framing import FrameDecoder
 from groupcoord.protocol.registry import ApiMessages, load_messages
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -86,62 +85,10 @@ SETTLE_S = 1.0
 
 
 # ============================================================================ connection
-class Conn(asyncio.Protocol):
+class Conn(PipelinedWireClient):
     """One client connection: pipelined requests matched to answers by correlation id."""
 
-    def __init__(self) -> None:
-        self.decoder = FrameDecoder(1 << 30)
-        self.waiting: dict[int, asyncio.Future[bytes]] = {}
-        self.next_corr = 1
-        self.transport: asyncio.Transport | None = None
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    @classmethod
-    async def open(cls, host: str, port: int) -> Conn:
-        loop = asyncio.get_running_loop()
-        _, conn = await loop.create_connection(cls, host, port)
-        return conn
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.decoder.feed(data)
-        while (frame := self.decoder.next_frame()) is not None:
-            (corr,) = _CORR.unpack_from(frame, 0)
-            fut = self.waiting.pop(corr, None)
-            if fut is not None and not fut.done():
-                fut.set_result(frame)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        err = ConnectionError(f"connection lost: {exc!r}")
-        for fut in self.waiting.values():
-            if not fut.done():
-                fut.set_exception(err)
-        self.waiting.clear()
-        if not self.closed.done():
-            self.closed.set_result(None)
-
-    def send_frame(self, frame: bytearray | bytes, corr: int) -> asyncio.Future[bytes]:
-        """Send a complete request frame whose correlation id is ``corr``."""
-        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        if self.transport is None or self.transport.is_closing():
-            fut.set_exception(ConnectionError("connection closed"))
-            return fut
-        self.waiting[corr] = fut
-        self.transport.write(frame)
-        return fut
-
-    async def call(self, messages: ApiMessages, request: Any) -> Any:
-        corr = self.next_corr
-        self.next_corr += 1
-        frame = await self.send_frame(encode_request(messages, corr, request, client_id="bench"), corr)
-        return decode_response(messages, frame)[1]
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
+    client_id = "bench"
 
 
 class Template:

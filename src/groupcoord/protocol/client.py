@@ -1,7 +1,8 @@
 """The client side of the codec: encode requests, decode responses, and one raw wire client.
 
 The broker never needs this; the admin tool, tests and benchmarks that talk to the broker over a
-raw socket do (:class:`WireClient`, :class:`AsyncWireClient`).
+raw socket do (:class:`WireClient`, :class:`AsyncWireClient`, and for load generators
+:class:`PipelinedWireClient`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from groupcoord.protocol.entities import child
+from groupcoord.protocol.framing import FrameDecoder
 from groupcoord.protocol.registry import ApiMessages, load_messages
 
 _write_v1 = entity_writer(RequestHeaderV1)
@@ -230,3 +232,72 @@ class AsyncWireClient:
 
     def close(self) -> None:
         self.writer.close()
+
+
+class PipelinedWireClient(asyncio.Protocol):
+    """A connection for load generators: many requests in flight from many coroutines at once,
+    each answer matched to its request by correlation id (not by order).
+
+    :meth:`send_frame` writes a complete, pre-encoded frame and returns a future of the answer's
+    frame (size prefix removed); :meth:`call` encodes a request, sends it and decodes the answer.
+    Open with :meth:`open`. Set ``client_id`` on a subclass to change the header's client id.
+
+    Error handling: when the connection is lost, every pending future fails with
+    ``ConnectionError``; a frame sent on a closed connection fails at once.
+    """
+
+    client_id: str | None = "groupcoord"
+
+    def __init__(self) -> None:
+        self.decoder = FrameDecoder(1 << 30)
+        self.waiting: dict[int, asyncio.Future[bytes]] = {}
+        self.next_corr = 1
+        self.transport: asyncio.Transport | None = None
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> typing.Self:
+        loop = asyncio.get_running_loop()
+        _, conn = await loop.create_connection(cls, host, port)
+        return conn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.decoder.feed(data)
+        while (frame := self.decoder.next_frame()) is not None:
+            (corr,) = _SIZE.unpack_from(frame, 0)
+            fut = self.waiting.pop(corr, None)
+            if fut is not None and not fut.done():
+                fut.set_result(frame)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        err = ConnectionError(f"connection lost: {exc!r}")
+        for fut in self.waiting.values():
+            if not fut.done():
+                fut.set_exception(err)
+        self.waiting.clear()
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def send_frame(self, frame: bytearray | bytes, corr: int) -> asyncio.Future[bytes]:
+        """Send a complete request frame whose correlation id is ``corr``."""
+        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        if self.transport is None or self.transport.is_closing():
+            fut.set_exception(ConnectionError("connection closed"))
+            return fut
+        self.waiting[corr] = fut
+        self.transport.write(frame)
+        return fut
+
+    async def call(self, messages: ApiMessages, request: Any) -> Any:
+        corr = self.next_corr
+        self.next_corr += 1
+        frame = await self.send_frame(encode_request(messages, corr, request, client_id=self.client_id), corr)
+        return decode_response(messages, frame)[1]
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
