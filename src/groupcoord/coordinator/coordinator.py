@@ -22,7 +22,7 @@ import itertools
 import logging
 import uuid
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -79,6 +79,16 @@ from groupcoord.coordinator.records import (
     partition_for,
 )
 from groupcoord.coordinator.state import GroupState, can_rebalance
+from groupcoord.coordinator.timers import (
+    OFFSET_EXPIRY,
+    DelayedHeartbeat,
+    DelayedJoin,
+    InitialDelayedJoin,
+    OffsetExpiry,
+    PendingMemberExpiry,
+    PendingSync,
+    TimerKey,
+)
 from groupcoord.errors import ErrorCode, IllegalStateError
 from groupcoord.gcutil import untrack
 from groupcoord.timer import KeyedTimer
@@ -113,14 +123,6 @@ class RecordSink(Protocol):
         """
         ...
 
-
-@dataclass(frozen=True, slots=True)
-class _InitialDelay:
-    delay_ms: int
-    remaining_ms: int
-
-
-TimerKey = tuple[Hashable, ...]
 
 # Write-error translation, reference §2.12 (offsets) and §2.13 (group metadata).
 _OFFSET_WRITE_ERRORS = {
@@ -271,7 +273,7 @@ class GroupCoordinator:
         self._stable_fetches: dict[int, list[_StableFetch]] = {}
         self._depth = 0
         self._flushing = False
-        self._timer.schedule(("retention",), self._now() + config.offsets_retention_check_interval_ms, None)
+        self._timer.schedule(OFFSET_EXPIRY, self._now() + config.offsets_retention_check_interval_ms, None)
 
     # ================================================================== public queries
     @property
@@ -302,20 +304,19 @@ class GroupCoordinator:
         """Run every timer due at the clock's current time."""
         now = self._now()
         for key, payload in self._timer.expire(now):
-            kind = key[0]
-            if kind == "heartbeat":
-                self._on_heartbeat_expired(str(key[1]), str(key[2]))
-            elif kind == "pending":
-                self._on_pending_member_expired(str(key[1]), str(key[2]))
-            elif kind == "join":
-                self._on_join_timer(str(key[1]), payload)
-            elif kind == "sync":
+            if type(key) is DelayedHeartbeat:
+                self._on_heartbeat_expired(key.group_id, key.member_id)
+            elif type(key) is PendingMemberExpiry:
+                self._on_pending_member_expired(key.group_id, key.member_id)
+            elif type(key) is DelayedJoin:
+                self._on_join_timer(key.group_id, payload)
+            elif type(key) is PendingSync:
                 assert isinstance(payload, int)
-                self._on_sync_expired(str(key[1]), payload)
-            elif kind == "retention":
+                self._on_sync_expired(key.group_id, payload)
+            elif type(key) is OffsetExpiry:
                 self._timer.schedule(key, now + self._config.offsets_retention_check_interval_ms, None)
                 self._expire_offsets()
-            else:  # pragma: no cover - keys are all created in this module
+            else:  # pragma: no cover - keys are all created in this package
                 raise IllegalStateError(f"unknown timer key {key!r}")
 
     # ================================================================== helpers
@@ -498,14 +499,14 @@ class GroupCoordinator:
         self._timer.schedule(self._heartbeat_key(group, member), self._now() + timeout, None)
 
     @staticmethod
-    def _heartbeat_key(group: ClassicGroup, member: Member) -> tuple[str, str, str]:
+    def _heartbeat_key(group: ClassicGroup, member: Member) -> DelayedHeartbeat:
         key = member.heartbeat_key
-        if key is None or key[2] != member.member_id or key[1] != group.group_id:
-            key = member.heartbeat_key = ("heartbeat", group.group_id, member.member_id)
+        if key is None or key.member_id != member.member_id or key.group_id != group.group_id:
+            key = member.heartbeat_key = DelayedHeartbeat(group.group_id, member.member_id)
         return key
 
     def _cancel_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
-        self._timer.cancel(("heartbeat", group.group_id, member_id))
+        self._timer.cancel(DelayedHeartbeat(group.group_id, member_id))
 
     # ================================================================== JoinGroup
     @_entry_point
@@ -569,7 +570,7 @@ class GroupCoordinator:
                 group, member, EventReason.MAX_SIZE_EXCEEDED, answer_parked=ErrorCode.UNKNOWN_MEMBER_ID
             )
         group.pending_members.pop(req.member_id, None)
-        self._timer.cancel(("pending", group.group_id, req.member_id))
+        self._timer.cancel(PendingMemberExpiry(group.group_id, req.member_id))
         log.info("group=%s member=%s rejected: group.max.size reached", group.group_id, req.member_id)
 
     def _do_new_member_join_group(
@@ -595,7 +596,7 @@ class GroupCoordinator:
             # KIP-394: hand out an id and wait for the member to come back with it.
             group.pending_members[new_member_id] = req.session_timeout_ms
             self._timer.schedule(
-                ("pending", group.group_id, new_member_id), self._now() + req.session_timeout_ms, None
+                PendingMemberExpiry(group.group_id, new_member_id), self._now() + req.session_timeout_ms, None
             )
             reply(join_error(v, ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
         else:
@@ -618,7 +619,7 @@ class GroupCoordinator:
                 # Kafka treats this as an internal error (a pending id is never static).
                 reply(join_error(v, ErrorCode.UNKNOWN_SERVER_ERROR, member_id))
                 return
-            self._timer.cancel(("pending", group.group_id, member_id))
+            self._timer.cancel(PendingMemberExpiry(group.group_id, member_id))
             self._add_member_and_rebalance(group, req, member_id, reply)
             return
         error = self._validate_current_member(group, member_id, req.group_instance_id)
@@ -927,7 +928,7 @@ class GroupCoordinator:
     ) -> None:
         if group.state is COMPLETING:
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
-        self._timer.cancel(("sync", group.group_id))
+        self._timer.cancel(PendingSync(group.group_id))
         group.pending_sync.clear()
         now = self._now()
         rebalance_timeout = group.rebalance_timeout_ms()
@@ -935,9 +936,11 @@ class GroupCoordinator:
             delay = self._config.group_initial_rebalance_delay_ms
             remaining = max(rebalance_timeout - delay, 0)
             group.new_member_added = False
-            self._timer.schedule(("join", group.group_id), now + delay, _InitialDelay(delay, remaining))
+            self._timer.schedule(
+                DelayedJoin(group.group_id), now + delay, InitialDelayedJoin(delay, remaining)
+            )
         else:
-            self._timer.schedule(("join", group.group_id), now + rebalance_timeout, None)
+            self._timer.schedule(DelayedJoin(group.group_id), now + rebalance_timeout, None)
         self._transition(group, PREPARING, reason, member=member, client_reason=client_reason)
         self._maybe_complete_join(group)
 
@@ -949,18 +952,20 @@ class GroupCoordinator:
     def _maybe_complete_join(self, group: ClassicGroup) -> None:
         """Complete the join phase early when everyone has rejoined (never during the initial delay)."""
         if group.state is PREPARING and group.all_members_joined() and group.previous_state is not EMPTY:
-            self._timer.cancel(("join", group.group_id))
+            self._timer.cancel(DelayedJoin(group.group_id))
             self._on_complete_join(group)
 
     def _on_join_timer(self, group_id: str, payload: object) -> None:
         group = self._groups.get(group_id)
         if group is None or group.state is not PREPARING:
             return
-        if isinstance(payload, _InitialDelay) and group.new_member_added and payload.remaining_ms != 0:
+        if isinstance(payload, InitialDelayedJoin) and group.new_member_added and payload.remaining_ms != 0:
             group.new_member_added = False
             delay = min(self._config.group_initial_rebalance_delay_ms, payload.remaining_ms)
             remaining = max(payload.remaining_ms - payload.delay_ms, 0)
-            self._timer.schedule(("join", group_id), self._now() + delay, _InitialDelay(delay, remaining))
+            self._timer.schedule(
+                DelayedJoin(group_id), self._now() + delay, InitialDelayedJoin(delay, remaining)
+            )
             return
         self._on_complete_join(group)
 
@@ -978,7 +983,9 @@ class GroupCoordinator:
                 group.group_id,
                 list(group.members),
             )
-            self._timer.schedule(("join", group.group_id), self._now() + group.rebalance_timeout_ms(), None)
+            self._timer.schedule(
+                DelayedJoin(group.group_id), self._now() + group.rebalance_timeout_ms(), None
+            )
             return
         group.generation += 1
         group.pending_sync.clear()
@@ -993,7 +1000,7 @@ class GroupCoordinator:
                 m.is_new = False
                 group.pending_sync.add(m.member_id)
             self._timer.schedule(
-                ("sync", group.group_id), self._now() + group.rebalance_timeout_ms(), group.generation
+                PendingSync(group.group_id), self._now() + group.rebalance_timeout_ms(), group.generation
             )
         else:
             group.protocol_name = None
@@ -1044,7 +1051,7 @@ class GroupCoordinator:
         group.remove(member.member_id)
         self._emit(group, "member_removed", reason, member=member, client_reason=client_reason)
         if not group.pending_sync:
-            self._timer.cancel(("sync", group.group_id))
+            self._timer.cancel(PendingSync(group.group_id))
 
     def _remove_member_and_update_group(
         self, group: ClassicGroup, member: Member, reason: EventReason, client_reason: str | None = None
@@ -1143,7 +1150,7 @@ class GroupCoordinator:
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync.discard(member_id)
         if not group.pending_sync:
-            self._timer.cancel(("sync", group.group_id))
+            self._timer.cancel(PendingSync(group.group_id))
 
     def _persist_leader_assignment(self, group: ClassicGroup, given: dict[str, bytes]) -> None:
         empty = EMPTY_CONSUMER_ASSIGNMENT if group.protocol_type == CONSUMER_PROTOCOL_TYPE else b""
@@ -1303,7 +1310,7 @@ class GroupCoordinator:
             return ErrorCode.NONE
         if member_id in group.pending_members:
             del group.pending_members[member_id]
-            self._timer.cancel(("pending", group.group_id, member_id))
+            self._timer.cancel(PendingMemberExpiry(group.group_id, member_id))
             self._emit(
                 group, "member_removed", EventReason.MEMBER_LEFT, member_id=member_id, client_reason=reason
             )
@@ -1738,12 +1745,12 @@ class GroupCoordinator:
         group = self._groups.pop(group_id, None)
         if group is None:
             return
-        self._timer.cancel(("join", group_id))
-        self._timer.cancel(("sync", group_id))
+        self._timer.cancel(DelayedJoin(group_id))
+        self._timer.cancel(PendingSync(group_id))
         for member_id in group.members:
             self._cancel_heartbeat(group, member_id)
         for member_id in group.pending_members:
-            self._timer.cancel(("pending", group_id, member_id))
+            self._timer.cancel(PendingMemberExpiry(group_id, member_id))
 
     # ================================================================== records and replay
     def _group_metadata_record(self, group: ClassicGroup, assignments: dict[str, bytes]) -> CoordinatorRecord:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.coordinator.state import GroupState, check_transition
+from groupcoord.coordinator.timers import DelayedHeartbeat
 from groupcoord.errors import IllegalStateError
 from groupcoord.gcutil import track, untrack
 
@@ -84,7 +85,7 @@ class Member:
         #: The coordinator's session-timer key for this member, made once (see
         #: GroupCoordinator._heartbeat_key): a fresh tuple per heartbeat would outlive the
         #: request, in the timer, until its deadline.
-        self.heartbeat_key: tuple[str, str, str] | None = None
+        self.heartbeat_key: DelayedHeartbeat | None = None
         # A member lives as long as its group and, between rebalances, holds only strings,
         # numbers, bytes and tuples of those: no cycle can pass through it, so the cyclic
         # collector need not walk it (see groupcoord.gcutil). It is tracked again while it

@@ -1,0 +1,87 @@
+"""The coordinator's timer keys: one type per kind of deadline, named after Kafka's operations.
+
+Every protocol deadline of the classic group protocol sits in one
+:class:`~groupcoord.timer.KeyedTimer`, keyed by one of the values below. Scheduling a key
+replaces that key's earlier timer, so each key names *one* deadline that can be pending at a
+time: one join deadline per group, one session deadline per member, and so on. When a timer
+fires, the coordinator dispatches on the key's type (``GroupCoordinator.poll``).
+
+========================  ==========================================  ==========================
+key                       Kafka                                       on expiry
+========================  ==========================================  ==========================
+``DelayedJoin``           ``DelayedJoin`` / ``InitialDelayedJoin``    ``on_complete_join``
+                          (Scala purgatory), ``classicGroupJoinKey``  (or extend the initial
+                          (4.x ``GroupMetadataManager``)              delay, KIP-134)
+``DelayedHeartbeat``      ``DelayedHeartbeat``,                       member's session expired
+                          ``classicGroupHeartbeatKey``
+``PendingMemberExpiry``   ``expirePendingMember`` (KIP-394)           forget the handed-out id
+``PendingSync``           ``classicGroupSyncKey``                     members that never synced
+                          (``expirePendingSync``)                     are removed, rebalance
+``OffsetExpiry``          ``cleanupGroupMetadata`` (retention check)  expire old offsets
+========================  ==========================================  ==========================
+
+The join deadline of a group has one key whichever operation it is: a normal join phase ends
+one rebalance timeout after it started, while the first one after Empty waits for
+``group.initial.rebalance.delay.ms`` and extends while members keep arriving. The payload
+tells them apart: ``None`` for a ``DelayedJoin``, an :class:`InitialDelayedJoin` for the
+initial delay. A ``PendingSync`` carries the generation it was armed for, so a firing that
+outlived its generation does nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class DelayedJoin:
+    """The end of a group's join phase (PreparingRebalance)."""
+
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class InitialDelayedJoin:
+    """Payload of a :class:`DelayedJoin` armed by the first rebalance after Empty (KIP-134).
+
+    ``delay_ms`` is the delay just armed; ``remaining_ms`` how much of the rebalance timeout
+    is left for further extensions.
+    """
+
+    delay_ms: int
+    remaining_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DelayedHeartbeat:
+    """A member's session deadline, pushed out by every heartbeat."""
+
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMemberExpiry:
+    """A member id handed out with MEMBER_ID_REQUIRED that has not come back yet (KIP-394)."""
+
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSync:
+    """The deadline by which every member of a generation must have sent its SyncGroup."""
+
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetExpiry:
+    """The periodic retention check (``offsets.retention.check.interval.ms``)."""
+
+
+#: Any key the coordinator's timer holds.
+TimerKey = DelayedJoin | DelayedHeartbeat | PendingMemberExpiry | PendingSync | OffsetExpiry
+
+#: The one retention-check key.
+OFFSET_EXPIRY = OffsetExpiry()
