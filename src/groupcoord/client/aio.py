@@ -264,7 +264,9 @@ class AsyncConsumer:
         deadline: int | None = core.next_deadline_ms() if core is not None else None
         if deadline is None:
             return 0.5
-        return max(0.0, min(0.5, (deadline - now_ms()) / 1000))
+        # a deadline already due right after a drive means the core waits for an answer:
+        # wait a little for it instead of spinning
+        return max(0.005, min(0.5, (deadline - now_ms()) / 1000))
 
     def _drive(self, *, app_poll: bool) -> None:
         core = self._engine.core
@@ -367,7 +369,7 @@ class AsyncConsumer:
             for out in core.heartbeat_poll(now_ms()):
                 self._send_core(out)
             deadline: int | None = core.next_heartbeat_deadline_ms()
-            wait_s = 0.1 if deadline is None else max(0.0, min(0.1, (deadline - now_ms()) / 1000))
+            wait_s = 0.1 if deadline is None else max(0.005, min(0.1, (deadline - now_ms()) / 1000))
             await self._wait(wait_s)
 
 

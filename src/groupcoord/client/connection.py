@@ -247,13 +247,16 @@ class NetworkClient:
         ``None`` waits until one finishes (every request has its own timeout)."""
         reqs = list(requests)
         deadline = None if timeout_s is None else self._now() + timeout_s
+        polled = False
         while True:
             if any(r.done for r in reqs):
                 return True
             remaining = None if deadline is None else deadline - self._now()
-            if remaining is not None and remaining <= 0:
+            if remaining is not None and remaining <= 0 and polled:
                 return False
-            self.poll(0.5 if remaining is None else min(remaining, 0.5), until=reqs)
+            # at least one round even with no time left: I/O must progress on every call
+            self.poll(0.5 if remaining is None else max(0.0, min(remaining, 0.5)), until=reqs)
+            polled = True
 
     def poll(self, timeout_s: float, *, until: Iterable[InFlight] = ()) -> None:
         """One round of network I/O lasting at most ``timeout_s`` (less when something arrives).

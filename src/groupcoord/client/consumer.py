@@ -512,7 +512,9 @@ class Consumer:
             deadline: int | None = core.next_deadline_ms() if core is not None else None
         if deadline is None:
             return 0.5
-        return max(0.0, min(0.5, (deadline - now_ms()) / 1000))
+        # a deadline already due right after a drive means the core waits for an answer:
+        # wait a little for it instead of spinning
+        return max(0.005, min(0.5, (deadline - now_ms()) / 1000))
 
     def _wait(self, timeout_s: float) -> None:
         with self._lock:
@@ -572,7 +574,7 @@ class Consumer:
                             (self._client.send(node, api_key, fields, timeout_ms=out.timeout_ms), out)
                         )
                     deadline = core.next_heartbeat_deadline_ms()
-                wait_s = 0.1 if deadline is None else max(0.0, min(0.1, (deadline - now_ms()) / 1000))
+                wait_s = 0.1 if deadline is None else max(0.005, min(0.1, (deadline - now_ms()) / 1000))
                 if mine:
                     self._client.wait([x[0] for x in mine], wait_s)
                 else:

@@ -367,7 +367,9 @@ class GroupMember:
             deadline = self.core.next_deadline_ms()
         if deadline is None:
             return 0.5
-        return max(0.0, min(0.5, (deadline - now_ms()) / 1000))
+        # a deadline already due right after a drive means the core waits for an answer:
+        # wait a little for it instead of spinning
+        return max(0.005, min(0.5, (deadline - now_ms()) / 1000))
 
     def _wait(self, timeout_s: float) -> None:
         with self._lock:
@@ -389,7 +391,7 @@ class GroupMember:
                     for out in self.core.heartbeat_poll(now):
                         mine.append((self._send(out), out))
                     deadline = self.core.next_heartbeat_deadline_ms()
-                wait_s = 0.1 if deadline is None else max(0.0, min(0.1, (deadline - now_ms()) / 1000))
+                wait_s = 0.1 if deadline is None else max(0.005, min(0.1, (deadline - now_ms()) / 1000))
                 if mine:
                     self._client.wait([x[0] for x in mine], wait_s)
                 else:

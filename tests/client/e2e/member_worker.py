@@ -372,6 +372,10 @@ def main() -> None:
     parser.add_argument("--heartbeat-interval-ms", type=int, default=300)
     parser.add_argument("--max-poll-interval-ms", type=int, default=300000)
     args = parser.parse_args()
+    if args.client.startswith("groupcoord"):
+        import logging
+
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     commands = stdin_commands()
     runner = {
         "groupcoord": run_groupcoord,

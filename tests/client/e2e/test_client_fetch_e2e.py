@@ -101,6 +101,22 @@ def test_async_client_negotiates_and_answers_concurrent_requests(client_broker: 
     assert asyncio.run(main()) == [3] * 10
 
 
+def test_waiting_with_no_time_left_still_moves_the_network_forward(client_broker: ClientBroker) -> None:
+    """A caller whose deadline is already due (the member core asks to be polled again at
+    once while it waits for an answer) must still get its answer by calling wait(.., 0)."""
+    import time
+
+    client = NetworkClient(client_broker.bootstrap)
+    try:
+        r = client.send(client.least_loaded_node(), wire.METADATA, wire.metadata_request([]))
+        limit = time.monotonic() + 30
+        while not client.wait([r], 0) and time.monotonic() < limit:
+            pass
+        assert r.done and r.error is None
+    finally:
+        client.close()
+
+
 def test_unreachable_bootstrap_fails_the_request_and_backs_off() -> None:
     import socket
 
