@@ -104,48 +104,51 @@ class OffsetsLoader:
         else:
             block = decompress(codec, memoryview(batch)[BATCH_HEADER_SIZE:])
         self._window.append((batch, 0))
-        spans = iter_record_spans(block, header.record_count)
         pending = self._pending
         commits = 0
         i = 0
-        while True:
-            try:
-                _attrs, _ts, od, kp, klen, vp, vlen, hp, rec_end = next(spans)
-            except StopIteration:
-                self._npending += commits
-                break
-            except CorruptBatchError:
-                self._npending += commits
-                self._slow_rest(header, batch, i)
-                break
-            if block[hp] != 0 or hp + 1 != rec_end:
-                # record headers: rare here, left to the strict decoder
-                self._npending += commits
-                self._slow_rest(header, batch, i)
-                break
-            if klen >= 2 and vlen >= 0 and block[kp] == 0 and block[kp + 1] < 2:
-                value = block[vp : vp + vlen]
-                # The value must decode: a commit that does not is skipped by a replay,
-                # so it must neither take a place in the dict nor hide the previous value.
-                if (
-                    vlen == 24 and value[1] == 3 and value[0] == 0 and value[14] == 0 and value[15] == 0
-                ) or _decodes(value):
-                    if block[kp + 1]:
-                        pending[block[kp : kp + klen]] = value
-                    else:  # key v0 names the same offset as key v1 with the same fields
-                        pending[_KEY_V1 + block[kp + 2 : kp + klen]] = value
-                    commits += 1
-                    i += 1
-                    continue
-            if klen >= 0:  # a barrier, an undecodable commit included
-                self._npending += commits
-                commits = 0
-                self.flush(end_index=i)
-                pending = self._pending
-                key = block[kp : kp + klen]
-                self._replay_one(header.base_offset + od, key, None if vlen < 0 else block[vp : vp + vlen])
-                self._window = [(batch, i + 1)]
-            i += 1
+        slow = walking = False
+        try:
+            walking = True
+            for _attrs, _ts, od, kp, klen, vp, vlen, hp, rec_end in iter_record_spans(
+                block, header.record_count
+            ):
+                if block[hp] != 0 or hp + 1 != rec_end:
+                    slow = True  # record headers: rare here, left to the strict decoder
+                    break
+                if klen >= 2 and vlen >= 0 and block[kp] == 0 and block[kp + 1] < 2:
+                    value = block[vp : vp + vlen]
+                    # The value must decode: a commit that does not is skipped by a replay,
+                    # so it must neither take a place in the dict nor hide the previous value.
+                    if (
+                        vlen == 24 and value[1] == 3 and value[0] == 0 and value[14] == 0 and value[15] == 0
+                    ) or _decodes(value):
+                        if block[kp + 1]:
+                            pending[block[kp : kp + klen]] = value
+                        else:  # key v0 names the same offset as key v1 with the same fields
+                            pending[_KEY_V1 + block[kp + 2 : kp + klen]] = value
+                        commits += 1
+                        i += 1
+                        continue
+                if klen >= 0:  # a barrier, an undecodable commit included
+                    walking = False
+                    self._npending += commits
+                    commits = 0
+                    self.flush(end_index=i)
+                    pending = self._pending
+                    key = block[kp : kp + klen]
+                    raw = None if vlen < 0 else block[vp : vp + vlen]
+                    self._replay_one(header.base_offset + od, key, raw)
+                    self._window = [(batch, i + 1)]
+                    walking = True
+                i += 1
+        except CorruptBatchError:
+            if not walking:
+                raise
+            slow = True  # bytes the walker cannot read: the strict decoder reports them
+        self._npending += commits
+        if slow:
+            self._slow_rest(header, batch, i)
         if self._npending >= MAX_PENDING:
             self.flush(end_index=None)
 

@@ -383,11 +383,16 @@ def iter_record_spans(data: bytes | bytearray | memoryview, record_count: int) -
     end = len(data)
     try:
         for _ in range(record_count):
-            # Varints below 0x80 are one byte; those take the inline path.
+            # Varints of one byte (and, for the record length and the offset delta, of two: a
+            # record over 63 bytes, a batch over 64 records) take the inline path.
             b = data[p]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                v = (b & 0x7F) | (data[p + 1] << 7)
+                length = (v >> 1) ^ -(v & 1)
+                p += 2
             else:
                 length, p = read_varint(data, p)
             rec_end = p + length
@@ -404,6 +409,10 @@ def iter_record_spans(data: bytes | bytearray | memoryview, record_count: int) -
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif data[p + 1] < 0x80:
+                v = (b & 0x7F) | (data[p + 1] << 7)
+                offset_delta = (v >> 1) ^ -(v & 1)
+                p += 2
             else:
                 offset_delta, p = read_varint(data, p)
             b = data[p]
