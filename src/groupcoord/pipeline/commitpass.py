@@ -1,13 +1,13 @@
 """One pass over ``__consumer_offsets`` that writes ``offset_commits`` and ``lag`` and hands Spark
 only each group-partition's last commits (the ``commit-tables`` data source).
 
-The general path has the JVM take 10 M decoded commits from Python as Arrow batches, write them as
+The general path has the JVM take every decoded commit from Python as Arrow batches, write them as
 ``offset_commits``, read them back, send four columns through an Arrow UDF for the lag and write the
-10 M ``lag`` rows: ~50 CPU seconds on 2 cores, most of it row conversion and Parquet encoding in the
-JVM. Here each Spark task decodes its splits (the same vectorised decoder, with the same decode
-memo for the later ``rows=others`` pass), computes the lag with the same
-:func:`groupcoord.pipeline.lagmap.lag_of` the general path's tests check, and writes both tables'
-rows with pyarrow's Parquet writer straight into the table directories (~10 CPU seconds in all).
+``lag`` rows, most of its cost row conversion and Parquet encoding in the JVM. Here each Spark task
+decodes its splits (the same vectorised decoder, with the same decode memo for the later
+``rows=others`` pass), computes the lag with the same :func:`groupcoord.pipeline.lagmap.lag_of` the
+general path's tests check, and writes both tables' rows with pyarrow's Parquet writer straight into
+the table directories, at about a third of the CPU (docs/benchmarks.md, "The commit pass").
 
 What the task returns to Spark is small: per group-partition, the commits with the ``intervals``
 largest ``log_offset`` values among that task's rows (ties kept). Every commit of the last
