@@ -34,7 +34,6 @@ from groupcoord.constants import INT32_MAX
 from groupcoord.errors import ErrorCode, KafkaError
 
 from .batch import (
-    BATCH_HEADER_SIZE,
     BatchHeader,
     CorruptBatchError,
     decode_records,
@@ -44,7 +43,7 @@ from .batch import (
     validate_batch,
 )
 from .cleaner import CompactionReport, LogCleaner
-from .log_config import InvalidConfigError, LogConfig
+from .log_config import LogConfig
 from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, recover
 from .segment import (
     CLEANED_SUFFIX,
@@ -762,17 +761,13 @@ class PartitionLog:
 
 
 __all__ = [
-    "BATCH_HEADER_SIZE",
     "AppendInfo",
-    "CompactionReport",
-    "CorruptBatchError",
-    "InvalidConfigError",
+    "FileRegion",
     "InvalidOffsetError",
     "LogClosedError",
-    "LogConfig",
     "OffsetOutOfRangeError",
     "PartitionLog",
     "ReadResult",
     "RecordTooLargeError",
-    "RecoveryReport",
+    "RegionRead",
 ]
