@@ -225,12 +225,10 @@ class ConsumerEngine:
         return self.fetcher.assigned()
 
     def consumed(self, records: list[Record]) -> None:
+        """Tell the core the positions reached by what the last drain handed out."""
         if records and self.core is not None:
             self.core.update_positions(
-                {
-                    TopicPartition(r.topic, r.partition): OffsetAndMetadata(offset=r.offset + 1)
-                    for r in records
-                }
+                {tp: OffsetAndMetadata(offset=pos) for tp, pos in self.fetcher.drained.items()}
             )
 
 

@@ -135,6 +135,8 @@ class Fetcher:
         self._listing: set[TopicPartition] = set()  # partitions with a ListOffsets in flight
         self._retry_at_ms = 0
         self._errors: list[KafkaClientError] = []
+        self.drained: dict[TopicPartition, int] = {}
+        """Positions after the last :meth:`drain`, for the partitions it returned records of."""
 
     # -- metadata ---------------------------------------------------------------------------
 
@@ -503,7 +505,8 @@ class Fetcher:
         """Up to ``max.poll.records`` buffered records (partition by partition), advancing positions."""
         limit = self.config.max_poll_records if max_records is None else max_records
         out: list[Record] = []
-        for _tp, st in sorted(self._parts.items()):
+        self.drained = {}
+        for tp, st in sorted(self._parts.items()):
             if not st.buffer or st.paused:
                 continue
             take = st.buffer[: limit - len(out)]
@@ -511,6 +514,7 @@ class Fetcher:
             out.extend(take)
             if take:
                 st.position = take[-1].offset + 1
+                self.drained[tp] = st.position
             if not st.buffer and st.next_fetch is not None:
                 st.position = max(st.position or 0, st.next_fetch)
                 st.next_fetch = None
