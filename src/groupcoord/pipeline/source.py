@@ -27,7 +27,7 @@ import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import crc32c
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -379,50 +379,52 @@ def _recall(memo_dir: Path, split: SegmentSplit, data: bytes) -> vectorized.Batc
     return vectorized.batches_at(data, np.asarray(memo.get("batches", []), dtype=np.int64))
 
 
-class KafkaLogDataSource(DataSource):  # type: ignore[misc]
+class _SegmentDataSource(DataSource):  # type: ignore[misc]
+    """A source over the segments under DIR: its short name, columns, reader and default topics."""
+
+    short_name: ClassVar[str]
+    columns: ClassVar[tuple[tuple[str, str], ...]]
+    reader_class: ClassVar[type[_SegmentReader]]
+    #: the topics read when the ``topics`` option is absent (None: all)
+    default_topics: ClassVar[frozenset[str] | None] = None
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.short_name
+
+    def schema(self) -> str:
+        return decoders.ddl(self.columns)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return self.reader_class(schema, self.options, _options_topics(self.options, self.default_topics))
+
+
+class KafkaLogDataSource(_SegmentDataSource):
     """``spark.read.format("kafka-log").load(DIR)``: every record of every segment under DIR."""
 
-    @classmethod
-    def name(cls) -> str:
-        return "kafka-log"
-
-    def schema(self) -> str:
-        return decoders.ddl(RECORD_COLUMNS)
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaLogReader(schema, self.options, _options_topics(self.options, None))
+    short_name = "kafka-log"
+    columns = RECORD_COLUMNS
+    reader_class = KafkaLogReader
 
 
-class KafkaLogBatchesDataSource(DataSource):  # type: ignore[misc]
+class KafkaLogBatchesDataSource(_SegmentDataSource):
     """``spark.read.format("kafka-log-batches").load(DIR)``: one row per record batch."""
 
-    @classmethod
-    def name(cls) -> str:
-        return "kafka-log-batches"
-
-    def schema(self) -> str:
-        return decoders.ddl(BATCH_COLUMNS)
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaLogBatchesReader(schema, self.options, _options_topics(self.options, None))
+    short_name = "kafka-log-batches"
+    columns = BATCH_COLUMNS
+    reader_class = KafkaLogBatchesReader
 
 
-class ConsumerOffsetsDataSource(DataSource):  # type: ignore[misc]
+class ConsumerOffsetsDataSource(_SegmentDataSource):
     """``spark.read.format("consumer-offsets").load(DIR)``: decoded ``__consumer_offsets`` records.
 
     A user schema (``.schema(...)``) may name a subset of the columns (same types): only those cross
     from Python to the JVM."""
 
-    @classmethod
-    def name(cls) -> str:
-        return "consumer-offsets"
-
-    def schema(self) -> str:
-        return decoders.ddl(decoders.OFFSETS_COLUMNS)
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        default = frozenset({OFFSETS_TOPIC})
-        return ConsumerOffsetsReader(schema, self.options, _options_topics(self.options, default))
+    short_name = "consumer-offsets"
+    columns = decoders.OFFSETS_COLUMNS
+    reader_class = ConsumerOffsetsReader
+    default_topics = frozenset({OFFSETS_TOPIC})
 
 
 SOURCES: tuple[type[DataSource], ...] = (
