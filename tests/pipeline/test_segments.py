@@ -17,6 +17,7 @@ from groupcoord.storage.batch import (
 )
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig
+from groupcoord.storage.manager import parse_partition_dir
 
 
 def _write(
@@ -37,9 +38,9 @@ def _offsets(split: segments.SegmentSplit) -> list[int]:
 
 
 def test_partition_dirs_are_parsed_with_dashes_in_topic_names(tmp_path: Path) -> None:
-    assert segments.parse_partition_dir("my-topic-name-12") == ("my-topic-name", 12)
-    assert segments.parse_partition_dir("__consumer_offsets-0") == ("__consumer_offsets", 0)
-    assert segments.parse_partition_dir("no_partition") is None
+    assert parse_partition_dir("my-topic-name-12") == ("my-topic-name", 12)
+    assert parse_partition_dir("__consumer_offsets-0") == ("__consumer_offsets", 0)
+    assert parse_partition_dir("no_partition") is None
     for name in ("b-1", "b-0", "a-10", "a-2", "__topics.json.d", "lost+found"):
         (tmp_path / name).mkdir()
     assert [(t, p) for t, p, _ in segments.list_partitions(tmp_path)] == [

@@ -29,14 +29,13 @@ from groupcoord.storage.batch import (
     iter_record_spans,
     validate_batch,
 )
+from groupcoord.storage.manager import parse_partition_dir
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.log$")
 _INDEX_ENTRY = struct.Struct(">ii")
-_HEADER_PREFIX = 61
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,14 +61,6 @@ class CorruptTail:
     position: int
     next_offset: int
     reason: str
-
-
-def parse_partition_dir(name: str) -> tuple[str, int] | None:
-    """``orders-3`` -> ("orders", 3); topic names may themselves contain dashes."""
-    m = _PARTITION_DIR.match(name)
-    if m is None:
-        return None
-    return m.group("topic"), int(m.group("partition"))
 
 
 def list_partitions(data_dir: Path, topics: frozenset[str] | None = None) -> list[tuple[str, int, Path]]:

@@ -113,6 +113,14 @@ def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``orders-3`` -> ("orders", 3); topic names may themselves contain dashes."""
+    m = _PARTITION_DIR.match(name)
+    if m is None:
+        return None
+    return m.group("topic"), int(m.group("partition"))
+
+
 def _topic_id_text(topic_id: uuid.UUID) -> str:
     """Kafka prints topic ids as URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
@@ -198,7 +206,7 @@ class LogManager:
             partition_dir_name(m.name, p) for m in self._topics.values() for p in range(m.partitions)
         }
         for child in self.data_dir.iterdir():
-            if child.is_dir() and _PARTITION_DIR.match(child.name) and child.name not in known:
+            if child.is_dir() and parse_partition_dir(child.name) and child.name not in known:
                 log.warning("ignoring partition directory %s: its topic is not in %s", child, TOPICS_FILE)
         self._open_partitions(
             [
@@ -224,9 +232,9 @@ class LogManager:
     def _topics_from_partition_dirs(self) -> dict[str, TopicMeta]:
         found: dict[str, tuple[uuid.UUID, int]] = {}
         for child in self.data_dir.iterdir():
-            m = _PARTITION_DIR.match(child.name)
+            parsed = parse_partition_dir(child.name)
             meta_file = child / PARTITION_METADATA_FILE
-            if not (child.is_dir() and m and meta_file.exists()):
+            if not (child.is_dir() and parsed and meta_file.exists()):
                 continue
             try:
                 fields = dict(
@@ -236,7 +244,7 @@ class LogManager:
             except (KeyError, ValueError) as exc:
                 log.warning("ignoring %s: unreadable partition.metadata (%s)", child, exc)
                 continue
-            topic, partition = m.group("topic"), int(m.group("partition"))
+            topic, partition = parsed
             _, count = found.get(topic, (topic_id, 0))
             found[topic] = (topic_id, max(count, partition + 1))
         return {
