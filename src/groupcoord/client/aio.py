@@ -94,7 +94,7 @@ class AsyncConsumer:
         self._check_open()
         lookup = self._engine.assign(partitions)
         if lookup:
-            self._engine.core.fetch_committed(tuple(lookup), now_ms())
+            self._engine.start_lookups.add(self._engine.core.fetch_committed(tuple(lookup), now_ms()))
         self._start()
 
     async def unsubscribe(self) -> None:

@@ -118,6 +118,7 @@ class ConsumerEngine:
         self.fatal: KafkaClientError | None = None
         self.commit_results: dict[int, KafkaClientError | None] = {}
         self.committed_results: dict[int, tuple[dict[TopicPartition, OffsetAndMetadata | None], Any]] = {}
+        self.start_lookups: set[int] = set()
         self.closed = False
 
     # -- application calls that only change state ------------------------------------------
@@ -178,6 +179,15 @@ class ConsumerEngine:
         for event in events:
             if isinstance(event, cc.CommitCompleted):
                 self.commit_results[event.commit_id] = event.error
+            elif isinstance(event, cc.CommittedOffsets) and event.fetch_id in self.start_lookups:
+                # starting positions of manually assigned partitions (assign() with a group.id)
+                self.start_lookups.discard(event.fetch_id)
+                found = dict(event.offsets)
+                if event.error is not None:
+                    log.info("committed offsets for assigned partitions unavailable: %s", event.error)
+                for tp in self.fetcher.awaiting():
+                    om = found.get(tp)
+                    self.fetcher.set_starting_offset(tp, None if om is None else om.offset)
             elif isinstance(event, cc.CommittedOffsets):
                 self.committed_results[event.fetch_id] = (dict(event.offsets), event.error)
             elif isinstance(event, cc.StartingPositions):
@@ -297,7 +307,7 @@ class Consumer:
         with self._lock:
             lookup = self._engine.assign(partitions)
             if lookup:
-                self._engine.core.fetch_committed(tuple(lookup), now_ms())
+                self._engine.start_lookups.add(self._engine.core.fetch_committed(tuple(lookup), now_ms()))
 
     def assignment(self) -> set[TopicPartition]:
         with self._lock:

@@ -19,7 +19,7 @@ from groupcoord.client.connection import AsyncNetworkClient, NetworkClient
 from groupcoord.client.consumer import Consumer
 from groupcoord.client.errors import ConfigError
 from groupcoord.client.fetcher import NoOffsetForPartitionError
-from groupcoord.client.types import TopicPartition
+from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 
 CODECS = ("gzip", "snappy", "lz4", "zstd", "none")
 
@@ -216,6 +216,37 @@ def test_read_ahead_keeps_a_fetch_in_flight_while_the_application_holds_records(
         got = first + consume_all(c, 11 - len(first))
         assert [o for _, o, _ in got] == list(range(11))
         assert got[-1][2] == b"late"
+
+
+def test_assigned_consumer_with_a_group_id_commits_and_a_new_one_resumes_there(
+    client_broker: ClientBroker,
+) -> None:
+    topic = make_topic(client_broker.bootstrap, 2)
+    produce(client_broker.bootstrap, topic, [(i % 2, b"v%d" % i) for i in range(20)])
+    group = f"manual-{uuid.uuid4().hex[:8]}"
+    conf = {
+        "bootstrap.servers": client_broker.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    parts = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    with Consumer(conf) as c:
+        c.assign(parts)
+        got = consume_all(c, 20)
+        assert len(got) == 20
+        c.commit({parts[0]: 4, parts[1]: 7})
+        assert c.committed(parts) == {
+            parts[0]: OffsetAndMetadata(offset=4),
+            parts[1]: OffsetAndMetadata(offset=7),
+        }
+    with Consumer(conf) as c:
+        c.assign(parts)
+        assert (c.position(parts[0]), c.position(parts[1])) == (4, 7)
+        got = consume_all(c, 6 + 3)
+        assert sorted((p, o) for p, o, _ in got) == [(0, o) for o in range(4, 10)] + [
+            (1, o) for o in range(7, 10)
+        ]
 
 
 def test_unknown_config_key_is_a_config_error_naming_it() -> None:
