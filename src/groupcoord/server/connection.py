@@ -13,7 +13,7 @@ Here:
   OffsetCommit waiting for its write to be durable, a parked JoinGroup or SyncGroup, a Fetch in
   long-poll) makes the connection stop reading until that awaitable is done, so an OffsetFetch
   pipelined behind an OffsetCommit reads the committed offset, as on Kafka.
-* The one exception keeps what pipelining gains where nobody can tell the difference: a
+* One exception keeps what pipelining gains where nobody can tell the difference: a
   request of a route added with an ``overlap`` class (see ``server.dispatch``: Produce, and
   OffsetCommit) is handed to its handler while earlier requests are still pending, provided
   every one of those is of the same class. For Produce, the handler applies all its effects
@@ -34,9 +34,10 @@ Framing and resources. Anything malformed — a bad size prefix, a frame larger 
 parse — closes this connection with one log line; other connections and the server are
 untouched. Memory for a request is never allocated from its size prefix: a half-received frame
 holds only the bytes that actually arrived, and the connection reads no more than the frame in
-progress (and one socket read) while it is not handing frames to handlers. A connection with
-no bytes in or out for ``connections.max.idle.ms`` is closed (Kafka's ``Selector`` idle expiry),
-so stalled half-frames cannot hold memory indefinitely.
+progress (and one socket read) while it is not handing frames to handlers. A connection that
+owes no answer and has had no bytes in or out for longer than ``connections.max.idle.ms`` is
+closed by the server's sweep (``server.app``; Kafka's ``Selector`` idle expiry), so stalled
+half-frames cannot hold memory indefinitely.
 
 File regions. A handler may return a :class:`PreEncoded` body instead of a response entity:
 pieces written in order after the response header, some of them file regions (Fetch record
