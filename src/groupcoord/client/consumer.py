@@ -119,6 +119,7 @@ class ConsumerEngine:
         self.commit_results: dict[int, KafkaClientError | None] = {}
         self.committed_results: dict[int, tuple[dict[TopicPartition, OffsetAndMetadata | None], Any]] = {}
         self.start_lookups: set[int] = set()
+        self.early_starts: dict[TopicPartition, int | None] = {}
         self.closed = False
 
     # -- application calls that only change state ------------------------------------------
@@ -191,8 +192,13 @@ class ConsumerEngine:
             elif isinstance(event, cc.CommittedOffsets):
                 self.committed_results[event.fetch_id] = (dict(event.offsets), event.error)
             elif isinstance(event, cc.StartingPositions):
+                assigned = self.fetcher.assigned()
                 for tp, om in event.positions:
-                    self.fetcher.set_starting_offset(tp, None if om is None else om.offset)
+                    offset = None if om is None else om.offset
+                    if tp in assigned:
+                        self.fetcher.set_starting_offset(tp, offset)
+                    else:  # its PartitionsAssigned is still queued for deliver()
+                        self.early_starts[tp] = offset
             elif isinstance(event, FatalErrorEvent):
                 self.fatal = event.error
             else:
@@ -220,6 +226,9 @@ class ConsumerEngine:
             elif isinstance(event, cc.PartitionsAssigned):
                 parts = list(event.partitions)
                 self.fetcher.assign(self.fetcher.assigned() | set(parts))
+                for tp in parts:
+                    if tp in self.early_starts:
+                        self.fetcher.set_starting_offset(tp, self.early_starts.pop(tp))
                 if self.callbacks.on_assign is not None:
                     calls.append((self.callbacks.on_assign, parts))
         return calls
@@ -299,6 +308,7 @@ class Consumer:
             self._engine.subscribed = False
             self._engine.manual = False
             self._engine.fetcher.assign(())
+            self._drive(app_poll=False)  # the LeaveGroup of a dynamic member goes out now
         self._run_callbacks()
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:

@@ -20,8 +20,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import groupcoord
+
 WORKER = Path(__file__).with_name("member_worker.py")
-SRC = Path(__file__).resolve().parents[3] / "src"
+# the workers import the same groupcoord as the test process
+SRC = Path(groupcoord.__file__).resolve().parents[1]
 
 
 class Member:
