@@ -15,7 +15,6 @@ from groupcoord.broker.state import Broker
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
     GroupMetadataKey,
@@ -24,6 +23,7 @@ from groupcoord.coordinator.records import (
     OffsetCommitValue,
     encode_record,
 )
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.storage.batch import build_batch
 
 T0 = 1_700_000_000_000
@@ -75,7 +75,7 @@ LOG: list[list[CoordinatorRecord]] = [
 GroupState = tuple[str, int, dict[tuple[str, int], tuple[int, str, int]]]
 
 
-def state(coordinator: GroupCoordinator) -> dict[str, GroupState]:
+def state(coordinator: CoordinatorRuntime) -> dict[str, GroupState]:
     return {
         g.group_id: (
             g.state.value,
@@ -90,7 +90,7 @@ def test_loading_skips_superseded_commits_yet_ends_in_the_state_of_a_full_replay
     clock = ManualClock(T0 + 10)
     config = BrokerConfig.load(None, ["offsets.topic.num.partitions=1"])
 
-    async def load() -> GroupCoordinator:
+    async def load() -> CoordinatorRuntime:
         broker = Broker.open(config, tmp_path, clock)
         runtime = GroupRuntime(broker)
         broker.groups = runtime
@@ -110,7 +110,7 @@ def test_loading_skips_superseded_commits_yet_ends_in_the_state_of_a_full_replay
         def append(self, partition: int, records: object, done: object) -> None:
             raise AssertionError("replaying writes nothing")
 
-    reference = GroupCoordinator(
+    reference = CoordinatorRuntime(
         GroupConfig.from_broker(config), clock, record_sink=Sink(), owned_partitions=()
     )
     reference.begin_loading(0)

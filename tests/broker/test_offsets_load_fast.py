@@ -27,7 +27,6 @@ from groupcoord.broker.state import Broker
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
@@ -40,6 +39,7 @@ from groupcoord.coordinator.records import (
     encode_value,
     partition_for,
 )
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.storage.batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
@@ -170,7 +170,7 @@ def random_log(seed: int, *, groups: list[str] | None = None, n: int = 300) -> l
     return out
 
 
-def snapshot(c: GroupCoordinator) -> list[Any]:
+def snapshot(c: CoordinatorRuntime) -> list[Any]:
     out: list[Any] = []
     for g in c.groups():
         out.append(
@@ -210,8 +210,8 @@ def snapshot(c: GroupCoordinator) -> list[Any]:
     return out
 
 
-def coordinator(clock: ManualClock, partitions: int, events: list[GroupEvent]) -> GroupCoordinator:
-    return GroupCoordinator(
+def coordinator(clock: ManualClock, partitions: int, events: list[GroupEvent]) -> CoordinatorRuntime:
+    return CoordinatorRuntime(
         GroupConfig(offsets_topic_num_partitions=partitions),
         clock,
         record_sink=_NoWrites(),
@@ -220,7 +220,7 @@ def coordinator(clock: ManualClock, partitions: int, events: list[GroupEvent]) -
     )
 
 
-def full_replay(c: GroupCoordinator, batches: list[tuple[bytes, bool]]) -> int:
+def full_replay(c: CoordinatorRuntime, batches: list[tuple[bytes, bool]]) -> int:
     """The general path, record by record; the number of records replayed."""
     count = 0
     for batch, is_control in batches:
@@ -240,7 +240,7 @@ def full_replay(c: GroupCoordinator, batches: list[tuple[bytes, bool]]) -> int:
     return count
 
 
-def bulk_load(c: GroupCoordinator, batches: list[tuple[bytes, bool]], partition: int = 0) -> int:
+def bulk_load(c: CoordinatorRuntime, batches: list[tuple[bytes, bool]], partition: int = 0) -> int:
     loader = OffsetsLoader(c, OFFSETS_TOPIC, partition)
     for batch, _is_control in batches:
         loader.feed(parse_header(batch), batch)
@@ -351,7 +351,7 @@ def test_broker_start_loads_every_partition_into_the_state_of_a_full_replay(tmp_
     clock = ManualClock(T0 + 10_000)
     config = BrokerConfig.load(None, [f"offsets.topic.num.partitions={nparts}"])
 
-    async def load() -> GroupCoordinator:
+    async def load() -> CoordinatorRuntime:
         broker = Broker.open(config, tmp_path, clock)
         runtime = GroupRuntime(broker)
         broker.groups = runtime

@@ -34,9 +34,9 @@ from groupcoord.client.types import TopicPartition
 from groupcoord.clock import ManualClock
 from groupcoord.coordinator import api
 from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.records import CoordinatorRecord
 from groupcoord.errors import ErrorCode
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 
 GROUP = "g"
 
@@ -103,7 +103,7 @@ class Broker:
     def __init__(self, world: World, node: m.Node) -> None:
         self.node = node
         counter = world.member_ids
-        self.coordinator = GroupCoordinator(
+        self.coordinator = CoordinatorRuntime(
             world.group_config,
             world.clock,
             record_sink=world.sink,
@@ -143,7 +143,7 @@ class World:
         return b
 
     @property
-    def coordinator(self) -> GroupCoordinator:
+    def coordinator(self) -> CoordinatorRuntime:
         return self.brokers[self.coordinator_node].coordinator
 
     def now(self) -> int:
@@ -417,7 +417,7 @@ def _error_response(req: m.Request, err: ErrorCode) -> m.Response:
 
 
 def _call_coordinator(
-    c: GroupCoordinator, client: str, req: m.Request, reply: Callable[[m.Response], None]
+    c: CoordinatorRuntime, client: str, req: m.Request, reply: Callable[[m.Response], None]
 ) -> None:
     if isinstance(req, m.JoinGroupRequest):
 

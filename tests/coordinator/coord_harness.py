@@ -1,4 +1,4 @@
-"""Drive a GroupCoordinator under a manual clock, with a record sink that writes to a list.
+"""Drive the coordinator in process (runtime and shard) under a manual clock; writes go to a list.
 
 Kafka's own coordinator tests use: min session 10 ms, max session 600 000 ms, session and
 rebalance timeouts 500 ms, initial delay 50 ms. We use the same scale.
@@ -32,10 +32,10 @@ from groupcoord.coordinator.api import (
     SyncGroupResponse,
 )
 from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord
 from groupcoord.errors import ErrorCode
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 
 T = TypeVar("T")
 
@@ -113,7 +113,7 @@ class Harness:
         self.sink = ListSink()
         self.events: list[GroupEvent] = []
         counter = itertools.count(1)
-        self.coordinator = GroupCoordinator(
+        self.coordinator = CoordinatorRuntime(
             self.config,
             self.clock,
             record_sink=self.sink,
@@ -122,7 +122,7 @@ class Harness:
         )
 
     @property
-    def c(self) -> GroupCoordinator:
+    def c(self) -> CoordinatorRuntime:
         return self.coordinator
 
     # ------------------------------------------------------------ time

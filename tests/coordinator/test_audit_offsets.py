@@ -34,9 +34,9 @@ from groupcoord.coordinator.api import (
     OffsetFetchTopic,
     OffsetFetchTopicResponse,
 )
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey
 from groupcoord.errors import ErrorCode
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 
 NONE = ErrorCode.NONE
 SUBSCRIBED = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
@@ -147,9 +147,9 @@ def _commit_errors(r: Reply[OffsetCommitResponse]) -> dict[tuple[str, int], Erro
     return {(t.name, p.partition): p.error for t in r.value.topics for p in t.partitions}
 
 
-def _reload(h: Harness) -> GroupCoordinator:
+def _reload(h: Harness) -> CoordinatorRuntime:
     """A fresh coordinator that loads the group's partition from the writes that were durable."""
-    fresh = GroupCoordinator(h.config, ManualClock(h.clock.now_ms()), record_sink=h.sink.__class__())
+    fresh = CoordinatorRuntime(h.config, ManualClock(h.clock.now_ms()), record_sink=h.sink.__class__())
     p = fresh.partition_for(GROUP)
     fresh.unload_partition(p)
     fresh.begin_loading(p)

@@ -20,9 +20,9 @@ from groupcoord.coordinator.api import (
     JoinGroupRequest,
     JoinGroupResponse,
 )
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.records import GroupMetadataValue
 from groupcoord.errors import ErrorCode
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 
 NONE = ErrorCode.NONE
 
@@ -49,9 +49,9 @@ def _join(
     return r
 
 
-def _reload(h: Harness) -> GroupCoordinator:
+def _reload(h: Harness) -> CoordinatorRuntime:
     """A fresh coordinator that loads the group's partition from the writes that were durable."""
-    fresh = GroupCoordinator(h.config, ManualClock(h.clock.now_ms()), record_sink=ListSink())
+    fresh = CoordinatorRuntime(h.config, ManualClock(h.clock.now_ms()), record_sink=ListSink())
     p = fresh.partition_for(GROUP)
     fresh.unload_partition(p)
     fresh.begin_loading(p)

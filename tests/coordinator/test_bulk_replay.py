@@ -1,10 +1,9 @@
-"""``GroupCoordinator.loading_offsets``: writing commits into the dict it returns is replaying them."""
+"""``replay_offsets``: replaying a run of commits in bulk is replaying each commit record."""
 
 from __future__ import annotations
 
 from groupcoord.clock import ManualClock
 from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.group import CommittedOffset
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
@@ -14,6 +13,7 @@ from groupcoord.coordinator.records import (
     OffsetCommitValue,
 )
 from groupcoord.coordinator.state import GroupState
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 
 T0 = 1_700_000_000_000
 
@@ -23,8 +23,8 @@ class _NoWrites:
         raise AssertionError("loading writes nothing")
 
 
-def _coordinator() -> GroupCoordinator:
-    c = GroupCoordinator(
+def _coordinator() -> CoordinatorRuntime:
+    c = CoordinatorRuntime(
         GroupConfig(offsets_topic_num_partitions=1),
         ManualClock(T0),
         record_sink=_NoWrites(),
@@ -49,13 +49,13 @@ def _offset(offset: int) -> CommittedOffset:
     )
 
 
-def test_loading_offsets_creates_the_offsets_only_group_a_replayed_commit_creates() -> None:
+def test_replay_offsets_creates_the_offsets_only_group_a_replayed_commit_creates() -> None:
     bulk, ref = _coordinator(), _coordinator()
     ref.replay(_commit("a", 0, 1))
     ref.replay(_commit("b", 0, 2))
     ref.replay(_commit("a", 1, 3))
-    bulk.loading_offsets("a").update([(("t", 0), _offset(1)), (("t", 1), _offset(3))])
-    bulk.loading_offsets("b")[("t", 0)] = _offset(2)
+    bulk.replay_offsets("a", [(("t", 0), _offset(1)), (("t", 1), _offset(3))])
+    bulk.replay_offsets("b", [(("t", 0), _offset(2))])
     for c in (bulk, ref):
         c.complete_loading(0)
 
@@ -78,7 +78,7 @@ def test_loading_offsets_creates_the_offsets_only_group_a_replayed_commit_create
         )
 
 
-def test_loading_offsets_of_a_group_loaded_from_its_record_is_that_groups_dict() -> None:
+def test_replay_offsets_into_a_group_loaded_from_its_record_keeps_that_group() -> None:
     c = _coordinator()
     c.replay(
         CoordinatorRecord(
@@ -95,9 +95,7 @@ def test_loading_offsets_of_a_group_loaded_from_its_record_is_that_groups_dict()
     )
     group = c.group("g")
     assert group is not None
-    offsets = c.loading_offsets("g")
-    assert offsets is group.offsets
-    offsets[("t", 7)] = _offset(9)
+    c.replay_offsets("g", [(("t", 7), _offset(9))])
     c.complete_loading(0)
     loaded = c.group("g")
     assert loaded is group

@@ -30,10 +30,10 @@ from groupcoord.broker.offsets_load import OffsetsLoader
 from groupcoord.constants import GROUP_EVENTS_TOPIC
 from groupcoord.constants import OFFSETS_TOPIC as OFFSETS_TOPIC
 from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, encode_record
 from groupcoord.errors import ErrorCode
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.storage.batch import build_batch
 from groupcoord.storage.log import PartitionLog
 
@@ -55,7 +55,7 @@ class GroupRuntime:
         self.broker = broker
         self.config = GroupConfig.from_broker(broker.config)
         self.num_partitions = self.config.offsets_topic_num_partitions
-        self.coordinator = GroupCoordinator(
+        self.coordinator = CoordinatorRuntime(
             self.config,
             broker.clock,
             record_sink=self,

@@ -1,7 +1,7 @@
 """Bulk replay of one ``__consumer_offsets`` partition into the group coordinator.
 
 The general way to load is to decode every record (:func:`records.decode_record`) and hand it
-to :meth:`GroupCoordinator.replay`, in log order. :class:`OffsetsLoader` reaches the same state
+to :meth:`CoordinatorRuntime.replay`, in log order. :class:`OffsetsLoader` reaches the same state
 (same groups in the same order, same offsets in the same dict order, same values) with much
 less work per record, because nearly every record is an offset commit:
 
@@ -15,8 +15,8 @@ less work per record, because nearly every record is an offset commit:
   is a *barrier*: the remembered commits are applied first, then the record is replayed by
   the general path, so everything keeps its log-order meaning;
 * applying the remembered commits decodes each key and value once, straight into
-  ``CommittedOffset`` objects, and writes them group by group into the offsets dict the
-  coordinator hands out for loading (:meth:`GroupCoordinator.loading_offsets`).
+  ``CommittedOffset`` objects, and replays them group by group
+  (:meth:`GroupCoordinatorShard.replay_offsets`, the bulk form of replaying each commit).
 
 Between two barriers only commits occur, and replaying commits only ever creates an
 offsets-only group (on the first commit of a group that has none) and assigns into its
@@ -35,7 +35,6 @@ from __future__ import annotations
 import logging
 import struct
 
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.group import CommittedOffset
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
@@ -44,6 +43,7 @@ from groupcoord.coordinator.records import (
     decode_value,
     fast_offset_commit_value,
 )
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.storage.batch import (
     BATCH_HEADER_SIZE,
     BatchHeader,
@@ -77,7 +77,7 @@ class _Undecodable(Exception):
 class OffsetsLoader:
     """Replays the batches of one partition, fed in log order; then :meth:`finish`."""
 
-    def __init__(self, coordinator: GroupCoordinator, topic: str, partition: int) -> None:
+    def __init__(self, coordinator: CoordinatorRuntime, topic: str, partition: int) -> None:
         self._coordinator = coordinator
         self._topic = topic
         self._partition = partition
@@ -185,9 +185,9 @@ class OffsetsLoader:
             except _Undecodable:
                 self._replay_window(end_index)
             else:
-                loading_offsets = self._coordinator.loading_offsets
+                replay_offsets = self._coordinator.replay_offsets
                 for group_id, items in segments:
-                    loading_offsets(group_id).update(items)
+                    replay_offsets(group_id, items)
                 self.records += self._npending
             self._pending = {}
         self._npending = 0

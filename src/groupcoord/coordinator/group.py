@@ -10,7 +10,7 @@ load.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,9 @@ from groupcoord.coordinator.state import GroupState, check_transition
 from groupcoord.coordinator.timers import DelayedHeartbeat
 from groupcoord.errors import IllegalStateError
 from groupcoord.gcutil import track, untrack
+
+#: A group's (state, previous state, state timestamp), see :meth:`ClassicGroup.state_snapshot`.
+StateSnapshot = tuple[GroupState, GroupState | None, int | None]
 
 JoinReply = Callable[[Any], None]
 SyncReply = Callable[[Any], None]
@@ -167,9 +170,6 @@ class ClassicGroup:
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
 
     # ------------------------------------------------------------------ state
-    def is_in(self, *states: GroupState) -> bool:
-        return self.state in states
-
     def transition_to(self, target: GroupState, now_ms: int) -> GroupState:
         check_transition(self.state, target)
         source = self.state
@@ -178,10 +178,19 @@ class ClassicGroup:
         self.state_timestamp = now_ms
         return source
 
-    # ------------------------------------------------------------------ members
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
+    def state_snapshot(self) -> StateSnapshot:
+        """What :meth:`revert_state` needs to undo transitions whose records were not written."""
+        return (self.state, self.previous_state, self.state_timestamp)
 
+    def revert_state(self, snapshot: StateSnapshot) -> None:
+        """Undo transitions made in anticipation of a write that failed or was overtaken.
+
+        Not a transition: the group goes back to where it was, as Kafka 4.x's runtime reverts
+        its timeline state to the last committed offset when an append fails.
+        """
+        self.state, self.previous_state, self.state_timestamp = snapshot
+
+    # ------------------------------------------------------------------ members
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
 
@@ -266,9 +275,6 @@ class ClassicGroup:
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
-    def awaiting_join_members(self) -> Iterator[Member]:
-        return (m for m in self.members.values() if m.awaiting_join is not None)
 
     # ------------------------------------------------------------------ protocols
     def supports_protocols(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:

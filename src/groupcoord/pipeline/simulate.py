@@ -1,6 +1,6 @@
 """``groupcoord simulate``: consumer groups in virtual time, written as a real data directory.
 
-The simulator drives the real coordinator core (:class:`GroupCoordinator`) under a
+The simulator drives the real coordinator core (:class:`CoordinatorRuntime` around the shard) under a
 :class:`ManualClock` with simulated classic-protocol consumers (eager, range assignor, the Java
 client's defaults scaled down): they join (with the KIP-394 member-id round trip), sync, heartbeat,
 consume at a rate, auto-commit, and rejoin when a heartbeat says a rebalance is in progress.
@@ -54,12 +54,12 @@ from groupcoord.coordinator.api import (
     SyncGroupResponse,
 )
 from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.coordinator import GroupCoordinator
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitValue, encode_record
 from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
 from groupcoord.pipeline.datadir import DataDirWriter
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ class Simulation:
         self.clock = ManualClock(EPOCH_MS)
         self.writer = DataDirWriter(out, offsets_partitions=config.offsets_partitions, events_partitions=1)
         self.sink = _Sink(self.writer, self.clock)
-        self.coordinator = GroupCoordinator(
+        self.coordinator = CoordinatorRuntime(
             GroupConfig(offsets_topic_num_partitions=config.offsets_partitions),
             self.clock,
             record_sink=self.sink,

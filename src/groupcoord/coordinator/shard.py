@@ -1,19 +1,15 @@
-"""The classic group coordinator: every handler, every timer, records and replay.
+"""The classic group coordinator as a shard: handlers, timers and replay, returning results.
 
-Sans-I/O. The owner (the broker, a test, the simulator) calls a handler with a request
-dataclass and a ``reply`` callable; the reply is called exactly once, either before the
-handler returns or later (from another handler, a timer expiry, or a write completion).
-Time comes from the injected clock; the owner wakes the core at :meth:`next_deadline` and
-calls :meth:`poll`. Durable changes leave as records through the ``record_sink``; a reply
-that depends on a write is only called after the sink confirms it.
-
-Replies are queued while a public method runs and delivered, in order, when the outermost
-one returns; a reply callback may therefore call straight back into the core.
-
-Names follow Kafka's ``GroupCoordinator.scala`` so a reader of the seeds finds
-``handle_join_group``, ``do_new_member_join_group``, ``do_current_member_join_group``,
-``add_member_and_rebalance``, ``update_member_and_rebalance``, ``prepare_rebalance``,
-``on_complete_join`` and ``complete_and_schedule_next_heartbeat_expiration``.
+Sans-I/O and single-threaded, as Kafka 4.x's ``GroupCoordinatorShard``. Every entry point (a
+request handler, :meth:`poll` for due timers, :meth:`complete_write` for a finished write,
+:meth:`replay` and the load steps) returns a
+:class:`~groupcoord.coordinator.result.CoordinatorResult`: the responses to complete now, the
+records to write (each with what to do once it is durable), the events to publish. The shard
+never calls a caller back; :mod:`groupcoord.runtime.coordinator_runtime` applies the results.
+A request handler takes the caller's ``reply`` handle and puts it in a result, at once or when
+a later call completes the request (a parked JoinGroup or SyncGroup, an OffsetCommit waiting
+for its write). Time comes from the injected clock; timers are keyed
+(:mod:`groupcoord.coordinator.timers`).
 """
 
 from __future__ import annotations
@@ -21,10 +17,8 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from groupcoord.clock import Clock
 from groupcoord.coordinator import offsets as offsets_mod
@@ -78,6 +72,7 @@ from groupcoord.coordinator.records import (
     OffsetCommitValue,
     partition_for,
 )
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite, Reply
 from groupcoord.coordinator.state import GroupState, can_rebalance
 from groupcoord.coordinator.timers import (
     OFFSET_EXPIRY,
@@ -88,6 +83,18 @@ from groupcoord.coordinator.timers import (
     PendingMemberExpiry,
     PendingSync,
     TimerKey,
+)
+from groupcoord.coordinator.writes import (
+    AssignmentWrite,
+    DeleteGroupsInFlight,
+    EmptyGroupWrite,
+    GroupDeletionWrite,
+    OffsetCommitWrite,
+    OffsetDeleteWrite,
+    OffsetExpiryWrite,
+    OffsetWrite,
+    StaticMemberReplacementWrite,
+    WriteCompletion,
 )
 from groupcoord.errors import ErrorCode, IllegalStateError
 from groupcoord.gcutil import untrack
@@ -107,21 +114,6 @@ NO_GENERATION = -1
 #: A ConsumerProtocolAssignment v0 with no partitions and null user data: what a member the
 #: leader left out of a "consumer" group's assignment receives (clients parse it cleanly).
 EMPTY_CONSUMER_ASSIGNMENT = bytes.fromhex("000000000000ffffffff")
-
-
-class RecordSink(Protocol):
-    def append(
-        self,
-        partition: int,
-        records: Sequence[CoordinatorRecord],
-        done: Callable[[ErrorCode], None],
-    ) -> None:
-        """Write ``records`` to ``__consumer_offsets`` partition ``partition``.
-
-        Call ``done(ErrorCode.NONE)`` once durable, or ``done(<storage error>)`` on failure;
-        ``done`` may be called synchronously inside ``append`` or later.
-        """
-        ...
 
 
 # Write-error translation, reference §2.12 (offsets) and §2.13 (group metadata).
@@ -211,52 +203,19 @@ def sync_error(error: ErrorCode) -> SyncGroupResponse:
     return SyncGroupResponse(error=error, protocol_type=None, protocol_name=None, assignment=b"")
 
 
-P = ParamSpec("P")
-R = TypeVar("R")
-V = TypeVar("V")
-
-
-def _entry_point(
-    method: Callable[Concatenate[GroupCoordinator, P], R],
-) -> Callable[Concatenate[GroupCoordinator, P], R]:
-    """Run a public method as one step: replies it produces are delivered when it ends.
-
-    Replies are queued while the core mutates state and handed out only once the outermost
-    entry point finishes, so a reply callback that calls back into the core (the next
-    request of that connection, a client's immediate rejoin) always sees a consistent
-    group, never one half-way through a transition.
-    """
-
-    def wrapper(self: GroupCoordinator, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        self._depth += 1
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self._depth -= 1
-            if self._depth == 0 and not self._flushing:
-                self._flush()
-
-    wrapper.__name__ = method.__name__
-    wrapper.__qualname__ = method.__qualname__
-    wrapper.__doc__ = method.__doc__
-    return wrapper
-
-
-class GroupCoordinator:
+class GroupCoordinatorShard:
     def __init__(
         self,
         config: GroupConfig,
         clock: Clock,
         *,
-        record_sink: RecordSink,
-        event_sink: Callable[[GroupEvent], None] | None = None,
+        emit_events: bool = True,
         member_id_factory: Callable[[str], str] | None = None,
         owned_partitions: Iterable[int] | None = None,
     ) -> None:
         self._config = config
         self._clock = clock
-        self._sink = record_sink
-        self._event_sink = event_sink
+        self._emit_events = emit_events
         self._new_member_id = member_id_factory or _default_member_id
         n = config.offsets_topic_num_partitions
         self._owned: set[int] = set(range(n)) if owned_partitions is None else set(owned_partitions)
@@ -264,15 +223,14 @@ class GroupCoordinator:
         self._groups: dict[str, ClassicGroup] = {}
         self._partition_cache: dict[str, int] = {}
         self._timer: KeyedTimer[TimerKey, object] = KeyedTimer()
-        self._outbox: deque[tuple[Callable[[Any], None], Any]] = deque()
+        #: The result the current entry point is building (see :meth:`_begin`).
+        self._out = CoordinatorResult()
         # Offset writes in flight (soft state): group -> write tokens; group -> partition ->
         # commits of it being written (Kafka's pendingOffsetCommits); token -> stable fetches.
         self._write_tokens = itertools.count()
         self._offset_writes: dict[str, set[int]] = {}
         self._pending_commits: dict[str, dict[tuple[str, int], int]] = {}
         self._stable_fetches: dict[int, list[_StableFetch]] = {}
-        self._depth = 0
-        self._flushing = False
         self._timer.schedule(OFFSET_EXPIRY, self._now() + config.offsets_retention_check_interval_ms, None)
 
     # ================================================================== public queries
@@ -299,9 +257,7 @@ class GroupCoordinator:
     def next_deadline(self) -> int | None:
         return self._timer.next_deadline()
 
-    @_entry_point
-    def poll(self) -> None:
-        """Run every timer due at the clock's current time."""
+    def _poll(self) -> None:
         now = self._now()
         for key, payload in self._timer.expire(now):
             if type(key) is DelayedHeartbeat:
@@ -319,39 +275,128 @@ class GroupCoordinator:
             else:  # pragma: no cover - keys are all created in this package
                 raise IllegalStateError(f"unknown timer key {key!r}")
 
+    # ================================================================== entry points
+    # Each runs one handler against a fresh result and returns it; see coordinator/result.py.
+    def _begin(self) -> CoordinatorResult:
+        out = self._out = CoordinatorResult()
+        return out
+
+    def join_group(
+        self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self.handle_join_group(req, reply)
+        return out
+
+    def sync_group(
+        self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self.handle_sync_group(req, reply)
+        return out
+
+    def heartbeat(
+        self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self.handle_heartbeat(req, reply)
+        return out
+
+    def leave_group(
+        self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self.handle_leave_group(req, reply)
+        return out
+
+    def offset_commit(
+        self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self._handle_offset_commit(req, reply)
+        return out
+
+    def offset_fetch(
+        self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self._handle_offset_fetch(req, reply)
+        return out
+
+    def offset_delete(
+        self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self._handle_offset_delete(req, reply)
+        return out
+
+    def describe_groups(
+        self, group_ids: Sequence[str], reply: Callable[[DescribeGroupsResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self._handle_describe_groups(group_ids, reply)
+        return out
+
+    def list_groups(
+        self, states_filter: Sequence[str] | None, reply: Callable[[ListGroupsResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self._handle_list_groups(states_filter, reply)
+        return out
+
+    def delete_groups(
+        self, group_ids: Sequence[str], reply: Callable[[DeleteGroupsResponse], None]
+    ) -> CoordinatorResult:
+        out = self._begin()
+        self._handle_delete_groups(group_ids, reply)
+        return out
+
+    def poll(self) -> CoordinatorResult:
+        """Run every timer due at the clock's current time."""
+        out = self._begin()
+        self._poll()
+        return out
+
+    def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
+        """The runtime's report that ``write`` is durable (``NONE``) or failed with ``error``."""
+        out = self._begin()
+        self._complete_write(write, error)
+        return out
+
+    def replay(self, record: CoordinatorRecord) -> CoordinatorResult:
+        """Apply one record to the state: the one way durable state changes.
+
+        Used while loading a partition (between :meth:`begin_loading` and
+        :meth:`complete_loading`) and by tests; on the live path the shard replays a write's
+        records itself when the write completes.
+        """
+        out = self._begin()
+        self._replay(record)
+        return out
+
+    def begin_loading(self, partition: int) -> CoordinatorResult:
+        """Start loading ``partition``: its groups answer COORDINATOR_LOAD_IN_PROGRESS until done."""
+        out = self._begin()
+        self._begin_loading(partition)
+        return out
+
+    def complete_loading(self, partition: int) -> CoordinatorResult:
+        out = self._begin()
+        self._complete_loading(partition)
+        return out
+
+    def unload_partition(self, partition: int) -> CoordinatorResult:
+        """Leadership of ``partition`` lost: its groups die and parked requests get NOT_COORDINATOR."""
+        out = self._begin()
+        self._unload_partition(partition)
+        return out
+
+    def _respond(self, reply: Reply, response: object) -> None:
+        self._out.responses.append((reply, response))
+
     # ================================================================== helpers
     def _now(self) -> int:
         return self._clock.now_ms()
-
-    def _deferred(self, reply: Callable[[V], None]) -> Callable[[V], None]:
-        """Wrap a caller's reply so that calling it queues the response (see ``_entry_point``)."""
-        outbox = self._outbox
-
-        def queue(response: V) -> None:
-            outbox.append((reply, response))
-
-        return queue
-
-    def _flush(self) -> None:
-        self._flushing = True
-        try:
-            while self._outbox:
-                reply, response = self._outbox.popleft()
-                reply(response)
-        finally:
-            self._flushing = False
-
-    def _write_done(self, done: Callable[[ErrorCode], None]) -> Callable[[ErrorCode], None]:
-        def confirmed(error: ErrorCode) -> None:
-            self._depth += 1
-            try:
-                done(error)
-            finally:
-                self._depth -= 1
-                if self._depth == 0 and not self._flushing:
-                    self._flush()
-
-        return confirmed
 
     def _status(self, group_id: str) -> ErrorCode | None:
         """Coordinator-level checks, in Kafka's order: loading, then ownership."""
@@ -374,7 +419,7 @@ class GroupCoordinator:
         to_state: GroupState | None = None,
         client_reason: str | None = None,
     ) -> None:
-        if self._event_sink is None:
+        if not self._emit_events:
             return
         event = GroupEvent(
             time_ms=self._now(),
@@ -393,7 +438,7 @@ class GroupCoordinator:
             protocol_name=group.protocol_name,
             member_count=len(group.members),
         )
-        self._event_sink(event)
+        self._out.events.append(event)
 
     def _transition(
         self,
@@ -424,15 +469,15 @@ class GroupCoordinator:
         )
 
     def _append(
-        self, group_id: str, records: Sequence[CoordinatorRecord], done: Callable[[ErrorCode], None]
+        self, group_id: str, records: Sequence[CoordinatorRecord], completion: WriteCompletion
     ) -> None:
-        self._sink.append(self.partition_for(group_id), records, self._write_done(done))
+        self._out.writes.append(PendingWrite(self.partition_for(group_id), tuple(records), completion))
 
     def _append_offset_write(
         self,
         group_id: str,
         records: Sequence[CoordinatorRecord],
-        done: Callable[[ErrorCode], None],
+        then: OffsetCommitWrite | OffsetDeleteWrite | OffsetExpiryWrite | GroupDeletionWrite,
         commits: Sequence[tuple[str, int]] = (),
     ) -> None:
         """Append a write that changes ``group_id``'s offsets, tracked until it completes.
@@ -447,27 +492,48 @@ class GroupCoordinator:
             pending = self._pending_commits.setdefault(group_id, {})
             for key in commits:
                 pending[key] = pending.get(key, 0) + 1
+        self._append(group_id, records, OffsetWrite(token, group_id, tuple(commits), then))
 
-        def finished(error: ErrorCode) -> None:
-            writes = self._offset_writes.get(group_id)
-            if writes is not None:
-                writes.discard(token)
-                if not writes:
-                    del self._offset_writes[group_id]
-            pending = self._pending_commits.get(group_id)
-            if commits and pending is not None:
-                for key in commits:
-                    n = pending.get(key, 0) - 1
-                    if n > 0:
-                        pending[key] = n
-                    else:
-                        pending.pop(key, None)
-                if not pending:
-                    del self._pending_commits[group_id]
-            done(error)
-            self._wake_stable_fetches(token, group_id, error)
+    def _complete_write(self, write: PendingWrite, error: ErrorCode) -> None:
+        done = write.completion
+        if isinstance(done, OffsetWrite):
+            self._offset_write_finished(done)
+            then = done.then
+            if isinstance(then, OffsetCommitWrite):
+                self._offset_commit_written(then, write.records, error)
+            elif isinstance(then, OffsetDeleteWrite):
+                self._offset_delete_written(then, write.records, error)
+            elif isinstance(then, OffsetExpiryWrite):
+                self._offset_expiry_written(then, write.records, error)
+            else:
+                self._group_deletion_written(then, write.records, error)
+            self._wake_stable_fetches(done.token, done.group_id, error)
+        elif isinstance(done, AssignmentWrite):
+            self._assignment_written(done, write.records, error)
+        elif isinstance(done, EmptyGroupWrite):
+            self._empty_group_written(done, write.records, error)
+        elif isinstance(done, StaticMemberReplacementWrite):
+            self._static_replacement_written(done, write.records, error)
+        else:  # pragma: no cover - completions are all created in this package
+            raise IllegalStateError(f"unknown write completion {done!r}")
 
-        self._append(group_id, records, finished)
+    def _offset_write_finished(self, write: OffsetWrite) -> None:
+        group_id = write.group_id
+        writes = self._offset_writes.get(group_id)
+        if writes is not None:
+            writes.discard(write.token)
+            if not writes:
+                del self._offset_writes[group_id]
+        pending = self._pending_commits.get(group_id)
+        if write.commits and pending is not None:
+            for key in write.commits:
+                n = pending.get(key, 0) - 1
+                if n > 0:
+                    pending[key] = n
+                else:
+                    pending.pop(key, None)
+            if not pending:
+                del self._pending_commits[group_id]
 
     def _wake_stable_fetches(self, token: int, group_id: str, error: ErrorCode) -> None:
         for fetch in self._stable_fetches.pop(token, ()):
@@ -475,7 +541,7 @@ class GroupCoordinator:
             if error is not ErrorCode.NONE:
                 fetch.errors.setdefault(group_id, _FETCH_WRITE_ERRORS.get(error, error))
             if not fetch.waiting:
-                fetch.reply(self._offset_fetch_response(fetch.request, fetch.errors))
+                self._respond(fetch.reply, self._offset_fetch_response(fetch.request, fetch.errors))
 
     def _reply_join(self, group: ClassicGroup, member: Member, response: JoinGroupResponse) -> None:
         reply = member.awaiting_join
@@ -483,14 +549,14 @@ class GroupCoordinator:
             return
         group.set_awaiting_join(member, None)
         member.join_reason = None
-        reply(response)
+        self._respond(reply, response)
 
     def _reply_sync(self, member: Member, response: SyncGroupResponse) -> None:
         reply = member.awaiting_sync
         if reply is None:
             return
         member.awaiting_sync = None
-        reply(response)
+        self._respond(reply, response)
 
     # ---------------------------------------------------------------- heartbeats
     def _schedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
@@ -509,17 +575,15 @@ class GroupCoordinator:
         self._timer.cancel(DelayedHeartbeat(group.group_id, member_id))
 
     # ================================================================== JoinGroup
-    @_entry_point
-    def join_group(self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]) -> None:
+    def handle_join_group(self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]) -> None:
         """Kafka's ``handleJoinGroup``."""
-        reply = self._deferred(reply)
         v = req.version
         if not req.group_id:
-            reply(join_error(v, ErrorCode.INVALID_GROUP_ID, req.member_id))
+            self._respond(reply, join_error(v, ErrorCode.INVALID_GROUP_ID, req.member_id))
             return
         status = self._status(req.group_id)
         if status is not None:
-            reply(join_error(v, status, req.member_id))
+            self._respond(reply, join_error(v, status, req.member_id))
             return
         if v == 0:
             # JoinGroup v0 has no rebalance timeout: the session timeout stands in for it.
@@ -528,13 +592,13 @@ class GroupCoordinator:
         if not (
             cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms
         ):
-            reply(join_error(v, ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
+            self._respond(reply, join_error(v, ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
             return
         is_unknown = req.member_id == UNKNOWN_MEMBER_ID
         group = self._groups.get(req.group_id)
         if group is None:
             if not is_unknown:
-                reply(join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
+                self._respond(reply, join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
                 return
             group = ClassicGroup(req.group_id, self._now())
             self._groups[req.group_id] = group
@@ -542,7 +606,7 @@ class GroupCoordinator:
 
         if not self._accept_joining_member(group, req.member_id):
             self._reject_over_max_size(group, req)
-            reply(join_error(v, ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID))
+            self._respond(reply, join_error(v, ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID))
         elif is_unknown:
             self._do_new_member_join_group(group, req, reply)
         else:
@@ -579,10 +643,10 @@ class GroupCoordinator:
         """Kafka's ``doNewMemberJoinGroup`` (``doUnknownJoinGroup``)."""
         v = req.version
         if group.state is DEAD:
-            reply(join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id))
+            self._respond(reply, join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id))
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            reply(join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+            self._respond(reply, join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
             return
         instance_id = req.group_instance_id
         new_member_id = self._new_member_id(instance_id if instance_id is not None else req.client_id)
@@ -598,7 +662,7 @@ class GroupCoordinator:
             self._timer.schedule(
                 PendingMemberExpiry(group.group_id, new_member_id), self._now() + req.session_timeout_ms, None
             )
-            reply(join_error(v, ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
+            self._respond(reply, join_error(v, ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
         else:
             self._add_member_and_rebalance(group, req, new_member_id, reply)
 
@@ -609,22 +673,22 @@ class GroupCoordinator:
         v = req.version
         member_id = req.member_id
         if group.state is DEAD:
-            reply(join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
+            self._respond(reply, join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            reply(join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            self._respond(reply, join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
         if member_id in group.pending_members:
             if req.group_instance_id is not None:
                 # Kafka treats this as an internal error (a pending id is never static).
-                reply(join_error(v, ErrorCode.UNKNOWN_SERVER_ERROR, member_id))
+                self._respond(reply, join_error(v, ErrorCode.UNKNOWN_SERVER_ERROR, member_id))
                 return
             self._timer.cancel(PendingMemberExpiry(group.group_id, member_id))
             self._add_member_and_rebalance(group, req, member_id, reply)
             return
         error = self._validate_current_member(group, member_id, req.group_instance_id)
         if error is not None:
-            reply(join_error(v, error, member_id))
+            self._respond(reply, join_error(v, error, member_id))
             return
         member = group.members[member_id]
         state = group.state
@@ -635,7 +699,9 @@ class GroupCoordinator:
         elif state is COMPLETING:
             if member.matches(req.protocols):
                 # A resend of the JoinGroup the member already got an answer to.
-                reply(self._join_response(group, member, with_members=group.is_leader(member_id)))
+                self._respond(
+                    reply, self._join_response(group, member, with_members=group.is_leader(member_id))
+                )
             else:
                 self._update_member_and_rebalance(
                     group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
@@ -648,9 +714,9 @@ class GroupCoordinator:
                     group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
                 )
             else:
-                reply(self._join_response(group, member, with_members=False))
+                self._respond(reply, self._join_response(group, member, with_members=False))
         else:  # Empty: the member must reset its generation and rejoin
-            reply(join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+            self._respond(reply, join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, member_id))
 
     def _join_response(
         self,
@@ -705,7 +771,9 @@ class GroupCoordinator:
         if previous is not None:
             # A retried JoinGroup supersedes the parked one: answer the old one now.
             group.set_awaiting_join(member, None)
-            previous(join_error(member.join_version, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+            self._respond(
+                previous, join_error(member.join_version, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)
+            )
         group.set_awaiting_join(member, reply)
         member.join_version = req.version
         member.join_reason = req.reason
@@ -844,65 +912,81 @@ class GroupCoordinator:
         old_session_timeout: int,
         req: JoinGroupRequest,
     ) -> None:
-        new_member_id = member.member_id
-        generation = group.generation
         instance_id = member.group_instance_id
         assert instance_id is not None
         record = self._group_metadata_record(
             group, {m.member_id: m.assignment for m in group.members.values()}
         )
+        write = StaticMemberReplacementWrite(
+            group=group,
+            generation=group.generation,
+            instance_id=instance_id,
+            old_member_id=old_member_id,
+            new_member_id=member.member_id,
+            current_leader=current_leader,
+            old_protocols=old_protocols,
+            old_rebalance_timeout_ms=old_rebalance_timeout,
+            old_session_timeout_ms=old_session_timeout,
+            join_version=req.version,
+        )
+        self._append(group.group_id, [record], write)
 
-        def done(error: ErrorCode) -> None:
-            if (
-                self._groups.get(group.group_id) is not group
-                or group.generation != generation
-                or group.state is not STABLE
-            ):
-                return  # a rebalance started meanwhile: the parked join is answered by it
-            if group.static_members.get(instance_id) != new_member_id:
-                return  # replaced again meanwhile; that replacement answered this join
-            if error is not ErrorCode.NONE:
-                log.warning(
-                    "group=%s static member %s replacement not persisted: %s",
-                    group.group_id,
-                    new_member_id,
-                    error.name,
+    def _static_replacement_written(
+        self, write: StaticMemberReplacementWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        group = write.group
+        new_member_id = write.new_member_id
+        if (
+            self._groups.get(group.group_id) is not group
+            or group.generation != write.generation
+            or group.state is not STABLE
+        ):
+            return  # a rebalance started meanwhile: the parked join is answered by it
+        if group.static_members.get(write.instance_id) != new_member_id:
+            return  # replaced again meanwhile; that replacement answered this join
+        member = group.members[new_member_id]
+        if error is not ErrorCode.NONE:
+            log.warning(
+                "group=%s static member %s replacement not persisted: %s",
+                group.group_id,
+                new_member_id,
+                error.name,
+            )
+            reply = member.awaiting_join
+            group.set_awaiting_join(member, None)
+            group.update_protocols(member, write.old_protocols)
+            member.rebalance_timeout_ms = write.old_rebalance_timeout_ms
+            member.session_timeout_ms = write.old_session_timeout_ms
+            self._cancel_heartbeat(group, new_member_id)
+            group.replace_static_member(write.instance_id, new_member_id, write.old_member_id)
+            self._schedule_heartbeat(group, member)
+            if reply is not None:
+                self._respond(
+                    reply,
+                    JoinGroupResponse(
+                        error=map_group_write_error(error),
+                        generation_id=group.generation,
+                        protocol_type=group.protocol_type,
+                        protocol_name=group.protocol_name,
+                        leader=group.leader_id or "",
+                        skip_assignment=False,
+                        member_id=UNKNOWN_MEMBER_ID,
+                        members=(),
+                    ),
                 )
-                reply = member.awaiting_join
-                group.set_awaiting_join(member, None)
-                group.update_protocols(member, old_protocols)
-                member.rebalance_timeout_ms = old_rebalance_timeout
-                member.session_timeout_ms = old_session_timeout
-                self._cancel_heartbeat(group, new_member_id)
-                group.replace_static_member(instance_id, new_member_id, old_member_id)
-                self._schedule_heartbeat(group, member)
-                if reply is not None:
-                    reply(
-                        JoinGroupResponse(
-                            error=map_group_write_error(error),
-                            generation_id=group.generation,
-                            protocol_type=group.protocol_type,
-                            protocol_name=group.protocol_name,
-                            leader=group.leader_id or "",
-                            skip_assignment=False,
-                            member_id=UNKNOWN_MEMBER_ID,
-                            members=(),
-                        )
-                    )
-                return
-            self.replay(record)
-            if req.version >= 9:
-                is_leader = group.is_leader(new_member_id)
-                response = self._join_response(
-                    group, member, with_members=is_leader, skip_assignment=is_leader
-                )
-            else:
-                # Old clients get the old leader id, so a restarted static leader does not
-                # compute an assignment the Stable group would never distribute.
-                response = self._join_response(group, member, with_members=False, leader=current_leader or "")
-            self._reply_join(group, member, response)
-
-        self._append(group.group_id, [record], done)
+            return
+        for record in records:
+            self._replay(record)
+        if write.join_version >= 9:
+            is_leader = group.is_leader(new_member_id)
+            response = self._join_response(group, member, with_members=is_leader, skip_assignment=is_leader)
+        else:
+            # Old clients get the old leader id, so a restarted static leader does not
+            # compute an assignment the Stable group would never distribute.
+            response = self._join_response(
+                group, member, with_members=False, leader=write.current_leader or ""
+            )
+        self._reply_join(group, member, response)
 
     # ---------------------------------------------------------------- rebalance
     def _maybe_prepare_rebalance(
@@ -1007,21 +1091,21 @@ class GroupCoordinator:
             group.subscribed_topics = offsets_mod.subscribed_topics(group)
             self._transition(group, EMPTY, EventReason.JOIN_COMPLETED)
             record = self._group_metadata_record(group, {})
+            self._append(group.group_id, [record], EmptyGroupWrite(group, group.generation))
 
-            generation = group.generation
-
-            def done(error: ErrorCode) -> None:
-                if error is ErrorCode.NONE:
-                    if (
-                        self._groups.get(group.group_id) is group
-                        and group.state is EMPTY
-                        and group.generation == generation
-                    ):
-                        self.replay(record)
-                else:
-                    log.warning("group=%s empty group metadata not written: %s", group.group_id, error.name)
-
-            self._append(group.group_id, [record], done)
+    def _empty_group_written(
+        self, write: EmptyGroupWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        group = write.group
+        if error is not ErrorCode.NONE:
+            log.warning("group=%s empty group metadata not written: %s", group.group_id, error.name)
+        elif (
+            self._groups.get(group.group_id) is group
+            and group.state is EMPTY
+            and group.generation == write.generation
+        ):
+            for record in records:
+                self._replay(record)
 
     def _maybe_elect_new_joined_leader(self, group: ClassicGroup) -> bool:
         if group.leader_id is not None:
@@ -1085,48 +1169,46 @@ class GroupCoordinator:
             self._maybe_complete_join(group)
 
     # ================================================================== SyncGroup
-    @_entry_point
-    def sync_group(self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]) -> None:
-        reply = self._deferred(reply)
+    def handle_sync_group(self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]) -> None:
         if req.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
-            reply(sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            self._respond(reply, sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
         if not req.group_id:
-            reply(sync_error(ErrorCode.INVALID_GROUP_ID))
+            self._respond(reply, sync_error(ErrorCode.INVALID_GROUP_ID))
             return
         status = self._status(req.group_id)
         if status is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             # 3.x: the rebalance state was lost with the load; make the member rejoin.
-            reply(sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+            self._respond(reply, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
             return
         if status is not None:
-            reply(sync_error(status))
+            self._respond(reply, sync_error(status))
             return
         group = self._groups.get(req.group_id)
         if group is None:
-            reply(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+            self._respond(reply, sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
             return
         if group.state is DEAD:
-            reply(sync_error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            self._respond(reply, sync_error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         error = self._validate_current_member(group, req.member_id, req.group_instance_id)
         if error is not None:
-            reply(sync_error(error))
+            self._respond(reply, sync_error(error))
             return
         if req.generation_id != group.generation:
-            reply(sync_error(ErrorCode.ILLEGAL_GENERATION))
+            self._respond(reply, sync_error(ErrorCode.ILLEGAL_GENERATION))
             return
         if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
             req.protocol_name is not None and req.protocol_name != group.protocol_name
         ):
-            reply(sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            self._respond(reply, sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
         member = group.members[req.member_id]
         state = group.state
         if state is EMPTY:
-            reply(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+            self._respond(reply, sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
         elif state is PREPARING:
-            reply(sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+            self._respond(reply, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
         elif state is COMPLETING:
             if member.awaiting_sync is not None:
                 self._reply_sync(member, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))  # superseded
@@ -1137,7 +1219,7 @@ class GroupCoordinator:
         else:  # Stable
             self._remove_pending_sync_member(group, member.member_id)
             self._schedule_heartbeat(group, member)
-            reply(self._sync_ok(group, member.assignment))
+            self._respond(reply, self._sync_ok(group, member.assignment))
 
     def _sync_ok(self, group: ClassicGroup, assignment: bytes) -> SyncGroupResponse:
         return SyncGroupResponse(
@@ -1167,31 +1249,33 @@ class GroupCoordinator:
                 )
                 assignments[member_id] = empty
         record = self._group_metadata_record(group, assignments)
-        generation = group.generation
+        self._append(group.group_id, [record], AssignmentWrite(group, group.generation))
 
-        def done(error: ErrorCode) -> None:
-            if (
-                self._groups.get(group.group_id) is not group
-                or group.state is not COMPLETING
-                or group.generation != generation
-            ):
-                return  # the group moved on while the write was in flight
-            if error is ErrorCode.NONE:
-                self.replay(record)
-                for m in group.members.values():
-                    if m.awaiting_sync is not None:
-                        self._reply_sync(m, self._sync_ok(group, m.assignment))
-                        self._schedule_heartbeat(group, m)
-                self._transition(group, STABLE, EventReason.ASSIGNMENT_PERSISTED)
-            else:
-                mapped = map_group_write_error(error)
-                log.warning(
-                    "group=%s assignment not persisted: %s -> %s", group.group_id, error.name, mapped.name
-                )
-                self._reset_and_propagate_assignment_error(group, mapped)
-                self._maybe_prepare_rebalance(group, EventReason.ASSIGNMENT_PERSIST_FAILED)
-
-        self._append(group.group_id, [record], done)
+    def _assignment_written(
+        self, write: AssignmentWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        group = write.group
+        if (
+            self._groups.get(group.group_id) is not group
+            or group.state is not COMPLETING
+            or group.generation != write.generation
+        ):
+            return  # the group moved on while the write was in flight
+        if error is ErrorCode.NONE:
+            for record in records:
+                self._replay(record)
+            for m in group.members.values():
+                if m.awaiting_sync is not None:
+                    self._reply_sync(m, self._sync_ok(group, m.assignment))
+                    self._schedule_heartbeat(group, m)
+            self._transition(group, STABLE, EventReason.ASSIGNMENT_PERSISTED)
+        else:
+            mapped = map_group_write_error(error)
+            log.warning(
+                "group=%s assignment not persisted: %s -> %s", group.group_id, error.name, mapped.name
+            )
+            self._reset_and_propagate_assignment_error(group, mapped)
+            self._maybe_prepare_rebalance(group, EventReason.ASSIGNMENT_PERSIST_FAILED)
 
     def _on_sync_expired(self, group_id: str, generation: int) -> None:
         group = self._groups.get(group_id)
@@ -1216,53 +1300,49 @@ class GroupCoordinator:
             self._maybe_prepare_rebalance(group, EventReason.SYNC_TIMEOUT)
 
     # ================================================================== Heartbeat
-    @_entry_point
-    def heartbeat(self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]) -> None:
-        reply = self._deferred(reply)
+    def handle_heartbeat(self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]) -> None:
         if not req.group_id:
-            reply(HeartbeatResponse(error=ErrorCode.INVALID_GROUP_ID))
+            self._respond(reply, HeartbeatResponse(error=ErrorCode.INVALID_GROUP_ID))
             return
         status = self._status(req.group_id)
         if status is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            reply(HeartbeatResponse(error=ErrorCode.NONE))  # respond blindly while loading
+            self._respond(reply, HeartbeatResponse(error=ErrorCode.NONE))  # respond blindly while loading
             return
         if status is not None:
-            reply(HeartbeatResponse(error=status))
+            self._respond(reply, HeartbeatResponse(error=status))
             return
         group = self._groups.get(req.group_id)
         if group is None:
-            reply(HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
+            self._respond(reply, HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
             return
         if group.state is DEAD:
-            reply(HeartbeatResponse(error=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            self._respond(reply, HeartbeatResponse(error=ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         error = self._validate_current_member(group, req.member_id, req.group_instance_id)
         if error is not None:
-            reply(HeartbeatResponse(error=error))
+            self._respond(reply, HeartbeatResponse(error=error))
             return
         if req.generation_id != group.generation:
-            reply(HeartbeatResponse(error=ErrorCode.ILLEGAL_GENERATION))
+            self._respond(reply, HeartbeatResponse(error=ErrorCode.ILLEGAL_GENERATION))
             return
         member = group.members[req.member_id]
         if group.state is EMPTY:
-            reply(HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
+            self._respond(reply, HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
         elif group.state is PREPARING:
             self._schedule_heartbeat(group, member)
-            reply(HeartbeatResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
+            self._respond(reply, HeartbeatResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
         else:
             self._schedule_heartbeat(group, member)
-            reply(HeartbeatResponse(error=ErrorCode.NONE))
+            self._respond(reply, HeartbeatResponse(error=ErrorCode.NONE))
 
     # ================================================================== LeaveGroup
-    @_entry_point
-    def leave_group(self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]) -> None:
-        reply = self._deferred(reply)
+    def handle_leave_group(self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]) -> None:
         if not req.group_id:
-            reply(self._leave_response(req, ErrorCode.INVALID_GROUP_ID, ()))
+            self._respond(reply, self._leave_response(req, ErrorCode.INVALID_GROUP_ID, ()))
             return
         status = self._status(req.group_id)
         if status is not None:
-            reply(self._leave_response(req, status, ()))
+            self._respond(reply, self._leave_response(req, status, ()))
             return
         group = self._groups.get(req.group_id)
         if group is None:
@@ -1274,10 +1354,10 @@ class GroupCoordinator:
                 )
                 for m in req.members
             )
-            reply(self._leave_response(req, ErrorCode.NONE, results))
+            self._respond(reply, self._leave_response(req, ErrorCode.NONE, results))
             return
         if group.state is DEAD:
-            reply(self._leave_response(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, ()))
+            self._respond(reply, self._leave_response(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, ()))
             return
         out = []
         for lm in req.members:
@@ -1287,7 +1367,7 @@ class GroupCoordinator:
                     member_id=lm.member_id, group_instance_id=lm.group_instance_id, error=error
                 )
             )
-        reply(self._leave_response(req, ErrorCode.NONE, tuple(out)))
+        self._respond(reply, self._leave_response(req, ErrorCode.NONE, tuple(out)))
 
     @staticmethod
     def _leave_response(
@@ -1326,12 +1406,12 @@ class GroupCoordinator:
         return ErrorCode.NONE
 
     # ================================================================== OffsetCommit
-    @_entry_point
-    def offset_commit(self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]) -> None:
-        reply = self._deferred(reply)
+    def _handle_offset_commit(
+        self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
+    ) -> None:
 
         def all_fail(error: ErrorCode) -> None:
-            reply(_commit_response(req, lambda _t, _p: error))
+            self._respond(reply, _commit_response(req, lambda _t, _p: error))
 
         status = self._status(req.group_id)
         if status is not None:
@@ -1381,24 +1461,28 @@ class GroupCoordinator:
                     )
                 )
         if not records:
-            reply(_commit_response(req, lambda t, p: results[(t, p)]))
+            self._respond(reply, _commit_response(req, lambda t, p: results[(t, p)]))
             return
 
-        def done(write_error: ErrorCode) -> None:
-            if write_error is ErrorCode.NONE:
-                for rec in records:
-                    self.replay(rec)
-                reply(_commit_response(req, lambda t, p: results[(t, p)]))
-            else:
-                mapped = map_offset_write_error(write_error)
-                reply(
-                    _commit_response(
-                        req, lambda t, p: mapped if results[(t, p)] is ErrorCode.NONE else results[(t, p)]
-                    )
-                )
-
         commits = [(k.topic, k.partition) for k in (r.key for r in records) if isinstance(k, OffsetCommitKey)]
-        self._append_offset_write(req.group_id, records, done, commits)
+        self._append_offset_write(req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
+
+    def _offset_commit_written(
+        self, write: OffsetCommitWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        results = write.results
+        if error is ErrorCode.NONE:
+            for record in records:
+                self._replay(record)
+            self._respond(write.reply, _commit_response(write.request, lambda t, p: results[(t, p)]))
+            return
+        mapped = map_offset_write_error(error)
+        self._respond(
+            write.reply,
+            _commit_response(
+                write.request, lambda t, p: mapped if results[(t, p)] is ErrorCode.NONE else results[(t, p)]
+            ),
+        )
 
     def _validate_offset_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> ErrorCode | None:
         if group.state is DEAD:
@@ -1418,12 +1502,12 @@ class GroupCoordinator:
         return None
 
     # ================================================================== OffsetFetch
-    @_entry_point
-    def offset_fetch(self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]) -> None:
+    def _handle_offset_fetch(
+        self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]
+    ) -> None:
         """With ``require_stable`` (KIP-447), as Kafka 4.x: wait for the group's offset writes in
         flight (those already started, not later ones), then read; a group whose awaited write
         failed answers that write's error (``GroupCoordinatorService.fetchOffsets``)."""
-        reply = self._deferred(reply)
         if req.require_stable:
             waiting: set[int] = set()
             for g in req.groups:
@@ -1434,7 +1518,7 @@ class GroupCoordinator:
                 for token in waiting:
                     self._stable_fetches.setdefault(token, []).append(fetch)
                 return
-        reply(self._offset_fetch_response(req, {}))
+        self._respond(reply, self._offset_fetch_response(req, {}))
 
     def _offset_fetch_response(
         self, req: OffsetFetchRequest, errors: dict[str, ErrorCode]
@@ -1483,12 +1567,10 @@ class GroupCoordinator:
         return OffsetFetchGroupResponse(group_id=req.group_id, error=ErrorCode.NONE, topics=topics)
 
     # ================================================================== admin
-    @_entry_point
-    def describe_groups(
+    def _handle_describe_groups(
         self, group_ids: Sequence[str], reply: Callable[[DescribeGroupsResponse], None]
     ) -> None:
-        reply = self._deferred(reply)
-        reply(DescribeGroupsResponse(groups=tuple(self._describe_one(g) for g in group_ids)))
+        self._respond(reply, DescribeGroupsResponse(groups=tuple(self._describe_one(g) for g in group_ids)))
 
     def _describe_one(self, group_id: str) -> DescribedGroup:
         def dead(error: ErrorCode) -> DescribedGroup:
@@ -1528,11 +1610,9 @@ class GroupCoordinator:
             members=members,
         )
 
-    @_entry_point
-    def list_groups(
+    def _handle_list_groups(
         self, states_filter: Sequence[str] | None, reply: Callable[[ListGroupsResponse], None]
     ) -> None:
-        reply = self._deferred(reply)
         wanted = {s.lower() for s in states_filter} if states_filter else None
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
         out = []
@@ -1549,27 +1629,14 @@ class GroupCoordinator:
                     group_state=group.state.value,
                 )
             )
-        reply(ListGroupsResponse(error=error, groups=tuple(out)))
+        self._respond(reply, ListGroupsResponse(error=error, groups=tuple(out)))
 
-    @_entry_point
-    def delete_groups(self, group_ids: Sequence[str], reply: Callable[[DeleteGroupsResponse], None]) -> None:
-        reply = self._deferred(reply)
-        results: dict[str, ErrorCode] = {}
-        waiting: set[str] = set()
-        order = list(dict.fromkeys(group_ids))
-        finished = False
-
-        def maybe_reply() -> None:
-            nonlocal finished
-            if not waiting and not finished and len(results) == len(order):
-                finished = True
-                reply(
-                    DeleteGroupsResponse(
-                        results=tuple(DeleteGroupResult(group_id=g, error=results[g]) for g in order)
-                    )
-                )
-
-        for group_id in order:
+    def _handle_delete_groups(
+        self, group_ids: Sequence[str], reply: Callable[[DeleteGroupsResponse], None]
+    ) -> None:
+        request = DeleteGroupsInFlight(reply=reply, order=list(dict.fromkeys(group_ids)))
+        results = request.results
+        for group_id in request.order:
             status = self._status(group_id)
             group = self._groups.get(group_id)
             if status is not None:
@@ -1579,12 +1646,12 @@ class GroupCoordinator:
             elif group.state is not EMPTY:
                 results[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
-                waiting.add(group_id)
+                request.waiting.add(group_id)
                 # Dead to other requests while the tombstones are written, but it dies (event,
                 # log line) only once they are durable; if they fail, it is restored as it was,
                 # as Kafka 4.x reverts to the last committed state. Offsets of commits still in
                 # flight get a tombstone too, so none outlives the group in the log.
-                before = (group.state, group.previous_state, group.state_timestamp)
+                before = group.state_snapshot()
                 group.transition_to(DEAD, self._now())
                 keys = list(group.offsets)
                 keys.extend(k for k in self._pending_commits.get(group_id, {}) if k not in group.offsets)
@@ -1593,58 +1660,67 @@ class GroupCoordinator:
                     for (t, p) in keys
                 ]
                 records.append(CoordinatorRecord(key=GroupMetadataKey(group=group_id), value=None))
+                self._append_offset_write(group_id, records, GroupDeletionWrite(group, before, request))
+        self._maybe_answer_delete_groups(request)
 
-                def done(
-                    error: ErrorCode,
-                    gid: str = group_id,
-                    recs: list[CoordinatorRecord] = records,
-                    deleting: ClassicGroup = group,
-                    restore: tuple[GroupState, GroupState | None, int | None] = before,
-                ) -> None:
-                    live = self._groups.get(gid) is deleting and deleting.state is DEAD
-                    if live:
-                        deleting.state, deleting.previous_state, deleting.state_timestamp = restore
-                    if error is ErrorCode.NONE:
-                        if live:
-                            self._transition(deleting, DEAD, EventReason.GROUP_DELETED)
-                        for r in recs:
-                            self.replay(r)
-                        results[gid] = ErrorCode.NONE
-                    else:
-                        results[gid] = _OPERATION_WRITE_ERRORS.get(error, error)
-                        log.warning(
-                            "group=%s deletion not persisted (%s): group kept, answered %s",
-                            gid,
-                            error.name,
-                            results[gid].name,
-                        )
-                    waiting.discard(gid)
-                    maybe_reply()
+    def _group_deletion_written(
+        self, write: GroupDeletionWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        deleting = write.group
+        gid = deleting.group_id
+        results = write.request.results
+        live = self._groups.get(gid) is deleting and deleting.state is DEAD
+        if live:
+            deleting.revert_state(write.restore)
+        if error is ErrorCode.NONE:
+            if live:
+                self._transition(deleting, DEAD, EventReason.GROUP_DELETED)
+            for record in records:
+                self._replay(record)
+            results[gid] = ErrorCode.NONE
+        else:
+            results[gid] = _OPERATION_WRITE_ERRORS.get(error, error)
+            log.warning(
+                "group=%s deletion not persisted (%s): group kept, answered %s",
+                gid,
+                error.name,
+                results[gid].name,
+            )
+        write.request.waiting.discard(gid)
+        self._maybe_answer_delete_groups(write.request)
 
-                self._append_offset_write(group_id, records, done)
-        maybe_reply()
+    def _maybe_answer_delete_groups(self, request: DeleteGroupsInFlight) -> None:
+        if request.waiting or request.answered or len(request.results) != len(request.order):
+            return
+        request.answered = True
+        self._respond(
+            request.reply,
+            DeleteGroupsResponse(
+                results=tuple(DeleteGroupResult(group_id=g, error=request.results[g]) for g in request.order)
+            ),
+        )
 
-    @_entry_point
-    def offset_delete(self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]) -> None:
-        reply = self._deferred(reply)
+    def _handle_offset_delete(
+        self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]
+    ) -> None:
         if not req.group_id:
             # Kafka's isValidGroupId: only the offset and admin APIs accept "", not OffsetDelete.
-            reply(OffsetDeleteResponse(error=ErrorCode.INVALID_GROUP_ID, topics=()))
+            self._respond(reply, OffsetDeleteResponse(error=ErrorCode.INVALID_GROUP_ID, topics=()))
             return
         status = self._status(req.group_id)
         if status is not None:
-            reply(OffsetDeleteResponse(error=status, topics=()))
+            self._respond(reply, OffsetDeleteResponse(error=status, topics=()))
             return
         group = self._groups.get(req.group_id)
         if group is None or group.state is DEAD:
-            reply(OffsetDeleteResponse(error=ErrorCode.GROUP_ID_NOT_FOUND, topics=()))
+            self._respond(reply, OffsetDeleteResponse(error=ErrorCode.GROUP_ID_NOT_FOUND, topics=()))
             return
         # Kafka's isSubscribedToTopic: in a non-Empty consumer group an unknown subscription
         # (None: unparsable, or no generation yet) counts every topic as subscribed.
         subscribed: frozenset[str] | None = frozenset()
         if group.state is not EMPTY:
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-                reply(OffsetDeleteResponse(error=ErrorCode.NON_EMPTY_GROUP, topics=()))
+                self._respond(reply, OffsetDeleteResponse(error=ErrorCode.NON_EMPTY_GROUP, topics=()))
                 return
             subscribed = group.subscribed_topics
 
@@ -1664,35 +1740,36 @@ class GroupCoordinator:
                         )
                     )
 
-        def respond(write_error: ErrorCode) -> None:
-            topics = tuple(
-                OffsetDeleteTopicResponse(
-                    name=t.name,
-                    partitions=tuple(
-                        OffsetDeletePartitionResponse(
-                            partition=p,
-                            error=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-                            if is_subscribed(t.name)
-                            else write_error,
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in req.topics
-            )
-            reply(OffsetDeleteResponse(error=ErrorCode.NONE, topics=topics))
-
+        write = OffsetDeleteWrite(reply, req, subscribed)
         if not records:
-            respond(ErrorCode.NONE)
+            self._offset_delete_written(write, (), ErrorCode.NONE)
             return
+        self._append_offset_write(req.group_id, records, write)
 
-        def done(error: ErrorCode) -> None:
-            if error is ErrorCode.NONE:
-                for r in records:
-                    self.replay(r)
-            respond(map_offset_write_error(error))
-
-        self._append_offset_write(req.group_id, records, done)
+    def _offset_delete_written(
+        self, write: OffsetDeleteWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        if error is ErrorCode.NONE:
+            for record in records:
+                self._replay(record)
+        write_error = map_offset_write_error(error)
+        subscribed = write.subscribed
+        topics = tuple(
+            OffsetDeleteTopicResponse(
+                name=t.name,
+                partitions=tuple(
+                    OffsetDeletePartitionResponse(
+                        partition=p,
+                        error=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                        if subscribed is None or t.name in subscribed
+                        else write_error,
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in write.request.topics
+        )
+        self._respond(write.reply, OffsetDeleteResponse(error=ErrorCode.NONE, topics=topics))
 
     # ================================================================== offset expiry
     def _expire_offsets(self) -> None:
@@ -1716,30 +1793,43 @@ class GroupCoordinator:
                 and not group.pending_members
                 and not pending
             )
-            if becomes_dead:
-                log.info("group=%s empty with no offsets left: removing", group.group_id)
-                self._transition(group, DEAD, EventReason.OFFSETS_EXPIRED)
-                if group.generation > 0:
-                    records.append(CoordinatorRecord(key=GroupMetadataKey(group=group.group_id), value=None))
+            if becomes_dead and group.generation > 0:
+                records.append(CoordinatorRecord(key=GroupMetadataKey(group=group.group_id), value=None))
             if not records:
                 if becomes_dead:
-                    self._drop_group(group.group_id)
+                    self._remove_expired_group(group)
                 continue
             if becomes_dead:
-                self._drop_group(group.group_id)
+                # Dead to other requests while its tombstones are written; removed once they are
+                # durable, kept (and retried next cycle) if they fail, as the log still has it.
+                write = OffsetExpiryWrite(group, removes_group=True, restore=group.state_snapshot())
+                group.transition_to(DEAD, now)
+            else:
+                write = OffsetExpiryWrite(group, removes_group=False, restore=None)
+            self._append_offset_write(group.group_id, records, write)
 
-            def done(
-                error: ErrorCode, recs: list[CoordinatorRecord] = records, gid: str = group.group_id
-            ) -> None:
-                if error is ErrorCode.NONE:
-                    for r in recs:
-                        self.replay(r)
-                else:
-                    log.warning(
-                        "group=%s expired offsets not deleted (%s); retried next cycle", gid, error.name
-                    )
+    def _offset_expiry_written(
+        self, write: OffsetExpiryWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        group = write.group
+        live = self._groups.get(group.group_id) is group
+        if write.restore is not None and live and group.state is DEAD:
+            group.revert_state(write.restore)
+        if error is not ErrorCode.NONE:
+            log.warning(
+                "group=%s expired offsets not deleted (%s); retried next cycle", group.group_id, error.name
+            )
+            return
+        if write.removes_group and live:
+            # Nothing reached the group meanwhile: a Dead group takes no commit and no join.
+            self._remove_expired_group(group)
+        for record in records:
+            self._replay(record)
 
-            self._append_offset_write(group.group_id, records, done)
+    def _remove_expired_group(self, group: ClassicGroup) -> None:
+        log.info("group=%s empty with no offsets left: removing", group.group_id)
+        self._transition(group, DEAD, EventReason.OFFSETS_EXPIRED)
+        self._drop_group(group.group_id)
 
     def _drop_group(self, group_id: str) -> None:
         group = self._groups.pop(group_id, None)
@@ -1780,8 +1870,7 @@ class GroupCoordinator:
             ),
         )
 
-    @_entry_point
-    def replay(self, record: CoordinatorRecord) -> None:
+    def _replay(self, record: CoordinatorRecord) -> None:
         """Apply one record to the state: the one way durable state changes.
 
         Used on the live path (after the sink confirms a write) and while loading a
@@ -1843,21 +1932,21 @@ class GroupCoordinator:
         if not loading:
             self._activate_loaded_group(fresh)
 
-    def loading_offsets(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
-        """The live committed-offset map of ``group_id``, for a bulk loader.
+    def replay_offsets(
+        self, group_id: str, offsets: Iterable[tuple[tuple[str, int], CommittedOffset]]
+    ) -> None:
+        """Replay a run of offset commits of ``group_id``, in log order, for a bulk loader.
 
-        The bulk counterpart of :meth:`replay` for offset-commit records: if there is no such
-        group, it creates the offsets-only group a replayed commit would create; the loader
-        then assigns ``(topic, partition) -> CommittedOffset`` into the returned dict in log
-        order, which is exactly what replaying each commit does. Tombstones and group records
-        still go through :meth:`replay`, in log order. For loading only (no replies, no events).
+        The same as replaying each commit record (:meth:`replay`): the offsets-only group a
+        commit creates if there is none, then each ``(topic, partition) -> offset`` assigned in
+        order. A commit replay produces no responses, writes or events, so nothing is returned.
         """
         group = self._groups.get(group_id)
         if group is None:
             group = ClassicGroup(group_id, 0)
             group.state_timestamp = None  # as replay() of a commit: not a group record's timestamp
             self._groups[group_id] = group
-        return group.offsets
+        group.offsets.update(offsets)
 
     def _apply_group_metadata(self, group: ClassicGroup, value: GroupMetadataValue) -> None:
         """Live path: the record confirms what the in-memory group already decided."""
@@ -1916,14 +2005,12 @@ class GroupCoordinator:
             )
             self._prepare_rebalance(group, EventReason.MAX_SIZE_EXCEEDED)
 
-    @_entry_point
-    def begin_loading(self, partition: int) -> None:
+    def _begin_loading(self, partition: int) -> None:
         """Start loading ``partition``: its groups answer COORDINATOR_LOAD_IN_PROGRESS until done."""
         self._owned.add(partition)
         self._loading.add(partition)
 
-    @_entry_point
-    def complete_loading(self, partition: int) -> None:
+    def _complete_loading(self, partition: int) -> None:
         if partition not in self._loading:
             raise IllegalStateError(f"partition {partition} is not loading")
         self._loading.discard(partition)
@@ -1936,8 +2023,7 @@ class GroupCoordinator:
                 if p == partition:
                     self._activate_loaded_group(group)
 
-    @_entry_point
-    def unload_partition(self, partition: int) -> None:
+    def _unload_partition(self, partition: int) -> None:
         """Leadership of ``partition`` lost: its groups die and parked requests get NOT_COORDINATOR."""
         self._owned.discard(partition)
         was_loading = partition in self._loading

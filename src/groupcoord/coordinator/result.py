@@ -1,0 +1,65 @@
+"""What a shard call returns: the coordinator's only way to act on the world.
+
+The coordinator shard (:class:`~groupcoord.coordinator.shard.GroupCoordinatorShard`) never
+answers a client, writes a record or publishes an event itself. Every entry point (a request
+handler, a timer expiry, a write completion, a load step) returns a
+:class:`CoordinatorResult` listing what should happen, and the runtime
+(:mod:`groupcoord.runtime`) does it:
+
+* ``responses``: ``(reply, response)`` pairs to complete now. ``reply`` is the opaque handle
+  the caller passed with its request (Kafka's response future); a parked JoinGroup or SyncGroup
+  keeps its handle in the member until a later call completes it.
+* ``writes``: :class:`PendingWrite` values, each a batch of records for one
+  ``__consumer_offsets`` partition plus a *completion*: a small value naming what the write was
+  for (an assignment, an offset commit, ...). The runtime appends the records and, once they are
+  durable or the write failed, hands the write back to the shard's ``complete_write``, which
+  replays the records (if the group has not moved on meanwhile) and returns the responses that
+  waited for the write, or reverts what the write would have made permanent. This is Kafka 4.x's
+  ``CoordinatorResult`` with its append future; the completion value stands in for the Java
+  lambda attached to that future.
+* ``events``: :class:`~groupcoord.coordinator.events.GroupEvent` values to publish.
+
+Timers are not part of the result: as Kafka 4.x's shard schedules through the
+``CoordinatorTimer`` it is given, the shard arms and cancels keyed timers
+(:mod:`groupcoord.coordinator.timers`) directly, and the runtime asks for the next deadline and
+calls ``poll`` when it is due.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from groupcoord.coordinator.events import GroupEvent
+from groupcoord.coordinator.records import CoordinatorRecord
+
+#: A caller's handle for one response (Kafka's response future).
+Reply = Callable[[Any], None]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PendingWrite:
+    """Records to append to one ``__consumer_offsets`` partition, and what they were for."""
+
+    partition: int
+    records: tuple[CoordinatorRecord, ...]
+    #: Handed back to the shard's ``complete_write`` with the write's outcome.
+    completion: object
+
+
+class CoordinatorResult:
+    """The responses, writes and events of one shard call (see the module docstring)."""
+
+    __slots__ = ("events", "responses", "writes")
+
+    def __init__(self) -> None:
+        self.responses: list[tuple[Reply, Any]] = []
+        self.writes: list[PendingWrite] = []
+        self.events: list[GroupEvent] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"CoordinatorResult(responses={len(self.responses)}, writes={len(self.writes)}, "
+            f"events={len(self.events)})"
+        )

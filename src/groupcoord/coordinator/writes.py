@@ -1,0 +1,125 @@
+"""What each coordinator write is for: the completions carried by a ``PendingWrite``.
+
+A handler that writes records says, with one of these values, what must happen when the write
+completes; the runtime hands the value back to the shard's ``complete_write`` with the outcome.
+Each completion re-checks that its group has not moved on (Kafka's append-future callbacks
+check the same: the group is still in the state, and at the generation, the write was made
+for) before it replays the records or answers the requests that waited for them, and on a
+failed write restores what the write would have made permanent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupcoord.coordinator.api import OffsetCommitRequest, OffsetDeleteRequest
+from groupcoord.coordinator.group import ClassicGroup, StateSnapshot
+from groupcoord.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AssignmentWrite:
+    """The leader's SyncGroup assignment (CompletingRebalance -> Stable once durable)."""
+
+    group: ClassicGroup
+    generation: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EmptyGroupWrite:
+    """The group record of a join phase that ended with no member (Empty)."""
+
+    group: ClassicGroup
+    generation: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StaticMemberReplacementWrite:
+    """A static member's new member id, persisted while the group stays Stable.
+
+    Carries what the replacement changed, to put back if the write fails (Kafka's
+    ``updateStaticMemberAndRebalance`` reverts the same on a failed append).
+    """
+
+    group: ClassicGroup
+    generation: int
+    instance_id: str
+    old_member_id: str
+    new_member_id: str
+    current_leader: str | None
+    old_protocols: tuple[tuple[str, bytes], ...]
+    old_rebalance_timeout_ms: int
+    old_session_timeout_ms: int
+    join_version: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OffsetCommitWrite:
+    """An OffsetCommit's records; ``results`` holds each partition's code before the write."""
+
+    reply: Callable[[Any], None]
+    request: OffsetCommitRequest
+    results: dict[tuple[str, int], ErrorCode]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OffsetDeleteWrite:
+    """An OffsetDelete's tombstones; topics in ``subscribed`` are answered GROUP_SUBSCRIBED_TO_TOPIC."""
+
+    reply: Callable[[Any], None]
+    request: OffsetDeleteRequest
+    subscribed: frozenset[str] | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OffsetExpiryWrite:
+    """Tombstones of expired offsets; with ``removes_group``, also the group's own tombstone.
+
+    A group whose last offsets expire while it is Empty is removed only once the tombstones are
+    durable: if the write fails, the group stays (as the log still has it) and the next
+    retention check tries again.
+    """
+
+    group: ClassicGroup
+    removes_group: bool
+    #: The group's state before it was marked Dead for the write (``removes_group`` only).
+    restore: StateSnapshot | None
+
+
+@dataclass(eq=False, slots=True)
+class DeleteGroupsInFlight:
+    """One DeleteGroups request whose groups' tombstones are being written."""
+
+    reply: Callable[[Any], None]
+    order: list[str]
+    results: dict[str, ErrorCode] = field(default_factory=dict)
+    waiting: set[str] = field(default_factory=set)
+    answered: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GroupDeletionWrite:
+    """One group's tombstones for a DeleteGroups request; ``restore`` is its state before."""
+
+    group: ClassicGroup
+    restore: StateSnapshot
+    request: DeleteGroupsInFlight
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OffsetWrite:
+    """Wraps a write that changes a group's offsets, tracked while it is in flight.
+
+    Meanwhile ``commits`` count as pending commits (Kafka's ``pendingOffsetCommits``) and a
+    require_stable OffsetFetch of the group waits for ``token``.
+    """
+
+    token: int
+    group_id: str
+    commits: tuple[tuple[str, int], ...]
+    then: OffsetCommitWrite | OffsetDeleteWrite | OffsetExpiryWrite | GroupDeletionWrite
+
+
+WriteCompletion = AssignmentWrite | EmptyGroupWrite | StaticMemberReplacementWrite | OffsetWrite

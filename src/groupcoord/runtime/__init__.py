@@ -1,0 +1,1 @@
+"""Drives coordinator shards: applies their results, appends their records, runs their timers."""
