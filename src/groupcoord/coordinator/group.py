@@ -9,6 +9,7 @@ load.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from groupcoord.coordinator.state import GroupState, check_transition
 from groupcoord.coordinator.timers import DelayedHeartbeat
 from groupcoord.errors import IllegalStateError
 from groupcoord.gcutil import track, untrack
+
+log = logging.getLogger(__name__)
 
 #: A group's (state, previous state, state timestamp), see :meth:`ClassicGroup.state_snapshot`.
 StateSnapshot = tuple[GroupState, GroupState | None, int | None]
@@ -277,6 +280,40 @@ class ClassicGroup:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     # ------------------------------------------------------------------ protocols
+    def compute_subscribed_topics(self) -> frozenset[str] | None:
+        """Topics the members of a ``consumer`` group subscribe to, for the selected protocol.
+
+        A consumer group without members subscribes to nothing (an empty set). ``None`` means
+        "unknown": the group is not a consumer group, has no selected protocol, or a member's
+        subscription bytes do not parse (Kafka's ``computeSubscribedTopics``). As in Kafka, an
+        unknown subscription makes OffsetDelete treat every topic of a non-Empty consumer group as
+        subscribed (``isSubscribedToTopic``: ``case None => true``), and makes retention keep every
+        offset of a group that is not Empty.
+        """
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return None
+        if not self.members:
+            return frozenset()
+        if self.protocol_name is None:
+            return None
+        from groupcoord.consumer_protocol import decode_subscription
+
+        topics: set[str] = set()
+        for member in self.members.values():
+            try:
+                sub = decode_subscription(member.metadata(self.protocol_name))
+            except Exception as exc:  # a client's bytes must never take the coordinator down
+                log.warning(
+                    "group=%s member=%s unparseable consumer subscription (%s); subscription unknown",
+                    self.group_id,
+                    member.member_id,
+                    exc,
+                )
+                return None
+            topics.update(sub.topics)
+        # Strings only, kept as long as the generation: no work for the cyclic collector.
+        return untrack(frozenset(topics))
+
     def supports_protocols(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
         if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(protocols)

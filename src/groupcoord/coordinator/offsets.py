@@ -1,17 +1,66 @@
-"""Committed offsets: subscription parsing and the retention (expiry) rule.
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and retention (expiry).
 
-Pure functions over a :class:`~groupcoord.coordinator.group.ClassicGroup`; the coordinator
-turns what they return into tombstone records.
+Kafka's ``OffsetMetadataManager`` (4.x) / the offset half of ``GroupMetadataManager.scala``.
+Every write that changes a group's offsets is tracked while in flight: its partitions count as
+pending commits (expiry skips them, deletions tombstone them) and a ``require_stable``
+OffsetFetch waits for it (KIP-447, as Kafka 4.x).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Container
+from collections.abc import Callable, Container, Sequence
 
-from groupcoord.coordinator.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, CommittedOffset
+from groupcoord.coordinator.api import (
+    OffsetCommitPartitionResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopicResponse,
+    OffsetDeletePartitionResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteTopicResponse,
+    OffsetFetchGroup,
+    OffsetFetchGroupResponse,
+    OffsetFetchPartitionResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchTopicResponse,
+)
+from groupcoord.coordinator.base import (
+    COMPLETING,
+    DEAD,
+    EMPTY,
+    FETCH_WRITE_ERRORS,
+    PREPARING,
+    STABLE,
+    StableFetch,
+    map_offset_write_error,
+)
+from groupcoord.coordinator.classic_group import ClassicGroupHandlers
+from groupcoord.coordinator.events import EventReason
+from groupcoord.coordinator.group import (
+    CONSUMER_PROTOCOL_TYPE,
+    ClassicGroup,
+    CommittedOffset,
+)
+from groupcoord.coordinator.records import (
+    CoordinatorRecord,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    new_group_metadata_tombstone,
+    new_offset_commit_record,
+    new_offset_commit_tombstone,
+)
 from groupcoord.coordinator.state import GroupState
-from groupcoord.gcutil import untrack
+from groupcoord.coordinator.writes import (
+    GroupDeletionWrite,
+    OffsetCommitWrite,
+    OffsetDeleteWrite,
+    OffsetExpiryWrite,
+    OffsetWrite,
+)
+from groupcoord.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -19,41 +68,6 @@ log = logging.getLogger(__name__)
 def java_string_length(s: str) -> int:
     """Java ``String.length()``: UTF-16 code units (astral characters count twice)."""
     return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
-
-
-def subscribed_topics(group: ClassicGroup) -> frozenset[str] | None:
-    """Topics the members of a ``consumer`` group subscribe to, for the selected protocol.
-
-    A consumer group without members subscribes to nothing (an empty set). ``None`` means
-    "unknown": the group is not a consumer group, has no selected protocol, or a member's
-    subscription bytes do not parse (Kafka's ``computeSubscribedTopics``). As in Kafka, an
-    unknown subscription makes OffsetDelete treat every topic of a non-Empty consumer group as
-    subscribed (``isSubscribedToTopic``: ``case None => true``), and makes retention keep every
-    offset of a group that is not Empty.
-    """
-    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-        return None
-    if not group.members:
-        return frozenset()
-    if group.protocol_name is None:
-        return None
-    from groupcoord.consumer_protocol import decode_subscription
-
-    topics: set[str] = set()
-    for member in group.members.values():
-        try:
-            sub = decode_subscription(member.metadata(group.protocol_name))
-        except Exception as exc:  # a client's bytes must never take the coordinator down
-            log.warning(
-                "group=%s member=%s unparseable consumer subscription (%s); subscription unknown",
-                group.group_id,
-                member.member_id,
-                exc,
-            )
-            return None
-        topics.update(sub.topics)
-    # Strings only, kept as long as the generation: no work for the cyclic collector.
-    return untrack(frozenset(topics))
 
 
 def expired_offsets(
@@ -107,3 +121,354 @@ def expired_offsets(
         elif now_ms - base(o) >= retention_ms:
             out.append(key)
     return out
+
+
+class OffsetHandlers(ClassicGroupHandlers):
+    def _append_offset_write(
+        self,
+        group_id: str,
+        records: Sequence[CoordinatorRecord],
+        then: OffsetCommitWrite | OffsetDeleteWrite | OffsetExpiryWrite | GroupDeletionWrite,
+        commits: Sequence[tuple[str, int]] = (),
+    ) -> None:
+        """Append a write that changes ``group_id``'s offsets, tracked until it completes.
+
+        Meanwhile the partitions in ``commits`` count as pending commits (Kafka's
+        ``pendingOffsetCommits``): expiry skips them and deletions write a tombstone for them;
+        and a require_stable OffsetFetch of the group waits for the write.
+        """
+        token = next(self._write_tokens)
+        self._offset_writes.setdefault(group_id, set()).add(token)
+        if commits:
+            pending = self._pending_commits.setdefault(group_id, {})
+            for key in commits:
+                pending[key] = pending.get(key, 0) + 1
+        self._append(group_id, records, OffsetWrite(token, group_id, tuple(commits), then))
+
+    def _offset_write_finished(self, write: OffsetWrite) -> None:
+        group_id = write.group_id
+        writes = self._offset_writes.get(group_id)
+        if writes is not None:
+            writes.discard(write.token)
+            if not writes:
+                del self._offset_writes[group_id]
+        pending = self._pending_commits.get(group_id)
+        if write.commits and pending is not None:
+            for key in write.commits:
+                n = pending.get(key, 0) - 1
+                if n > 0:
+                    pending[key] = n
+                else:
+                    pending.pop(key, None)
+            if not pending:
+                del self._pending_commits[group_id]
+
+    def _wake_stable_fetches(self, token: int, group_id: str, error: ErrorCode) -> None:
+        for fetch in self._stable_fetches.pop(token, ()):
+            fetch.waiting.discard(token)
+            if error is not ErrorCode.NONE:
+                fetch.errors.setdefault(group_id, FETCH_WRITE_ERRORS.get(error, error))
+            if not fetch.waiting:
+                self._respond(fetch.reply, self._offset_fetch_response(fetch.request, fetch.errors))
+
+    # ================================================================== OffsetCommit
+    def _handle_offset_commit(
+        self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
+    ) -> None:
+
+        def all_fail(error: ErrorCode) -> None:
+            self._respond(reply, _commit_response(req, lambda _t, _p: error))
+
+        status = self._status(req.group_id)
+        if status is not None:
+            all_fail(status)
+            return
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                all_fail(ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION)
+                return
+            group = ClassicGroup(req.group_id, self._now())  # a "simple" group: offsets only
+            self._groups[req.group_id] = group
+            self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
+        error = self._validate_offset_commit(group, req)
+        if error is not None:
+            all_fail(error)
+            return
+        member = group.members.get(req.member_id)
+        if member is not None and group.state in (STABLE, PREPARING):
+            self.complete_and_schedule_next_heartbeat_expiration(group, member)
+
+        now = self._now()
+        expire: int | None = None
+        if 2 <= req.version <= 4 and req.retention_time_ms != -1:
+            expire = now + req.retention_time_ms
+        max_md = self._config.offset_metadata_max_bytes
+        results: dict[tuple[str, int], ErrorCode] = {}
+        records: list[CoordinatorRecord] = []
+        for topic in req.topics:
+            for p in topic.partitions:
+                metadata = p.metadata or ""
+                if java_string_length(metadata) > max_md:
+                    results[(topic.name, p.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    continue
+                results[(topic.name, p.partition)] = ErrorCode.NONE
+                epoch = p.leader_epoch if p.leader_epoch is not None and p.leader_epoch >= 0 else None
+                records.append(
+                    new_offset_commit_record(
+                        req.group_id,
+                        topic.name,
+                        p.partition,
+                        OffsetCommitValue(
+                            offset=p.offset,
+                            leader_epoch=epoch,
+                            metadata=metadata,
+                            commit_timestamp=now,
+                            expire_timestamp=expire,
+                        ),
+                    )
+                )
+        if not records:
+            self._respond(reply, _commit_response(req, lambda t, p: results[(t, p)]))
+            return
+
+        commits = [(k.topic, k.partition) for k in (r.key for r in records) if isinstance(k, OffsetCommitKey)]
+        self._append_offset_write(req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
+
+    def _offset_commit_written(
+        self, write: OffsetCommitWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        results = write.results
+        if error is ErrorCode.NONE:
+            for record in records:
+                self._replay(record)
+            self._respond(write.reply, _commit_response(write.request, lambda t, p: results[(t, p)]))
+            return
+        mapped = map_offset_write_error(error)
+        self._respond(
+            write.reply,
+            _commit_response(
+                write.request, lambda t, p: mapped if results[(t, p)] is ErrorCode.NONE else results[(t, p)]
+            ),
+        )
+
+    def _validate_offset_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> ErrorCode | None:
+        if group.state is DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation_id < 0 and group.state is EMPTY:
+            return None  # an admin / simple commit
+        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            error = self.validate_current_member(group, req.member_id, req.group_instance_id)
+            if error is not None:
+                return error
+            if req.generation_id != group.generation:
+                return ErrorCode.ILLEGAL_GENERATION
+        else:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.state is COMPLETING:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return None
+
+    # ================================================================== OffsetFetch
+    def _handle_offset_fetch(
+        self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]
+    ) -> None:
+        """With ``require_stable`` (KIP-447), as Kafka 4.x: wait for the group's offset writes in
+        flight (those already started, not later ones), then read; a group whose awaited write
+        failed answers that write's error (``GroupCoordinatorService.fetchOffsets``)."""
+        if req.require_stable:
+            waiting: set[int] = set()
+            for g in req.groups:
+                if self._status(g.group_id) is None:
+                    waiting.update(self._offset_writes.get(g.group_id, ()))
+            if waiting:
+                fetch = StableFetch(request=req, reply=reply, waiting=waiting, errors={})
+                for token in waiting:
+                    self._stable_fetches.setdefault(token, []).append(fetch)
+                return
+        self._respond(reply, self._offset_fetch_response(req, {}))
+
+    def _offset_fetch_response(
+        self, req: OffsetFetchRequest, errors: dict[str, ErrorCode]
+    ) -> OffsetFetchResponse:
+        return OffsetFetchResponse(
+            groups=tuple(
+                OffsetFetchGroupResponse(group_id=g.group_id, error=errors[g.group_id], topics=())
+                if g.group_id in errors
+                else self._fetch_one(g)
+                for g in req.groups
+            )
+        )
+
+    def _fetch_one(self, req: OffsetFetchGroup) -> OffsetFetchGroupResponse:
+        status = self._status(req.group_id)
+        if status is not None:
+            return OffsetFetchGroupResponse(group_id=req.group_id, error=status, topics=())
+        group = self._groups.get(req.group_id)
+        stored = group.offsets if group is not None and group.state is not DEAD else {}
+
+        def part(topic: str, partition: int) -> OffsetFetchPartitionResponse:
+            o = stored.get((topic, partition))
+            if o is None:
+                return OffsetFetchPartitionResponse(
+                    partition=partition, offset=-1, leader_epoch=None, metadata="", error=ErrorCode.NONE
+                )
+            return OffsetFetchPartitionResponse(
+                partition=partition,
+                offset=o.offset,
+                leader_epoch=o.leader_epoch,
+                metadata=o.metadata,
+                error=ErrorCode.NONE,
+            )
+
+        if req.topics is None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in sorted(stored):
+                by_topic.setdefault(topic, []).append(partition)
+            wanted = [(t, tuple(ps)) for t, ps in by_topic.items()]
+        else:
+            wanted = [(t.name, t.partitions) for t in req.topics]
+        topics = tuple(
+            OffsetFetchTopicResponse(name=name, partitions=tuple(part(name, p) for p in ps))
+            for name, ps in wanted
+        )
+        return OffsetFetchGroupResponse(group_id=req.group_id, error=ErrorCode.NONE, topics=topics)
+
+    def _handle_offset_delete(
+        self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]
+    ) -> None:
+        if not req.group_id:
+            # Kafka's isValidGroupId: only the offset and admin APIs accept "", not OffsetDelete.
+            self._respond(reply, OffsetDeleteResponse(error=ErrorCode.INVALID_GROUP_ID, topics=()))
+            return
+        status = self._status(req.group_id)
+        if status is not None:
+            self._respond(reply, OffsetDeleteResponse(error=status, topics=()))
+            return
+        group = self._groups.get(req.group_id)
+        if group is None or group.state is DEAD:
+            self._respond(reply, OffsetDeleteResponse(error=ErrorCode.GROUP_ID_NOT_FOUND, topics=()))
+            return
+        # Kafka's isSubscribedToTopic: in a non-Empty consumer group an unknown subscription
+        # (None: unparsable, or no generation yet) counts every topic as subscribed.
+        subscribed: frozenset[str] | None = frozenset()
+        if group.state is not EMPTY:
+            if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+                self._respond(reply, OffsetDeleteResponse(error=ErrorCode.NON_EMPTY_GROUP, topics=()))
+                return
+            subscribed = group.subscribed_topics
+
+        def is_subscribed(topic: str) -> bool:
+            return subscribed is None or topic in subscribed
+
+        pending = self._pending_commits.get(req.group_id, {})
+        records: list[CoordinatorRecord] = []
+        for t in req.topics:
+            if is_subscribed(t.name):
+                continue
+            for p in t.partitions:
+                if (t.name, p) in group.offsets or (t.name, p) in pending:
+                    records.append(new_offset_commit_tombstone(req.group_id, t.name, p))
+
+        write = OffsetDeleteWrite(reply, req, subscribed)
+        if not records:
+            self._offset_delete_written(write, (), ErrorCode.NONE)
+            return
+        self._append_offset_write(req.group_id, records, write)
+
+    def _offset_delete_written(
+        self, write: OffsetDeleteWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        if error is ErrorCode.NONE:
+            for record in records:
+                self._replay(record)
+        write_error = map_offset_write_error(error)
+        subscribed = write.subscribed
+        topics = tuple(
+            OffsetDeleteTopicResponse(
+                name=t.name,
+                partitions=tuple(
+                    OffsetDeletePartitionResponse(
+                        partition=p,
+                        error=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                        if subscribed is None or t.name in subscribed
+                        else write_error,
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in write.request.topics
+        )
+        self._respond(write.reply, OffsetDeleteResponse(error=ErrorCode.NONE, topics=topics))
+
+    # ================================================================== offset expiry
+    def _expire_offsets(self) -> None:
+        now = self._now()
+        retention = self._config.offsets_retention_ms
+        for group in list(self._groups.values()):
+            p = self.partition_for(group.group_id)
+            if p in self._loading or p not in self._owned or group.state is DEAD:
+                continue
+            pending = self._pending_commits.get(group.group_id, {})
+            expired = expired_offsets(group, now, retention, pending)
+            records = [new_offset_commit_tombstone(group.group_id, t, part) for (t, part) in expired]
+            becomes_dead = (
+                group.state is EMPTY
+                and len(expired) == len(group.offsets)
+                and not group.pending_members
+                and not pending
+            )
+            if becomes_dead and group.generation > 0:
+                records.append(new_group_metadata_tombstone(group.group_id))
+            if not records:
+                if becomes_dead:
+                    self._remove_expired_group(group)
+                continue
+            if becomes_dead:
+                # Dead to other requests while its tombstones are written; removed once they are
+                # durable, kept (and retried next cycle) if they fail, as the log still has it.
+                write = OffsetExpiryWrite(group, removes_group=True, restore=group.state_snapshot())
+                group.transition_to(DEAD, now)
+            else:
+                write = OffsetExpiryWrite(group, removes_group=False, restore=None)
+            self._append_offset_write(group.group_id, records, write)
+
+    def _offset_expiry_written(
+        self, write: OffsetExpiryWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        group = write.group
+        live = self._groups.get(group.group_id) is group
+        if write.restore is not None and live and group.state is DEAD:
+            group.revert_state(write.restore)
+        if error is not ErrorCode.NONE:
+            log.warning(
+                "group=%s expired offsets not deleted (%s); retried next cycle", group.group_id, error.name
+            )
+            return
+        if write.removes_group and live:
+            # Nothing reached the group meanwhile: a Dead group takes no commit and no join.
+            self._remove_expired_group(group)
+        for record in records:
+            self._replay(record)
+
+    def _remove_expired_group(self, group: ClassicGroup) -> None:
+        log.info("group=%s empty with no offsets left: removing", group.group_id)
+        self._transition(group, DEAD, EventReason.OFFSETS_EXPIRED)
+        self._drop_group(group.group_id)
+
+
+def _commit_response(
+    req: OffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
+) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        topics=tuple(
+            OffsetCommitTopicResponse(
+                name=t.name,
+                partitions=tuple(
+                    OffsetCommitPartitionResponse(partition=p.partition, error=error_of(t.name, p.partition))
+                    for p in t.partitions
+                ),
+            )
+            for t in req.topics
+        )
+    )

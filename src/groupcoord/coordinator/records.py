@@ -37,8 +37,12 @@ from __future__ import annotations
 import logging
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from groupcoord.protocol.primitives import WireWriter
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.group import ClassicGroup
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +258,59 @@ class _Reader:
 
 
 # --------------------------------------------------------------------------- keys
+
+
+# --------------------------------------------------------------------------- record factories
+# One per record kind and tombstone, named as Kafka's GroupCoordinatorRecordHelpers
+# (newGroupMetadataRecord, newOffsetCommitRecord, ...).
+
+
+def new_group_metadata_record(group: ClassicGroup, assignments: dict[str, bytes]) -> CoordinatorRecord:
+    """The group's metadata record: its generation, protocol, leader and members, with
+    ``assignments`` (member id -> assignment bytes; a member without one gets empty bytes)."""
+    protocol = group.protocol_name
+    members = tuple(
+        MemberMetadataRecord(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            rebalance_timeout=m.rebalance_timeout_ms,
+            session_timeout=m.session_timeout_ms,
+            subscription=m.metadata(protocol) if protocol is not None else b"",
+            assignment=assignments.get(m.member_id, b""),
+        )
+        for m in group.members.values()
+    )
+    return CoordinatorRecord(
+        key=GroupMetadataKey(group=group.group_id),
+        value=GroupMetadataValue(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation,
+            protocol=protocol,
+            leader=group.leader_id if group.members else None,
+            current_state_timestamp=group.state_timestamp,
+            members=members,
+        ),
+    )
+
+
+def new_group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
+    """Deletes the group's metadata record (DeleteGroups, expiry of an Empty group)."""
+    return CoordinatorRecord(key=GroupMetadataKey(group=group_id), value=None)
+
+
+def new_offset_commit_record(
+    group_id: str, topic: str, partition: int, value: OffsetCommitValue
+) -> CoordinatorRecord:
+    key = OffsetCommitKey(group=group_id, topic=topic, partition=partition)
+    return CoordinatorRecord(key=key, value=value)
+
+
+def new_offset_commit_tombstone(group_id: str, topic: str, partition: int) -> CoordinatorRecord:
+    """Deletes one committed offset (OffsetDelete, DeleteGroups, expiry)."""
+    key = OffsetCommitKey(group=group_id, topic=topic, partition=partition)
+    return CoordinatorRecord(key=key, value=None)
 
 
 def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
