@@ -15,6 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from groupcoord.coordinator.state import (
+    LOADED_STATES,
+    STATE_ACTIONS,
     STATE_ORDER,
     TRANSITION_CAUSES,
     VALID_PREVIOUS_STATES,
@@ -67,6 +69,20 @@ def render() -> str:
     edges = _edges()
     for source, target in edges:
         out.append(f"| {source.value} | {target.value} | {TRANSITION_CAUSES.get((source, target), '')} |")
+    out.append("")
+    loaded = " or ".join(s.value for s in STATE_ORDER if s in LOADED_STATES)
+    out.append(
+        f"A group read back from `__consumer_offsets` starts in {loaded} when its partition's load "
+        "completes (Stable if its record has members); that is not a transition. A transition made "
+        "for a write that then fails is reverted.\n"
+    )
+    out.append("## What each state allows\n")
+    requests = list(STATE_ACTIONS[STATE_ORDER[0]])
+    out.append("| Request | " + " | ".join(s.value for s in STATE_ORDER) + " |")
+    out.append("|---" * (len(STATE_ORDER) + 1) + "|")
+    for request in requests:
+        cells = [STATE_ACTIONS[s][request] for s in STATE_ORDER]
+        out.append(f"| {request} | " + " | ".join(cells) + " |")
     out.append("")
     out.append("## Diagram\n")
     out.append("```mermaid")

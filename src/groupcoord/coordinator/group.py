@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.coordinator.state import GroupState, check_transition
+from groupcoord.coordinator.state import GroupState, check_loaded_state, check_transition
 from groupcoord.coordinator.timers import DelayedHeartbeat
 from groupcoord.errors import IllegalStateError
 from groupcoord.gcutil import track, untrack
@@ -180,6 +180,13 @@ class ClassicGroup:
         self.state = target
         self.state_timestamp = now_ms
         return source
+
+    def start_loaded(self, target: GroupState) -> None:
+        """A group read back from the log starts in ``target`` (see ``state.LOADED_STATES``)."""
+        if self.previous_state is not None or self.state is not GroupState.EMPTY:
+            raise IllegalStateError(f"group {self.group_id} is live ({self.state.value}), not loaded")
+        check_loaded_state(target)
+        self.state = target
 
     def state_snapshot(self) -> StateSnapshot:
         """What :meth:`revert_state` needs to undo transitions whose records were not written."""

@@ -161,8 +161,7 @@ class ReplayHandlers(AdminHandlers):
     def _activate_loaded_group(self, group: ClassicGroup) -> None:
         """Loaded groups become Stable (with members) or Empty; members get fresh sessions."""
         target = STABLE if group.members else EMPTY
-        group.state = target
-        group.previous_state = None
+        group.start_loaded(target)
         self._emit(group, "state_change", EventReason.LOADED, to_state=target)
         for m in group.members.values():
             self.complete_and_schedule_next_heartbeat_expiration(group, m)

@@ -1,9 +1,37 @@
-"""The classic group's five states and the table of legal transitions.
+"""The classic group's five states: what each allows, and which transitions are legal.
 
-The table is the single source of truth: :func:`check_transition` enforces it at runtime
-and ``scripts/gen_state_machine.py`` renders it into ``docs/state-machine.md``. An illegal
-transition is a bug in the coordinator (never a client's fault) and raises
-:class:`~groupcoord.errors.IllegalStateError`.
+Theory of operation
+===================
+
+A classic group (Kafka's ``ClassicGroup``) is always in one of five states. The normal cycle is
+
+    Empty -> PreparingRebalance -> CompletingRebalance -> Stable -> PreparingRebalance -> ...
+
+PreparingRebalance is the *join phase*: members rejoin and their JoinGroups are parked until
+everyone known has rejoined or the rebalance timeout (``DelayedJoin``) ends it.
+CompletingRebalance is the *sync phase*: the generation is bumped, every member has its
+JoinGroup answer and waits, with a parked SyncGroup, for the leader's assignment. Stable lasts
+until something changes membership or metadata. Empty is a group with no member (it may still
+have committed offsets); Dead is a group being removed, which answers every request as if it
+were not there.
+
+Rules, in the spirit of h11's ``_state.py``:
+
+1. Every change of state goes through :func:`check_transition`, via
+   ``ClassicGroup.transition_to``, and the table :data:`VALID_PREVIOUS_STATES` is the only
+   list of legal moves. An illegal move is a coordinator bug (never a client's fault) and
+   raises :class:`~groupcoord.errors.IllegalStateError`.
+2. Two moves are not transitions, and each has its own check here: a group read back from
+   ``__consumer_offsets`` *starts* in Empty or Stable (:data:`LOADED_STATES`; Kafka constructs
+   it in that state), and a transition made in anticipation of a write that then failed is
+   *reverted* (``ClassicGroup.revert_state``; Kafka 4.x reverts its timeline state).
+3. This file knows nothing about members, requests or records. What each state allows a
+   request to do is stated in :data:`STATE_ACTIONS` (documentation rendered into
+   ``docs/state-machine.md``) and implemented by the handlers in ``classic_group.py``,
+   ``offsets.py`` and ``admin.py``, which branch on the state in the same order.
+
+``scripts/gen_state_machine.py`` renders these tables into ``docs/state-machine.md``;
+``make test`` fails when the page is out of date.
 """
 
 from __future__ import annotations
@@ -58,6 +86,63 @@ TRANSITION_CAUSES: dict[tuple[GroupState, GroupState], str] = {
     (D, D): "partition unloaded again (no-op)",
 }
 
+#: Where a group read back from ``__consumer_offsets`` starts when its partition's load
+#: completes: Stable if its record has members, else Empty (Kafka's ``ClassicGroup.fromRecord``
+#: / ``GroupMetadataManager.loadGroup``). Not a transition: the group had no state before.
+LOADED_STATES: frozenset[GroupState] = frozenset({S, E})
+
+#: What each state allows, per request (Kafka's ``ClassicGroupState`` Javadoc and the
+#: handlers' state branches). Rendered into ``docs/state-machine.md``.
+STATE_ACTIONS: dict[GroupState, dict[str, str]] = {
+    E: {
+        "JoinGroup": "new member: added, group moves to PreparingRebalance (initial delay); "
+        "known member id: UNKNOWN_MEMBER_ID",
+        "SyncGroup": "UNKNOWN_MEMBER_ID",
+        "Heartbeat": "UNKNOWN_MEMBER_ID",
+        "LeaveGroup": "UNKNOWN_MEMBER_ID per member (pending members are removed)",
+        "OffsetCommit": "accepted from an admin / simple client (generation -1, no member id)",
+        "OffsetDelete": "deletes the offsets named",
+        "DeleteGroups": "deleted (Dead once the tombstones are durable)",
+    },
+    P: {
+        "JoinGroup": "parked until the join phase completes; a new member is added",
+        "SyncGroup": "REBALANCE_IN_PROGRESS",
+        "Heartbeat": "REBALANCE_IN_PROGRESS (session extended)",
+        "LeaveGroup": "member removed; the join phase may complete",
+        "OffsetCommit": "accepted from a member of the current generation",
+        "OffsetDelete": "deletes offsets of topics no member subscribes to",
+        "DeleteGroups": "NON_EMPTY_GROUP",
+    },
+    C: {
+        "JoinGroup": "same metadata: the join answer again; new metadata: back to PreparingRebalance",
+        "SyncGroup": "parked; the leader's assignment is written, then every parked SyncGroup answered",
+        "Heartbeat": "NONE (session extended)",
+        "LeaveGroup": "member removed, back to PreparingRebalance",
+        "OffsetCommit": "REBALANCE_IN_PROGRESS",
+        "OffsetDelete": "deletes offsets of topics no member subscribes to",
+        "DeleteGroups": "NON_EMPTY_GROUP",
+    },
+    S: {
+        "JoinGroup": "leader, or new metadata: PreparingRebalance; otherwise the current assignment's "
+        "join answer",
+        "SyncGroup": "the member's assignment at once",
+        "Heartbeat": "NONE (session extended)",
+        "LeaveGroup": "member removed, PreparingRebalance",
+        "OffsetCommit": "accepted from a member of the current generation",
+        "OffsetDelete": "deletes offsets of topics no member subscribes to",
+        "DeleteGroups": "NON_EMPTY_GROUP",
+    },
+    D: {
+        "JoinGroup": "COORDINATOR_NOT_AVAILABLE",
+        "SyncGroup": "COORDINATOR_NOT_AVAILABLE",
+        "Heartbeat": "COORDINATOR_NOT_AVAILABLE",
+        "LeaveGroup": "COORDINATOR_NOT_AVAILABLE",
+        "OffsetCommit": "COORDINATOR_NOT_AVAILABLE",
+        "OffsetDelete": "GROUP_ID_NOT_FOUND",
+        "DeleteGroups": "GROUP_ID_NOT_FOUND",
+    },
+}
+
 #: Display order of the states in tables and diagrams.
 STATE_ORDER: tuple[GroupState, ...] = (E, P, C, S, D)
 
@@ -70,6 +155,12 @@ def check_transition(source: GroupState, target: GroupState) -> None:
     """Raise :class:`IllegalStateError` unless ``source -> target`` is in the table."""
     if not can_transition(source, target):
         raise IllegalStateError(f"illegal group state transition {source.value} -> {target.value}")
+
+
+def check_loaded_state(target: GroupState) -> None:
+    """Raise :class:`IllegalStateError` unless a loaded group may start in ``target``."""
+    if target not in LOADED_STATES:
+        raise IllegalStateError(f"a loaded group cannot start in {target.value}")
 
 
 def can_rebalance(state: GroupState) -> bool:
