@@ -32,7 +32,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench as gb
 from groupcoord.broker.apis import build_dispatcher
-from groupcoord.broker.group_runtime import GroupRuntime
 from groupcoord.broker.groups import routes as group_routes
 from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
@@ -40,6 +39,7 @@ from groupcoord.config import BrokerConfig
 from groupcoord.protocol.client import encode_request
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
+from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.server.app import KafkaServer
 from groupcoord.storage.batch import build_batch
 

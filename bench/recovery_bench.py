@@ -36,7 +36,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from groupcoord.broker.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
@@ -49,6 +48,7 @@ from groupcoord.coordinator.records import (
     encode_record,
     partition_for,
 )
+from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.storage.batch import build_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

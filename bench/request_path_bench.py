@@ -37,12 +37,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench as gb
 from groupcoord.broker.apis import build_dispatcher
-from groupcoord.broker.group_runtime import GroupRuntime
 from groupcoord.broker.groups import routes as group_routes
 from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
 from groupcoord.protocol.client import decode_response
+from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.server.connection import KafkaConnection
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from groupcoord.broker.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.broker.state import Broker
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
@@ -24,6 +23,7 @@ from groupcoord.coordinator.records import (
     encode_record,
 )
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.storage.batch import build_batch
 
 T0 = 1_700_000_000_000

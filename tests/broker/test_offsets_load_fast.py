@@ -20,9 +20,6 @@ from typing import Any
 
 import pytest
 
-from groupcoord.broker import offsets_load
-from groupcoord.broker.group_runtime import OFFSETS_TOPIC, GroupRuntime
-from groupcoord.broker.offsets_load import OffsetsLoader
 from groupcoord.broker.state import Broker
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
@@ -39,7 +36,10 @@ from groupcoord.coordinator.records import (
     encode_value,
     partition_for,
 )
+from groupcoord.runtime import loader as offsets_load
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
+from groupcoord.runtime.loader import OffsetsLoader
 from groupcoord.storage.batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,

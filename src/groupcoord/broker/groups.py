@@ -16,13 +16,13 @@ import io
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from groupcoord.broker.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.broker.state import Broker
 from groupcoord.coordinator import api
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms
 from groupcoord.protocol.group_responses import join_group_response, sync_group_response
 from groupcoord.protocol.registry import ApiMessages
+from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.server.connection import PreEncoded
 from groupcoord.server.context import RequestContext
 

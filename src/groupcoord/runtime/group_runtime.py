@@ -1,0 +1,306 @@
+"""The coordinator runtime inside the broker: the shard's records, events, timers and load.
+
+The group coordinator shard (``groupcoord.coordinator``) is pure: it takes requests and time
+and returns results; :class:`~groupcoord.runtime.coordinator_runtime.CoordinatorRuntime`
+applies them. This module gives that runtime a home on the broker's event loop:
+
+* its records go to the real internal topic ``__consumer_offsets`` (partition
+  ``partition_for(group)``), and a write is confirmed to the coordinator only once it is
+  durable: fsynced by the broker's coalescing flusher, unless the operator chose an explicit
+  ``log.flush.*`` policy, which then governs, exactly as for acks=-1 produces;
+* its events are published as JSON to the internal topic ``__group_events`` (keyed by group
+  id, partitioned like ``__consumer_offsets``), batched per loop tick;
+* its timers are driven by one key on the broker's loop timer service, re-armed after every
+  call into the coordinator;
+* at start it replays ``__consumer_offsets`` partition by partition, yielding to the loop
+  between chunks, so requests for a partition still loading get COORDINATOR_LOAD_IN_PROGRESS;
+* a log cleaner compacts ``__consumer_offsets`` in a worker thread, segment by segment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import struct
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING
+
+from groupcoord.constants import GROUP_EVENTS_TOPIC
+from groupcoord.constants import OFFSETS_TOPIC as OFFSETS_TOPIC
+from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.events import GroupEvent
+from groupcoord.coordinator.records import CoordinatorRecord, encode_record
+from groupcoord.errors import ErrorCode
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.loader import OffsetsLoader
+from groupcoord.storage.batch import build_batch
+from groupcoord.storage.log import PartitionLog
+
+if TYPE_CHECKING:
+    from groupcoord.broker.durability import Flushable
+    from groupcoord.broker.state import Broker
+
+log = logging.getLogger(__name__)
+
+_TIMER_KEY = ("group-coordinator",)
+#: Batches replayed between two yields to the event loop while loading.
+_LOAD_CHUNK = 256
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+class GroupRuntime:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.config = GroupConfig.from_broker(broker.config)
+        self.num_partitions = self.config.offsets_topic_num_partitions
+        self.coordinator = CoordinatorRuntime(
+            self.config,
+            broker.clock,
+            record_sink=self,
+            event_sink=self._on_event,
+            owned_partitions=(),
+        )
+        self._events: dict[int, list[GroupEvent]] = {}
+        self._events_flush_scheduled = False
+        self._load_task: asyncio.Task[None] | None = None
+        self._cleaner_task: asyncio.Task[None] | None = None
+        self.loaded = asyncio.Event()
+        self._closed = False
+        self._armed_deadline: int | None = None
+
+    # ------------------------------------------------------------------ internal topics
+    def ensure_topics(self) -> None:
+        """Create ``__consumer_offsets`` and ``__group_events`` if this data dir has none."""
+        logs = self.broker.logs
+        topics = logs.topics()
+        if OFFSETS_TOPIC not in topics:
+            logs.create_topic(
+                OFFSETS_TOPIC,
+                self.num_partitions,
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+                    "compression.type": "producer",
+                },
+                internal=True,
+            )
+            log.info("created %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
+        if GROUP_EVENTS_TOPIC not in topics:
+            logs.create_topic(
+                GROUP_EVENTS_TOPIC, self.num_partitions, {"cleanup.policy": "delete"}, internal=True
+            )
+            log.info("created %s with %d partitions", GROUP_EVENTS_TOPIC, self.num_partitions)
+        have = logs.topics()[OFFSETS_TOPIC].partitions
+        if have != self.num_partitions:
+            log.warning(
+                "%s has %d partitions but offsets.topic.num.partitions=%d; using %d",
+                OFFSETS_TOPIC,
+                have,
+                self.num_partitions,
+                have,
+            )
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Begin loading every partition (answers LOAD_IN_PROGRESS until each is done)."""
+        self.ensure_topics()
+        for p in range(self.num_partitions):
+            self.coordinator.begin_loading(p)
+        loop = asyncio.get_running_loop()
+        self._load_task = loop.create_task(self._load_all())
+        self._cleaner_task = loop.create_task(self._clean_periodically())
+
+    async def _load_all(self) -> None:
+        total = 0
+        # Loading allocates an object per committed offset and frees almost nothing: the
+        # cyclic garbage collector would walk the growing heap again and again for nothing
+        # (a fifth of the load time for a million offsets). It is off until the load ends.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for p in range(self.num_partitions):
+                total += await self._load_partition(p)
+                self.coordinator.complete_loading(p)
+                self.kick()
+        finally:
+            if gc_was_enabled:
+                if gc.get_freeze_count() == 0:
+                    # Move what the load allocated straight to the oldest generation (freeze
+                    # then unfreeze splices lists), rather than having the next young
+                    # collection walk every one of those objects once more.
+                    gc.freeze()
+                    gc.unfreeze()
+                gc.enable()
+        log.info(
+            "loaded %d records from %s (%d groups)",
+            total,
+            OFFSETS_TOPIC,
+            len(self.coordinator.groups()),
+        )
+        self.loaded.set()
+
+    async def _load_partition(self, partition: int) -> int:
+        """Replay one partition; the number of records it holds (superseded commits included).
+
+        :class:`~groupcoord.runtime.loader.OffsetsLoader` does the work: offset commits
+        are gathered between the other records and written straight into the groups' offsets
+        (a commit followed by another commit of the same key, with no other record of the
+        partition in between, is never decoded); tombstones and group records replay in log
+        order. The state is the one a replay of every record gives.
+        """
+        plog = self.broker.logs.partition(OFFSETS_TOPIC, partition)
+        loader = OffsetsLoader(self.coordinator, OFFSETS_TOPIC, partition)
+        for batches, (header, data) in enumerate(plog.iter_batches_from(plog.log_start_offset), 1):
+            loader.feed(header, data)
+            if batches % _LOAD_CHUNK == 0:
+                await asyncio.sleep(0)
+        return loader.finish()
+
+    def resign(self) -> None:
+        """At shutdown: answer every parked JoinGroup and SyncGroup with NOT_COORDINATOR.
+
+        Kafka's coordinator does this when leadership of its partitions moves away (a
+        controlled shutdown moves all of them): ``GroupCoordinator.onResignation`` unloads each
+        group, answering its parked JoinGroups (PreparingRebalance) and SyncGroups
+        (CompletingRebalance, Stable) with NOT_COORDINATOR, on which clients look the
+        coordinator up again. Without this the parked requests would hold the server's drain
+        until its grace period ran out.
+
+        Only the partitions holding a parked request are unloaded: the server reads no request
+        after this (it drains), so for the other groups unloading would change nothing a client
+        sees, and would cost a log line and a Dead event per group at every shutdown.
+        """
+        parked = {
+            self.coordinator.partition_for(group.group_id)
+            for group in self.coordinator.groups()
+            if any(m.awaiting_join is not None or m.awaiting_sync is not None for m in group.members.values())
+        }
+        for p in sorted(parked):
+            self.coordinator.unload_partition(p)
+        self.kick()
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in (self._load_task, self._cleaner_task):
+            if task is not None:
+                task.cancel()
+        self.broker.timers.cancel(_TIMER_KEY)
+        self._flush_events()
+
+    # ------------------------------------------------------------------ driving the core
+    def kick(self) -> None:
+        """Re-arm the loop timer for the coordinator's earliest deadline.
+
+        Called after every coordinator call; most calls (a heartbeat pushing one member's
+        session deadline out) leave the earliest deadline where it was, and then nothing is
+        re-armed.
+        """
+        deadline = self.coordinator.next_deadline()
+        if deadline == self._armed_deadline:
+            return
+        self._armed_deadline = deadline
+        if deadline is None:
+            self.broker.timers.cancel(_TIMER_KEY)
+        else:
+            self.broker.timers.schedule(_TIMER_KEY, deadline, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._armed_deadline = None  # the loop timer that called us is spent
+        if self._closed:
+            return
+        self.coordinator.poll()
+        self.kick()
+
+    # ------------------------------------------------------------------ RecordSink
+    def append(
+        self,
+        partition: int,
+        records: Sequence[CoordinatorRecord],
+        done: Callable[[ErrorCode], None],
+    ) -> None:
+        try:
+            plog = self.broker.logs.partition(OFFSETS_TOPIC, partition)
+        except KeyError:
+            self._finish(done, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return
+        now = self.broker.clock.now_ms()
+        entries = []
+        for rec in records:
+            key, value = encode_record(rec)
+            entries.append((key, value, ()))
+        batch = build_batch(entries, timestamp_ms=now)
+        try:
+            plog.append(batch)
+        except Exception as exc:  # the storage layer's errors carry no wire code of their own
+            code = getattr(exc, "code", None)
+            log.error("%s-%d append failed: %r", OFFSETS_TOPIC, partition, exc)
+            self._finish(done, code if isinstance(code, ErrorCode) else ErrorCode.KAFKA_STORAGE_ERROR)
+            return
+        self.broker.notify_append((OFFSETS_TOPIC, partition), len(batch))
+        if self.broker.config.flush_policy_explicit:
+            self._finish(done, ErrorCode.NONE)
+            return
+        dirty: dict[Hashable, Flushable] = {}
+        dirty[(OFFSETS_TOPIC, partition)] = plog
+        fut = self.broker.flusher.flush(dirty)
+        fut.add_done_callback(lambda f: self._flushed(f, done))
+
+    def _flushed(self, fut: asyncio.Future[None], done: Callable[[ErrorCode], None]) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            self._finish(done, ErrorCode.KAFKA_STORAGE_ERROR)
+        else:
+            self._finish(done, ErrorCode.NONE)
+
+    def _finish(self, done: Callable[[ErrorCode], None], code: ErrorCode) -> None:
+        done(code)
+        self.kick()
+
+    # ------------------------------------------------------------------ events
+    def _on_event(self, event: GroupEvent) -> None:
+        partition = self.coordinator.partition_for(event.group_id)
+        self._events.setdefault(partition, []).append(event)
+        if not self._events_flush_scheduled:
+            self._events_flush_scheduled = True
+            try:
+                asyncio.get_running_loop().call_soon(self._flush_events)
+            except RuntimeError:  # no loop (closing): write now
+                self._flush_events()
+
+    def _flush_events(self) -> None:
+        self._events_flush_scheduled = False
+        pending, self._events = self._events, {}
+        for partition, events in pending.items():
+            try:
+                plog = self.broker.logs.partition(GROUP_EVENTS_TOPIC, partition)
+            except KeyError:
+                continue
+            entries = [(e.group_id.encode("utf-8"), e.to_json(), ()) for e in events]
+            batch = build_batch(entries, timestamp_ms=events[-1].time_ms)
+            try:
+                plog.append(batch)
+            except Exception:
+                log.exception(
+                    "%s-%d: could not publish %d events", GROUP_EVENTS_TOPIC, partition, len(events)
+                )
+                continue
+            self.broker.notify_append((GROUP_EVENTS_TOPIC, partition), len(batch))
+
+    # ------------------------------------------------------------------ log cleaner
+    async def _clean_periodically(self) -> None:
+        """Compact ``__consumer_offsets`` in a worker thread, one partition at a time, every
+        ``log.cleaner.backoff.ms``. Appends go on meanwhile: compaction touches only rolled
+        segments (the storage layer's threading rule)."""
+        interval_s = max(self.broker.config.log_cleaner_backoff_ms, 10) / 1000.0
+        loop = asyncio.get_running_loop()
+        await self.loaded.wait()
+        while True:
+            await asyncio.sleep(interval_s)
+            for p in range(self.num_partitions):
+                plog: PartitionLog = self.broker.logs.partition(OFFSETS_TOPIC, p)
+                try:
+                    await loop.run_in_executor(None, plog.compact, self.broker.clock.now_ms())
+                except Exception:
+                    log.exception("%s-%d: compaction failed", OFFSETS_TOPIC, p)
