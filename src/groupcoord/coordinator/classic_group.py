@@ -100,7 +100,7 @@ class ClassicGroupHandlers(ShardBase):
             self._groups[req.group_id] = group
             self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
 
-        if not self._accept_joining_member(group, req.member_id):
+        if not self.accept_joining_member(group, req.member_id):
             self._reject_over_max_size(group, req)
             self._respond(reply, join_error(v, ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID))
         elif is_unknown:
@@ -111,7 +111,7 @@ class ClassicGroupHandlers(ShardBase):
         if group.state is PREPARING:
             self.maybe_complete_join(group)
 
-    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+    def accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         """Kafka's ``acceptJoiningMember`` (group.max.size, KIP-389 / KAFKA-9885)."""
         max_size = self._config.group_max_size
         if group.state in (EMPTY, DEAD):

@@ -4,7 +4,7 @@ Every protocol deadline of the classic group protocol sits in one
 :class:`~groupcoord.timer.KeyedTimer`, keyed by one of the values below. Scheduling a key
 replaces that key's earlier timer, so each key names *one* deadline that can be pending at a
 time: one join deadline per group, one session deadline per member, and so on. When a timer
-fires, the coordinator dispatches on the key's type (``GroupCoordinator.poll``).
+fires, the coordinator dispatches on the key's type (``GroupCoordinatorShard.poll``).
 
 ========================  ==========================================  ==========================
 key                       Kafka                                       on expiry
