@@ -26,6 +26,17 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _ONE_BYTE = [bytes((n,)) for n in range(0x80)]
+_pack_i8 = _I8.pack
+_pack_i16 = _I16.pack
+_pack_i32 = _I32.pack
+_pack_i64 = _I64.pack
+
+
+def _checked(s: struct.Struct, v: int) -> bytes:
+    try:
+        return s.pack(v)
+    except struct.error as exc:
+        raise ValueError(f"integer {v} does not fit in {s.size * 8} bits") from exc
 
 
 def uvarint_bytes(n: int) -> bytes:
@@ -63,29 +74,20 @@ class WireWriter:
         """Bytes written as they are (no length prefix)."""
         self.parts.append(data)
 
-    def _int(self, s: struct.Struct, v: int) -> None:
-        if self.checked:
-            try:
-                self.parts.append(s.pack(v))
-            except struct.error as exc:
-                raise ValueError(f"integer {v} does not fit in {s.size * 8} bits") from exc
-        else:
-            self.parts.append(s.pack(v))
-
     def int8(self, v: int) -> None:
-        self._int(_I8, v)
+        self.parts.append(_checked(_I8, v) if self.checked else _pack_i8(v))
 
     def boolean(self, v: bool) -> None:
         self.parts.append(b"\x01" if v else b"\x00")
 
     def int16(self, v: int) -> None:
-        self._int(_I16, v)
+        self.parts.append(_checked(_I16, v) if self.checked else _pack_i16(v))
 
     def int32(self, v: int) -> None:
-        self._int(_I32, v)
+        self.parts.append(_checked(_I32, v) if self.checked else _pack_i32(v))
 
     def int64(self, v: int) -> None:
-        self._int(_I64, v)
+        self.parts.append(_checked(_I64, v) if self.checked else _pack_i64(v))
 
     def uvarint(self, v: int) -> None:
         self.parts.append(uvarint_bytes(v))
@@ -95,7 +97,7 @@ class WireWriter:
         if self.flexible:
             self.parts.append(uvarint_bytes(0 if n is None else n + 1))
         else:
-            self._int(_I32, -1 if n is None else n)
+            self.int32(-1 if n is None else n)
 
     def string(self, s: str | None, field: str = "string") -> None:
         """A (nullable) string; ``field`` names it in the error of a checked writer."""
@@ -103,12 +105,10 @@ class WireWriter:
             self.parts.append(b"\x00" if self.flexible else b"\xff\xff")
             return
         raw = s.encode("utf-8")
-        if self.checked and len(raw) > INT16_MAX:
-            raise ValueError(f"{field} is {len(raw)} bytes in UTF-8; a Kafka string holds at most 32767")
-        if self.flexible:
-            self.parts.append(uvarint_bytes(len(raw) + 1))
-        else:
-            self.parts.append(_I16.pack(len(raw)))
+        n = len(raw)
+        if self.checked and n > INT16_MAX:
+            raise ValueError(f"{field} is {n} bytes in UTF-8; a Kafka string holds at most 32767")
+        self.parts.append(uvarint_bytes(n + 1) if self.flexible else _pack_i16(n))
         self.parts.append(raw)
 
     def bytes_(self, b: bytes | None) -> None:
@@ -116,7 +116,11 @@ class WireWriter:
         if b is None:
             self._length(None)
             return
-        self._length(len(b))
+        n = len(b)
+        if self.flexible:
+            self.parts.append(uvarint_bytes(n + 1))
+        else:
+            self.parts.append(_checked(_I32, n) if self.checked else _pack_i32(n))
         self.parts.append(bytes(b))
 
     def array_length(self, n: int | None) -> None:
