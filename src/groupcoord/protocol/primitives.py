@@ -113,15 +113,16 @@ class WireWriter:
 
     def bytes_(self, b: bytes | None) -> None:
         """A (nullable) bytes field."""
+        parts = self.parts
         if b is None:
-            self._length(None)
+            parts.append(b"\x00" if self.flexible else b"\xff\xff\xff\xff")
             return
         n = len(b)
         if self.flexible:
-            self.parts.append(uvarint_bytes(n + 1))
+            parts.append(uvarint_bytes(n + 1))
         else:
-            self.parts.append(_checked(_I32, n) if self.checked else _pack_i32(n))
-        self.parts.append(bytes(b))
+            parts.append(_checked(_I32, n) if self.checked else _pack_i32(n))
+        parts.append(b if type(b) is bytes else bytes(b))
 
     def array_length(self, n: int | None) -> None:
         """The element count that precedes an array (None: a null array)."""
