@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import random
 import warnings
 from types import NoneType, UnionType
@@ -10,7 +11,7 @@ from typing import Any, Union, get_args, get_origin
 
 import pytest
 from hypothesis import strategies as st
-from kio.static.primitive import Records
+from kio.static.primitive import Records, i64Timedelta
 
 from groupcoord.protocol.client import encode_request
 from groupcoord.protocol.guard import check_request
@@ -23,6 +24,15 @@ SERVED = [(0, 3, 10), (1, 4, 16), (2, 1, 9), (3, 0, 12), (8, 2, 9), (9, 1, 9), (
           (22, 0, 4), (32, 1, 4), (37, 0, 3), (42, 0, 2), (47, 0, 0)]  # fmt: skip
 
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
+# kio's i64Timedelta admits timedelta.min..max, but its decoder cannot turn every such millisecond
+# count back into a timedelta (it raises "timedelta milliseconds overflow", which the registry
+# reports as a malformed body). Real clients send -1 or retention times of days; generating inside
+# +-100,000 days keeps the round-trip check about our guard, not about that kio limit.
+# Whole milliseconds, as on the wire.
+_MS = 100_000 * 86_400_000
+st.register_type_strategy(
+    i64Timedelta, st.integers(-_MS, _MS).map(lambda ms: i64Timedelta(datetime.timedelta(milliseconds=ms)))
+)
 
 
 def test_compact_array_count_bomb_is_refused_before_decoding() -> None:
