@@ -31,8 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench as gb
-from groupcoord.broker.apis import build_dispatcher
-from groupcoord.broker.groups import routes as group_routes
+from groupcoord.app import build_dispatcher
 from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
@@ -109,7 +108,7 @@ async def one_run(workload: str, n: int) -> dict[str, Any]:
         )
         broker = Broker.open(config, Path(d), SystemClock())
         broker.groups = GroupRuntime(broker)
-        dispatcher = build_dispatcher(broker, group_routes())
+        dispatcher = build_dispatcher(broker)
         server = KafkaServer(dispatcher, host="127.0.0.1", port=0, max_frame_bytes=1 << 27)
         await server.start()
         broker.groups.start()

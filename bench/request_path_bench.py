@@ -36,8 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench as gb
-from groupcoord.broker.apis import build_dispatcher
-from groupcoord.broker.groups import routes as group_routes
+from groupcoord.app import build_dispatcher
 from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
@@ -149,7 +148,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         broker = Broker.open(config, Path(d), SystemClock())
         broker.groups = GroupRuntime(broker)
-        dispatcher = build_dispatcher(broker, group_routes())
+        dispatcher = build_dispatcher(broker)
         broker.start_maintenance()
         broker.groups.start()
         await broker.groups.loaded.wait()

@@ -37,7 +37,7 @@ def _serve(args: argparse.Namespace) -> int:
     def announce(host: str, port: int) -> None:
         print(f"groupcoord listening on {host}:{port}", flush=True)
 
-    from groupcoord.server.serve import StartupError, run_blocking
+    from groupcoord.app import StartupError, run_blocking
 
     try:
         run_blocking(config, data_dir, on_listening=announce)

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from groupcoord.broker.apis import build_dispatcher
+from groupcoord.app import build_dispatcher
 from groupcoord.broker.state import Broker
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
@@ -72,7 +72,7 @@ def run_broker(
         config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *settings])
         the_clock = clock or ManualClock()
         broker = Broker.open(config, data_dir, the_clock)
-        dispatcher = build_dispatcher(broker)
+        dispatcher = build_dispatcher(broker, with_groups=False)
         server = KafkaServer(
             dispatcher, host="127.0.0.1", port=0, max_frame_bytes=config.socket_request_max_bytes
         )

@@ -14,7 +14,6 @@ import pytest
 from broker_harness import Env, nested, run_broker
 
 from groupcoord.broker import fetch
-from groupcoord.broker.apis import build_dispatcher
 from groupcoord.clock import ManualClock
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
 from groupcoord.protocol.fetch_response import (
@@ -124,7 +123,7 @@ def test_hand_encoded_fetch_response_is_byte_identical_to_kio_at_every_version(v
 
 def test_encoder_covers_exactly_the_advertised_fetch_versions(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
-        ranges = {k: (lo, hi) for k, lo, hi in build_dispatcher(env.broker).registry.ranges()}
+        ranges = {k: (lo, hi) for k, lo, hi in env.broker.registry.ranges()}
         assert ranges[FETCH] == (MIN_VERSION, MAX_VERSION)
 
     run_broker(tmp_path, scenario)

@@ -15,10 +15,9 @@ import pytest
 from broker_harness import Env, run_broker
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, is_optional
 
-from groupcoord.broker.apis import ROUTES, build_dispatcher
-from groupcoord.broker.group_runtime import GroupRuntime
-from groupcoord.broker.groups import routes as group_routes
+from groupcoord.app import GROUP_APIS, ROUTES
 from groupcoord.protocol.registry import load_messages
+from groupcoord.runtime.group_runtime import GroupRuntime
 
 METADATA = 3
 
@@ -94,8 +93,10 @@ def test_random_bodies_never_take_the_broker_down_nor_log_an_error(
         env.broker.logs.create_topic("t", 2, {})
         # The group APIs too, wired as ``serve`` wires them.
         env.broker.groups = GroupRuntime(env.broker)
-        routes = [*ROUTES, *group_routes()]
-        env.server.dispatcher = build_dispatcher(env.broker, group_routes())  # new connections use it
+        routes = list(ROUTES.values())
+        for route in routes:
+            if route.api_key in GROUP_APIS:
+                env.server.dispatcher.add_route(route)
         env.broker.groups.start()
         await env.broker.groups.loaded.wait()
         outcomes = {"answered": 0, "closed": 0}

@@ -1031,12 +1031,11 @@ def test_requests_for_a_loading_partition_get_the_reference_codes(tmp_path: Path
     import asyncio
     import threading
 
-    from groupcoord.broker.apis import build_dispatcher
-    from groupcoord.broker.group_runtime import GroupRuntime
-    from groupcoord.broker.groups import routes as group_routes
+    from groupcoord.app import build_dispatcher
     from groupcoord.broker.state import Broker
     from groupcoord.clock import ManualClock
     from groupcoord.config import BrokerConfig
+    from groupcoord.runtime.group_runtime import GroupRuntime
     from groupcoord.server.app import KafkaServer
 
     ready = threading.Event()
@@ -1052,7 +1051,7 @@ def test_requests_for_a_loading_partition_get_the_reference_codes(tmp_path: Path
         for p in range(OFFSETS_PARTITIONS):
             runtime.coordinator.begin_loading(p)  # and never complete
         server = KafkaServer(
-            build_dispatcher(broker, group_routes()),
+            build_dispatcher(broker),
             host="127.0.0.1",
             port=0,
             max_frame_bytes=config.socket_request_max_bytes,

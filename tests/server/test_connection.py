@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from groupcoord.handling import RequestContext
 from groupcoord.protocol.client import decode_response, encode_request
 from groupcoord.protocol.entities import child, err, make
 from groupcoord.protocol.registry import ApiRegistry, load_messages
 from groupcoord.server.app import KafkaServer
-from groupcoord.server.context import RequestContext
 from groupcoord.server.dispatch import Dispatcher
 
 ZERO = datetime.timedelta(0)

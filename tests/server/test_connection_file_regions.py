@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
+from groupcoord.handling import PreEncoded, RequestContext
 from groupcoord.protocol.client import decode_response, encode_request
 from groupcoord.protocol.entities import child, err, make
 from groupcoord.protocol.fetch_response import PartitionOut, TopicOut, encode_fetch_body
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.app import KafkaServer
-from groupcoord.server.connection import PreEncoded, _send_region
-from groupcoord.server.context import RequestContext
+from groupcoord.server.connection import _send_region
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.storage.log import FileRegion
 

@@ -26,13 +26,13 @@ import pytest
 from groupcoord.clock import ManualClock
 from groupcoord.config import INT_MAX, BrokerConfig
 from groupcoord.errors import ConfigError
+from groupcoord.handling import RequestContext
+from groupcoord.loop_timers import LoopTimers
 from groupcoord.protocol.client import decode_response, encode_request
 from groupcoord.protocol.entities import err, make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.app import KafkaServer
-from groupcoord.server.context import RequestContext
 from groupcoord.server.dispatch import Dispatcher
-from groupcoord.server.timers import LoopTimers
 
 ZERO = datetime.timedelta(0)
 METADATA, HEARTBEAT = 3, 12
@@ -233,28 +233,35 @@ def test_idle_expiry_of_minus_one_never_closes() -> None:
 # ---------------------------------------------------------------------- bytes held by a stalled frame
 
 
-def test_stalled_frames_announcing_100_mb_hold_only_the_bytes_received_until_idle_expiry() -> None:
-    """24 connections each announce a 100 MB request and send 1,000 bytes of it: no memory is
-    taken for the announced size (only what arrived is buffered), and idle expiry closes them
-    all. Memory is measured on allocations made by the framing code only, not the process."""
+@pytest.mark.parametrize(
+    ("clients_n", "announced", "sent"),
+    [(24, 100 * 1024 * 1024, 1_000), (500, 64 * 1024, 10)],
+    ids=["24-frames-of-100-MB", "500-stalled-half-frames"],
+)
+def test_stalled_frames_hold_only_the_bytes_received_until_idle_expiry(
+    clients_n: int, announced: int, sent: int
+) -> None:
+    """Connections announce a large request and send a little of it: no memory is taken for
+    the announced size (only what arrived is buffered), and idle expiry closes every one of
+    them. Memory is measured on allocations made by the framing code only, not the process."""
 
     async def scenario(env: Env) -> None:
         before = env.server.connections
-        clients = [await Client.connect(env) for _ in range(24)]
+        clients = [await Client.connect(env) for _ in range(clients_n)]
         tracemalloc.start()
         try:
             for c in clients:
-                await c.send_raw(struct.pack(">i", 100 * 1024 * 1024) + b"x" * 1_000)
-            await until(lambda: len(env.server.connections - before) == 24)
+                await c.send_raw(struct.pack(">i", announced) + b"x" * sent)
+            await until(lambda: len(env.server.connections - before) == clients_n)
             conns = env.server.connections - before
-            await until(lambda: all(conn.buffered_bytes == 1_004 for conn in conns))
+            await until(lambda: all(conn.buffered_bytes == 4 + sent for conn in conns))
             snapshot = tracemalloc.take_snapshot().filter_traces(
                 [tracemalloc.Filter(True, "*/groupcoord/protocol/framing.py")]
             )
         finally:
             tracemalloc.stop()
         held = sum(stat.size for stat in snapshot.statistics("filename"))
-        assert held < 24 * 64 * 1024, f"{held} bytes held by 24 stalled frames of 1,004 bytes"
+        assert held < clients_n * 4096 + (1 << 20), f"{held} bytes held by {clients_n} stalled frames"
         env.advance(IDLE_MS + 1)
         for c in clients:
             assert await c.closed_by_server()

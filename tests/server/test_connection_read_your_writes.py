@@ -24,15 +24,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from groupcoord.broker.apis import build_dispatcher
-from groupcoord.broker.group_runtime import GroupRuntime
-from groupcoord.broker.groups import routes as group_routes
+from groupcoord.app import build_dispatcher
 from groupcoord.broker.state import Broker
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
 from groupcoord.protocol.client import decode_response, encode_request
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
+from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.server.app import KafkaServer
 from groupcoord.storage.batch import build_batch
 
@@ -53,7 +52,7 @@ def run(tmp: Path, scenario: Callable[[Env], Awaitable[None]], settings: tuple[s
         )
         broker = Broker.open(config, tmp, ManualClock())
         broker.groups = GroupRuntime(broker)
-        dispatcher = build_dispatcher(broker, group_routes())
+        dispatcher = build_dispatcher(broker)
         server = KafkaServer(
             dispatcher, host="127.0.0.1", port=0, max_frame_bytes=config.socket_request_max_bytes
         )

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from groupcoord.app import run_blocking
 from groupcoord.config import BrokerConfig
 from groupcoord.protocol.client import decode_response, encode_request
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
-from groupcoord.server.serve import run_blocking
 
 METADATA, FETCH, CREATE_TOPICS = 3, 1, 19
 

@@ -11,26 +11,25 @@ from typing import Any
 
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import PreEncoded, RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
-from groupcoord.server.connection import PreEncoded
-from groupcoord.server.context import RequestContext
 
 _ANSWERS: dict[tuple[int, tuple[tuple[int, int, int], ...]], PreEncoded] = {}
 
 
 def answer_entity(broker: Broker, version: int) -> Any:
     """The ApiVersions response entity at ``version`` for this broker's routes."""
-    resp_t = broker.dispatcher.registry.lookup(18, version).response_type
+    resp_t = broker.registry.lookup(18, version).response_type
     key_t = child(resp_t, "api_keys")
     keys = tuple(
         make(key_t, api_key=key, min_version=lo, max_version=hi)
-        for key, lo, hi in broker.dispatcher.registry.ranges()
+        for key, lo, hi in broker.registry.ranges()
     )
     return make(resp_t, error_code=err(ErrorCode.NONE), api_keys=keys, throttle_time=NO_THROTTLE)
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> PreEncoded:
-    registry = broker.dispatcher.registry
+    registry = broker.registry
     key = (ctx.api_version, tuple(registry.ranges()))
     answer = _ANSWERS.get(key)
     if answer is None:

@@ -11,14 +11,14 @@ from typing import Any
 
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
-from groupcoord.server.context import RequestContext
 
 BROKERS_ENDPOINT = 1
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
     broker_t = child(resp_t, "brokers")
     endpoint_type = int(getattr(request, "endpoint_type", BROKERS_ENDPOINT))

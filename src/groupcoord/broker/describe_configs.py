@@ -7,8 +7,8 @@ from typing import Any
 from groupcoord.broker.state import Broker
 from groupcoord.config import PROPERTIES, BrokerConfig
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
-from groupcoord.server.context import RequestContext
 from groupcoord.storage.log_config import (
     SOURCE_DEFAULT,
     SOURCE_STATIC_BROKER,
@@ -43,7 +43,7 @@ def _broker_entries(config: BrokerConfig) -> list[ConfigEntry]:
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
     result_t = child(resp_t, "results")
     config_t = child(result_t, "configs")

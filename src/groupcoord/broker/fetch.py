@@ -21,11 +21,10 @@ from typing import Any, cast
 
 from groupcoord.broker.state import Broker, FetchWaiter
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import FileRegion, PreEncoded, RequestContext
 from groupcoord.protocol.entities import ms
 from groupcoord.protocol.fetch_response import PartitionOut, TopicOut, encode_fetch_body
-from groupcoord.server.connection import PreEncoded
-from groupcoord.server.context import RequestContext
-from groupcoord.storage.log import FileRegion, OffsetOutOfRangeError
+from groupcoord.storage.log import OffsetOutOfRangeError
 
 _ZERO_UUID = uuid.UUID(int=0)
 

@@ -19,12 +19,11 @@ from typing import Any, TypeVar
 from groupcoord.broker.state import Broker
 from groupcoord.coordinator import api
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import PreEncoded, RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms
 from groupcoord.protocol.group_responses import join_group_response, sync_group_response
 from groupcoord.protocol.registry import ApiMessages
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
-from groupcoord.server.connection import PreEncoded
-from groupcoord.server.context import RequestContext
 
 R = TypeVar("R")
 
@@ -41,7 +40,7 @@ def _runtime(broker: Broker) -> GroupRuntime:
 
 
 def _response_type(broker: Broker, ctx: RequestContext) -> Any:
-    return broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version).response_type
+    return broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
 
 
 def _call(
@@ -227,7 +226,7 @@ def _heartbeat_answer(messages: ApiMessages, error: ErrorCode) -> PreEncoded:
 
 def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     runtime = _runtime(broker)
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     req = api.HeartbeatRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id),
@@ -576,27 +575,4 @@ def offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return _call(runtime, lambda reply: runtime.coordinator.offset_delete(req, reply), encode)
 
 
-def routes() -> list[Any]:
-    """The group APIs' dispatch lines (api key, versions, handler)."""
-    from groupcoord.broker.apis import ApiRoute
-
-    return [
-        # OffsetCommit: pipelined commits on one connection may wait for their writes together
-        # (the overlap rule in server.dispatch); anything else behind them waits for all.
-        ApiRoute(
-            api_key=8, min_version=2, max_version=9, handler=offset_commit, overlap="offset-commit"
-        ),  # OffsetCommit
-        ApiRoute(api_key=9, min_version=1, max_version=9, handler=offset_fetch),  # OffsetFetch
-        ApiRoute(api_key=10, min_version=0, max_version=6, handler=find_coordinator),  # FindCoordinator
-        ApiRoute(api_key=11, min_version=0, max_version=9, handler=join_group),  # JoinGroup
-        ApiRoute(api_key=12, min_version=0, max_version=4, handler=heartbeat),  # Heartbeat
-        ApiRoute(api_key=13, min_version=0, max_version=5, handler=leave_group),  # LeaveGroup
-        ApiRoute(api_key=14, min_version=0, max_version=5, handler=sync_group),  # SyncGroup
-        ApiRoute(api_key=15, min_version=0, max_version=5, handler=describe_groups),  # DescribeGroups
-        ApiRoute(api_key=16, min_version=0, max_version=5, handler=list_groups),  # ListGroups
-        ApiRoute(api_key=42, min_version=0, max_version=2, handler=delete_groups),  # DeleteGroups
-        ApiRoute(api_key=47, min_version=0, max_version=0, handler=offset_delete),  # OffsetDelete
-    ]
-
-
-__all__ = ["OFFSETS_TOPIC", "routes"]
+__all__ = ["OFFSETS_TOPIC"]

@@ -14,8 +14,8 @@ from typing import Any
 
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, err, make
-from groupcoord.server.context import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ _MAX_EPOCH = 32767
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
     if request.transactional_id is not None:
         return make(

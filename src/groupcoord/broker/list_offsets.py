@@ -6,8 +6,8 @@ from typing import Any
 
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
-from groupcoord.server.context import RequestContext
 
 LATEST = -1
 EARLIEST = -2
@@ -41,7 +41,7 @@ def _lookup(broker: Broker, topic: str, partition: int, ts: int, version: int) -
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
     topic_t = child(resp_t, "topics")
     part_t = child(topic_t, "partitions")

@@ -12,8 +12,8 @@ from typing import Any
 
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
-from groupcoord.server.context import RequestContext
 from groupcoord.storage.manager import InvalidTopicError, TopicExistsError, TopicMeta
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def _by_id(entry: Any) -> bool:
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
     topic_t = child(resp_t, "topics")
     broker_t = child(resp_t, "brokers")

@@ -17,8 +17,8 @@ from typing import Any
 from groupcoord.broker.durability import Flushable
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
-from groupcoord.server.context import RequestContext
 from groupcoord.storage.batch import CorruptBatchError, iter_batches, parse_header
 from groupcoord.storage.log import RecordTooLargeError
 
@@ -178,7 +178,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     if acks == 0:
         return None
 
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
 
     def build() -> Any:

@@ -22,7 +22,8 @@ from groupcoord.broker.producers import PartitionProducers, ProducerIdAllocator
 from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import DataDirError
-from groupcoord.server.timers import LoopTimers
+from groupcoord.loop_timers import LoopTimers
+from groupcoord.protocol.registry import ApiRegistry
 from groupcoord.storage.log_config import log_config_for
 from groupcoord.storage.manager import LogManager, TopicMeta
 
@@ -141,8 +142,11 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(data_dir / "producer_id_block")
         self.producers: dict[TopicPartition, PartitionProducers] = {}
         self.fetch_waiters = FetchWaiters()
-        self.dispatcher: Any = None  # set by build_dispatcher; ApiVersions reads its registry
-        #: The consumer-group coordinator's host (broker.group_runtime.GroupRuntime), set by serve.
+        #: What this broker serves (api key -> versions); the composition root's dispatcher
+        #: fills it from the route table, and ApiVersions answers from it.
+        self.registry = ApiRegistry()
+        #: The consumer-group coordinator's host (runtime.group_runtime.GroupRuntime), set by the
+        #: composition root (groupcoord.app); the group APIs' handlers find it here.
         self.groups: Any = None
 
     @classmethod

@@ -14,8 +14,8 @@ from typing import Any
 
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
-from groupcoord.server.context import RequestContext
 from groupcoord.storage.log_config import (
     InvalidConfigError,
     describe_topic_configs,
@@ -100,7 +100,7 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
 
 
 def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
     topic_t = child(resp_t, "topics")
     config_t = child(topic_t, "configs") if has_field(topic_t, "configs") else None
@@ -170,7 +170,7 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
     result_t = child(resp_t, "responses")
     wanted: list[tuple[str | None, uuid.UUID | None]]
@@ -218,7 +218,7 @@ def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.dispatcher.registry.lookup(ctx.api_key, ctx.api_version)
+    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
     result_t = child(resp_t, "results")
     out = []

@@ -26,9 +26,9 @@ import socket
 from typing import Any
 
 from groupcoord.clock import SystemClock
+from groupcoord.loop_timers import LoopTimers
 from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.dispatch import Dispatcher
-from groupcoord.server.timers import LoopTimers
 
 log = logging.getLogger(__name__)
 

@@ -61,7 +61,6 @@ import struct
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiKeysV0
@@ -70,6 +69,7 @@ from kio.serial import entity_writer
 from kio.static.primitive import i16
 
 from groupcoord.errors import ErrorCode
+from groupcoord.handling import FileRegion, Piece, PreEncoded, RequestContext
 from groupcoord.protocol.entities import err
 from groupcoord.protocol.framing import FrameDecoder, FrameError, encode_frame
 from groupcoord.protocol.headers import (
@@ -84,9 +84,7 @@ from groupcoord.protocol.registry import (
     UnknownApiError,
     UnsupportedVersionError,
 )
-from groupcoord.server.context import RequestContext
 from groupcoord.server.dispatch import Dispatcher
-from groupcoord.storage.log import FileRegion
 
 log = logging.getLogger(__name__)
 
@@ -95,17 +93,6 @@ MAX_IN_FLIGHT = 256
 
 _write_api_versions_v0 = entity_writer(ApiVersionsResponseV0)
 _SIZE = struct.Struct(">i")
-
-Piece = bytes | FileRegion
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PreEncoded:
-    """A response body encoded by its handler: pieces written in order after the response
-    header. The connection owns the file regions from then on and closes each one once it is
-    sent or dropped."""
-
-    pieces: tuple[Piece, ...]
 
 
 def _release(pieces: Iterable[Piece]) -> None:

@@ -1,12 +1,14 @@
-"""The dispatch table: api key -> (version range, handler).
+"""The dispatcher the connection hands decoded requests to: api key -> (version range, handler).
 
-Adding an API is one handler module plus one :meth:`Dispatcher.add` line; the registry the
-connection decodes with, and therefore what ApiVersions advertises, is exactly the set of
-added (key, versions).
+The server knows no handler: the composition root (:mod:`groupcoord.app`) builds a
+:class:`Dispatcher` from its route table (:class:`~groupcoord.handling.Route` lines keyed by
+:class:`~groupcoord.protocol.api_keys.ApiKey`). The registry the connection decodes with, and
+therefore what ApiVersions advertises, is exactly the set of added (key, versions).
 
 A handler is called as ``handler(state, ctx, request)`` and returns the response entity (of
 the request's version), ``None`` for "no response on the wire" (Produce with acks=0), or an
-awaitable of either. Work that must happen in request order (appends) is done before the
+awaitable of either; an :data:`~groupcoord.handling.Interceptor`, when given, is called
+instead and decides whether to proceed. Work that must happen in request order (appends) is done before the
 handler returns; only waiting (fsync, long-poll, parked joins) goes in the awaitable.
 
 While a request's awaitable is pending, its connection hands no later request to a handler
@@ -30,35 +32,53 @@ pending part changes, and A's answer does not depend on B. Two such classes are 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
+from groupcoord.handling import Handler, HandlerResult, Interceptor, RequestContext, Route
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.registry import ApiRegistry
-from groupcoord.server.context import RequestContext
 
 S = TypeVar("S")
 
-HandlerResult = Any | None | Awaitable[Any | None]
-Handler = Callable[[S, RequestContext, Any], HandlerResult]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Route(Generic[S]):
-    api_key: int
-    min_version: int
-    max_version: int
-    handler: Handler[S]
-    #: requests of one overlap class may wait alongside each other (module docstring)
-    overlap: str | None = None
+__all__ = ["Dispatcher", "Handler", "HandlerResult", "Route"]
 
 
 class Dispatcher(Generic[S]):
-    def __init__(self, state: S) -> None:
+    """The routes of one server, each handler called with ``state``.
+
+    Args:
+        state: what every handler gets first (the broker).
+        routes: the route table (more may be added with :meth:`add_route` before serving).
+        registry: the registry to fill (one the state already holds, so that ApiVersions
+            reads the same table); a new one if not given.
+        interceptor: called instead of each handler (see :data:`groupcoord.handling.Interceptor`).
+    """
+
+    def __init__(
+        self,
+        state: S,
+        routes: Iterable[Route[S]] = (),
+        *,
+        registry: ApiRegistry | None = None,
+        interceptor: Interceptor | None = None,
+    ) -> None:
         self.state = state
-        self.registry = ApiRegistry()
+        self.registry = registry if registry is not None else ApiRegistry()
+        self.interceptor = interceptor
         self._routes: dict[int, Route[S]] = {}
         self._overlap: dict[int, str] = {}
+        for route in routes:
+            self.add_route(route)
+
+    def add_route(self, route: Route[S]) -> None:
+        key = int(route.api_key)
+        self.registry.register(key, route.min_version, route.max_version)
+        self._routes[key] = route
+        if route.overlap is not None:
+            self._overlap[key] = route.overlap
+        else:
+            self._overlap.pop(key, None)
 
     def add(
         self,
@@ -69,18 +89,15 @@ class Dispatcher(Generic[S]):
         *,
         overlap: str | None = None,
     ) -> None:
-        self.registry.register(api_key, min_version, max_version)
-        self._routes[api_key] = Route(
-            api_key=api_key,
-            min_version=min_version,
-            max_version=max_version,
-            handler=handler,
-            overlap=overlap,
+        self.add_route(
+            Route(
+                api_key=ApiKey(api_key),
+                min_version=min_version,
+                max_version=max_version,
+                handler=handler,
+                overlap=overlap,
+            )
         )
-        if overlap is not None:
-            self._overlap[api_key] = overlap
-        else:
-            self._overlap.pop(api_key, None)
 
     def overlap_class(self, api_key: int) -> str | None:
         """The overlap class of an API's requests (None: none; unknown APIs have none)."""
@@ -90,4 +107,9 @@ class Dispatcher(Generic[S]):
         return self._routes[api_key]
 
     def call(self, ctx: RequestContext, request: Any) -> HandlerResult:
+        if self.interceptor is not None:
+            return self.interceptor(ctx, request, self._proceed)
+        return self._routes[ctx.api_key].handler(self.state, ctx, request)
+
+    def _proceed(self, ctx: RequestContext, request: Any) -> HandlerResult:
         return self._routes[ctx.api_key].handler(self.state, ctx, request)

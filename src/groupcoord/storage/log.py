@@ -32,6 +32,7 @@ from pathlib import Path
 from groupcoord.clock import Clock
 from groupcoord.constants import INT32_MAX
 from groupcoord.errors import ErrorCode, KafkaError
+from groupcoord.handling import FileRegion
 
 from .batch import (
     BatchHeader,
@@ -101,66 +102,6 @@ class ReadResult:
     #: (fd, position, length) of ``data`` in its segment file, for os.sendfile. The descriptor is
     #: valid only until the log is next changed (retention, truncation, compaction swap, close).
     file: tuple[int, int, int] | None
-
-
-class FileRegion:
-    """A byte range of a segment file, held open on its own descriptor until :meth:`close`.
-
-    The descriptor is a duplicate taken under the log's lock, so the range stays readable
-    after retention deletes the file or compaction swaps it; an in-place truncation of the
-    active segment (``truncate_to``) can still shorten it, which a sender detects as a short
-    read. Positional I/O only: the duplicate shares the file offset with the segment's own
-    descriptor, which the log never uses.
-    """
-
-    __slots__ = ("_fd", "length", "position")
-
-    def __init__(self, fd: int, position: int, length: int) -> None:
-        self._fd = fd
-        self.position = position
-        self.length = length
-
-    @property
-    def fd(self) -> int:
-        if self._fd < 0:
-            raise ValueError("file region is closed")
-        return self._fd
-
-    @property
-    def closed(self) -> bool:
-        return self._fd < 0
-
-    def advance(self, n: int) -> None:
-        """Drop the first ``n`` bytes of the range (they were sent)."""
-        if not 0 <= n <= self.length:
-            raise ValueError(f"cannot advance {n} bytes in a region of {self.length}")
-        self.position += n
-        self.length -= n
-
-    def read(self) -> bytes:
-        """The bytes of the range (a copy); short if the file was truncated meanwhile."""
-        parts: list[bytes] = []
-        pos, left = self.position, self.length
-        while left > 0:
-            chunk = os.pread(self.fd, left, pos)
-            if not chunk:
-                break
-            parts.append(chunk)
-            pos += len(chunk)
-            left -= len(chunk)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def __del__(self) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"FileRegion(fd={self._fd}, position={self.position}, length={self.length})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

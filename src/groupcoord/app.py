@@ -1,0 +1,308 @@
+"""The composition root: the one place that wires server, broker, storage and coordinator runtime.
+
+Every other layer imports only downward (``docs/architecture.md``; checked by
+``tests/test_import_layers.py``). This module holds what needs them all:
+
+* :data:`ROUTES`, the one route table: :class:`~groupcoord.protocol.api_keys.ApiKey` ->
+  versions and handler, for the broker's APIs and the group coordinator's. ApiVersions
+  advertises exactly these ranges. Version ranges cover what confluent-kafka, kafka-python
+  and aiokafka send (reference §3).
+* :class:`BrokerApp`, which opens the broker on its data dir, puts the coordinator runtime on
+  it, builds the dispatcher and the TCP server, and starts and stops them in order.
+* :func:`run` / :func:`run_blocking`, what ``groupcoord serve`` runs.
+
+To add an API: write its handler (``handle(broker, ctx, request) -> response | None |
+awaitable``, see :mod:`groupcoord.handling`) and add one :class:`~groupcoord.handling.Route`
+line to :data:`ROUTES`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from groupcoord.broker import (
+    api_versions,
+    describe_cluster,
+    describe_configs,
+    fetch,
+    groups,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+    topics,
+)
+from groupcoord.broker.state import Broker
+from groupcoord.clock import Clock, SystemClock
+from groupcoord.config import BrokerConfig
+from groupcoord.errors import DataDirError
+from groupcoord.handling import Interceptor, Route
+from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.runtime.group_runtime import GroupRuntime
+from groupcoord.server.app import KafkaServer
+from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
+
+log = logging.getLogger(__name__)
+
+K = ApiKey
+
+
+def _table(routes: Iterable[Route[Broker]]) -> Mapping[ApiKey, Route[Broker]]:
+    table: dict[ApiKey, Route[Broker]] = {}
+    for route in routes:
+        if route.api_key in table:
+            raise ValueError(f"{route.api_key.name} routed twice")
+        table[route.api_key] = route
+    return MappingProxyType(table)
+
+
+#: The one route table. ``overlap``: requests of one class may wait alongside each other on a
+#: connection (the rule is in ``server.dispatch``).
+ROUTES: Mapping[ApiKey, Route[Broker]] = _table(
+    [
+        # Produce: appends are done (and readable) before the handler returns; only the fsync
+        # of acks=-1 is awaited, so pipelined produces may wait for their fsyncs together.
+        Route(api_key=K.PRODUCE, min_version=3, max_version=10, handler=produce.handle, overlap="produce"),
+        Route(api_key=K.FETCH, min_version=4, max_version=16, handler=fetch.handle),
+        Route(api_key=K.LIST_OFFSETS, min_version=1, max_version=9, handler=list_offsets.handle),
+        Route(api_key=K.METADATA, min_version=0, max_version=12, handler=metadata.handle),
+        # OffsetCommit: pipelined commits on one connection may wait for their writes together;
+        # anything else behind them waits for all.
+        Route(
+            api_key=K.OFFSET_COMMIT,
+            min_version=2,
+            max_version=9,
+            handler=groups.offset_commit,
+            overlap="offset-commit",
+        ),
+        Route(api_key=K.OFFSET_FETCH, min_version=1, max_version=9, handler=groups.offset_fetch),
+        Route(api_key=K.FIND_COORDINATOR, min_version=0, max_version=6, handler=groups.find_coordinator),
+        Route(api_key=K.JOIN_GROUP, min_version=0, max_version=9, handler=groups.join_group),
+        Route(api_key=K.HEARTBEAT, min_version=0, max_version=4, handler=groups.heartbeat),
+        Route(api_key=K.LEAVE_GROUP, min_version=0, max_version=5, handler=groups.leave_group),
+        Route(api_key=K.SYNC_GROUP, min_version=0, max_version=5, handler=groups.sync_group),
+        Route(api_key=K.DESCRIBE_GROUPS, min_version=0, max_version=5, handler=groups.describe_groups),
+        Route(api_key=K.LIST_GROUPS, min_version=0, max_version=5, handler=groups.list_groups),
+        Route(api_key=K.API_VERSIONS, min_version=0, max_version=4, handler=api_versions.handle),
+        Route(api_key=K.CREATE_TOPICS, min_version=2, max_version=7, handler=topics.create_topics),
+        Route(api_key=K.DELETE_TOPICS, min_version=1, max_version=6, handler=topics.delete_topics),
+        Route(api_key=K.INIT_PRODUCER_ID, min_version=0, max_version=4, handler=init_producer_id.handle),
+        Route(api_key=K.DESCRIBE_CONFIGS, min_version=1, max_version=4, handler=describe_configs.handle),
+        Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
+        Route(api_key=K.DELETE_GROUPS, min_version=0, max_version=2, handler=groups.delete_groups),
+        Route(api_key=K.OFFSET_DELETE, min_version=0, max_version=0, handler=groups.offset_delete),
+        Route(api_key=K.DESCRIBE_CLUSTER, min_version=0, max_version=1, handler=describe_cluster.handle),
+    ]
+)
+
+#: The group coordinator's APIs: served only where the coordinator runtime is installed.
+GROUP_APIS = frozenset(
+    {
+        K.OFFSET_COMMIT,
+        K.OFFSET_FETCH,
+        K.FIND_COORDINATOR,
+        K.JOIN_GROUP,
+        K.HEARTBEAT,
+        K.LEAVE_GROUP,
+        K.SYNC_GROUP,
+        K.DESCRIBE_GROUPS,
+        K.LIST_GROUPS,
+        K.DELETE_GROUPS,
+        K.OFFSET_DELETE,
+    }
+)
+
+
+def build_dispatcher(
+    broker: Broker,
+    *,
+    with_groups: bool = True,
+    extra: Iterable[Route[Broker]] = (),
+    interceptor: Interceptor | None = None,
+) -> Dispatcher[Broker]:
+    """The dispatcher over :data:`ROUTES` (without the group APIs unless ``with_groups``) and
+    ``extra``, filling ``broker.registry`` (what ApiVersions answers from)."""
+    routes = [r for r in ROUTES.values() if with_groups or r.api_key not in GROUP_APIS]
+    return Dispatcher(broker, [*routes, *extra], registry=broker.registry, interceptor=interceptor)
+
+
+class StartupError(Exception):
+    """The broker cannot start; the message is one line for the operator (the CLI exits 2)."""
+
+
+def _reason(exc: OSError, subject: Path | None = None) -> str:
+    """An OSError as a short phrase: its strerror, and the file it names unless that is ``subject``."""
+    if isinstance(exc, socket.gaierror) or not exc.errno:  # a resolver error has no errno's text
+        reason = exc.strerror or str(exc)
+    else:
+        reason = os.strerror(exc.errno)
+    if exc.filename is None or (subject is not None and Path(exc.filename) == subject):
+        return reason
+    return f"{reason}: {exc.filename}"
+
+
+def _open_broker(config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:
+    try:
+        if data_dir.exists() and not data_dir.is_dir():
+            raise StartupError(f"data dir {data_dir} is not a directory")
+        return Broker.open(config, data_dir, clock)
+    except DataDirError as exc:
+        raise StartupError(str(exc)) from None
+    except OSError as exc:
+        raise StartupError(f"cannot open data dir {data_dir}: {_reason(exc, data_dir)}") from None
+
+
+class BrokerApp:
+    """One broker process's parts, wired: broker (storage inside), coordinator runtime,
+    dispatcher over :data:`ROUTES`, TCP server.
+
+    Every argument is keyword-only, so that seams can be added without breaking callers.
+
+    Args:
+        config: the broker's configuration (Kafka property names).
+        data_dir: the log directory; created if missing.
+        clock: the clock of every protocol deadline (``ManualClock`` in tests); the system
+            clock if not given.
+        interceptor: called in front of every handler (:data:`groupcoord.handling.Interceptor`),
+            e.g. by ``groupcoord.testing`` to inject faults.
+        extra_routes: routes served besides :data:`ROUTES` (keys not already routed).
+
+    Raises:
+        StartupError: the data dir cannot be opened (one line for the operator).
+
+    Resource handling: the constructor opens the data dir; :meth:`start` listens and starts
+    the background work; :meth:`stop` undoes both, and :meth:`close` only the first (for a
+    failed start). Call them from one event loop.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        data_dir: Path,
+        clock: Clock | None = None,
+        interceptor: Interceptor | None = None,
+        extra_routes: Iterable[Route[Broker]] = (),
+    ) -> None:
+        self.config = config
+        self.data_dir = data_dir
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.broker = _open_broker(config, data_dir, self.clock)
+        self.groups = GroupRuntime(self.broker)
+        self.broker.groups = self.groups
+        self.dispatcher = build_dispatcher(self.broker, extra=extra_routes, interceptor=interceptor)
+        listener = config.listener()
+        self.server = KafkaServer(
+            self.dispatcher,
+            host=listener.host,
+            port=listener.port,
+            max_frame_bytes=config.socket_request_max_bytes,
+            connections_max_idle_ms=config.connections_max_idle_ms,
+            max_connections=config.max_connections,
+            timers=self.broker.timers,
+        )
+
+    async def start(self) -> tuple[str, int]:
+        """Listen and start the background work; the bound (host, port).
+
+        Raises:
+            StartupError: for what an operator can fix (address in use, unwritable data dir).
+        """
+        config, broker, server = self.config, self.broker, self.server
+        try:
+            host, port = await server.start()
+        except OSError as exc:
+            # asyncio's message for a bind failure repeats the address; the errno says it all.
+            raise StartupError(f"cannot listen on {server.host}:{server.port}: {_reason(exc)}") from None
+        try:
+            if not config.advertised_listeners:
+                broker.advertised_host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+            if broker.advertised_port == 0 or not config.advertised_listeners:
+                broker.advertised_port = port
+            broker.start_maintenance()
+            self.groups.start()  # creates the internal topics in a new data dir
+        except OSError as exc:
+            await server.stop()
+            raise StartupError(
+                f"cannot start in data dir {self.data_dir}: {_reason(exc, self.data_dir)}"
+            ) from None
+        return host, port
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Stop accepting, answer what is in flight, resign the groups, flush, close."""
+        # Parked fetches would otherwise hold the drain until their max_wait, and parked
+        # joins and syncs until the end of a rebalance.
+        self.broker.fetch_waiters.wake_all()
+        self.groups.resign()
+        await self.server.stop(grace_s)
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the coordinator runtime and the broker (after a failed :meth:`start`)."""
+        await self.groups.close()
+        await self.broker.close()
+
+
+async def run(
+    config: BrokerConfig,
+    data_dir: Path,
+    *,
+    on_listening: Callable[[str, int], None] | None = None,
+    stop: asyncio.Event | None = None,
+    extra_routes: Iterable[Route[Broker]] = (),
+) -> None:
+    """Serve until ``stop`` is set (or SIGTERM/SIGINT); :class:`StartupError` if it cannot start."""
+    started = time.monotonic()
+    app = BrokerApp(config=config, data_dir=data_dir, extra_routes=extra_routes)
+    try:
+        host, port = await app.start()
+    except BaseException:
+        await app.close()
+        raise
+    broker = app.broker
+    log.info(
+        "listening on %s:%d (cluster %s, node %d, data %s) after %.0f ms",
+        host,
+        port,
+        broker.cluster_id,
+        broker.node_id,
+        data_dir,
+        (time.monotonic() - started) * 1000,
+    )
+    stop_event = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop_event.set)
+    if on_listening is not None:
+        on_listening(host, port)
+    warm = loop.create_task(settle(app.dispatcher.registry, app.groups.loaded))
+    try:
+        await stop_event.wait()
+    finally:
+        warm.cancel()
+        log.info("shutting down: stop accepting, answer in-flight requests, flush, close")
+        await app.stop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+        log.info("stopped")
+
+
+def run_blocking(
+    config: BrokerConfig, data_dir: Path, on_listening: Callable[[str, int], None] | None = None
+) -> None:
+    """``groupcoord serve``: tune malloc, then :func:`run` on uvloop (or asyncio)."""
+    if not tune_malloc():
+        log.debug("mallopt not available: default malloc thresholds")
+    event_loop_runner()(run(config, data_dir, on_listening=on_listening))

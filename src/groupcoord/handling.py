@@ -1,0 +1,146 @@
+"""The types every layer shares about handling one request.
+
+This module is a leaf: it imports nothing of groupcoord but the :class:`ApiKey` enum (itself
+a leaf). The server (framing, ordering, transport), the broker's and the coordinator
+runtime's handlers, and the composition root (:mod:`groupcoord.app`) all meet here:
+
+* :class:`RequestContext`: what a handler knows about the request and its connection;
+* :class:`Route`: one line of the route table, an API's version range and handler;
+* :class:`PreEncoded`: a response body a handler encoded itself, possibly with
+  :class:`FileRegion` pieces the connection sends with ``sendfile``;
+* :data:`Interceptor`: a hook the composition root may put in front of every handler
+  (``groupcoord.testing`` uses it to inject faults).
+
+A handler is called as ``handler(state, ctx, request)`` and returns the response entity (of
+the request's version), ``None`` for "no response on the wire" (Produce with acks=0), or an
+awaitable of either; ``state`` is what the composition root gave the route table (the
+broker). The ordering rules a route's ``overlap`` class relaxes are in ``server.dispatch``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from groupcoord.protocol.api_keys import ApiKey
+
+S = TypeVar("S")
+
+HandlerResult = Any | None | Awaitable[Any | None]
+Handler = Callable[[S, "RequestContext", Any], HandlerResult]
+#: ``interceptor(ctx, request, proceed)``: called instead of the handler; ``proceed(ctx, request)``
+#: runs the handler. It may answer itself (an error entity, an awaitable that never resolves).
+Proceed = Callable[["RequestContext", Any], HandlerResult]
+Interceptor = Callable[["RequestContext", Any, Proceed], HandlerResult]
+
+
+@dataclass(slots=True, kw_only=True)
+class RequestContext:
+    """Per-request context handed to every handler.
+
+    ``client_host`` is in Kafka's ``/127.0.0.1`` form (what DescribeGroups shows).
+    While a handler's awaitable is pending the connection hands no later request to a handler
+    anyway (``server.connection``), except within a run of one overlap class; :meth:`mute`
+    makes this request hold back even those, as Kafka does for every request (JoinGroup and
+    SyncGroup call it).
+    """
+
+    connection_id: int
+    client_id: str
+    client_host: str
+    api_key: int
+    api_version: int
+    correlation_id: int
+    muted: bool = field(default=False)
+
+    def mute(self) -> None:
+        self.muted = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Route(Generic[S]):
+    """One API of the route table: the versions served and the handler that serves them."""
+
+    api_key: ApiKey
+    min_version: int
+    max_version: int
+    handler: Handler[S]
+    #: requests of one overlap class may wait alongside each other (``server.dispatch``)
+    overlap: str | None = None
+
+
+class FileRegion:
+    """A byte range of a segment file, held open on its own descriptor until :meth:`close`.
+
+    The log (``storage.log``) makes them; the connection sends and closes them. The
+    descriptor is a duplicate taken under the log's lock, so the range stays readable after
+    retention deletes the file or compaction swaps it; an in-place truncation of the active
+    segment (``truncate_to``) can still shorten it, which a sender detects as a short read.
+    Positional I/O only: the duplicate shares the file offset with the segment's own
+    descriptor, which the log never uses.
+    """
+
+    __slots__ = ("_fd", "length", "position")
+
+    def __init__(self, fd: int, position: int, length: int) -> None:
+        self._fd = fd
+        self.position = position
+        self.length = length
+
+    @property
+    def fd(self) -> int:
+        if self._fd < 0:
+            raise ValueError("file region is closed")
+        return self._fd
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def advance(self, n: int) -> None:
+        """Drop the first ``n`` bytes of the range (they were sent)."""
+        if not 0 <= n <= self.length:
+            raise ValueError(f"cannot advance {n} bytes in a region of {self.length}")
+        self.position += n
+        self.length -= n
+
+    def read(self) -> bytes:
+        """The bytes of the range (a copy); short if the file was truncated meanwhile."""
+        parts: list[bytes] = []
+        pos, left = self.position, self.length
+        while left > 0:
+            chunk = os.pread(self.fd, left, pos)
+            if not chunk:
+                break
+            parts.append(chunk)
+            pos += len(chunk)
+            left -= len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"FileRegion(fd={self._fd}, position={self.position}, length={self.length})"
+
+
+#: A piece of a pre-encoded body: bytes, or a file region sent with ``sendfile``.
+Piece = bytes | FileRegion
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreEncoded:
+    """A response body encoded by its handler: pieces written in order after the response
+    header. The connection owns the file regions from then on and closes each one once it is
+    sent or dropped."""
+
+    pieces: tuple[Piece, ...]

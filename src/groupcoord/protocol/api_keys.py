@@ -1,0 +1,57 @@
+"""Kafka's API keys as one enum (the ``apiKey`` of each message in Kafka's JSON specs).
+
+The route table (:data:`groupcoord.app.ROUTES`) is keyed by it, and the registry, the
+connection and ApiVersions accept its members wherever an ``int`` key is expected
+(``ApiKey`` is an ``IntEnum``). Only the APIs this broker serves or talks about are listed.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ApiKey(enum.IntEnum):
+    #: append record batches to partitions
+    PRODUCE = 0
+    #: read record batches from partitions (long-poll)
+    FETCH = 1
+    #: offsets by timestamp, earliest, latest
+    LIST_OFFSETS = 2
+    #: brokers, topics, partitions and their leaders
+    METADATA = 3
+    #: commit a group's offsets
+    OFFSET_COMMIT = 8
+    #: read a group's committed offsets
+    OFFSET_FETCH = 9
+    #: which broker coordinates a group (or a transactional id)
+    FIND_COORDINATOR = 10
+    #: join a group (classic protocol)
+    JOIN_GROUP = 11
+    #: keep a member alive and learn of rebalances
+    HEARTBEAT = 12
+    #: leave a group
+    LEAVE_GROUP = 13
+    #: the leader hands out assignments, the others collect theirs
+    SYNC_GROUP = 14
+    #: a group's state, protocol and members
+    DESCRIBE_GROUPS = 15
+    #: every group the broker coordinates
+    LIST_GROUPS = 16
+    #: which APIs and versions the broker supports
+    API_VERSIONS = 18
+    #: create topics
+    CREATE_TOPICS = 19
+    #: delete topics
+    DELETE_TOPICS = 20
+    #: a producer id (and epoch) for idempotent producers
+    INIT_PRODUCER_ID = 22
+    #: topic and broker configuration
+    DESCRIBE_CONFIGS = 32
+    #: add partitions to topics
+    CREATE_PARTITIONS = 37
+    #: delete empty groups
+    DELETE_GROUPS = 42
+    #: delete a group's committed offsets of partitions it no longer consumes
+    OFFSET_DELETE = 47
+    #: the cluster's id, controller and brokers
+    DESCRIBE_CLUSTER = 60
