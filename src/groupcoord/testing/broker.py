@@ -1,0 +1,551 @@
+"""``Broker``: a real groupcoord broker for a test, with time control and fault injection.
+
+In-process by default: the broker runs on its own thread with its own event loop, listening
+on 127.0.0.1 (port 0 unless given), its data in a temporary directory removed on exit (unless
+``data_dir=`` is given). Clients talk to it over TCP exactly as to Kafka.
+``Broker(subprocess=True)`` runs ``python -m groupcoord serve`` instead; time control, fault
+injection and the log tail need the in-process broker (they reach into its loop), the
+observation helpers work with both (they go over the wire).
+
+Time. Protocol time comes from :class:`AdvancingClock`: the system clock plus an offset that
+only grows. :meth:`Broker.advance` grows it and then, on the broker's loop, fires every timer
+now due (session expiry, join and rebalance timeouts, the initial rebalance delay,
+pending-sync, offset retention, log retention, idle connections). It does **not** move the
+clients' clocks: a client's ``max.poll.interval.ms``, its heartbeat interval, request
+timeouts and backoffs all run on the client's own clock. Advancing by ``s`` is therefore
+"``s`` seconds in which no client sent anything": every member whose session is shorter is
+expired, including ones that would have heartbeated meanwhile. A Fetch parked for new data
+whose wait falls inside the advanced span is answered at once (empty), as when its wait ends.
+
+Faults. One interceptor (:class:`~groupcoord.testing.faults.FaultInjector`) sits in front of
+every handler; see that module for what each injection does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess as _subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from groupcoord.config import BrokerConfig
+from groupcoord.coordinator.events import GroupEvent
+from groupcoord.errors import ErrorCode
+from groupcoord.testing import wire
+from groupcoord.testing.faults import FaultInjector
+from groupcoord.testing.wire import GroupState, Record, TopicPartition
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_SETTINGS", "AdvancingClock", "Broker"]
+
+#: Test-friendly defaults, by Kafka's property names; every one can be overridden.
+#:
+#: * ``group.min.session.timeout.ms`` 100 (Kafka: 6,000) so a test can use short sessions;
+#: * ``group.initial.rebalance.delay.ms`` 300 (Kafka: 3,000): members started together still
+#:   form one generation (at 0 the first member forms generation 1 alone and the next one's
+#:   join revokes it), while an empty group takes 0.3 s instead of 3 s to form. The figures
+#:   behind it are in docs/testing.md ("The initial rebalance delay"); ``advance()`` ends the
+#:   delay at once when a test wants it over sooner;
+#: * ``offsets.topic.num.partitions`` 1 (Kafka: 50): fewer files to create at start-up; one
+#:   partition holds every group's offsets and events.
+DEFAULT_SETTINGS: dict[str, str] = {
+    "group.min.session.timeout.ms": "100",
+    "group.initial.rebalance.delay.ms": "300",
+    "offsets.topic.num.partitions": "1",
+}
+
+#: Loops of hard-stopped in-process brokers: kept referenced (never closed or collected), so
+#: that nothing of the abandoned broker runs again, not even its ``finally`` blocks.
+_CRASHED: list[Any] = []
+
+_LISTENING_PREFIX = "groupcoord listening on "
+
+
+class AdvancingClock:
+    """The system clock plus an offset that :meth:`advance` grows (time never goes back)."""
+
+    def __init__(self) -> None:
+        self._offset_ms = 0
+        self._lock = threading.Lock()
+
+    @property
+    def offset_ms(self) -> int:
+        return self._offset_ms
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000 + self._offset_ms
+
+    def advance(self, ms: int) -> int:
+        if ms < 0:
+            raise ValueError("time does not go backwards")
+        with self._lock:
+            self._offset_ms += ms
+        return self.now_ms()
+
+
+class _LogTail(logging.Handler):
+    """The broker thread's log records, the newest ``capacity`` of them."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: collections.deque[str] = collections.deque(maxlen=capacity)
+        self.thread_ids: set[int] = set()
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread in self.thread_ids:
+            with contextlib.suppress(Exception):
+                self.lines.append(self.format(record))
+
+
+class Broker:
+    """A groupcoord broker for tests: ``with Broker() as broker: ... broker.bootstrap``.
+
+    Args:
+        settings: broker properties by Kafka's names (``{"group.initial.rebalance.delay.ms":
+            0}``), over :data:`DEFAULT_SETTINGS`.
+        data_dir: where the data lives; kept on exit. A temporary directory (removed on exit)
+            if not given.
+        subprocess: run the broker as ``python -m groupcoord serve`` (see the module docstring).
+        port: the port to listen on (0: a free one; :meth:`restart` keeps the one bound).
+        log_level: the level of the broker's log records kept for :meth:`log_tail`.
+    """
+
+    def __init__(
+        self,
+        settings: Mapping[str, object] | None = None,
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        subprocess: bool = False,
+        port: int = 0,
+        log_level: int = logging.INFO,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.settings: dict[str, str] = {
+            **DEFAULT_SETTINGS,
+            **{k: _prop(v) for k, v in (settings or {}).items()},
+        }
+        self.subprocess = subprocess
+        self.port = port
+        self.host = "127.0.0.1"
+        self.clock = AdvancingClock()
+        self.faults = FaultInjector()
+        self.start_timeout = start_timeout
+        self.log_level = log_level
+        self._own_dir = data_dir is None
+        self._data_dir: Path | None = None if data_dir is None else Path(data_dir)
+        self._tmp: str | None = None
+        self._tail = _LogTail(2000)
+        # in-process
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._app: Any = None
+        self._stop_event: asyncio.Event | None = None
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
+        # subprocess
+        self._proc: _subprocess.Popen[str] | None = None
+        self._log_path: Path | None = None
+        self.starts = 0
+        BrokerConfig.from_properties(self._properties())  # reject bad settings now, in the test
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def bootstrap(self) -> str:
+        """``"127.0.0.1:PORT"``, for ``bootstrap.servers``."""
+        if not self.running:
+            raise RuntimeError("the broker is not running")
+        return f"{self.host}:{self.port}"
+
+    @property
+    def data_dir(self) -> Path:
+        if self._data_dir is None:
+            self._tmp = tempfile.mkdtemp(prefix="groupcoord-test-")
+            self._data_dir = Path(self._tmp) / "data"
+        return self._data_dir
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None or self._app is not None
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def start(self) -> Broker:
+        if self.running:
+            raise RuntimeError("already running")
+        if self.subprocess:
+            self._start_process()
+        else:
+            self._start_thread()
+        self.starts += 1
+        return self
+
+    def stop(self, *, hard: bool = False) -> None:
+        """Stop the broker; ``hard=True`` as in a crash: no flush, no clean-shutdown marker."""
+        if self.subprocess:
+            self._stop_process(hard)
+        else:
+            self._stop_thread(hard)
+
+    def restart(self, *, hard: bool = False) -> None:
+        """Stop and start again on the same port with the same data (``hard``: see :meth:`stop`)."""
+        self.stop(hard=hard)
+        self.start()
+
+    def close(self) -> None:
+        """Stop (if running) and remove the temporary data dir, if this broker made it."""
+        try:
+            if self.running:
+                self.stop()
+        finally:
+            if self._own_dir and self._tmp is not None:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
+                self._data_dir = None
+
+    def _properties(self) -> dict[str, str]:
+        return {**self.settings, "listeners": f"PLAINTEXT://{self.host}:{self.port}"}
+
+    # ------------------------------------------------------------------ in-process
+    def _start_thread(self) -> None:
+        config = BrokerConfig.from_properties(self._properties())
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._started.clear()
+        self._start_error = None
+        logging.getLogger("groupcoord").addHandler(self._tail)
+        if logging.getLogger("groupcoord").getEffectiveLevel() > self.log_level:
+            logging.getLogger("groupcoord").setLevel(self.log_level)
+        thread = threading.Thread(
+            target=self._serve, args=(config,), name=f"groupcoord-broker-{self.port}", daemon=True
+        )
+        self._thread = thread
+        thread.start()
+        if not self._started.wait(self.start_timeout):
+            raise RuntimeError(f"the broker did not start within {self.start_timeout}s")
+        if self._start_error is not None:
+            thread.join(5)
+            raise RuntimeError(f"the broker did not start: {self._start_error}") from self._start_error
+
+    def _serve(self, config: BrokerConfig) -> None:
+        from groupcoord.app import BrokerApp
+
+        ident = threading.get_ident()
+        self._tail.thread_ids.add(ident)
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+
+        async def main() -> None:
+            app = BrokerApp(config=config, data_dir=self.data_dir, clock=self.clock, interceptor=self.faults)
+            try:
+                host, port = await app.start()
+            except BaseException:
+                await app.close()
+                raise
+            self.faults.response_type = lambda k, v: app.dispatcher.registry.lookup(k, v).response_type
+            self._stop_event = asyncio.Event()
+            self.port = port
+            self._app = app
+            log.info("test broker listening on %s:%d (data %s)", host, port, self.data_dir)
+            self._started.set()
+            try:
+                await self._stop_event.wait()
+            finally:
+                await app.stop()
+
+        task = loop.create_task(main())
+        crashed = False
+        try:
+            loop.run_until_complete(task)
+        except RuntimeError as exc:
+            if "stopped before" not in str(exc):
+                self._start_error = exc
+            else:
+                crashed = True
+        except BaseException as exc:
+            self._start_error = exc
+        finally:
+            self._app = None
+            self._started.set()
+            if crashed:
+                _CRASHED.append((loop, task))
+            else:
+                with contextlib.suppress(Exception):
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+            self._tail.thread_ids.discard(ident)
+
+    def _stop_thread(self, hard: bool) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None or self._app is None:
+            return
+        if hard:
+            loop.call_soon_threadsafe(self._crash)
+        else:
+            stop_event = self._stop_event
+            assert stop_event is not None
+            loop.call_soon_threadsafe(stop_event.set)
+        thread.join(60)
+        if thread.is_alive():
+            raise RuntimeError("the broker thread did not stop within 60 s")
+        logging.getLogger("groupcoord").removeHandler(self._tail)
+        self._thread = None
+        self._loop = None
+
+    def _crash(self) -> None:
+        """On the loop: close the listening socket and every connection's socket, then stop
+        the loop where it is. Nothing else runs: no answers, no flush, no close."""
+        app = self._app
+        listener = getattr(app.server, "_server", None)
+        if listener is not None:
+            listener.close()
+        for conn in app.server.connections:
+            transport = getattr(conn, "_transport", None)
+            sock = transport.get_extra_info("socket") if transport is not None else None
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        assert self._loop is not None
+        self._loop.stop()
+
+    def _on_loop(self, fn: Callable[[], Any], timeout: float = 30.0) -> Any:
+        """Run ``fn`` on the broker's loop and return its result (a coroutine is awaited)."""
+        loop = self._loop
+        if loop is None or self._app is None:
+            raise RuntimeError("time control and fault injection need a running in-process broker")
+
+        async def call() -> Any:
+            result = fn()
+            if asyncio.iscoroutine(result):
+                result = await result
+            return result
+
+        fut: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(call(), loop)
+        return fut.result(timeout)
+
+    # ------------------------------------------------------------------ subprocess
+    def _start_process(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        argv = [
+            sys.executable,
+            "-m",
+            "groupcoord",
+            "serve",
+            "--listen",
+            f"{self.host}:{self.port}",
+            "--data-dir",
+            str(self.data_dir),
+        ]
+        for k, v in self.settings.items():
+            argv += ["--set", f"{k}={v}"]
+        self._log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
+        with open(self._log_path, "a") as log_file:
+            log_file.write(f"---- start: {' '.join(argv)}\n")
+            log_file.flush()
+            proc = _subprocess.Popen(argv, stdout=_subprocess.PIPE, stderr=log_file, text=True)
+        self._proc = proc
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""))
+        reader.start()
+        reader.join(self.start_timeout)
+        if not line or not line[0].startswith(_LISTENING_PREFIX):
+            self._stop_process(hard=True)
+            raise RuntimeError(f"the broker did not start: {line!r}; log:\n{self.log_tail()}")
+        self.port = int(line[0][len(_LISTENING_PREFIX) :].strip().rsplit(":", 1)[1])
+
+    def _stop_process(self, hard: bool) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if hard:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        else:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except _subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        self._proc = None
+
+    # ------------------------------------------------------------------ time
+    def advance(self, seconds: float) -> None:
+        """Move the broker's clock forward and fire every timer now due (module docstring)."""
+        if seconds < 0:
+            raise ValueError("time only moves forward")
+        self._in_process("advance")
+        self.clock.advance(round(seconds * 1000))
+
+        async def fire() -> None:
+            timers = self._app.broker.timers
+            # Timers that complete writes may arm further timers due now: fire until quiet.
+            for _ in range(5):
+                timers.run_due()
+                for _ in range(3):
+                    await asyncio.sleep(0)
+
+        self._on_loop(fire)
+
+    # ------------------------------------------------------------------ faults
+    def fail_next(
+        self,
+        api: str | int,
+        error: str | int | ErrorCode,
+        count: int = 1,
+        *,
+        group: str | None = None,
+        client_id: str | None = None,
+    ) -> None:
+        """Answer the next ``count`` matching requests with ``error`` (Kafka's names or numbers)."""
+        self._in_process("fail_next")
+        self.faults.fail_next(api, error, count, group=group, client_id=client_id)
+
+    def delay(
+        self,
+        api: str | int,
+        seconds: float,
+        count: int | None = None,
+        *,
+        group: str | None = None,
+        client_id: str | None = None,
+    ) -> None:
+        """Hold the answers of matching requests for ``seconds`` (of wall time); all of them
+        until :meth:`clear_faults` unless ``count`` is given."""
+        self._in_process("delay")
+        self.faults.delay(api, seconds, count, group=group, client_id=client_id)
+
+    def drop_heartbeats(self, group: str, member_or_client_id: str) -> None:
+        """Make one member's heartbeats vanish (by member id, client id or group instance id):
+        its session runs out by the protocol's own timers while the client, answered as if all
+        were well, keeps believing it is a member (see ``groupcoord.testing.faults``)."""
+        self._in_process("drop_heartbeats")
+        self.faults.drop_heartbeats(group, member_or_client_id)
+
+    def disconnect(self, client_id: str | None = None) -> int:
+        """Sever the connections of ``client_id`` (every connection if None); how many."""
+        self._in_process("disconnect")
+        wanted = self.faults.connections_of(client_id)
+
+        def sever() -> int:
+            n = 0
+            for conn in self._app.server.connections:
+                if client_id is None or conn.connection_id in wanted:
+                    conn.abort("disconnected by the test")
+                    n += 1
+            return n
+
+        count: int = self._on_loop(sever)
+        return count
+
+    def clear_faults(self) -> None:
+        """Remove every injected failure, delay and dropped heartbeat."""
+        self.faults.clear()
+
+    clear = clear_faults
+
+    def _in_process(self, what: str) -> None:
+        if self.subprocess:
+            raise NotImplementedError(f"{what}() needs the in-process broker (Broker(subprocess=False))")
+
+    # ------------------------------------------------------------------ observation
+    def describe_group(self, group: str) -> GroupState:
+        return wire.describe(self.bootstrap, group)
+
+    def committed(self, group: str) -> dict[TopicPartition, int]:
+        return wire.committed(self.bootstrap, group)
+
+    def events(self, group: str) -> list[GroupEvent]:
+        return wire.events(self.bootstrap, group)
+
+    def wait_for_group(
+        self,
+        group: str,
+        *,
+        state: str | None = "Stable",
+        members: int | None = None,
+        generation_at_least: int | None = None,
+        timeout: float = 30.0,
+    ) -> GroupState:
+        """Poll until the group is in ``state`` with ``members`` members and at least that
+        generation; the description that satisfied it (AssertionError with the last one if
+        ``timeout`` passes)."""
+        deadline = time.monotonic() + timeout
+        last: GroupState | None = None
+        while True:
+            with contextlib.suppress(Exception):
+                last = self.describe_group(group)
+                if (
+                    (state is None or last.state == state)
+                    and (members is None or len(last.members) == members)
+                    and (
+                        generation_at_least is None
+                        or (last.generation is not None and last.generation >= generation_at_least)
+                    )
+                ):
+                    return last
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"group {group!r} did not reach state={state} members={members} "
+                    f"generation>={generation_at_least} within {timeout}s; last: {last}"
+                )
+            time.sleep(0.05)
+
+    def create_topic(self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None) -> None:
+        wire.create_topic(self.bootstrap, name, partitions, dict(configs or {}))
+
+    def produce(
+        self,
+        topic: str,
+        values: Iterable[bytes | str | None],
+        *,
+        key: bytes | str | None = None,
+        partition: int = 0,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+    ) -> list[int]:
+        """Append ``values`` to one partition (acks=all); their offsets."""
+        return wire.produce(self.bootstrap, topic, values, key=key, partition=partition, headers=headers)
+
+    def records(self, topic: str, partition: int | None = None) -> list[Record]:
+        return wire.records(self.bootstrap, topic, partition)
+
+    def log_tail(self, lines: int = 50) -> str:
+        """The broker's newest log lines (in-process: its thread's records; subprocess: stderr)."""
+        if self.subprocess:
+            if self._log_path is None:
+                return "(no log)"
+            try:
+                return "\n".join(self._log_path.read_text().splitlines()[-lines:])
+            except OSError:
+                return "(no log)"
+        return "\n".join(list(self._tail.lines)[-lines:])
+
+
+def _prop(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
