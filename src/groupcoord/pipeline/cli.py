@@ -34,15 +34,85 @@ def parse_time_ms(text: str) -> int:
     return int(dt.timestamp() * 1000)
 
 
-def _progress(done: int, total: int, name: str, seconds: float) -> None:
-    width = 24
-    filled = int(width * done / total)
-    bar = "#" * filled + "." * (width - filled)
-    print(
-        f"\ranalyze [{bar}] {done}/{total} {name} ({seconds:.1f}s)\033[K", end="", file=sys.stderr, flush=True
+class ProgressDisplay:
+    """Progress on stderr from the first second: a spinner while the JVM starts, then a bar over the
+    pipeline's stages (``rich``; a plain one-line fallback when it is missing)."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.quiet = quiet
+        self._progress: Any = None
+        self._task: Any = None
+        self._started = time.perf_counter()
+
+    def __enter__(self) -> ProgressDisplay:
+        if self.quiet:
+            return self
+        try:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+        except ImportError:
+            print("analyze: starting Spark (the JVM takes a few seconds)...", file=sys.stderr, flush=True)
+            return self
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("analyze {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task("starting Spark (JVM)", total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def session_ready(self, seconds: float) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, description=f"Spark started ({seconds:.1f}s)")
+        elif not self.quiet:
+            print(f"analyze: Spark started ({seconds:.1f}s)", file=sys.stderr, flush=True)
+
+    def stage(self, done: int, total: int, name: str, seconds: float) -> None:
+        if self._progress is not None:
+            self._progress.update(
+                self._task, total=total, completed=done, description=f"{name} ({seconds:.1f}s)"
+            )
+        elif not self.quiet:
+            print(f"analyze {done}/{total} {name} ({seconds:.1f}s)", file=sys.stderr, flush=True)
+
+
+def check_data_dir(data_dir: Path) -> str | None:
+    """Why ``data_dir`` cannot be analysed (one line), or None."""
+    if data_dir.is_file():
+        return f"{data_dir} is a file, not a data directory (give the broker's log.dirs directory)"
+    if not data_dir.exists():
+        return f"data directory {data_dir} does not exist"
+    if not data_dir.is_dir():
+        return f"{data_dir} is not a directory"
+    return None
+
+
+def spark_extra_missing() -> str | None:
+    """The one-line fix when the ``spark`` extra (pyspark, pyarrow, pandas) is not installed."""
+    import importlib.util
+
+    missing = [m for m in ("pyspark", "pyarrow", "pandas") if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (
+        f"{', '.join(missing)} not installed: analyze needs the spark extra, pip install 'groupcoord[spark]'"
     )
-    if done == total:
-        print(file=sys.stderr, flush=True)
 
 
 def _conf_pair(raw: str) -> tuple[str, str]:
@@ -73,24 +143,32 @@ def _preload(report: bool) -> None:
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir)
+    problem = check_data_dir(data_dir)
+    if problem is not None:
+        print(f"groupcoord analyze: {problem}", file=sys.stderr)
+        return 2
+    if args.since is not None and args.until is not None and args.since >= args.until:
+        print("groupcoord analyze: --since must be before --until", file=sys.stderr)
+        return 2
+    missing = spark_extra_missing()
+    if missing is not None:
+        print(f"groupcoord analyze: {missing}", file=sys.stderr)
+        return 3
+    started = time.perf_counter()
+    # the JVM starts in its own process (seconds, mostly one core): meanwhile import what the driver
+    # needs later (pandas, pyarrow, the tables, matplotlib for the report: ~1 s of imports)
+    threading.Thread(target=_preload, args=(not args.no_report,), name="analyze-preload", daemon=True).start()
+    with ProgressDisplay(quiet=args.quiet) as display:
+        return _run(args, data_dir, started, display)
+
+
+def _run(args: argparse.Namespace, data_dir: Path, started: float, display: ProgressDisplay) -> int:
     from groupcoord.pipeline.analyze import AnalyzeOptions, run_analysis
     from groupcoord.pipeline.health import BurrowConfig
     from groupcoord.pipeline.rebalances import StormConfig
     from groupcoord.pipeline.session import JavaNotFoundError, build_session
 
-    data_dir = Path(args.data_dir)
-    if not data_dir.is_dir():
-        print(f"groupcoord analyze: data directory {data_dir} does not exist", file=sys.stderr)
-        return 2
-    if args.since is not None and args.until is not None and args.since >= args.until:
-        print("groupcoord analyze: --since must be before --until", file=sys.stderr)
-        return 2
-    started = time.perf_counter()
-    # the JVM starts in its own process (seconds, mostly one core): meanwhile import what the driver
-    # needs later (pandas, pyarrow, the tables, matplotlib for the report: ~1 s of imports)
-    threading.Thread(
-        target=_preload, args=(not args.no_report,), name="analyze-preload", daemon=True
-    ).start()
     try:
         spark = build_session(
             master=args.master,
@@ -103,6 +181,7 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"groupcoord analyze: {exc}", file=sys.stderr)
         return 3
     session_seconds = time.perf_counter() - started
+    display.session_ready(session_seconds)
     if args.remote:
         _ship_package(spark)
     options = AnalyzeOptions(
@@ -116,7 +195,7 @@ def _analyze(args: argparse.Namespace) -> int:
     )
     try:
         result = run_analysis(
-            spark, data_dir, Path(args.out), options, progress=None if args.quiet else _progress
+            spark, data_dir, Path(args.out), options, progress=None if args.quiet else display.stage
         )
     finally:
         if args.stop_session:

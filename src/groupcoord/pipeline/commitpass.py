@@ -47,7 +47,7 @@ from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.pipeline import decoders
 from groupcoord.pipeline.lagmap import BatchIndex, lag_of
 from groupcoord.pipeline.rebalances import OFFSET_COMMITS_COLUMNS
-from groupcoord.pipeline.source import ConsumerOffsetsReader, SplitPartition
+from groupcoord.pipeline.source import ConsumerOffsetsReader, SplitPartition, is_placeholder
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -280,6 +280,8 @@ class CommitTablesReader(ConsumerOffsetsReader):
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        if is_placeholder(partition):
+            return
         if not isinstance(partition, IndexedSplitPartition):
             raise TypeError(f"unexpected input partition {partition!r}")
         index = batch_index(self.log_batches)

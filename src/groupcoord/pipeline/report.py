@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 REPORT_TABLES = ("group_status", "partition_status", "rebalances", "rebalance_summary", "group_lag_series")
 MAX_TABLE_ROWS = 200
 MAX_TIMELINE_GROUPS = 30
+NO_GROUPS = (
+    "No groups yet: the data directory holds no consumer-group records (no group has joined or "
+    "committed offsets)."
+)
 _STATUS_COLOURS = {
     "OK": "#d9f2d9",
     "WARN": "#fff2b3",
@@ -215,6 +219,8 @@ def render_html(frames: Mapping[str, pd.DataFrame], *, now_ms: int, title: str =
         "<h2>Group status</h2>",
         _table(gs, status_column="status"),
     ]
+    if gs.empty:
+        parts.insert(-2, f"<p class='empty'>{NO_GROUPS}</p>")
     for name, fig in figures:
         parts.append(f"<h2>{html.escape(name)}</h2>")
         parts.append(f"<img alt='{html.escape(name)}' src='data:image/png;base64,{_png(fig)}'/>")

@@ -98,6 +98,12 @@ class SplitPartition(InputPartition):  # type: ignore[misc]
         self.splits = splits
 
 
+def is_placeholder(partition: InputPartition) -> bool:
+    """Whether Spark handed a reader the one empty partition it plans when ``partitions()`` returned
+    none (an empty or new data directory): such a task reads nothing."""
+    return type(partition) is InputPartition and getattr(partition, "value", None) is None
+
+
 def pack_splits(splits: Sequence[SegmentSplit], pack_bytes: int) -> list[tuple[SegmentSplit, ...]]:
     """Group consecutive splits into tasks of up to ``pack_bytes`` (0: one split per task)."""
     if pack_bytes <= 0:
@@ -153,6 +159,8 @@ class _SegmentReader(DataSourceReader):  # type: ignore[misc]
         schema = self.arrow_schema()
         names = tuple(name for name, _ in self.columns)
         buffer = decoders.ColumnBuffer(names=names)
+        if is_placeholder(partition):
+            return
         if not isinstance(partition, SplitPartition):
             raise TypeError(f"unexpected input partition {partition!r}")
         for split in partition.splits:
@@ -277,6 +285,8 @@ class ConsumerOffsetsReader(_SegmentReader):
         return decoders.to_record_batch(columns, schema, nulls)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if is_placeholder(partition):
+            return
         if not isinstance(partition, SplitPartition):
             raise TypeError(f"unexpected input partition {partition!r}")
         schema = self.arrow_schema()
