@@ -48,6 +48,7 @@ HEARTBEAT = 12
 LEAVE_GROUP = 13
 SYNC_GROUP = 14
 CREATE_TOPICS = 19
+DESCRIBE_GROUPS = 15
 
 #: The versions this client can build and read, per API. The request builders below give
 #: every field any of these versions needs; the readers accept every shape they return.
@@ -65,6 +66,7 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     SYNC_GROUP: (0, 5),
     API_VERSIONS: (0, 3),
     CREATE_TOPICS: (2, 7),
+    DESCRIBE_GROUPS: (0, 5),
 }
 
 _SIZE = struct.Struct(">i")

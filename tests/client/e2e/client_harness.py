@@ -78,7 +78,7 @@ class Member:
         for line in self.proc.stderr:
             with self._lock:
                 self.stderr.append(line)
-                del self.stderr[:-200]
+                del self.stderr[:-2000]
 
     # -- what it saw --------------------------------------------------------------------------
 
@@ -113,7 +113,7 @@ class Member:
 
     def tail(self) -> str:
         with self._lock:
-            return "".join(self.stderr[-30:])
+            return "".join(self.stderr[-60:])
 
     # -- control ------------------------------------------------------------------------------
 

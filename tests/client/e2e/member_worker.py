@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import queue
 import sys
 import threading
@@ -375,7 +376,22 @@ def main() -> None:
     if args.client.startswith("groupcoord"):
         import logging
 
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+        if os.environ.get("GROUPCOORD_WORKER_DEBUG"):
+            from groupcoord.client import wire
+
+            original = wire.read_response
+
+            def logged(request: Any, response: Any) -> Any:
+                out = original(request, response)
+                logging.getLogger("worker").debug("answer %s -> %s", type(request).__name__, out)
+                return out
+
+            wire.read_response = logged  # type: ignore[assignment]
+        logging.basicConfig(
+            level=logging.DEBUG if os.environ.get("GROUPCOORD_WORKER_DEBUG") else logging.INFO,
+            stream=sys.stderr,
+            format="%(asctime)s %(name)s %(message)s",
+        )
     commands = stdin_commands()
     runner = {
         "groupcoord": run_groupcoord,

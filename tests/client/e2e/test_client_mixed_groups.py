@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,11 @@ from client_harness import Member, describe, new_name, partitioned_exactly, wait
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import ClientBroker
+
+from groupcoord.client import wire
+from groupcoord.client.connection import NetworkClient
+from groupcoord.client.consumer import Consumer
+from groupcoord.client.types import TopicPartition
 
 PARTITIONS = 6
 PER_PARTITION = 50
@@ -47,6 +53,32 @@ def produce(bootstrap: str, topic: str, per_partition: int, partitions: int) -> 
     assert p.flush(30) == 0
 
 
+def group_state(bootstrap: str, group: str) -> str:
+    """The group's state as DescribeGroups reports it (one-broker clusters: any node answers)."""
+    client = NetworkClient(bootstrap)
+    try:
+        answer = client.request(
+            client.least_loaded_node(),
+            wire.DESCRIBE_GROUPS,
+            {"groups": [group], "include_authorized_operations": False},
+        )
+        return str(answer.groups[0].group_state)
+    finally:
+        client.close()
+
+
+def read_assigned_from_commits(bootstrap: str, group: str, topic: str, n: int) -> list[tuple[int, int]]:
+    """Our Consumer with assign() and the group's id: it starts at the committed offsets."""
+    got: list[tuple[int, int]] = []
+    with Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}) as c:
+        c.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+        deadline = time.monotonic() + 90
+        while len(got) < n:
+            assert time.monotonic() < deadline, f"assigned consumer read {len(got)} of {n} records"
+            got += [(r.partition, r.offset) for r in c.poll(0.2)]
+    return sorted(got)
+
+
 def others_for(assignor: str) -> list[str]:
     clients = ["confluent", "kafka-python"]
     if assignor != "cooperative-sticky":
@@ -61,6 +93,7 @@ def run_mixed_group(
     *,
     strict_close: bool = True,
     others: list[str] | None = None,
+    restart_assigned: bool = False,
 ) -> None:
     topic = make_topic(broker.bootstrap, PARTITIONS)
     group = new_name("g")
@@ -105,16 +138,22 @@ def run_mixed_group(
                 assert status == 0, f"{m.client}: {m.tail()}"
                 assert m.saw("closed")
 
+        # every member left: the group is Empty before the restart
+        wait_for(
+            lambda: group_state(broker.bootstrap, group) == "Empty", what=lambda: "group Empty after closes"
+        )
         # commits resumed after a restart: only the new records are read
         produce(broker.bootstrap, topic, 10, PARTITIONS)
+        expected = sorted((p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION, PER_PARTITION + 10))
+        if restart_assigned:
+            assert read_assigned_from_commits(broker.bootstrap, group, topic, 10 * PARTITIONS) == expected
+            return
         again = start("groupcoord")
         wait_for(
             lambda: len(again.records()) >= 10 * PARTITIONS,
             what=lambda: f"restart reads the new records: {describe([again])} closes={closes} {again.tail()}",
         )
-        assert sorted(again.records()) == sorted(
-            (p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION, PER_PARTITION + 10)
-        )
+        assert sorted(again.records()) == expected
         assert again.close() == 0, again.tail()
     finally:
         for m in members:
@@ -163,10 +202,25 @@ def tansu() -> Iterator[Any]:
 def test_mixed_group_against_the_peer_broker_tansu(tansu: Any, ours_leads: bool) -> None:
     """Tansu (bench/peer.py) holds no JoinGroup and fixes the group's protocol to the first
     member's first one (reference peers-and-clients.md section 1.2); with one common assignor
-    the mixed group still works there with confluent-kafka and kafka-python. aiokafka is left
-    out: Tansu answers generation 0 for the first stable generation, so aiokafka never sends
-    LeaveGroup (it leaves only when generation > 0, same section) and its close hangs in the
-    following rebalance; the dead member then keeps the group from completing the next
-    rebalance for longer than this test waits. Closing is checked for our members only, as
-    the peer clients' close against Tansu is not what this test is about."""
-    run_mixed_group(tansu, "range", ours_leads, strict_close=False, others=["confluent", "kafka-python"])
+    the mixed group works there with confluent-kafka and kafka-python. Left out or changed:
+
+    * aiokafka: Tansu answers generation 0 for the first stable generation, so aiokafka never
+      sends LeaveGroup (it leaves only when generation > 0, same section) and its close hangs
+      in the following rebalance.
+    * the restart: after every member has left (DescribeGroups: Empty), Tansu 0.6.0 still
+      names a departed member as the leader of the next generation (seen on the wire:
+      JoinGroup answers leader=<the old rdkafka member>, members=[]), so a rejoining follower
+      waits for a SyncGroup that never comes and gets REBALANCE_IN_PROGRESS every round. The
+      commits are therefore checked with our Consumer assigned to every partition under the
+      same group id, which reads them with OffsetFetch and needs no JoinGroup.
+    * closing is checked for our members only (the peer clients' close against Tansu is not
+      what this test is about).
+    """
+    run_mixed_group(
+        tansu,
+        "range",
+        ours_leads,
+        strict_close=False,
+        others=["confluent", "kafka-python"],
+        restart_assigned=True,
+    )
