@@ -32,6 +32,7 @@ typecheck: $(STAMP_TEST)
 docs: $(STAMP_TEST)
 	$(BIN)/python scripts/gen_state_machine.py > docs/state-machine.md
 	$(BIN)/python scripts/gen_client_state_machine.py --write docs/client-state-machine.md
+	$(BIN)/python scripts/gen_txn_state_machine.py --write docs/transactions-state-machine.md
 
 # The whole suite. pytest exit code 5 (no tests collected) is a failure here, never a pass.
 test: $(STAMP_TEST)
@@ -39,6 +40,7 @@ test: $(STAMP_TEST)
 	$(BIN)/mypy
 	$(BIN)/python scripts/gen_state_machine.py --check docs/state-machine.md
 	$(BIN)/python scripts/gen_client_state_machine.py --check docs/client-state-machine.md
+	$(BIN)/python scripts/gen_txn_state_machine.py --check docs/transactions-state-machine.md
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
