@@ -16,10 +16,11 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.guard import check_request
 from groupcoord.protocol.headers import MalformedRequestError, encode_response_header
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = ApiKey.API_VERSIONS
 _SIZE = struct.Struct(">i")
 
 
