@@ -72,6 +72,32 @@ def test_heartbeat_thread_is_named_after_the_group_and_runs_from_start_to_close(
         plain.close()
 
 
+def test_async_consumer_heartbeats_from_a_task_named_like_the_thread_and_starts_no_thread(
+    client_broker: ClientBroker,
+) -> None:
+    group = new_name("aiohb")
+    topic = make_topic(client_broker.bootstrap, 1)
+
+    async def main() -> tuple[str | None, bool, bool]:
+        before = {t.ident for t in threading.enumerate()}
+        async with AsyncConsumer({"bootstrap.servers": client_broker.bootstrap, "group.id": group}) as c:
+            c.subscribe([topic])
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while not c.assignment() and loop.time() < deadline:
+                await c.poll(0.2)
+            task = c.heartbeat_task
+            name = task.get_name() if task is not None else None
+            alive = task is not None and not task.done()
+            new_threads = {t.ident for t in threading.enumerate()} - before
+        return name, alive, bool(new_threads)
+
+    name, alive, new_threads = asyncio.run(main())
+    assert name == f"kafka-coordinator-heartbeat-thread | {group}"
+    assert alive
+    assert not new_threads
+
+
 @pytest.mark.parametrize("killed", ["groupcoord", "kafka-python"])
 def test_sigkilled_member_partitions_move_to_the_survivor_after_the_session_timeout(
     client_broker: ClientBroker, killed: str
