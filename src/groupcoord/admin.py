@@ -64,9 +64,20 @@ __all__ = [
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 # API keys and the version ranges this tool can build requests for.
-FETCH, LIST_OFFSETS, METADATA, OFFSET_FETCH, FIND_COORDINATOR = 1, 2, 3, 9, 10
+FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 1, 2, 3, 8, 9, 10
 DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS = 15, 16, 18
+CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 19, 20, 32, 33
+CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE = 37, 42, 44, 47
 _CLIENT_RANGES: dict[int, tuple[int, int]] = {
+    OFFSET_COMMIT: (2, 8),
+    CREATE_TOPICS: (2, 7),
+    DELETE_TOPICS: (1, 5),
+    DESCRIBE_CONFIGS: (1, 4),
+    ALTER_CONFIGS: (0, 2),
+    CREATE_PARTITIONS: (0, 3),
+    DELETE_GROUPS: (0, 2),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    OFFSET_DELETE: (0, 0),
     FETCH: (4, 11),
     LIST_OFFSETS: (1, 7),
     METADATA: (1, 9),
@@ -82,6 +93,10 @@ _FETCH_MAX_BYTES = 4 << 20
 
 class AdminError(Exception):
     """Something the user must be told: unreachable broker, an error code, a missing API."""
+
+
+class UsageError(AdminError):
+    """A mistake in the command line itself (exit status 2)."""
 
 
 # ------------------------------------------------------------------------------ values
@@ -174,6 +189,10 @@ class Connection:
             return self._versions[api_key]
         except KeyError:
             raise AdminError(f"{self.address} offers no usable version of api key {api_key}") from None
+
+    def serves(self, api_key: int) -> bool:
+        """Whether the broker and this tool share a version of ``api_key``."""
+        return api_key in self._versions
 
     def call(self, api_key: int, **fields: Any) -> Any:
         return self._roundtrip(load_messages(api_key, self.version(api_key)), fields)
@@ -465,6 +484,236 @@ def describe_group(admin: AdminClient, group_id: str) -> GroupDescription:
     )
 
 
+# ------------------------------------------------------------------------------ changes
+#: Group states a ListGroups v4+ filter knows (Kafka's ``GroupState``; matched case-insensitively).
+GROUP_STATES = (
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+    "Empty",
+    "Assigning",
+    "Reconciling",
+)
+#: States in which a group has no active members, so its offsets may be changed by an admin
+#: (Kafka's ConsumerGroupCommand resets only Empty or Dead groups).
+INACTIVE_STATES = ("Empty", "Dead")
+
+
+def canonical_state(text: str) -> str:
+    """``text`` as a known group state name (any case), or AdminError naming the known ones."""
+    import difflib
+
+    for state in GROUP_STATES:
+        if state.lower() == text.strip().lower():
+            return state
+    close = difflib.get_close_matches(text, GROUP_STATES, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise AdminError(f"unknown group state {text!r}{hint}; known states: {', '.join(GROUP_STATES)}")
+
+
+def parse_time_ms(text: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 date/time (UTC unless it names a zone)."""
+    from datetime import UTC, datetime
+
+    s = text.strip()
+    if s.lstrip("-").isdigit():
+        return int(s)
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"not a time: {text!r} (use ISO-8601 or epoch ms)") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResetMode:
+    """Where to move committed offsets (exactly one of Kafka's ``--to-*``/``--shift-by`` options)."""
+
+    kind: str  # earliest | latest | offset | datetime | shift
+    value: int = 0  # the offset, the timestamp (epoch ms) or the shift
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetReset:
+    group_id: str
+    topic: str
+    partition: int
+    current: int | None
+    new_offset: int
+
+
+def group_state(admin: AdminClient, group_id: str) -> str:
+    coord = admin.coordinator(group_id)
+    r = coord.call(DESCRIBE_GROUPS, groups=[group_id], include_authorized_operations=False)
+    g = r.groups[0]
+    _check(g.error_code, f"DescribeGroups({group_id!r})")
+    return str(g.group_state)
+
+
+def committed_offsets(admin: AdminClient, group_id: str) -> dict[tuple[str, int], int]:
+    f = admin.coordinator(group_id).call(OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False)
+    _check(f.error_code, f"OffsetFetch({group_id!r})")
+    out: dict[tuple[str, int], int] = {}
+    for t in f.topics:
+        for p in t.partitions:
+            if int(p.error_code) == 0 and int(p.committed_offset) >= 0:
+                out[(t.name, int(p.partition_index))] = int(p.committed_offset)
+    return out
+
+
+def topic_partitions(admin: AdminClient, topics: Iterable[str]) -> dict[str, list[int]]:
+    """Each named topic's partitions, from Metadata; AdminError for a topic the broker lacks."""
+    r = admin.bootstrap.call(
+        METADATA,
+        topics=[{"name": t} for t in sorted(set(topics))],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    out: dict[str, list[int]] = {}
+    for t in r.topics:
+        _check(t.error_code, f"topic {t.name!r}")
+        out[t.name] = sorted(int(p.partition_index) for p in t.partitions)
+    return out
+
+
+def plan_reset(
+    admin: AdminClient,
+    group_id: str,
+    scope: Sequence[tuple[str, tuple[int, ...]]] | None,
+    mode: ResetMode,
+) -> list[OffsetReset]:
+    """The new committed offset of each partition in ``scope`` (None: every partition the group has
+    committed), as Kafka's ConsumerGroupCommand computes it: ``--to-offset`` and ``--shift-by`` are
+    kept within [log start, log end]; ``--to-datetime`` takes the first offset whose timestamp is at
+    or after the time (the log end when there is none). Only an inactive group may be reset."""
+    state = group_state(admin, group_id)
+    if state not in INACTIVE_STATES:
+        raise AdminError(
+            f"offsets of group {group_id!r} can only be reset while it is inactive (Empty), "
+            f"but it is {state}; stop its consumers first"
+        )
+    current = committed_offsets(admin, group_id)
+    if scope is None:
+        wanted = sorted(current)
+    else:
+        whole = [t for t, parts in scope if not parts]
+        known = topic_partitions(admin, whole) if whole else {}
+        wanted = sorted(
+            {(t, p) for t, parts in scope for p in (parts or tuple(known.get(t, ())))}
+        )
+    if not wanted:
+        return []
+    leaders = admin.leaders({t for t, _ in wanted})
+    missing = [f"{t}-{p}" for t, p in wanted if (t, p) not in leaders]
+    if missing:
+        raise AdminError(f"no such partition: {', '.join(missing)}")
+    earliest = _list_offsets(leaders, wanted, _EARLIEST_TIMESTAMP)
+    latest = _list_offsets(leaders, wanted, _LATEST_TIMESTAMP)
+    at_time = _list_offsets(leaders, wanted, mode.value) if mode.kind == "datetime" else {}
+    plan = []
+    for tp in wanted:
+        lo, hi = earliest[tp], latest[tp]
+        now = current.get(tp)
+        if mode.kind == "earliest":
+            new = lo
+        elif mode.kind == "latest":
+            new = hi
+        elif mode.kind == "offset":
+            new = min(max(mode.value, lo), hi)
+        elif mode.kind == "shift":
+            if now is None:
+                raise AdminError(f"cannot shift {tp[0]}-{tp[1]}: group {group_id!r} has no committed offset")
+            new = min(max(now + mode.value, lo), hi)
+        elif mode.kind == "datetime":
+            found = at_time.get(tp, -1)
+            new = hi if found < 0 else found
+        else:
+            raise AdminError(f"unknown reset mode {mode.kind!r}")
+        plan.append(OffsetReset(group_id=group_id, topic=tp[0], partition=tp[1], current=now, new_offset=new))
+    return plan
+
+
+def commit_offsets(admin: AdminClient, group_id: str, plan: Sequence[OffsetReset]) -> None:
+    """Commit ``plan`` as an admin (generation -1, no member id), which the coordinator accepts
+    only for a group with no active members."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for r in plan:
+        topics.setdefault(r.topic, []).append(
+            {
+                "partition_index": r.partition,
+                "committed_offset": r.new_offset,
+                "committed_leader_epoch": -1,
+                "commit_timestamp": -1,
+                "committed_metadata": "",
+            }
+        )
+    answer = admin.coordinator(group_id).call(
+        OFFSET_COMMIT,
+        group_id=group_id,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        retention_time_ms=-1,
+        topics=[{"name": t, "partitions": ps} for t, ps in topics.items()],
+    )
+    for t in answer.topics:
+        for p in t.partitions:
+            _check(p.error_code, f"OffsetCommit({group_id!r}) {t.name}-{int(p.partition_index)}")
+
+
+def delete_groups(admin: AdminClient, group_ids: Sequence[str]) -> dict[str, str]:
+    """DeleteGroups at each group's coordinator: group id -> "ok" or the error's name."""
+    out: dict[str, str] = {}
+    for group_id in group_ids:
+        r = admin.coordinator(group_id).call(DELETE_GROUPS, groups_names=[group_id])
+        for result in r.results:
+            code = int(result.error_code)
+            out[result.group_id] = "ok" if code == 0 else _name(code)
+    return out
+
+
+def delete_offsets(
+    admin: AdminClient, group_id: str, scope: Sequence[tuple[str, tuple[int, ...]]]
+) -> dict[tuple[str, int], str]:
+    """OffsetDelete of the group's committed offsets in ``scope`` (a topic without partitions: all
+    of them): (topic, partition) -> "ok" or the error's name."""
+    whole = [t for t, parts in scope if not parts]
+    known = topic_partitions(admin, whole) if whole else {}
+    wanted = sorted({(t, p) for t, parts in scope for p in (parts or tuple(known.get(t, ())))})
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for t, p in wanted:
+        topics.setdefault(t, []).append({"partition_index": p})
+    r = admin.coordinator(group_id).call(
+        OFFSET_DELETE, group_id=group_id, topics=[{"name": t, "partitions": ps} for t, ps in topics.items()]
+    )
+    _check(r.error_code, f"OffsetDelete({group_id!r})")
+    out: dict[tuple[str, int], str] = {}
+    for t in r.topics:
+        for p in t.partitions:
+            code = int(p.error_code)
+            out[(t.name, int(p.partition_index))] = "ok" if code == 0 else _name(code)
+    return out
+
+
+def parse_topic_scope(items: Sequence[str]) -> list[tuple[str, tuple[int, ...]]]:
+    """``TOPIC`` or ``TOPIC:0,1,2`` (kafka-consumer-groups.sh's --topic syntax)."""
+    out: list[tuple[str, tuple[int, ...]]] = []
+    for item in items:
+        topic, sep, parts = item.partition(":")
+        if not topic:
+            raise AdminError(f"bad --topic {item!r}: expected TOPIC or TOPIC:P,P,...")
+        try:
+            partitions = tuple(sorted({int(x) for x in parts.split(",") if x.strip()})) if sep else ()
+        except ValueError:
+            raise AdminError(f"bad --topic {item!r}: partitions must be numbers") from None
+        out.append((topic, partitions))
+    return out
+
+
 # ------------------------------------------------------------------------------ output
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
@@ -548,33 +797,119 @@ def format_description(d: GroupDescription) -> str:
 
 
 # ------------------------------------------------------------------------------ CLI
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n" if args.json else text)
+
+
 def _run_list(args: argparse.Namespace) -> int:
-    states = [s for item in args.state or () for s in item.split(",") if s]
+    try:
+        states = [canonical_state(s) for item in args.state or () for s in item.split(",") if s]
+    except AdminError as exc:
+        raise UsageError(str(exc)) from None
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
         groups = list_groups(admin, states)
-    if args.json:
-        sys.stdout.write(json.dumps([asdict(g) for g in groups], indent=2) + "\n")
-    else:
-        sys.stdout.write(format_listing(groups))
+    _emit(args, [asdict(g) for g in groups], format_listing(groups))
     return 0
+
+
+def _target_groups(admin: AdminClient, args: argparse.Namespace) -> list[str]:
+    if args.all_groups:
+        return [g.group_id for g in list_groups(admin)]
+    if not args.group:
+        raise UsageError("name a group (--group GROUP, repeatable) or give --all-groups")
+    return list(dict.fromkeys(args.group))
 
 
 def _run_describe(args: argparse.Namespace) -> int:
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
-        description = describe_group(admin, args.group)
+        if args.all_groups:
+            names = [g.group_id for g in list_groups(admin)]
+        elif args.group:
+            names = [args.group]
+        else:
+            raise UsageError("name a GROUP or give --all-groups")
+        descriptions = [describe_group(admin, name) for name in names]
+    unknown = [d.group_id for d in descriptions if d.state == "Dead" and not d.members and not d.partitions]
     if args.json:
-        sys.stdout.write(json.dumps(asdict(description), indent=2) + "\n")
+        data: Any = [asdict(d) for d in descriptions] if args.all_groups else asdict(descriptions[0])
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
-        sys.stdout.write(format_description(description))
+        sys.stdout.write("\n".join(format_description(d) for d in descriptions))
+    if unknown and not args.all_groups:
+        sys.stderr.write(f"groupcoord groups: group {unknown[0]!r} does not exist\n")
+        return 1
     return 0
+
+
+def _reset_mode(args: argparse.Namespace) -> ResetMode:
+    if args.to_earliest:
+        return ResetMode(kind="earliest")
+    if args.to_latest:
+        return ResetMode(kind="latest")
+    if args.to_offset is not None:
+        return ResetMode(kind="offset", value=args.to_offset)
+    if args.shift_by is not None:
+        return ResetMode(kind="shift", value=args.shift_by)
+    if args.to_datetime is not None:
+        return ResetMode(kind="datetime", value=parse_time_ms(args.to_datetime))
+    raise UsageError(
+        "say where to: --to-earliest, --to-latest, --to-offset N, --to-datetime TIME or --shift-by N"
+    )
+
+
+def _run_reset(args: argparse.Namespace) -> int:
+    mode = _reset_mode(args)
+    if not args.all_topics and not args.topic:
+        raise UsageError("name the partitions: --topic TOPIC[:P,P...] (repeatable) or --all-topics")
+    scope = None if args.all_topics else parse_topic_scope(args.topic)
+    with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
+        plans = {g: plan_reset(admin, g, scope, mode) for g in _target_groups(admin, args)}
+        if args.execute:
+            for g, plan in plans.items():
+                if plan:
+                    commit_offsets(admin, g, plan)
+    rows = [r for plan in plans.values() for r in plan]
+    text = "\n".join(
+        _table(
+            ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"),
+            [(r.group_id, r.topic, str(r.partition), _dash(r.current), str(r.new_offset)) for r in rows],
+        )
+    )
+    _emit(args, {"executed": bool(args.execute), "offsets": [asdict(r) for r in rows]}, text + "\n")
+    if not args.execute:
+        sys.stderr.write("dry run: nothing was changed; add --execute to commit these offsets\n")
+    return 0
+
+
+def _run_delete(args: argparse.Namespace) -> int:
+    with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
+        results = delete_groups(admin, _target_groups(admin, args))
+    text = "\n".join(_table(("GROUP", "RESULT"), sorted(results.items()))) + "\n"
+    _emit(args, results, text)
+    return 0 if all(v == "ok" for v in results.values()) else 1
+
+
+def _run_delete_offsets(args: argparse.Namespace) -> int:
+    with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
+        results = delete_offsets(admin, args.group, parse_topic_scope(args.topic))
+    rows = [(t, str(p), r) for (t, p), r in sorted(results.items())]
+    _emit(
+        args,
+        [{"topic": t, "partition": p, "result": r} for (t, p), r in sorted(results.items())],
+        "\n".join(_table(("TOPIC", "PARTITION", "RESULT"), rows)) + "\n",
+    )
+    return 0 if all(r == "ok" for r in results.values()) else 1
 
 
 def _guarded(run: typing.Callable[[argparse.Namespace], int]) -> typing.Callable[[argparse.Namespace], int]:
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return run(args)
+        except UsageError as exc:
+            sys.stderr.write(f"groupcoord {args.command}: {exc}\n")
+            return 2
         except AdminError as exc:
-            sys.stderr.write(f"groupcoord groups: {exc}\n")
+            sys.stderr.write(f"groupcoord {args.command}: {exc}\n")
             return 1
 
     return wrapper
@@ -614,5 +949,47 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "last completed generation, and the output says so.",
     )
     common(p_describe)
-    p_describe.add_argument("group", metavar="GROUP")
+    p_describe.add_argument("group", metavar="GROUP", nargs="?")
+    p_describe.add_argument("--all-groups", action="store_true", help="describe every group")
     p_describe.set_defaults(func=_guarded(_run_describe))
+
+    def targets(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--group", action="append", metavar="GROUP", help="a group (repeatable)")
+        p.add_argument("--all-groups", action="store_true", help="every group the brokers know")
+
+    p_reset = sub.add_parser(
+        "reset-offsets",
+        help="move an inactive group's committed offsets (dry run unless --execute)",
+        description="Like kafka-consumer-groups.sh --reset-offsets: prints the new offsets and "
+        "changes nothing unless --execute is given. Only groups without active members (Empty) "
+        "can be reset. --to-offset and --shift-by stay within the log's start and end.",
+    )
+    common(p_reset)
+    targets(p_reset)
+    scope = p_reset.add_mutually_exclusive_group()
+    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,P...]", help="partitions to reset")
+    scope.add_argument("--all-topics", action="store_true", help="every partition the group committed")
+    to = p_reset.add_mutually_exclusive_group()
+    to.add_argument("--to-earliest", action="store_true", help="the log start offset")
+    to.add_argument("--to-latest", action="store_true", help="the log end offset")
+    to.add_argument("--to-offset", type=int, metavar="N", help="offset N")
+    to.add_argument("--to-datetime", metavar="TIME", help="first offset at/after TIME (ISO-8601 or ms)")
+    to.add_argument("--shift-by", type=int, metavar="N", help="current offset plus N (may be negative)")
+    p_reset.add_argument("--execute", action="store_true", help="commit the new offsets")
+    p_reset.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
+    p_reset.set_defaults(func=_guarded(_run_reset))
+
+    p_delete = sub.add_parser("delete", help="delete groups that have no members (DeleteGroups)")
+    common(p_delete)
+    targets(p_delete)
+    p_delete.set_defaults(func=_guarded(_run_delete))
+
+    p_delete_offsets = sub.add_parser(
+        "delete-offsets", help="delete a group's committed offsets of topics it no longer consumes"
+    )
+    common(p_delete_offsets)
+    p_delete_offsets.add_argument("--group", required=True, metavar="GROUP")
+    p_delete_offsets.add_argument(
+        "--topic", action="append", required=True, metavar="TOPIC[:P,P...]", help="repeatable"
+    )
+    p_delete_offsets.set_defaults(func=_guarded(_run_delete_offsets))

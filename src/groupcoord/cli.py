@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from groupcoord import admin
+from groupcoord import admin, admin_topics
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import ConfigError
 from groupcoord.pipeline import cli as pipeline_cli
@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for register in REGISTRARS:
         register(subparsers)
-    admin.register(subparsers)  # groupcoord groups list|describe
+    admin.register(subparsers)  # groupcoord groups list|describe|reset-offsets|delete|delete-offsets
+    admin_topics.register(subparsers)  # groupcoord topics list|describe|create|delete|alter
     pipeline_cli.register(subparsers)  # groupcoord analyze|simulate
     return parser
 

@@ -233,7 +233,8 @@ def test_describe_after_everyone_left_shows_empty_group_with_its_offsets(
 
 def test_describe_unknown_group_and_unreachable_broker(cli_broker: BrokerProcess) -> None:
     r = cli(cli_broker, "describe", "cli-nobody", "--bootstrap", cli_broker.bootstrap)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1  # like kafka-consumer-groups.sh, an unknown group is an error
+    assert r.stderr == "groupcoord groups: group 'cli-nobody' does not exist\n"
     assert heading(r.stdout)["State"] == "Dead"
     assert "Group 'cli-nobody' does not exist (or was deleted)." in r.stdout
     r = cli(cli_broker, "list", "--bootstrap", "127.0.0.1:1", "--timeout", "2")
