@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CTopicPartition
 
-from groupcoord.testing import Broker, EventReason, TopicPartition
+from groupcoord.testing import Broker, EventReason, GroupEvent, TopicPartition
 
 
 def wait_until(pred: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -104,8 +104,15 @@ def test_advance_past_a_45s_session_expires_the_confluent_member_and_the_group_r
 
     kafka_broker.advance(46)
 
-    events = kafka_broker.events("app")
-    expired = [e for e in events if e.type == "member_removed" and e.reason == EventReason.SESSION_TIMEOUT]
+    def expired_members() -> list[GroupEvent]:
+        return [
+            e
+            for e in kafka_broker.events("app")
+            if e.type == "member_removed" and e.reason == EventReason.SESSION_TIMEOUT
+        ]
+
+    wait_until(lambda: bool(expired_members()), "the session_timeout event")
+    expired = expired_members()
     assert [(e.member_id, e.generation) for e in expired] == [(member, before.generation)]
     # The client learns of it from its next heartbeat and joins again as a new member.
     after = kafka_broker.wait_for_group("app", members=1, generation_at_least=before.generation + 1)
@@ -225,3 +232,56 @@ def test_restart_hard_keeps_committed_offsets_and_a_consumer_resumes_from_them(
         assert again.position(tp) == 2
     finally:
         again.close()
+
+
+@pytest.mark.kafka_broker(settings={"group.initial.rebalance.delay.ms": 60_000})
+def test_advance_ends_the_initial_rebalance_delay(kafka_broker: Broker, consumers: list[Polling]) -> None:
+    """With a one-minute initial delay the first join waits in PreparingRebalance; advancing
+    past it completes the join at once (Kafka: GroupCoordinator ``InitialDelayedJoin``)."""
+    kafka_broker.create_topic("orders", 1)
+    c = Polling(confluent_config(kafka_broker, "app", "app-1"), ["orders"])
+    consumers.append(c)
+    kafka_broker.wait_for_group("app", state="PreparingRebalance", members=1)
+    assert c.owned() == set()
+
+    kafka_broker.advance(60)
+
+    state = kafka_broker.wait_for_group("app", state="Stable", members=1)
+    assert state.member("app-1").assignment == {TopicPartition("orders", 0)}
+
+
+@pytest.mark.kafka_broker(
+    settings={"offsets.retention.minutes": 1, "offsets.retention.check.interval.ms": 1000}
+)
+def test_advance_past_offset_retention_expires_the_offsets_of_an_empty_group(kafka_broker: Broker) -> None:
+    """Offsets of a group without members expire ``offsets.retention.minutes`` after the group
+    became Empty, at the next retention check (Kafka: GroupMetadataManager
+    ``cleanupGroupMetadata``; GroupMetadata.removeExpiredOffsets); advance() gets there at once."""
+    from kafka import KafkaConsumer
+
+    kafka_broker.create_topic("orders", 1)
+    kafka_broker.produce("orders", [b"1"])
+    consumer = KafkaConsumer(
+        "orders",
+        bootstrap_servers=kafka_broker.bootstrap,
+        group_id="app",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=20_000,
+    )
+    assert next(consumer).value == b"1"
+    consumer.commit()
+    consumer.close()
+    kafka_broker.wait_for_group("app", state="Empty", members=0)
+    assert kafka_broker.committed("app") == {TopicPartition("orders", 0): 1}
+
+    kafka_broker.advance(30)
+    assert kafka_broker.committed("app") == {TopicPartition("orders", 0): 1}  # not yet due
+    kafka_broker.advance(32)
+
+    # The expiry writes tombstones; the offsets go once they are durable, moments later.
+    wait_until(lambda: kafka_broker.committed("app") == {}, "the offsets to expire")
+    wait_until(
+        lambda: any(e.reason == EventReason.OFFSETS_EXPIRED for e in kafka_broker.events("app")),
+        "the offsets_expired event",
+    )

@@ -233,18 +233,18 @@ class Broker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._started.clear()
         self._start_error = None
-        logging.getLogger("groupcoord").addHandler(self._tail)
-        if logging.getLogger("groupcoord").getEffectiveLevel() > self.log_level:
-            logging.getLogger("groupcoord").setLevel(self.log_level)
+        _capture_logs(self._tail, self.log_level)
         thread = threading.Thread(
             target=self._serve, args=(config,), name=f"groupcoord-broker-{self.port}", daemon=True
         )
         self._thread = thread
         thread.start()
         if not self._started.wait(self.start_timeout):
+            _release_logs(self._tail)
             raise RuntimeError(f"the broker did not start within {self.start_timeout}s")
         if self._start_error is not None:
             thread.join(5)
+            _release_logs(self._tail)
             raise RuntimeError(f"the broker did not start: {self._start_error}") from self._start_error
 
     def _serve(self, config: BrokerConfig) -> None:
@@ -309,7 +309,7 @@ class Broker:
         thread.join(60)
         if thread.is_alive():
             raise RuntimeError("the broker thread did not stop within 60 s")
-        logging.getLogger("groupcoord").removeHandler(self._tail)
+        _release_logs(self._tail)
         self._thread = None
         self._loop = None
 
@@ -544,8 +544,36 @@ class Broker:
         return "\n".join(list(self._tail.lines)[-lines:])
 
 
+_log_lock = threading.Lock()
+_log_users: list[_LogTail] = []
+_log_prior_level = logging.NOTSET
+
+
+def _capture_logs(tail: _LogTail, level: int) -> None:
+    """Attach a broker's log tail to the package logger, lowering its level if need be (the
+    level is restored when the last in-process broker stops)."""
+    global _log_prior_level
+    package_log = logging.getLogger("groupcoord")
+    with _log_lock:
+        if not _log_users:
+            _log_prior_level = package_log.level
+        _log_users.append(tail)
+        package_log.addHandler(tail)
+        if package_log.getEffectiveLevel() > level:
+            package_log.setLevel(level)
+
+
+def _release_logs(tail: _LogTail) -> None:
+    package_log = logging.getLogger("groupcoord")
+    with _log_lock:
+        package_log.removeHandler(tail)
+        if tail in _log_users:
+            _log_users.remove(tail)
+            if not _log_users:
+                package_log.setLevel(_log_prior_level)
+
+
 def _prop(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
