@@ -44,7 +44,9 @@ from .batch import (
     validate_batch,
 )
 from .cleaner import CompactionReport, LogCleaner
+from .control import EndTxnMarker, decode_marker
 from .log_config import LogConfig
+from .producer_state import ProducerStateManager
 from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, recover
 from .segment import (
     CLEANED_SUFFIX,
@@ -58,6 +60,7 @@ from .segment import (
     whole_batches,
     whole_batches_in,
 )
+from .txnindex import AbortedTxn, append_txn_index, read_txn_index, write_txn_index
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +148,8 @@ class PartitionLog:
         )
         self._bases = [s.base_offset for s in self._segments]
         self._flushed_offset = self.log_end_offset
+        #: built from the log on first use (:meth:`producer_state`); None: not built yet
+        self._pstate: ProducerStateManager | None = None
 
     @classmethod
     def open(cls, dir: Path, config: LogConfig, clock: Clock) -> tuple[PartitionLog, RecoveryReport]:
@@ -167,7 +172,39 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.log_end_offset
+        """The first offset of the earliest open transaction, or the log end when none is open."""
+        return self.producer_state().last_stable_offset(self.log_end_offset)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions a read_committed fetch of ``[fetch_offset, upper_bound)`` must
+        skip (the ``aborted_transactions`` of a Fetch response)."""
+        return self.producer_state().collect_aborted(fetch_offset, upper_bound)
+
+    def producer_state(self) -> ProducerStateManager:
+        """The partition's producers and open transactions, read from the log on first use.
+
+        The first call reads every batch header of the partition (and decodes its markers),
+        and brings each segment's ``.txnindex`` in line with the ABORT markers the segment
+        holds, so an index a crash or a truncation left stale is rewritten. Kafka restores the
+        same state from ``.snapshot`` files instead of reading the log.
+        """
+        with self._lock:
+            if self._pstate is not None:
+                return self._pstate
+            state = ProducerStateManager()
+            for h, data in self.iter_batches_from(self._log_start):
+                state.update(h, _marker_of(h, data))
+            per_segment: dict[int, list[AbortedTxn]] = {}
+            for a in state.aborted():
+                i = bisect.bisect_right(self._bases, a.last_offset) - 1
+                if i >= 0:
+                    per_segment.setdefault(i, []).append(a)
+            for i, seg in enumerate(self._segments):
+                want = per_segment.get(i, [])
+                if read_txn_index(seg.txnindex_path) != want:
+                    write_txn_index(seg.txnindex_path, want)
+            self._pstate = state
+            return state
 
     @property
     def flushed_offset(self) -> int:
@@ -231,6 +268,8 @@ class PartitionLog:
             pos += h.size
         with self._lock:
             self._check_open()
+            if self._pstate is None and any(h.producer_id >= 0 for _p, h in headers):
+                self.producer_state()  # so this append's markers reach .txnindex as they land
             now = self._clock.now_ms()
             log_append = cfg.log_append_time
             next_offset = self.log_end_offset
@@ -281,6 +320,8 @@ class PartitionLog:
                     cfg.index_interval_bytes,
                 )
                 i = j
+            if self._pstate is not None:
+                self._track_producers(buf, planned)
             self._unflushed_messages += records
             info = AppendInfo(
                 base_offset=planned[0][2],
@@ -296,6 +337,17 @@ class PartitionLog:
         if due:
             self.flush()
         return info
+
+    def _track_producers(self, buf: bytearray, planned: list[tuple[int, int, int, int, int]]) -> None:
+        assert self._pstate is not None
+        for pos, size, _base, _last, _ts in planned:
+            h = parse_header(buf, pos)
+            if h.producer_id < 0:
+                continue
+            done = self._pstate.update(h, _marker_of(h, bytes(buf[pos : pos + size])))
+            if done is not None and done.aborted:
+                seg = self._segments[bisect.bisect_right(self._bases, h.base_offset) - 1]
+                append_txn_index(seg.txnindex_path, self._pstate.aborted()[-1])
 
     def _should_roll(self, seg: Segment, size: int, last_offset: int, now: int) -> bool:
         if seg.size == 0:
@@ -518,6 +570,7 @@ class PartitionLog:
     # -- retention, deletion, truncation ---------------------------------------------------
 
     def _drop_segment(self, seg: Segment) -> int:
+        self._pstate = None  # rebuilt from what remains on next use
         i = self._segments.index(seg)
         del self._segments[i]
         del self._bases[i]
@@ -604,6 +657,7 @@ class PartitionLog:
             while len(self._segments) > 1 and self._bases[-1] >= offset:
                 self._drop_segment(self._segments[-1])
             seg = self._segments[-1]
+            self._pstate = None  # rebuilt (and .txnindex entries past the end dropped) on next use
             found = seg.find_batch(offset)
             if found is not None:
                 seg.truncate_file(found[0])
@@ -712,3 +766,16 @@ __all__ = [
     "RecordTooLargeError",
     "RegionRead",
 ]
+
+
+def _marker_of(h: BatchHeader, data: bytes) -> EndTxnMarker | None:
+    """The transaction marker a control batch holds (None for data, or a control record that
+    is not a marker)."""
+    if not h.is_control:
+        return None
+    try:
+        records = decode_records(data)
+        return decode_marker(records[0].key, records[0].value) if records else None
+    except (CorruptBatchError, ValueError):
+        log.warning("control batch at offset %d is not a transaction marker", h.base_offset)
+        return None

@@ -37,6 +37,7 @@ from .batch import (
     parse_header,
     validate_batch,
 )
+from .txnindex import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,7 @@ class Segment:
         "tidx_ts",
         "timeindex_fd",
         "timeindex_path",
+        "txnindex_path",
     )
 
     def __init__(self, directory: Path, base_offset: int, created_ms: int, suffix: str = "") -> None:
@@ -160,6 +162,9 @@ class Segment:
         self.log_path = directory / (name + LOG_SUFFIX + suffix)
         self.index_path = directory / (name + INDEX_SUFFIX + suffix)
         self.timeindex_path = directory / (name + TIMEINDEX_SUFFIX + suffix)
+        #: the aborted-transaction index (:mod:`groupcoord.storage.txnindex`); it exists only
+        #: once the segment holds an ABORT marker, and a cleaned copy keeps the original's
+        self.txnindex_path = directory / (name + TXN_INDEX_SUFFIX + suffix)
         self.indexes_missing = not (self.index_path.exists() and self.timeindex_path.exists())
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self.fd).st_size
@@ -270,6 +275,8 @@ class Segment:
             final = path.with_name(path.name[: -len(suffix)])
             os.replace(path, final)
             setattr(self, attr, final)
+        # The cleaner keeps transactions' offsets, so the original's .txnindex stays valid.
+        self.txnindex_path = self.txnindex_path.with_name(self.txnindex_path.name[: -len(suffix)])
 
     def close(self) -> None:
         self.release_index_fds()
@@ -280,7 +287,7 @@ class Segment:
 
     def delete_files(self) -> None:
         self.close()
-        for path in (self.log_path, self.index_path, self.timeindex_path):
+        for path in (self.log_path, self.index_path, self.timeindex_path, self.txnindex_path):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
