@@ -786,7 +786,18 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "loadavg": os.getloadavg(),
+        "broker_event_loop": broker_event_loop(),
+        "client_event_loop": "asyncio",
     }
+
+
+def broker_event_loop() -> str:
+    """The loop a groupcoord started by ``peer.start_groupcoord`` (this interpreter) runs on."""
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio"
+    return f"uvloop {uvloop.__version__}"
 
 
 def run_on(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import logging
 import os
 import signal
@@ -270,6 +271,7 @@ async def run(
         await app.close()
         raise
     broker = app.broker
+    log.info("event loop: %s", event_loop_name(asyncio.get_running_loop()))
     log.info(
         "listening on %s:%d (cluster %s, node %d, data %s) after %.0f ms",
         host,
@@ -297,6 +299,14 @@ async def run(
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
         log.info("stopped")
+
+
+def event_loop_name(loop: asyncio.AbstractEventLoop) -> str:
+    """``uvloop <version>`` or ``asyncio (<class>)``: what the broker logs at start and benchmarks record."""
+    module = type(loop).__module__.split(".")[0]
+    if module == "uvloop":
+        return f"uvloop {importlib.metadata.version('uvloop')}"
+    return f"{module} ({type(loop).__name__})"
 
 
 def run_blocking(
