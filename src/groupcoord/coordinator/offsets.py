@@ -52,6 +52,7 @@ from groupcoord.coordinator.records import (
     new_offset_commit_record,
     new_offset_commit_tombstone,
 )
+from groupcoord.coordinator.result import PendingWrite
 from groupcoord.coordinator.state import GroupState
 from groupcoord.coordinator.writes import (
     GroupDeletionWrite,
@@ -143,7 +144,8 @@ class OffsetHandlers(ClassicGroupHandlers):
             pending = self._pending_commits.setdefault(group_id, {})
             for key in commits:
                 pending[key] = pending.get(key, 0) + 1
-        self._append(group_id, records, OffsetWrite(token, group_id, tuple(commits), then))
+        completion = OffsetWrite(token, group_id, tuple(commits), then)
+        self._out.writes.append(PendingWrite(self.partition_for(group_id), tuple(records), completion))
 
     def _offset_write_finished(self, write: OffsetWrite) -> None:
         group_id = write.group_id

@@ -83,89 +83,85 @@ class GroupCoordinatorShard(ReplayHandlers):
 
     # ================================================================== entry points
     # Each runs one handler against a fresh result and returns it; see coordinator/result.py.
-    def _begin(self) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        return out
-
     def join_group(
         self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self.handle_join_group(req, reply)
         return out
 
     def sync_group(
         self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self.handle_sync_group(req, reply)
         return out
 
     def heartbeat(
         self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self.handle_heartbeat(req, reply)
         return out
 
     def leave_group(
         self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self.handle_leave_group(req, reply)
         return out
 
     def offset_commit(
         self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._handle_offset_commit(req, reply)
         return out
 
     def offset_fetch(
         self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._handle_offset_fetch(req, reply)
         return out
 
     def offset_delete(
         self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._handle_offset_delete(req, reply)
         return out
 
     def describe_groups(
         self, group_ids: Sequence[str], reply: Callable[[DescribeGroupsResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._handle_describe_groups(group_ids, reply)
         return out
 
     def list_groups(
         self, states_filter: Sequence[str] | None, reply: Callable[[ListGroupsResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._handle_list_groups(states_filter, reply)
         return out
 
     def delete_groups(
         self, group_ids: Sequence[str], reply: Callable[[DeleteGroupsResponse], None]
     ) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._handle_delete_groups(group_ids, reply)
         return out
 
     def poll(self) -> CoordinatorResult:
         """Run every timer due at the clock's current time."""
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._poll()
         return out
 
     def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
         """The runtime's report that ``write`` is durable (``NONE``) or failed with ``error``."""
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._complete_write(write, error)
         return out
 
@@ -176,24 +172,24 @@ class GroupCoordinatorShard(ReplayHandlers):
         :meth:`complete_loading`) and by tests; on the live path the shard replays a write's
         records itself when the write completes.
         """
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._replay(record)
         return out
 
     def begin_loading(self, partition: int) -> CoordinatorResult:
         """Start loading ``partition``: its groups answer COORDINATOR_LOAD_IN_PROGRESS until done."""
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._begin_loading(partition)
         return out
 
     def complete_loading(self, partition: int) -> CoordinatorResult:
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._complete_loading(partition)
         return out
 
     def unload_partition(self, partition: int) -> CoordinatorResult:
         """Leadership of ``partition`` lost: its groups die and parked requests get NOT_COORDINATOR."""
-        out = self._begin()
+        out = self._out = CoordinatorResult()
         self._unload_partition(partition)
         return out
 

@@ -19,7 +19,7 @@ from groupcoord.coordinator.group import ClassicGroup, StateSnapshot
 from groupcoord.errors import ErrorCode
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class AssignmentWrite:
     """The leader's SyncGroup assignment (CompletingRebalance -> Stable once durable)."""
 
@@ -27,7 +27,7 @@ class AssignmentWrite:
     generation: int
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class EmptyGroupWrite:
     """The group record of a join phase that ended with no member (Empty)."""
 
@@ -35,7 +35,7 @@ class EmptyGroupWrite:
     generation: int
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class StaticMemberReplacementWrite:
     """A static member's new member id, persisted while the group stays Stable.
 
@@ -55,7 +55,7 @@ class StaticMemberReplacementWrite:
     join_version: int
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class OffsetCommitWrite:
     """An OffsetCommit's records; ``results`` holds each partition's code before the write."""
 
@@ -64,7 +64,7 @@ class OffsetCommitWrite:
     results: dict[tuple[str, int], ErrorCode]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class OffsetDeleteWrite:
     """An OffsetDelete's tombstones; topics in ``subscribed`` are answered GROUP_SUBSCRIBED_TO_TOPIC."""
 
@@ -73,7 +73,7 @@ class OffsetDeleteWrite:
     subscribed: frozenset[str] | None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class OffsetExpiryWrite:
     """Tombstones of expired offsets; with ``removes_group``, also the group's own tombstone.
 
@@ -99,7 +99,7 @@ class DeleteGroupsInFlight:
     answered: bool = False
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class GroupDeletionWrite:
     """One group's tombstones for a DeleteGroups request; ``restore`` is its state before."""
 
@@ -108,7 +108,7 @@ class GroupDeletionWrite:
     request: DeleteGroupsInFlight
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class OffsetWrite:
     """Wraps a write that changes a group's offsets, tracked while it is in flight.
 

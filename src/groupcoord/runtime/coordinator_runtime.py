@@ -115,7 +115,7 @@ class CoordinatorRuntime:
             self._replies.extend(result.responses)
         for write in result.writes:
             self._sink.append(write.partition, write.records, functools.partial(self._written, write))
-        if not self._delivering:
+        if self._replies and not self._delivering:
             self._deliver()
 
     def _written(self, write: PendingWrite, error: ErrorCode) -> None:
