@@ -116,6 +116,7 @@ class AsyncConsumer:
         self._start()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout_seconds)
+        waited = False
         while True:
             self._drive(app_poll=True)
             self._engine.raise_fatal()
@@ -127,9 +128,11 @@ class AsyncConsumer:
                 self._send_fetches()  # read ahead while the application works
                 return records
             remaining = deadline - loop.time()
-            if remaining <= 0:
+            if remaining <= 0 and waited:
                 return []
-            await self._wait(min(remaining, self._next_wait_s()))
+            # poll(0) too runs one network round, so a caller polling with no timeout progresses
+            await self._wait(max(0.0, min(remaining, self._next_wait_s())))
+            waited = True
 
     async def commit(
         self,

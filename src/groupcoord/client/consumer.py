@@ -329,6 +329,7 @@ class Consumer:
         Runs the group protocol (joins, rebalances, auto-commit) and the rebalance callbacks."""
         self._check_open()
         deadline = time.monotonic() + max(0.0, timeout_seconds)
+        waited = False
         while True:
             self._check_heartbeat_thread()
             with self._lock:
@@ -343,9 +344,11 @@ class Consumer:
                     self._send_fetches()  # read ahead while the application works
                     return records
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 and waited:
                 return []
-            self._wait(min(remaining, self._next_wait_s()))
+            # poll(0) too runs one network round, so a caller polling with no timeout progresses
+            self._wait(max(0.0, min(remaining, self._next_wait_s())))
+            waited = True
 
     def commit(
         self,

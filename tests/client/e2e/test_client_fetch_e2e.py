@@ -249,6 +249,20 @@ def test_assigned_consumer_with_a_group_id_commits_and_a_new_one_resumes_there(
         ]
 
 
+def test_polling_with_zero_timeout_still_makes_progress(client_broker: ClientBroker) -> None:
+    import time
+
+    topic = make_topic(client_broker.bootstrap, 1)
+    produce(client_broker.bootstrap, topic, [(0, b"a"), (0, b"b")])
+    with Consumer({"bootstrap.servers": client_broker.bootstrap, "auto.offset.reset": "earliest"}) as c:
+        c.assign([TopicPartition(topic, 0)])
+        got: list[int] = []
+        limit = time.monotonic() + 60
+        while len(got) < 2 and time.monotonic() < limit:
+            got += [r.offset for r in c.poll(0)]
+        assert got == [0, 1]
+
+
 def test_unknown_config_key_is_a_config_error_naming_it() -> None:
     with pytest.raises(ConfigError, match=r"no\.such\.key"):
         Consumer({"bootstrap.servers": "127.0.0.1:1", "no.such.key": 1})
