@@ -76,9 +76,15 @@ def _plan(broker: Broker, request: Any, by_id: bool) -> list[_TopicAsk]:
     return out
 
 
-def _build(broker: Broker, plan: list[_TopicAsk], max_bytes: int) -> tuple[list[TopicOut], int, bool]:
+def _build(
+    broker: Broker, plan: list[_TopicAsk], max_bytes: int, read_committed: bool = False
+) -> tuple[list[TopicOut], int, bool]:
     """The response's topics as of now, the record bytes they carry, and whether any partition
-    failed. Record sets of ``SENDFILE_MIN_BYTES`` or more are file regions the caller owns."""
+    failed. Record sets of ``SENDFILE_MIN_BYTES`` or more are file regions the caller owns.
+
+    ``read_committed`` (isolation_level 1): each partition is read only below its last stable
+    offset, and carries the aborted transactions of what it returns (Kafka's
+    ``UnifiedLog.read`` with ``FetchTxnCommitted``)."""
     remaining = max_bytes
     total = 0
     failed = False
@@ -90,6 +96,7 @@ def _build(broker: Broker, plan: list[_TopicAsk], max_bytes: int) -> tuple[list[
             code = ask.error
             hw = lso = start = -1
             data: bytes | FileRegion = b""
+            aborted: tuple[tuple[int, int], ...] | None = None
             if code == ErrorCode.NONE:
                 assert ask.name is not None
                 try:
@@ -99,8 +106,13 @@ def _build(broker: Broker, plan: list[_TopicAsk], max_bytes: int) -> tuple[list[
                 else:
                     limit = min(p.max_bytes, remaining)
                     try:
+                        upper = plog.last_stable_offset if read_committed else None
                         result = plog.read_region(
-                            p.fetch_offset, max(limit, 0), min_one=total == 0, copy_below=copy_below
+                            p.fetch_offset,
+                            max(limit, 0),
+                            min_one=total == 0,
+                            copy_below=copy_below,
+                            max_offset=upper,
                         )
                     except OffsetOutOfRangeError:
                         code = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -115,6 +127,11 @@ def _build(broker: Broker, plan: list[_TopicAsk], max_bytes: int) -> tuple[list[
                         size = len(data) if isinstance(data, bytes) else data.length
                         total += size
                         remaining -= size
+                        if read_committed and size:
+                            aborted = tuple(
+                                (a.producer_id, a.first_offset)
+                                for a in plog.aborted_transactions(p.fetch_offset, lso)
+                            )
             if code != ErrorCode.NONE:
                 failed = True
             parts_out.append(
@@ -125,6 +142,7 @@ def _build(broker: Broker, plan: list[_TopicAsk], max_bytes: int) -> tuple[list[
                     last_stable_offset=lso,
                     log_start_offset=start,
                     records=data,
+                    aborted_transactions=aborted,
                 )
             )
         topics_out.append(
@@ -153,7 +171,8 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     plan = _plan(broker, request, by_id=version >= 13)
     max_bytes = int(getattr(request, "max_bytes", 2147483647))
-    topics, total, failed = _build(broker, plan, max_bytes)
+    read_committed = version >= 4 and int(getattr(request, "isolation_level", 0)) == 1
+    topics, total, failed = _build(broker, plan, max_bytes, read_committed)
     max_wait = ms(request.max_wait)
     min_bytes = int(request.min_bytes)
     if failed or max_wait <= 0 or total >= min_bytes or not plan:
@@ -176,7 +195,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         wake()
 
     broker.schedule(key, broker.clock.now_ms() + max_wait, expire)
-    return _parked(broker, version, plan, max_bytes, woken, wid, key)
+    return _parked(broker, version, plan, max_bytes, woken, wid, key, read_committed)
 
 
 async def _parked(
@@ -187,10 +206,11 @@ async def _parked(
     woken: asyncio.Future[None],
     wid: int,
     key: tuple[str, int],
+    read_committed: bool = False,
 ) -> Any:
     try:
         await woken
     finally:
         broker.fetch_waiters.remove(wid)
         broker.timers.cancel(key)
-    return _encode(version, _build(broker, plan, max_bytes)[0])
+    return _encode(version, _build(broker, plan, max_bytes, read_committed)[0])

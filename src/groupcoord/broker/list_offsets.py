@@ -14,14 +14,17 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 
 
-def _lookup(broker: Broker, topic: str, partition: int, ts: int, version: int) -> tuple[ErrorCode, int, int]:
-    """(error, timestamp, offset) for one partition."""
+def _lookup(
+    broker: Broker, topic: str, partition: int, ts: int, version: int, read_committed: bool = False
+) -> tuple[ErrorCode, int, int]:
+    """(error, timestamp, offset) for one partition; latest is the last stable offset for a
+    read_committed asker (isolation_level 1, v2+), as in Kafka's ``fetchOffsetForTimestamp``."""
     try:
         plog = broker.logs.partition(topic, partition)
     except KeyError:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
     if ts == LATEST:
-        return ErrorCode.NONE, -1, plog.log_end_offset
+        return ErrorCode.NONE, -1, plog.last_stable_offset if read_committed else plog.log_end_offset
     if ts == EARLIEST:
         return ErrorCode.NONE, -1, plog.log_start_offset
     if ts == MAX_TIMESTAMP:
@@ -45,12 +48,13 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = messages.response_type
     topic_t = child(resp_t, "topics")
     part_t = child(topic_t, "partitions")
+    read_committed = ctx.api_version >= 2 and int(getattr(request, "isolation_level", 0)) == 1
     topics = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
             code, ts, offset = _lookup(
-                broker, t.name, int(p.partition_index), int(p.timestamp), ctx.api_version
+                broker, t.name, int(p.partition_index), int(p.timestamp), ctx.api_version, read_committed
             )
             parts.append(
                 make(

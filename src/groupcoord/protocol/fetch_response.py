@@ -30,6 +30,7 @@ _I32 = struct.Struct(">i")
 _PART_V4 = struct.Struct(">ihqq")  # partition, error, high watermark, last stable offset
 _PART_V5 = struct.Struct(">ihqqq")  # + log start offset
 _TOP_V7 = struct.Struct(">ihi")  # throttle, error, session id
+_ABORTED = struct.Struct(">qq")  # producer id, first offset
 
 
 class Sized(Protocol):
@@ -46,6 +47,9 @@ class PartitionOut:
     log_start_offset: int
     #: the record bytes, or a stand-in for them (e.g. a file region) of ``records.length`` bytes
     records: bytes | Sized
+    #: (producer id, first offset) of each aborted transaction in ``records`` (read_committed
+    #: fetches); None is written as a null array
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,8 +98,15 @@ def encode_fetch_body(
                 )
             else:
                 buf += part_s.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset)
-            # aborted transactions: null
-            buf += b"\x00" if flexible else b"\xff\xff\xff\xff"
+            aborted = p.aborted_transactions
+            if aborted is None:
+                buf += b"\x00" if flexible else b"\xff\xff\xff\xff"
+            else:
+                buf += uvarint_bytes(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
+                for producer_id, first_offset in aborted:
+                    buf += _ABORTED.pack(producer_id, first_offset)
+                    if flexible:
+                        buf += b"\x00"
             if with_replica:
                 buf += b"\xff\xff\xff\xff"
             records = p.records

@@ -460,22 +460,38 @@ class PartitionLog:
             return empty
 
     def read_region(
-        self, offset: int, max_bytes: int, *, min_one: bool = True, copy_below: int = 0
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
+        copy_below: int = 0,
+        max_offset: int | None = None,
     ) -> RegionRead:
         """The same batches as :meth:`read` (same bounds, same errors), located by their batch
         headers only: a range of ``copy_below`` bytes or more comes back as a :class:`FileRegion`
-        on a duplicated descriptor (for ``os.sendfile``), a shorter one as bytes."""
+        on a duplicated descriptor (for ``os.sendfile``), a shorter one as bytes.
+
+        ``max_offset``: read only batches below it (a read_committed fetch passes the last
+        stable offset, which is always a batch boundary)."""
         with self._lock:
             leo = self._readable_end(offset)
             empty = RegionRead(data=b"", high_watermark=leo, log_start_offset=self._log_start)
-            if offset == leo:
+            if offset == leo or (max_offset is not None and offset >= max_offset):
                 return empty
             for seg in self._segments[self._segment_index(offset) :]:
                 found = find_batch_header(seg, offset)
                 if found is None:
                     continue
                 pos, first_size = found
-                want = min(max(max_bytes, 0), seg.size - pos)
+                stop = seg.size
+                if max_offset is not None and max_offset < seg.next_offset:
+                    bound = find_batch_header(seg, max_offset)
+                    if bound is not None:
+                        stop = bound[0]
+                    if stop <= pos:
+                        return empty
+                want = min(max(max_bytes, 0), stop - pos)
                 end = whole_batches_in(seg, pos, pos + want) - pos if want >= first_size else 0
                 if end == 0:
                     if not min_one:
