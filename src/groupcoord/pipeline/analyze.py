@@ -347,7 +347,7 @@ def run_analysis(
     if opts.report:
         from groupcoord.pipeline.report import write_report
 
-        report_path = write_report(spark, out, now_ms=now_ms)
+        report_path = write_report(spark, out, now_ms=now_ms, data_dir=data_dir)
         stages.step("report")
     return AnalyzeResult(
         out=out,

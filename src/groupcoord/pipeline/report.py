@@ -1,4 +1,12 @@
-"""``OUT/report.html``: one self-contained file, plots as base64 PNGs (matplotlib, Agg backend).
+"""``OUT/report.html``: one self-contained file answering an operator's questions.
+
+Which groups are unhealthy and why, why a group rebalanced and how long it stopped, how far behind
+it is in records and in time. A summary (every group with its status in words), a legend for every
+status, and one section per group: lag over time, the rebalance timeline coloured by cause, the
+rebalances, the partitions' health and the partitions that changed owner. Charts are inline SVG,
+tables sort (click a header) and filter (type in the box) with a few lines of inline JavaScript;
+nothing is loaded from anywhere, so the file reads offline. Times are written in UTC and shown in
+the reader's local time zone (named) when scripts run.
 
 The report reads the (small) gold tables back from ``OUT/tables`` into pandas; :func:`render_html`
 is Spark-free and takes those frames directly, so it is testable on its own.
@@ -6,11 +14,11 @@ is Spark-free and takes those frames directly, so it is testable on its own.
 
 from __future__ import annotations
 
-import base64
 import html
-import io
+import itertools
 import logging
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,232 +29,717 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPORT_TABLES = ("group_status", "partition_status", "rebalances", "rebalance_summary", "group_lag_series")
-MAX_TABLE_ROWS = 200
-MAX_TIMELINE_GROUPS = 30
+REPORT_TABLES = (
+    "group_status",
+    "partition_status",
+    "rebalances",
+    "rebalance_summary",
+    "group_lag_series",
+    "partition_ownership",
+)
+#: rows of one table shown per group (the Parquet tables hold all of them)
+MAX_ROWS = 500
 NO_GROUPS = (
     "No groups yet: the data directory holds no consumer-group records (no group has joined or "
     "committed offsets)."
 )
-_STATUS_COLOURS = {
-    "OK": "#d9f2d9",
-    "WARN": "#fff2b3",
-    "ERR": "#f4b6b6",
-    "STOP": "#f4b6b6",
-    "STALL": "#f4b6b6",
-    "REWIND": "#f4b6b6",
+
+#: Every status the report shows, with what it means for the operator (Burrow's rules, docs/pipeline.md).
+PARTITION_STATUS_TEXT = {
+    "OK": "keeping up: the lag reached zero (or the allowed lag) or went down within the last commits.",
+    "WARN": "falling behind: the consumer commits, but the lag grew at every one of the last commits.",
+    "STOP": "not committing: no commit for longer than the last commits spanned while records wait "
+    "(the consumer stopped, crashed or lost its partitions; expected after a clean shutdown).",
+    "STALL": "stuck: the consumer keeps committing the same offset while records wait.",
+    "REWIND": "went back: a committed offset is lower than an earlier one (an offset reset or reprocessing).",
 }
+GROUP_STATUS_TEXT = {
+    "OK": "every partition is keeping up.",
+    "WARN": "at least one partition is falling behind; none is stopped, stuck or rewound.",
+    "ERR": "at least one partition is stopped (STOP), stuck (STALL) or went back (REWIND).",
+}
+_COLOURS = {
+    "OK": "#2e7d32",
+    "WARN": "#b26a00",
+    "ERR": "#c62828",
+    "STOP": "#c62828",
+    "STALL": "#ad1457",
+    "REWIND": "#6a1b9a",
+}
+_CAUSE_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+_RANK = {"REWIND": 0, "STALL": 1, "STOP": 2, "WARN": 3, "OK": 4}
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
+header{background:#263238;color:#fff;padding:1em 2em}header h1{margin:0 0 .3em;font-size:1.5em}
+header p{margin:.2em 0;color:#cfd8dc}main{display:flex}nav#toc{position:sticky;top:0;align-self:flex-start;
+max-height:100vh;overflow:auto;width:15em;padding:1em;border-right:1px solid #ddd;font-size:.9em}
+nav#toc a{display:block;padding:2px 0;color:#1565c0;text-decoration:none}#content{flex:1;padding:1em 2em;
+min-width:0}section{overflow-x:auto;background:#fff;border:1px solid #e0e0e0;border-radius:6px;
+padding:1em 1.5em;
+margin:0 0 1.5em}h2{margin-top:0}.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;
+font-size:.8em;font-weight:600}.why{font-size:1.05em}.groupnav{float:right;font-size:.85em}
+.groupnav a{margin-left:.8em}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+th,td{border-bottom:1px solid #eee;padding:3px 8px;text-align:left;white-space:nowrap}
+th{background:#f5f5f5;cursor:pointer;user-select:none}th.sorted-asc::after{content:" \\25B2"}
+th.sorted-desc::after{content:" \\25BC"}td.num{text-align:right;font-variant-numeric:tabular-nums}
+input.filter{margin:.3em 0;padding:3px 6px;width:20em}.cards{display:flex;gap:1em;flex-wrap:wrap}
+.card{border:1px solid #e0e0e0;border-radius:6px;padding:.6em 1em;min-width:8em}.card b{font-size:1.6em;
+display:block}dl.legend dt{float:left;clear:left;width:5em}dl.legend dd{margin:0 0 .4em 6em}
+.empty{font-size:1.1em;color:#555}svg text{font-size:11px;fill:#444}.note{color:#666;font-size:.85em}
+"""
+
+_JS = """
+(function(){
+  function fmtLocal(ms){var d=new Date(ms);var p=function(n){return String(n).padStart(2,'0')};
+    var zone='';try{zone=new Intl.DateTimeFormat(undefined,{timeZoneName:'short'}).formatToParts(d)
+      .filter(function(x){return x.type==='timeZoneName'})[0].value}catch(e){zone=''}
+    return d.getFullYear()+'-'+p(d.getMonth()+1)+'-'+p(d.getDate())+' '+p(d.getHours())+':'+
+      p(d.getMinutes())+':'+p(d.getSeconds())+(zone?' '+zone:'')}
+  document.querySelectorAll('time[data-ms]').forEach(function(t){
+    t.title=t.textContent;t.textContent=fmtLocal(Number(t.getAttribute('data-ms')))});
+  document.querySelectorAll('text[data-ms]').forEach(function(t){
+    var d=new Date(Number(t.getAttribute('data-ms')));var p=function(n){return String(n).padStart(2,'0')};
+    t.textContent=p(d.getHours())+':'+p(d.getMinutes())});
+  var zoneNote=document.getElementById('zone');
+  if(zoneNote){try{zoneNote.textContent='Times are in your local time zone ('+
+    Intl.DateTimeFormat().resolvedOptions().timeZone+'); hover a time for UTC.'}catch(e){}}
+  document.querySelectorAll('table.data').forEach(function(table){
+    var body=table.tBodies[0];var heads=table.tHead.rows[0].cells;
+    Array.prototype.forEach.call(heads,function(th,i){th.addEventListener('click',function(){
+      var asc=!th.classList.contains('sorted-asc');
+      Array.prototype.forEach.call(heads,function(h){h.classList.remove('sorted-asc','sorted-desc')});
+      th.classList.add(asc?'sorted-asc':'sorted-desc');
+      var rows=Array.prototype.slice.call(body.rows);
+      rows.sort(function(a,b){var x=a.cells[i].getAttribute('data-v'),y=b.cells[i].getAttribute('data-v');
+        var nx=parseFloat(x),ny=parseFloat(y);var c;
+        if(x!==null&&y!==null&&x!==''&&y!==''&&!isNaN(nx)&&!isNaN(ny)){c=nx-ny}
+        else{c=a.cells[i].textContent.localeCompare(b.cells[i].textContent)}
+        return asc?c:-c});
+      rows.forEach(function(r){body.appendChild(r)})})});
+    var box=table.previousElementSibling;
+    if(box&&box.classList.contains('filter')){box.addEventListener('input',function(){
+      var q=box.value.toLowerCase();Array.prototype.forEach.call(body.rows,function(r){
+        r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none'})})}
+  });
+})();
+"""
 
 
-def _png(fig: Any) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+# ------------------------------------------------------------------------------ formatting
+def _esc(v: object) -> str:
+    return html.escape(str(v))
 
 
-def _empty_figure(title: str, message: str) -> Any:
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 1.8))
-    ax.set_title(title)
-    ax.text(0.5, 0.5, message, ha="center", va="center")
-    ax.set_axis_off()
-    return fig
-
-
-def plot_lag(series: pd.DataFrame) -> Any:
-    import matplotlib.pyplot as plt
-
-    if series.empty:
-        return _empty_figure("Consumer lag over time", "no offset commits in range")
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
-    top = series.groupby("group_id")["total_lag"].max().sort_values(ascending=False).index[:12]
-    for group in top:
-        g = series[series["group_id"] == group].sort_values("time")
-        ax1.plot(g["time"], g["total_lag"], label=str(group), linewidth=1.2)
-        ax2.plot(g["time"], g["max_time_lag_ms"] / 1000.0, label=str(group), linewidth=1.2)
-    ax1.set_ylabel("offset lag (records)")
-    ax1.set_title("Consumer lag over time (top groups by lag)")
-    ax2.set_ylabel("time lag (s)")
-    ax1.legend(loc="upper left", fontsize="small", bbox_to_anchor=(1.0, 1.0))
-    fig.autofmt_xdate()
-    return fig
+def _missing(v: Any) -> bool:
+    if v is None:
+        return True
+    try:
+        return bool(v != v)  # NaN / NaT
+    except (TypeError, ValueError):
+        return False
 
 
-def _cause_colours(causes: list[str]) -> dict[str, Any]:
-    import matplotlib.pyplot as plt
-
-    cmap = plt.get_cmap("tab10")
-    return {c: cmap(i % 10) for i, c in enumerate(sorted(causes))}
-
-
-def plot_timeline(rebalances: pd.DataFrame) -> Any:
-    import matplotlib.dates as mdates
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
-
-    if rebalances.empty:
-        return _empty_figure("Rebalance timeline", "no rebalances in range")
-    r = rebalances.copy()
-    r["cause"] = r["cause"].fillna("unknown")
-    counts = r["group_id"].value_counts()
-    groups = sorted(counts.sort_values(ascending=False, kind="stable").index[:MAX_TIMELINE_GROUPS])
-    r = r[r["group_id"].isin(groups)]
-    colours = _cause_colours(list(r["cause"].unique()))
-    fig, ax = plt.subplots(figsize=(10, 1.0 + 0.45 * len(groups)))
-    for i, group in enumerate(groups):
-        g = r[r["group_id"] == group]
-        for _, row in g.iterrows():
-            start = float(mdates.date2num(row["started_at"]))  # type: ignore[no-untyped-call]
-            duration = row["duration_ms"] if row["duration_ms"] == row["duration_ms"] else 0
-            width = max(float(duration) / 86_400_000.0, 0)
-            ax.barh(
-                i,
-                width,
-                left=start,
-                height=0.6,
-                color=colours[row["cause"]],
-                edgecolor="black",
-                linewidth=0.4,
-            )
-            ax.plot([start], [i], marker="|", color=colours[row["cause"]], markersize=12)
-    ax.set_yticks(range(len(groups)))
-    ax.set_yticklabels(groups)
-    ax.xaxis_date()
-    more = len(counts) - len(groups)
-    suffix = f"; {more} more groups not shown" if more > 0 else ""
-    ax.set_title(f"Rebalance timeline (bar = start to Stable, colour = cause{suffix})")
-    ax.legend(
-        handles=[Patch(color=c, label=k) for k, c in colours.items()],
-        fontsize="small",
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-    )
-    fig.autofmt_xdate()
-    return fig
+def human_duration(ms: Any) -> str:
+    """``850 ms``, ``12.3 s``, ``4 min 05 s``, ``2 h 03 min``, ``3 d 02 h``; empty when unknown."""
+    if _missing(ms):
+        return ""
+    v = float(ms)
+    if v < 1000:
+        return f"{v:.0f} ms"
+    s = v / 1000
+    if s < 60:
+        return f"{s:.1f} s"
+    m, s = divmod(int(s), 60)
+    if m < 60:
+        return f"{m} min {s:02d} s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h} h {m:02d} min"
+    d, h = divmod(h, 24)
+    return f"{d} d {h:02d} h"
 
 
-def plot_durations(rebalances: pd.DataFrame) -> Any:
-    import matplotlib.pyplot as plt
-
-    d = rebalances["duration_ms"].dropna() if not rebalances.empty else rebalances
-    if len(d) == 0:
-        return _empty_figure("Rebalance durations", "no completed rebalances")
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    ax.hist(d.astype(float) / 1000.0, bins=min(40, max(5, len(d) // 2)), color="#4c72b0", edgecolor="white")
-    ax.set_xlabel("duration (s): PreparingRebalance to Stable")
-    ax.set_ylabel("rebalances")
-    ax.set_title("Distribution of rebalance durations")
-    return fig
+def human_count(n: Any) -> str:
+    if _missing(n):
+        return ""
+    return f"{int(n):,}"
 
 
-def plot_moved(rebalances: pd.DataFrame) -> Any:
-    import matplotlib.pyplot as plt
-
-    if rebalances.empty:
-        return _empty_figure("Partitions moved per rebalance", "no rebalances in range")
-    r = rebalances.sort_values("started_at").reset_index(drop=True)
-    r["cause"] = r["cause"].fillna("unknown")
-    colours = _cause_colours(list(r["cause"].unique()))
-    fig, ax = plt.subplots(figsize=(10, 3.5))
-    ax.bar(range(len(r)), r["partitions_moved"].fillna(0), color=[colours[c] for c in r["cause"]])
-    ax.set_xlabel("rebalance (in start order, all groups)")
-    ax.set_ylabel("partitions moved")
-    ax.set_title("Partitions that changed owner per rebalance")
-    return fig
+def _ms(v: Any) -> int | None:
+    """Epoch milliseconds of a pandas/py timestamp (naive values are UTC)."""
+    if _missing(v):
+        return None
+    if isinstance(v, int | float):
+        return int(v)
+    ts = v.to_pydatetime() if hasattr(v, "to_pydatetime") else v
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return int(ts.timestamp() * 1000)
 
 
-def _table(df: pd.DataFrame, *, status_column: str | None = None) -> str:
-    shown = df.head(MAX_TABLE_ROWS)
-    cols = list(shown.columns)
-    out = ["<table><thead><tr>", *[f"<th>{html.escape(str(c))}</th>" for c in cols], "</tr></thead><tbody>"]
-    for _, row in shown.iterrows():
-        style = ""
-        if status_column is not None:
-            colour = _STATUS_COLOURS.get(str(row[status_column]))
-            if colour:
-                style = f' style="background:{colour}"'
-        out.append(f"<tr{style}>")
-        out.extend(f"<td>{html.escape(_fmt(row[c]))}</td>" for c in cols)
+def _utc_text(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _time(v: Any) -> str:
+    ms = _ms(v)
+    if ms is None:
+        return ""
+    return f"<time data-ms='{ms}'>{_utc_text(ms)}</time>"
+
+
+def _badge(status: str) -> str:
+    colour = _COLOURS.get(status, "#546e7a")
+    return f"<span class='badge' style='background:{colour}'>{_esc(status)}</span>"
+
+
+def slug(group_id: str) -> str:
+    return "g-" + re.sub(r"[^A-Za-z0-9_-]", lambda m: f"_{ord(m.group()):x}", group_id)
+
+
+class Cell:
+    """A table cell: the HTML shown and the value it sorts by."""
+
+    __slots__ = ("html", "num", "sort")
+
+    def __init__(self, shown: str, sort: object = None, *, num: bool = False) -> None:
+        self.html = shown
+        self.sort = sort
+        self.num = num
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, filter_label: str) -> str:
+    out = [
+        f"<input class='filter' type='search' placeholder='Filter {html.escape(filter_label)}…' "
+        f"aria-label='Filter {html.escape(filter_label)}'>",
+        "<table class='data'><thead><tr>",
+        *[f"<th>{_esc(h)}</th>" for h in headers],
+        "</tr></thead><tbody>",
+    ]
+    for row in rows[:MAX_ROWS]:
+        out.append("<tr>")
+        for c in row:
+            attrs = "" if c.sort is None else f" data-v='{_esc(c.sort)}'"
+            attrs += " class='num'" if c.num else ""
+            out.append(f"<td{attrs}>{c.html}</td>")
         out.append("</tr>")
     out.append("</tbody></table>")
-    if len(df) > MAX_TABLE_ROWS:
-        out.append(f"<p>{len(df) - MAX_TABLE_ROWS} more rows in the Parquet table.</p>")
+    if len(rows) > MAX_ROWS:
+        out.append(f"<p class='note'>{len(rows) - MAX_ROWS:,} more rows in the Parquet tables.</p>")
     return "".join(out)
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "" if v != v else f"{v:.6g}"
-    if isinstance(v, dict):
-        return ", ".join(f"{k}: {n}" for k, n in sorted(v.items()))
-    if isinstance(v, list | tuple):
-        return ", ".join(f"{k}: {n}" for k, n in v) if v and isinstance(v[0], tuple) else str(v)
-    return str(v)
+def _num(v: Any) -> Cell:
+    return Cell(human_count(v), "" if _missing(v) else int(v), num=True)
 
 
-def render_html(frames: Mapping[str, pd.DataFrame], *, now_ms: int, title: str = "groupcoord analyze") -> str:
-    """The report for the given gold tables (keys: :data:`REPORT_TABLES`)."""
-    import matplotlib
+def _dur(v: Any) -> Cell:
+    return Cell(human_duration(v), "" if _missing(v) else float(v), num=True)
 
-    matplotlib.use("Agg")
+
+def _when(v: Any) -> Cell:
+    ms = _ms(v)
+    return Cell(_time(v), "" if ms is None else ms)
+
+
+def _text(v: Any) -> Cell:
+    return Cell("" if _missing(v) else _esc(v), None)
+
+
+# ------------------------------------------------------------------------------ charts (SVG)
+def _svg_lines(
+    series: Sequence[tuple[str, Sequence[int], Sequence[float]]],
+    *,
+    title: str,
+    y_format: Any,
+    width: int = 760,
+    height: int = 190,
+) -> str:
+    """A small line chart; x is epoch ms (tick labels rewritten to local time by the script)."""
+    points = [(x, y) for _, xs, ys in series for x, y in zip(xs, ys, strict=True) if not _missing(y)]
+    if not points:
+        return f"<p class='note'>{_esc(title)}: no data.</p>"
+    left, right, top, bottom = 70, 10, 22, 28
+    x0 = min(p[0] for p in points)
+    x1 = max(p[0] for p in points)
+    y1 = max(max(p[1] for p in points), 1.0)
+    xs_span = max(x1 - x0, 1)
+
+    def sx(x: float) -> float:
+        return left + (x - x0) / xs_span * (width - left - right)
+
+    def sy(y: float) -> float:
+        return height - bottom - y / y1 * (height - top - bottom)
+
+    out = [
+        f"<svg role='img' aria-label='{_esc(title)}' width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}'>",
+        f"<text x='{left}' y='14' style='font-weight:600'>{_esc(title)}</text>",
+        f"<line x1='{left}' y1='{height - bottom}' x2='{width - right}' y2='{height - bottom}' "
+        "stroke='#999'/>",
+        f"<line x1='{left}' y1='{top}' x2='{left}' y2='{height - bottom}' stroke='#999'/>",
+    ]
+    for i in range(5):
+        y = y1 * i / 4
+        out.append(
+            f"<text x='{left - 4}' y='{sy(y) + 4:.1f}' text-anchor='end'>{_esc(y_format(y))}</text>"
+            f"<line x1='{left}' y1='{sy(y):.1f}' x2='{width - right}' y2='{sy(y):.1f}' stroke='#eee'/>"
+        )
+    for i in range(6):
+        x = x0 + xs_span * i / 5
+        label = datetime.fromtimestamp(x / 1000, UTC).strftime("%H:%M")
+        anchor = "start" if i == 0 else "end" if i == 5 else "middle"
+        out.append(
+            f"<text data-ms='{int(x)}' x='{sx(x):.1f}' y='{height - bottom + 14}' "
+            f"text-anchor='{anchor}'>{label}</text>"
+        )
+    for i, (name, xs, ys) in enumerate(series):
+        colour = _CAUSE_PALETTE[i % len(_CAUSE_PALETTE)]
+        pts = " ".join(
+            f"{sx(x):.1f},{sy(float(y)):.1f}" for x, y in zip(xs, ys, strict=True) if not _missing(y)
+        )
+        out.append(f"<polyline fill='none' stroke='{colour}' stroke-width='1.5' points='{pts}'><title>")
+        out.append(f"{_esc(name)}</title></polyline>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _svg_timeline(
+    rebalances: pd.DataFrame, colours: Mapping[str, str], *, start_ms: int, end_ms: int, width: int = 760
+) -> str:
+    """Rebalances of one group on a time axis: a bar from start to Stable, coloured by cause."""
+    height, left, right = 64, 70, 10
+    span = max(end_ms - start_ms, 1)
+
+    def sx(x: float) -> float:
+        return left + (x - start_ms) / span * (width - left - right)
+
+    out = [
+        f"<svg role='img' aria-label='rebalance timeline' width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}'>",
+        "<text x='0' y='30'>rebalances</text>",
+        f"<line x1='{left}' y1='40' x2='{width - right}' y2='40' stroke='#999'/>",
+    ]
+    for i in range(6):
+        x = start_ms + span * i / 5
+        label = datetime.fromtimestamp(x / 1000, UTC).strftime("%H:%M")
+        anchor = "start" if i == 0 else "end" if i == 5 else "middle"
+        out.append(f"<text data-ms='{int(x)}' x='{sx(x):.1f}' y='56' text-anchor='{anchor}'>{label}</text>")
+    for _, r in rebalances.iterrows():
+        s = _ms(r["started_at"])
+        if s is None:
+            continue
+        d = 0.0 if _missing(r.get("duration_ms")) else float(r["duration_ms"])
+        cause = "unknown" if _missing(r.get("cause")) else str(r["cause"])
+        w = max(sx(s + d) - sx(s), 2.0)
+        out.append(
+            f"<rect x='{sx(s):.1f}' y='18' width='{w:.1f}' height='20' fill='{colours.get(cause, '#777')}'>"
+            f"<title>{_esc(cause)}: {_esc(_utc_text(s))}, stopped {_esc(human_duration(d) or 'unknown')}"
+            "</title></rect>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------ words
+def explain_group(status: str, partitions: pd.DataFrame) -> str:
+    """The group's status in one or two sentences, naming the partitions behind it."""
+    if partitions.empty:
+        return "No committed offsets in range, so no lag could be evaluated."
+    counts = partitions["status"].value_counts().to_dict()
+    total = len(partitions)
+    if status == "OK":
+        return f"Healthy: all {total} partitions are keeping up."
+    parts = []
+    for s in ("STOP", "STALL", "REWIND", "WARN"):
+        n = int(counts.get(s, 0))
+        if not n:
+            continue
+        rows = partitions[partitions["status"] == s]
+        names = ", ".join(f"{t}-{p}" for t, p in zip(rows["topic"], rows["partition"], strict=True))
+        if len(rows) > 6:
+            names = ", ".join(
+                f"{t}-{p}" for t, p in zip(rows["topic"][:6], rows["partition"][:6], strict=True)
+            )
+            names += ", …"
+        what = PARTITION_STATUS_TEXT[s].split(":")[0]
+        parts.append(f"{n} of {total} partitions {what} ({s}: {names})")
+    sentence = "; ".join(parts) + "."
+    if counts.get("STOP", 0) == total:
+        last = partitions["last_commit_time"].max() if "last_commit_time" in partitions else None
+        when = f" since {_time(last)}" if not _missing(last) else ""
+        sentence += (
+            f" No partition has been committed{when}: if the group was shut down on purpose this is "
+            "expected; otherwise its consumers are down."
+        )
+    return sentence[0].upper() + sentence[1:]
+
+
+def partition_moves(ownership: pd.DataFrame) -> pd.DataFrame:
+    """Per generation of a group, the partitions whose owner differs from the previous generation's."""
+    import pandas as pd
+
+    if ownership.empty:
+        return pd.DataFrame(columns=["generation", "topic", "partition", "owner_before", "owner_after"])
+    o = ownership[["generation", "topic", "partition", "owner"]]
+    gens = sorted(int(g) for g in o["generation"].dropna().unique())
+    rows = []
+    for prev, gen in itertools.pairwise(gens):
+        before = {
+            (t, int(p)): w for t, p, w in o[o["generation"] == prev][["topic", "partition", "owner"]].values
+        }
+        after = {
+            (t, int(p)): w for t, p, w in o[o["generation"] == gen][["topic", "partition", "owner"]].values
+        }
+        for tp in sorted(set(before) | set(after)):
+            if before.get(tp) != after.get(tp):
+                rows.append((gen, tp[0], tp[1], before.get(tp), after.get(tp)))
+    return pd.DataFrame(rows, columns=["generation", "topic", "partition", "owner_before", "owner_after"])
+
+
+# ------------------------------------------------------------------------------ page
+def render_html(
+    frames: Mapping[str, pd.DataFrame],
+    *,
+    now_ms: int,
+    title: str = "Consumer groups",
+    data_dir: str | None = None,
+) -> str:
+    """The report for the given gold tables (keys: :data:`REPORT_TABLES`; ``partition_ownership``
+    may be missing)."""
+    import pandas as pd
+
     gs = frames["group_status"]
     ps = frames["partition_status"]
     rb = frames["rebalances"]
-    rs = frames["rebalance_summary"]
     series = frames["group_lag_series"]
-    figures = [
-        ("Lag over time", plot_lag(series)),
-        ("Rebalance timeline", plot_timeline(rb)),
-        ("Rebalance durations", plot_durations(rb)),
-        ("Partitions moved", plot_moved(rb)),
-    ]
-    evaluated = datetime.fromtimestamp(now_ms / 1000, UTC).isoformat()
-    parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title>",
-        "<style>body{font-family:sans-serif;margin:2em;}table{border-collapse:collapse;font-size:12px;}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;}h2{margin-top:1.5em;}</style>",
-        "</head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p>Status evaluated at {html.escape(evaluated)} (Burrow's rules). {len(gs)} groups, "
-        f"{len(ps)} group-partitions, {len(rb)} rebalances.</p>",
-        "<h2>Group status</h2>",
-        _table(gs, status_column="status"),
-    ]
-    if gs.empty:
-        parts.insert(-2, f"<p class='empty'>{NO_GROUPS}</p>")
-    for name, fig in figures:
-        parts.append(f"<h2>{html.escape(name)}</h2>")
-        parts.append(f"<img alt='{html.escape(name)}' src='data:image/png;base64,{_png(fig)}'/>")
-    worst = ps.copy()
-    if not worst.empty:
-        rank = {"REWIND": 0, "STALL": 1, "STOP": 2, "WARN": 3, "OK": 4}
-        worst["_r"] = worst["status"].map(rank)
-        worst = worst.sort_values(["_r", "current_lag"], ascending=[True, False]).drop(
-            columns=["_r", "window"]
+    ownership = frames.get("partition_ownership", pd.DataFrame())
+
+    times = [
+        _ms(v)
+        for v in (
+            *(series["time"].agg(["min", "max"]).tolist() if not series.empty else []),
+            *(rb["started_at"].agg(["min", "max"]).tolist() if not rb.empty else []),
         )
-    parts += [
-        "<h2>Partition status (worst first)</h2>",
-        _table(worst, status_column="status"),
-        "<h2>Rebalance summary</h2>",
-        _table(rs),
-        "<h2>Rebalances</h2>",
-        _table(rb.sort_values("started_at", ascending=False) if not rb.empty else rb),
-        "</body></html>",
     ]
+    known = [t for t in times if t is not None]
+    start_ms, end_ms = (min(known), max([*known, now_ms])) if known else (now_ms, now_ms)
+    causes = sorted(rb["cause"].fillna("unknown").unique()) if not rb.empty else []
+    colours = {c: _CAUSE_PALETTE[i % len(_CAUSE_PALETTE)] for i, c in enumerate(causes)}
+
+    groups = sorted(
+        set(gs["group_id"]) | (set(rb["group_id"]) if not rb.empty else set()),
+        key=lambda g: (
+            {"ERR": 0, "WARN": 1, "OK": 2}.get(_group_field(gs, g, "status", "OK"), 3),
+            str(g),
+        ),
+    )
+    heading = f"{title}{' in ' + data_dir if data_dir else ''}"
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{_esc(heading)}</title><style>{_CSS}</style></head><body>",
+        f"<header><h1>{_esc(heading)}</h1>",
+        f"<p>Data from {_time(start_ms)} to {_time(end_ms)}; health evaluated at {_time(now_ms)} "
+        "with Burrow's rules.</p><p id='zone'>Times are in UTC.</p></header><main>",
+        "<nav id='toc' aria-label='Contents'><b>Contents</b>",
+        "<a href='#summary'>Summary</a><a href='#legend'>Status legend</a>",
+        *[f"<a href='#{slug(g)}'>{_badge(_group_field(gs, g, 'status', '-'))} {_esc(g)}</a>" for g in groups],
+        "</nav><div id='content'>",
+        _summary(gs, ps, rb, groups),
+        _legend(colours),
+    ]
+    for i, g in enumerate(groups):
+        parts.append(
+            _group_section(
+                g,
+                gs,
+                ps,
+                rb,
+                series,
+                ownership,
+                colours,
+                start_ms=start_ms,
+                end_ms=end_ms,
+                prev=groups[i - 1] if i > 0 else None,
+                nxt=groups[i + 1] if i + 1 < len(groups) else None,
+            )
+        )
+    parts += ["</div></main>", f"<script>{_JS}</script>", "</body></html>"]
     return "\n".join(parts)
 
 
-def write_report(spark: SparkSession, out: Path, *, now_ms: int) -> Path:
+def _group_field(gs: pd.DataFrame, group: str, column: str, default: Any) -> Any:
+    if gs.empty or column not in gs:
+        return default
+    rows = gs[gs["group_id"] == group]
+    if rows.empty or _missing(rows.iloc[0][column]):
+        return default
+    return rows.iloc[0][column]
+
+
+def _summary(gs: pd.DataFrame, ps: pd.DataFrame, rb: pd.DataFrame, groups: Sequence[str]) -> str:
+    out = ["<section id='summary'><h2>Summary</h2>"]
+    if not groups:
+        out.append(f"<p class='empty'>{NO_GROUPS}</p></section>")
+        return "".join(out)
+    counts = gs["status"].value_counts().to_dict() if not gs.empty else {}
+    out.append("<div class='cards'>")
+    out.append(f"<div class='card'><b>{len(groups)}</b>groups</div>")
+    for s in ("ERR", "WARN", "OK"):
+        out.append(
+            f"<div class='card' style='border-color:{_COLOURS[s]}'><b>{int(counts.get(s, 0))}</b>"
+            f"{_badge(s)} groups</div>"
+        )
+    out.append(f"<div class='card'><b>{len(rb):,}</b>rebalances</div></div>")
+    unhealthy = [g for g in groups if _group_field(gs, g, "status", "OK") != "OK"]
+    if unhealthy:
+        out.append("<h3>Needs attention</h3><ul>")
+        for g in unhealthy:
+            mine = ps[ps["group_id"] == g] if not ps.empty else ps
+            status = str(_group_field(gs, g, "status", "-"))
+            out.append(
+                f"<li><a href='#{slug(g)}'>{_esc(g)}</a> {_badge(status)} {explain_group(status, mine)}</li>"
+            )
+        out.append("</ul>")
+    else:
+        out.append("<p>Every group is keeping up.</p>")
+    rows = []
+    for g in groups:
+        mine_rb = rb[rb["group_id"] == g] if not rb.empty else rb
+        status = str(_group_field(gs, g, "status", "-"))
+        rows.append(
+            [
+                Cell(f"<a href='#{slug(g)}'>{_esc(g)}</a>", str(g)),
+                Cell(_badge(status), _RANK.get(status, {"ERR": 0}.get(status, 5))),
+                _num(_group_field(gs, g, "total_lag", None)),
+                _dur(_group_field(gs, g, "max_time_lag_ms", None)),
+                _num(_group_field(gs, g, "partition_count", None)),
+                _num(len(mine_rb)),
+                _dur(mine_rb["duration_ms"].max() if not mine_rb.empty else None),
+                _when(mine_rb["started_at"].max() if not mine_rb.empty else None),
+            ]
+        )
+    out.append("<h3>All groups</h3>")
+    out.append(
+        _table(
+            (
+                "Group",
+                "Status",
+                "Lag (records)",
+                "Lag (time)",
+                "Partitions",
+                "Rebalances",
+                "Longest stop",
+                "Last rebalance",
+            ),
+            rows,
+            filter_label="groups",
+        )
+    )
+    out.append("</section>")
+    return "".join(out)
+
+
+def _legend(colours: Mapping[str, str]) -> str:
+    out = ["<section id='legend'><h2>Status legend</h2><h3>Group status</h3><dl class='legend'>"]
+    for s, text in GROUP_STATUS_TEXT.items():
+        out.append(f"<dt>{_badge(s)}</dt><dd>{_esc(text)}</dd>")
+    out.append("</dl><h3>Partition status (from the group's last commits)</h3><dl class='legend'>")
+    for s, text in PARTITION_STATUS_TEXT.items():
+        out.append(f"<dt>{_badge(s)}</dt><dd>{_esc(text)}</dd>")
+    out.append(
+        "</dl><p class='note'>Lag (records): log-end offset minus the committed offset. Lag (time): how "
+        "long the oldest unconsumed record has waited. “Window full”: the partition has as many "
+        "recent commits as the evaluation uses. A rebalance stops the whole group from its start "
+        "(PreparingRebalance) until it is Stable again; that time is its duration.</p>"
+    )
+    if colours:
+        out.append("<h3>Rebalance causes</h3><p>")
+        out.extend(
+            f"<span class='badge' style='background:{c}'>{_esc(k)}</span> " for k, c in colours.items()
+        )
+        out.append("</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _group_section(
+    g: str,
+    gs: pd.DataFrame,
+    ps: pd.DataFrame,
+    rb: pd.DataFrame,
+    series: pd.DataFrame,
+    ownership: pd.DataFrame,
+    colours: Mapping[str, str],
+    *,
+    start_ms: int,
+    end_ms: int,
+    prev: str | None,
+    nxt: str | None,
+) -> str:
+    status = str(_group_field(gs, g, "status", "-"))
+    mine_ps = ps[ps["group_id"] == g] if not ps.empty else ps
+    mine_rb = rb[rb["group_id"] == g].sort_values("started_at") if not rb.empty else rb
+    mine_series = series[series["group_id"] == g].sort_values("time") if not series.empty else series
+    nav = ["<span class='groupnav'>"]
+    if prev is not None:
+        nav.append(f"<a href='#{slug(prev)}'>← {_esc(prev)}</a>")
+    nav.append("<a href='#summary'>↑ summary</a>")
+    if nxt is not None:
+        nav.append(f"<a href='#{slug(nxt)}'>{_esc(nxt)} →</a>")
+    nav.append("</span>")
+    out = [
+        f"<section id='{slug(g)}' class='group'>",
+        "".join(nav),
+        f"<h2>{_esc(g)} {_badge(status)}</h2>",
+        f"<p class='why'>{explain_group(status, mine_ps)}</p>",
+    ]
+    if status in GROUP_STATUS_TEXT:
+        out.append(f"<p class='note'>{_esc(status)}: {_esc(GROUP_STATUS_TEXT[status])}</p>")
+    out.append("<h3>Lag over time</h3>")
+    if mine_series.empty:
+        out.append("<p class='note'>No offset commits in range.</p>")
+    else:
+        xs = [_ms(t) or 0 for t in mine_series["time"]]
+        out.append(
+            _svg_lines(
+                [("offset lag", xs, list(mine_series["total_lag"]))],
+                title="lag (records, all partitions)",
+                y_format=lambda v: f"{v:,.0f}",
+            )
+        )
+        out.append(
+            _svg_lines(
+                [("time lag", xs, list(mine_series["max_time_lag_ms"]))],
+                title="lag (time, worst partition)",
+                y_format=human_duration,
+            )
+        )
+    out.append("<h3>Rebalances</h3>")
+    if mine_rb.empty:
+        out.append("<p class='note'>No rebalances in range.</p>")
+    else:
+        total_stop = mine_rb["duration_ms"].fillna(0).sum()
+        out.append(
+            f"<p>{len(mine_rb)} rebalances; the group was stopped for {human_duration(total_stop)} in "
+            f"all, longest {human_duration(mine_rb['duration_ms'].max())}.</p>"
+        )
+        out.append(_svg_timeline(mine_rb, colours, start_ms=start_ms, end_ms=end_ms))
+        rows = [
+            [
+                _when(r["started_at"]),
+                Cell(
+                    f"<span class='badge' style='background:{colours.get(_cause(r), '#777')}'>"
+                    f"{_esc(_cause(r))}</span>",
+                    _cause(r),
+                ),
+                _text(r.get("trigger_client_reason") or r.get("trigger_reason")),
+                _text(r.get("trigger_client_id")),
+                _dur(r.get("duration_ms")),
+                _text(f"{human_count(r.get('members_before'))} → {human_count(r.get('members_after'))}"),
+                _num(r.get("partitions_moved")),
+                _num(r.get("generation")),
+                _text(r.get("outcome")),
+            ]
+            for _, r in mine_rb.iloc[::-1].iterrows()
+        ]
+        out.append(
+            _table(
+                (
+                    "Started",
+                    "Cause",
+                    "Reason given",
+                    "Triggered by",
+                    "Stopped for",
+                    "Members",
+                    "Partitions moved",
+                    "Generation",
+                    "Outcome",
+                ),
+                rows,
+                filter_label=f"rebalances of {g}",
+            )
+        )
+    out.append("<h3>Partitions</h3>")
+    if mine_ps.empty:
+        out.append("<p class='note'>No committed offsets in range.</p>")
+    else:
+        ordered = mine_ps.assign(_r=mine_ps["status"].map(_RANK)).sort_values(
+            ["_r", "current_lag"], ascending=[True, False]
+        )
+        rows = [
+            [
+                _text(r["topic"]),
+                _num(r["partition"]),
+                Cell(_badge(str(r["status"])), _RANK.get(str(r["status"]), 5)),
+                _num(r.get("current_lag")),
+                _dur(r.get("time_lag_ms")),
+                _num(r.get("last_committed_offset")),
+                _when(r.get("last_commit_time")),
+                Cell(
+                    "yes" if not _missing(r.get("complete")) and float(r["complete"]) >= 1.0 else "no",
+                    None,
+                ),
+            ]
+            for _, r in ordered.iterrows()
+        ]
+        out.append(
+            _table(
+                (
+                    "Topic",
+                    "Partition",
+                    "Status",
+                    "Lag (records)",
+                    "Lag (time)",
+                    "Committed offset",
+                    "Last commit",
+                    "Window full",
+                ),
+                rows,
+                filter_label=f"partitions of {g}",
+            )
+        )
+    out.append("<h3>Partition movements</h3>")
+    mine_own = ownership[ownership["group_id"] == g] if not ownership.empty else ownership
+    moves = partition_moves(mine_own)
+    if moves.empty:
+        out.append("<p class='note'>No partition changed owner between generations in range.</p>")
+    else:
+        rows = [
+            [
+                _num(r["generation"]),
+                _text(r["topic"]),
+                _num(r["partition"]),
+                _text(r["owner_before"] if not _missing(r["owner_before"]) else "(unassigned)"),
+                _text(r["owner_after"] if not _missing(r["owner_after"]) else "(unassigned)"),
+            ]
+            for _, r in moves.iloc[::-1].iterrows()
+        ]
+        out.append(
+            _table(
+                ("Generation", "Topic", "Partition", "Owner before", "Owner after"),
+                rows,
+                filter_label=f"movements of {g}",
+            )
+        )
+    out.append("</section>")
+    return "".join(out)
+
+
+def _cause(r: Any) -> str:
+    c = r.get("cause")
+    return "unknown" if _missing(c) else str(c)
+
+
+def write_report(spark: SparkSession, out: Path, *, now_ms: int, data_dir: Path | None = None) -> Path:
     frames = {name: spark.read.parquet(str(out / "tables" / name)).toPandas() for name in REPORT_TABLES}
     target = out / "report.html"
     tmp = out / ".report.html.tmp"
-    tmp.write_text(render_html(frames, now_ms=now_ms), encoding="utf-8")
+    tmp.write_text(
+        render_html(frames, now_ms=now_ms, data_dir=None if data_dir is None else str(data_dir)),
+        encoding="utf-8",
+    )
     tmp.replace(target)
     return target
