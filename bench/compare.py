@@ -169,6 +169,12 @@ def run_workload(name: str, broker_name: str, args: argparse.Namespace) -> dict[
             h, p, kind="commit", connections=args.connections, seconds=args.seconds,
             session_ms=session, timeout_s=args.timeout, broker=b,
         ),
+        **{
+            f"many_groups_{what}_d{depth}{suffix}": _many_groups(args, kind, depth)
+            for what, kind in (("commits", "commit"), ("heartbeats", "heartbeat"))
+            for depth in (1, 4)
+            for suffix in ("", "_flush_interval")
+        },
         "rebalance_100_ms": lambda h, p, b: group_bench.rebalance_latency(
             h, p, 100, session_ms=session, heartbeat_interval_s=hb, timeout_s=args.timeout, broker=b
         ),
@@ -178,7 +184,7 @@ def run_workload(name: str, broker_name: str, args: argparse.Namespace) -> dict[
     }  # fmt: skip
     if name in workloads:
         settings = dict(group_bench.GROUPCOORD_SETTINGS)
-        if name == "commits_per_s_flush_interval":
+        if name.endswith("_flush_interval"):
             # The peer keeps offsets in memory; this variant lets groupcoord follow an explicit
             # flush policy (fsync at most once a second) instead of fsyncing before each answer.
             settings["log.flush.interval.ms"] = "1000"
@@ -204,9 +210,32 @@ def run_workload(name: str, broker_name: str, args: argparse.Namespace) -> dict[
     raise ValueError(name)
 
 
+def _many_groups(
+    args: argparse.Namespace, kind: str, depth: int
+) -> Callable[[str, int, peer.BrokerProcess], Any]:
+    def workload(h: str, p: int, b: peer.BrokerProcess) -> Any:
+        return group_bench.many_groups_loop(
+            h, p, kind=kind, connections=args.connections, depth=depth, seconds=args.seconds,
+            session_ms=args.session_ms, timeout_s=args.timeout, broker=b,
+        )  # fmt: skip
+
+    return workload
+
+
+#: ``--workload`` names for sets of workloads.
+WORKLOAD_SETS = {
+    "many-groups": (
+        "many_groups_commits_d1,many_groups_commits_d4,many_groups_heartbeats_d1,many_groups_heartbeats_d4"
+    ),
+    "one-big-group": "heartbeats_per_s,commits_per_s,commits_per_s_flush_interval",
+}
+
+
 def figure(name: str, r: dict[str, Any]) -> float | None:
     """The headline number of one result, or None if the workload failed."""
-    if name in ("heartbeats_per_s", "commits_per_s", "commits_per_s_flush_interval"):
+    if name in ("heartbeats_per_s", "commits_per_s", "commits_per_s_flush_interval") or name.startswith(
+        "many_groups_"
+    ):
         return float(r["per_second"]) if r.get("ok") else None
     if name.startswith("rebalance_"):
         return float(r["latency_ms"]) if r.get("ok") else None
@@ -240,8 +269,16 @@ def main() -> None:
             "rebalance_100_ms,rebalance_1000_ms,produce_consume"
         ),
     )
+    ap.add_argument(
+        "--workload",
+        choices=sorted(WORKLOAD_SETS),
+        help="a named set of workloads instead of --workloads: many-groups (50 single-member groups, "
+        "depth 1 and 4) or one-big-group (one group of 50)",
+    )
     ap.add_argument("--out", default=str(group_bench.RESULTS / "compare.json"))
     args = ap.parse_args()
+    if args.workload:
+        args.workloads = WORKLOAD_SETS[args.workload]
     try:
         peer_version = peer.tansu_version()
     except Exception as exc:

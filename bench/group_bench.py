@@ -769,6 +769,146 @@ async def closed_loop(
     return result
 
 
+async def many_groups_loop(
+    host: str,
+    port: int,
+    *,
+    kind: str,
+    connections: int,
+    depth: int,
+    seconds: float,
+    session_ms: int,
+    timeout_s: float,
+    broker: peer.BrokerProcess | None = None,
+    warmup_s: float = 1.0,
+) -> dict[str, Any]:
+    """Many small groups: each connection is the one member of its own group, ``depth`` requests in flight.
+
+    Commits go to partition ``i`` of a ``connections``-partition topic; the group ids differ, so
+    their records spread over the partitions of ``__consumer_offsets`` (on the peer too).
+    """
+    stamp = time.time_ns()
+    topic = f"bench-many-groups-{stamp}"
+    if kind == "commit":
+        await create_topic(host, port, topic, connections)
+    result: dict[str, Any] = {
+        "connections": connections,
+        "groups": connections,
+        "depth": depth,
+        "kind": kind,
+        "session_timeout_ms": session_ms,
+    }
+    conns: list[Conn] = []
+    members: list[Member] = []
+    try:
+        for start in range(0, connections, 100):
+            conns += await asyncio.gather(
+                *(Conn.open(host, port) for _ in range(start, min(connections, start + 100)))
+            )
+        members = [
+            Member(
+                i, c, GroupWatch(size=1), group=f"bench-mg-{stamp}-{i}", topic=topic,
+                partitions=connections, session_ms=session_ms, rebalance_ms=max(session_ms, 60_000),
+                heartbeat_interval_s=1.0,
+            )
+            for i, c in enumerate(conns)
+        ]  # fmt: skip
+        await asyncio.wait_for(asyncio.gather(*(m.join_and_sync() for m in members)), timeout_s)
+    except Exception as exc:
+        for c in conns:
+            c.close()
+        return {**result, "ok": False, "error": f"forming the groups: {exc!r}"}
+    counts = [0] * (connections * depth)
+    bad: dict[str, int] = {}
+    phase = {"measuring": False, "stop": False}
+    latencies: list[float] = []
+
+    async def driver(i: int, lane: int, m: Member) -> None:
+        if kind == "heartbeat":
+            tmpl = Template(HEARTBEAT, heartbeat_request(m.group, m.generation, m.member_id))
+        else:
+            tmpl = Template(
+                COMMIT,
+                commit_request(m.group, m.generation, m.member_id, topic, i, _SENTINEL_OFFSET),
+                _SENTINEL_OFFSET,
+            )
+        corr = 10_000 + lane * 100_000_000
+        frame = await m.conn.send_frame(tmpl.frame(corr, 0 if kind == "commit" else None), corr)
+        _, resp = decode_response(tmpl.messages, frame)
+        codes = (
+            [int(resp.error_code)]
+            if kind == "heartbeat"
+            else [int(p.error_code) for t in resp.topics for p in t.partitions]
+        )
+        if any(codes):
+            raise RuntimeError(f"{kind} answered with error codes {codes}")
+        expected = frame[4:]
+        n = 1
+        sample = i == 0 and lane == 0
+        slot = i * depth + lane
+        while not phase["stop"]:
+            corr += 1
+            t = time.perf_counter()
+            frame = await m.conn.send_frame(
+                tmpl.frame(corr, n * depth + lane if kind == "commit" else None), corr
+            )
+            if frame[4:] != expected:
+                _, resp = decode_response(tmpl.messages, frame)
+                key = repr(resp)[:200]
+                bad[key] = bad.get(key, 0) + 1
+            if phase["measuring"]:
+                counts[slot] += 1
+                if sample:
+                    latencies.append(time.perf_counter() - t)
+            n += 1
+
+    tasks = [
+        asyncio.create_task(driver(i, lane, m)) for i, m in enumerate(members) for lane in range(depth)
+    ]
+    try:
+        await asyncio.sleep(warmup_s)
+        for t in tasks:
+            if t.done() and t.exception() is not None:
+                raise t.exception()  # type: ignore[misc]
+        cpu0 = time.process_time()
+        bcpu0 = broker.cpu_seconds() if broker else float("nan")
+        t0 = time.perf_counter()
+        phase["measuring"] = True
+        await asyncio.sleep(seconds)
+        phase["measuring"] = False
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
+        bcpu = broker.cpu_seconds() - bcpu0 if broker else float("nan")
+        phase["stop"] = True
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
+        total = sum(counts)
+        latencies.sort()
+        result.update(
+            ok=not bad and total > 0,
+            per_second=total / wall,
+            requests=total,
+            seconds=wall,
+            unexpected_answers=bad,
+            client_cpu_fraction=cpu / wall,
+            broker_cpu_fraction=bcpu / wall,
+            client_us_per_request=cpu / total * 1e6 if total else None,
+            broker_us_per_request=bcpu / total * 1e6 if total else None,
+            p50_ms=latencies[len(latencies) // 2] * 1000 if latencies else None,
+            p99_ms=latencies[int(len(latencies) * 0.99)] * 1000 if latencies else None,
+        )
+        if bad:
+            result["error"] = f"{sum(bad.values())} unexpected answers"
+    except Exception as exc:
+        result.update(ok=False, error=repr(exc))
+    finally:
+        phase["stop"] = True
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        close_members(members)
+    return result
+
+
 # ============================================================================ running
 GROUPCOORD_SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
 

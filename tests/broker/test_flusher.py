@@ -151,3 +151,45 @@ def test_executor_jobs_run_on_the_flusher_thread_between_rounds() -> None:
         flusher.close()
 
     asyncio.run(scenario())
+
+
+def test_a_round_fsyncs_its_partitions_at_once_and_answers_only_after_the_last() -> None:
+    """Fifty partitions in one round: FSYNC_PARALLELISM fsyncs are under way at the same time (the
+    old flusher ran them in a row: the second never started while the first was held), each runs
+    once, and no waiter is released while the last one is still running."""
+
+    async def scenario() -> None:
+        from groupcoord.broker.durability import FSYNC_PARALLELISM
+
+        flusher = Flusher()
+        ps = [Part(f"p{i}", hold=True) for i in range(50)]
+        futs = [flusher.flush(parts(p)) for p in ps]
+        for p in ps[:FSYNC_PARALLELISM]:
+            await in_thread(p.entered)  # this many fsyncs run at the same time
+        for p in ps[:-1]:
+            p.release.set()
+            await in_thread(p.entered)
+        await in_thread(ps[-1].entered)
+        await asyncio.sleep(0.05)
+        assert not any(f.done() for f in futs)  # the last partition's fsync still holds the round
+        ps[-1].release.set()
+        await asyncio.wait_for(asyncio.gather(*futs), WAIT_S)
+        assert ([p.calls for p in ps], flusher.rounds) == ([1] * 50, 1)
+        assert {t for p in ps for t in p.threads} > {"groupcoord-fsync"}
+        flusher.close()
+        assert not [t.name for t in threading.enumerate() if t.name.startswith("groupcoord-fsync")]
+
+    asyncio.run(scenario())
+
+
+def test_an_fsync_error_on_a_helper_thread_fails_the_whole_round() -> None:
+    async def scenario() -> None:
+        flusher = Flusher()
+        ok, bad = Part("ok"), Part("bad", fail=OSError(5, "EIO"))
+        futs = [flusher.flush(parts(ok)), flusher.flush(parts(bad))]  # "bad" runs on a helper
+        results = await asyncio.wait_for(asyncio.gather(*futs, return_exceptions=True), WAIT_S)
+        assert [getattr(r, "errno", r) for r in results] == [5, 5]
+        assert bad.threads[0].startswith("groupcoord-fsync_")
+        flusher.close()
+
+    asyncio.run(scenario())
