@@ -185,3 +185,20 @@ def test_deleting_a_segment_deletes_its_txnindex(tmp_path: Path) -> None:
     plog.apply_retention(T0)
     assert plog.segment_base_offsets()[0] > 0
     assert not (d / "00000000000000000000.txnindex").exists()
+
+
+def test_read_region_with_max_offset_stops_before_the_open_transaction(tmp_path: Path) -> None:
+    """A read_committed fetch reads whole batches below the LSO only (``UnifiedLog.read``)."""
+    plog = _open(tmp_path / "t-0")
+    plog.append(_data(-1, -1, -1, 2, txn=False))  # 0-1
+    plog.append(_data(10, 0, 0, 2))  # 2-3: open
+    plog.append(_data(-1, -1, -1, 1, txn=False))  # 4
+    lso = plog.last_stable_offset
+    assert lso == 2
+    full = plog.read_region(0, 1 << 20, copy_below=1 << 30).data
+    capped = plog.read_region(0, 1 << 20, max_offset=lso, copy_below=1 << 30).data
+    assert isinstance(full, bytes) and isinstance(capped, bytes)
+    assert [r.offset for r in decode_records(capped)] == [0, 1]
+    assert capped == full[: len(capped)]
+    assert plog.read_region(2, 1 << 20, max_offset=lso, copy_below=1 << 30).data == b""
+    assert plog.read_region(4, 1 << 20, max_offset=lso, copy_below=1 << 30).data == b""
