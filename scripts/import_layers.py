@@ -93,6 +93,10 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "`groupcoord groups`: a wire client and the offsets log",
         (*_BASE, *_FORMATS, "storage", "coordinator.records"),
     ),
+    "admin_topics": (
+        "`groupcoord topics`: topics over the wire, through the admin client",
+        (*_BASE, *_FORMATS, "admin"),
+    ),
     # ---- composition roots: they alone wire everything
     "app": ("the composition root: route table, BrokerApp, serve", ("*",)),
     "cli": ("the `groupcoord` command", ("*",)),

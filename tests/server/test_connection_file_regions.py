@@ -118,7 +118,11 @@ def open_regions(state: State) -> list[FileRegion]:
     return [r for r in state.regions if not r.closed]
 
 
-def run(files: dict[int, tuple[Path, int, int]], scenario: Scenario) -> State:
+def run(
+    files: dict[int, tuple[Path, int, int]],
+    scenario: Scenario,
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> State:
     async def main() -> State:
         state = State(files)
         d: Dispatcher[State] = Dispatcher(state)
@@ -133,7 +137,8 @@ def run(files: dict[int, tuple[Path, int, int]], scenario: Scenario) -> State:
             await server.stop(grace_s=1)
         return state
 
-    return asyncio.run(main())
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(main())
 
 
 class Client:
@@ -262,6 +267,33 @@ def test_connection_reads_no_request_while_a_region_waits_for_a_slow_reader(tmp_
         c.close()
 
     run(files, scenario)
+
+
+def test_regions_reach_a_slow_reader_whole_and_in_order_on_uvloop(tmp_path: Path) -> None:
+    """``groupcoord serve`` runs on uvloop: its transports are not ``asyncio.Transport``
+    subclasses and its loop has no ``loop.sendfile``; a region the socket does not take at
+    once is still sent whole, before the answers behind it."""
+    uvloop = pytest.importorskip("uvloop")
+    big = make_file(tmp_path / "big", BIG, 6)
+    files = {0: (tmp_path / "big", 0, BIG)}
+
+    async def scenario(state: State, server: KafkaServer) -> None:
+        c = await Client.connect(server)
+        await c.fetch(1, 0)
+        await until(lambda: "fetch1" in state.calls)
+        await c.md(2)
+        for _ in range(50):
+            await asyncio.sleep(0)
+        # not read yet: the rest of the region waits for the socket in the sender task
+        assert state.calls == ["fetch1"]
+        corr, resp = await c.recv(FETCH, 16)
+        assert corr == 1 and resp.responses[0].partitions[1].records == big
+        assert (await c.recv(METADATA, 12))[0] == 2
+        assert state.calls == ["fetch1", "md2"]
+        c.close()
+        await until(lambda: not open_regions(state))
+
+    run(files, scenario, loop_factory=uvloop.new_event_loop)
 
 
 def test_region_of_a_deleted_file_is_still_sent_whole(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiKeysV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -185,8 +185,8 @@ class KafkaConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport; uvloop's do not subclass asyncio.Transport, so no isinstance check.
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and peer:
             self.client_host = f"/{peer[0]}"
