@@ -110,3 +110,50 @@ def test_missing_java_is_one_line_saying_what_to_install(tmp_path: Path) -> None
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("groupcoord analyze: Spark 4 needs a Java 17 (or newer) runtime")
+
+
+@pytest.mark.spark
+def test_progress_is_shown_on_a_terminal_from_the_jvm_start_to_the_report(tmp_path: Path) -> None:
+    """On a terminal the progress display starts before the JVM (a spinner while Spark starts),
+    then counts the stages; read through a pseudo-terminal, in order."""
+    import pty
+
+    (tmp_path / "data").mkdir()
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "groupcoord",
+            "analyze",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--out",
+            str(tmp_path / "out"),
+            "--master",
+            "local[1]",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "160"},
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the process and its children are gone
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=600) == 0
+    text = b"".join(chunks).decode(errors="replace")
+    starting = text.find("starting Spark (JVM)")
+    started = text.find("Spark started")
+    first_stage = text.find("_log_batches")
+    report = text.find("report (")
+    assert -1 < starting < started < first_stage < report, text[-3000:]
+    assert "13/13" in text
