@@ -291,9 +291,7 @@ class Broker:
             if crashed:
                 _CRASHED.append((loop, task))
             else:
-                with contextlib.suppress(Exception):
-                    loop.run_until_complete(loop.shutdown_asyncgens())
-                loop.close()
+                _finish_loop(loop)
             self._tail.thread_ids.discard(ident)
 
     def _stop_thread(self, hard: bool) -> None:
@@ -317,8 +315,11 @@ class Broker:
         """On the loop: close the listening socket and every connection's socket, then stop
         the loop where it is. Nothing else runs: no answers, no flush, no close."""
         app = self._app
+        # The server's listening socket must go now, so that the restart can bind its port.
         listener = getattr(app.server, "_server", None)
-        if listener is not None:
+        if listener is None:
+            log.error("hard stop: the server has no listening socket to close (KafkaServer changed?)")
+        else:
             listener.close()
         for conn in app.server.connections:
             transport = getattr(conn, "_transport", None)
@@ -542,6 +543,18 @@ class Broker:
             except OSError:
                 return "(no log)"
         return "\n".join(list(self._tail.lines)[-lines:])
+
+
+def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is left on a stopped broker's loop and close it (as ``asyncio.run`` does)."""
+    with contextlib.suppress(Exception):
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
 
 
 _log_lock = threading.Lock()
