@@ -313,8 +313,38 @@ def new_offset_commit_tombstone(group_id: str, topic: str, partition: int) -> Co
     return CoordinatorRecord(key=key, value=None)
 
 
+_OFFSET_KEY_HEAD = struct.Struct(">hh")
+_KEY_I16 = struct.Struct(">h")
+_KEY_I32 = struct.Struct(">i")
+
+
 def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
-    """Key bytes: OffsetCommitKey as version 1, GroupMetadataKey as version 2."""
+    """Key bytes: OffsetCommitKey as version 1, GroupMetadataKey as version 2.
+
+    An offset commit's key (one per committed partition, the hot path) is packed directly;
+    anything out of the ordinary (a name too long, a partition outside int32, text UTF-8
+    cannot carry) takes the checked writer, which raises its usual error.
+    """
+    if type(key) is OffsetCommitKey:
+        try:
+            group = key.group.encode()
+            topic = key.topic.encode()
+        except UnicodeEncodeError:
+            return _encode_key_checked(key)
+        if len(group) <= 0x7FFF and len(topic) <= 0x7FFF and -0x80000000 <= key.partition <= 0x7FFFFFFF:
+            return b"".join(
+                (
+                    _OFFSET_KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(group)),
+                    group,
+                    _KEY_I16.pack(len(topic)),
+                    topic,
+                    _KEY_I32.pack(key.partition),
+                )
+            )
+    return _encode_key_checked(key)
+
+
+def _encode_key_checked(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     w = WireWriter(flexible=False, checked=True)
     if isinstance(key, OffsetCommitKey):
         w.int16(OFFSET_COMMIT_KEY_VERSION)
