@@ -420,3 +420,35 @@ def _read_all(fd: int, n: int) -> bytes:
             break
         out += chunk
     return bytes(out)
+
+
+def test_send_region_copies_when_the_loop_has_no_sendfile(tmp_path: Path) -> None:
+    """uvloop's loop inherits ``AbstractEventLoop.sendfile``, which raises NotImplementedError;
+    a region queued behind buffered bytes (a slow reader) must still arrive whole, by copying."""
+    uvloop = pytest.importorskip("uvloop")
+    payload = bytes(range(256)) * 64
+    path = tmp_path / "segment.log"
+    path.write_bytes(b"x" * 100 + payload)
+
+    async def scenario() -> bytes:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
+        region = FileRegion(os.open(path, os.O_RDONLY), 100, len(payload))
+        try:
+            await _send_region(loop, transport, region)  # type: ignore[arg-type]
+        finally:
+            region.close()
+        transport.close()
+        theirs.setblocking(False)
+        received = b""
+        while len(received) < len(payload):
+            received += await loop.sock_recv(theirs, 65536)
+        theirs.close()
+        return received
+
+    loop = uvloop.new_event_loop()
+    try:
+        assert loop.run_until_complete(scenario()) == payload
+    finally:
+        loop.close()
