@@ -259,3 +259,18 @@ def test_topic_alter_config_uses_incremental_alter_configs_or_names_it(rs_broker
     else:
         assert r.returncode == 1
         assert "serves neither IncrementalAlterConfigs nor AlterConfigs" in r.stderr
+
+
+def test_describe_all_groups_lists_every_group_and_needs_a_target(rs_broker: BrokerProcess) -> None:
+    commit(rs_broker, "rs-desc-a", {0: 2})
+    commit(rs_broker, "rs-desc-b", {1: 3})
+    r = run(rs_broker, "groups", "describe", "--all-groups", "--json")
+    assert r.returncode == 0, r.stderr
+    described = {d["group_id"]: d for d in json.loads(r.stdout)}
+    assert {"rs-desc-a", "rs-desc-b"} <= set(described)
+    assert [
+        (p["partition"], p["committed"], p["log_end"], p["lag"]) for p in described["rs-desc-b"]["partitions"]
+    ] == [(1, 3, RECORDS, RECORDS - 3)]
+    r = run(rs_broker, "groups", "describe")
+    assert r.returncode == 2
+    assert "name a GROUP or give --all-groups" in r.stderr
