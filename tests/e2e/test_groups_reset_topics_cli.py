@@ -2,11 +2,14 @@
 a broker process, offsets committed by confluent-kafka, the CLI run as its own process, and every
 change read back with a real client.
 
-Reset semantics follow Kafka's ConsumerGroupCommand (tools/.../consumer/group/ConsumerGroupCommand.java,
-``prepareOffsetsToReset``, ``resetToOffset``/``resetByShiftBy`` through ``checkOffsetsRange``: an
-offset outside [log start, log end] is moved to the nearer end; ``resetToDatetime`` takes the offset
-ListOffsets gives for the time, the log end when there is none); it refuses a group that is not
-inactive (``Empty``/``Dead``), and is a dry run unless ``--execute`` (ResetOffsetsTest, "testResetOffsets*").
+Reset semantics follow Kafka's ConsumerGroupCommand
+(tools/src/main/java/org/apache/kafka/tools/consumer/group/ConsumerGroupCommand.java):
+``prepareOffsetsToReset`` puts ``--to-offset`` and ``--shift-by`` through ``checkOffsetsRange`` (an
+offset outside [log start, log end] moves to the nearer end) and, for ``--to-datetime``, takes the
+offset ListOffsets gives for the time (the log end when there is none); ``resetOffsets`` refuses a
+group that is not Empty or Dead ("Assignments can only be reset if the group ... is inactive"), and
+nothing is committed without ``--execute`` (ResetConsumerGroupOffsetTest). Where Kafka prints that
+refusal and exits 0, we exit 1 (issue 15: errors exit non-zero).
 """
 
 from __future__ import annotations
