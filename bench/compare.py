@@ -17,7 +17,14 @@ Workloads:
 * rebalance latency of a new group of 100 and of 1,000 members (``group_bench.rebalance_latency``),
   same session timeout for both brokers (``--session-ms``, 10 s by default: the peer holds each
   JoinGroup for session/2);
-* produce and consume MB/s with confluent-kafka, 1 KiB records, acks=all.
+* produce and consume MB/s with confluent-kafka, 1 KiB records, acks=all;
+* ``--workload many-groups``: 50 connections, each the one member of its own group, committing
+  one partition (or heartbeating) in a closed loop with 1 and with 4 requests in flight per
+  connection (``group_bench.many_groups_loop``): the commits spread over the partitions of
+  ``__consumer_offsets``. ``--workload one-big-group`` runs the three one-group workloads.
+
+``--baseline-src /path/to/other/checkout`` adds a third broker, groupcoord from that tree, to the
+same alternation (before/after figures from one run).
 
 A workload a broker fails is recorded as a failure with its error; the run goes on.
 Results: bench/results/compare.json.
@@ -275,8 +282,20 @@ def main() -> None:
         help="a named set of workloads instead of --workloads: many-groups (50 single-member groups, "
         "depth 1 and 4) or one-big-group (one group of 50)",
     )
+    ap.add_argument(
+        "--baseline-src",
+        help="also run groupcoord from this tree's src/ (PYTHONPATH), as 'groupcoord-before', "
+        "interleaved with the others; --baseline-path is put in front of it (e.g. a dir whose "
+        "uvloop.py raises ImportError, to measure a tree from before uvloop was the default)",
+    )
+    ap.add_argument("--baseline-path", default="")
     ap.add_argument("--out", default=str(group_bench.RESULTS / "compare.json"))
     args = ap.parse_args()
+    brokers: tuple[str, ...] = BROKERS
+    if args.baseline_src:
+        path = ":".join(p for p in (args.baseline_path, str(Path(args.baseline_src) / "src")) if p)
+        peer.GROUPCOORD_VARIANTS["groupcoord-before"] = {"PYTHONPATH": path}
+        brokers = ("groupcoord-before", *BROKERS)
     if args.workload:
         args.workloads = WORKLOAD_SETS[args.workload]
     try:
@@ -290,12 +309,14 @@ def main() -> None:
         "groupcoord_settings": group_bench.GROUPCOORD_SETTINGS,
         "args": vars(args),
         "runs": {},
+        # The loop groupcoord-before ran on follows from its PYTHONPATH (--baseline-path).
+        "groupcoord_variants": peer.GROUPCOORD_VARIANTS,
     }
     runs: dict[str, dict[str, list[dict[str, Any]]]] = out["runs"]
     for name in [w for w in args.workloads.split(",") if w]:
-        runs[name] = {b: [] for b in BROKERS}
+        runs[name] = {b: [] for b in brokers}
         for rnd in range(args.rounds):
-            order = BROKERS if rnd % 2 == 0 else BROKERS[::-1]
+            order = brokers if rnd % 2 == 0 else brokers[::-1]
             for b in order:
                 r = run_workload(name, b, args)
                 r["round"] = rnd
@@ -317,7 +338,7 @@ def main() -> None:
         names = ["produce_mb_per_s", "consume_mb_per_s"] if name == "produce_consume" else [name]
         for fig in names:
             vals: dict[str, float | None] = {}
-            for b in BROKERS:
+            for b in brokers:
                 xs = [x for x in (figure(fig, r) for r in per[b]) if x is not None]
                 vals[b] = statistics.median(xs) if xs else None
             gc, pe = vals["groupcoord"], vals["tansu"]
@@ -325,6 +346,9 @@ def main() -> None:
             if gc is not None and pe is not None and gc > 0 and pe > 0:
                 ratio = pe / gc if fig in LOWER_IS_BETTER else gc / pe
             summary[fig] = {"groupcoord": gc, "peer": pe, "advantage_ratio": ratio}
+            if "groupcoord-before" in vals:
+                summary[fig]["groupcoord_before"] = vals["groupcoord-before"]
+                print(f"{fig}: groupcoord before {vals['groupcoord-before']}")
             rows.append((fig, gc, pe, ratio))
     out["summary"] = summary
     print()

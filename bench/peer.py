@@ -123,8 +123,13 @@ def start_groupcoord(
     log_level: str = "warning",
     python: str | None = None,
     timeout_s: float = 30.0,
+    env: dict[str, str] | None = None,
+    name: str = "groupcoord",
 ) -> BrokerProcess:
-    """``python -m groupcoord serve`` on a free port; waits for its "listening" line."""
+    """``python -m groupcoord serve`` on a free port; waits for its "listening" line.
+
+    ``env`` is added to this process's environment (``PYTHONPATH`` of another tree: a baseline).
+    """
     owns = data_dir is None
     if data_dir is None:
         data_dir = Path(tempfile.mkdtemp(prefix="groupcoord-bench-"))
@@ -144,7 +149,9 @@ def start_groupcoord(
     for key, value in (settings or {}).items():
         cmd += ["--set", f"{key}={value}"]
     log_file = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed by the OS at exit
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=log_file, env={**os.environ, **env} if env else None
+    )
     log_file.close()
     assert proc.stdout is not None
     found: list[tuple[str, int]] = []
@@ -168,7 +175,7 @@ def start_groupcoord(
         time.sleep(0.02)
     host, port = found[0]
     return BrokerProcess(
-        name="groupcoord",
+        name=name,
         host=host,
         port=port,
         proc=proc,
@@ -238,9 +245,15 @@ def start_tansu(*, timeout_s: float = 30.0) -> BrokerProcess:
     )
 
 
+#: More groupcoord brokers by name -> the environment they start with (``compare.py --baseline-src``).
+GROUPCOORD_VARIANTS: dict[str, dict[str, str]] = {}
+
+
 def start(name: str, settings: dict[str, str] | None = None) -> BrokerProcess:
     if name == "groupcoord":
         return start_groupcoord(settings)
+    if name in GROUPCOORD_VARIANTS:
+        return start_groupcoord(settings, env=GROUPCOORD_VARIANTS[name], name=name)
     if name == "tansu":
         return start_tansu()
     raise ValueError(f"unknown broker {name!r}")
