@@ -423,8 +423,9 @@ def _read_all(fd: int, n: int) -> bytes:
 
 
 def test_send_region_copies_when_the_loop_has_no_sendfile(tmp_path: Path) -> None:
-    """uvloop's loop inherits ``AbstractEventLoop.sendfile``, which raises NotImplementedError;
-    a region queued behind buffered bytes (a slow reader) must still arrive whole, by copying."""
+    """uvloop's loop inherits ``AbstractEventLoop.sendfile``, which raises NotImplementedError (a
+    RuntimeError): a region sent on it must still arrive whole, by copying. Guards the fallback
+    that ``groupcoord serve`` relies on now that uvloop is its default loop on Linux."""
     uvloop = pytest.importorskip("uvloop")
     payload = bytes(range(256)) * 64
     path = tmp_path / "segment.log"

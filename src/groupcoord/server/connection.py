@@ -597,11 +597,11 @@ async def _send_region(
     with open(region.fd, "rb", buffering=0, closefd=False) as file:
         try:
             sent = await loop.sendfile(transport, file, region.position, region.length)
-        except (RuntimeError, NotImplementedError) as exc:
-            if isinstance(exc, RuntimeError) and transport.is_closing():
+        except RuntimeError:
+            if transport.is_closing():
                 raise
             # a transport without sendfile support (not a socket transport), or a loop without
-            # loop.sendfile (uvloop inherits AbstractEventLoop's NotImplementedError): copy
+            # loop.sendfile (uvloop: AbstractEventLoop's NotImplementedError, a RuntimeError): copy
             data = region.read()
             sent = len(data)
             if sent == region.length:
