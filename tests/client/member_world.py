@@ -32,10 +32,11 @@ from groupcoord.client.member import MemberEvent, Outbound
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import TopicPartition
 from groupcoord.clock import ManualClock
-from groupcoord.coordinator import api
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.records import CoordinatorRecord
 from groupcoord.errors import ErrorCode
+from groupcoord.member_bridge import call_coordinator
+from groupcoord.member_bridge import error_response as _error_response
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 
 GROUP = "g"
@@ -242,7 +243,7 @@ class World:
             member.core.on_failure(out.request_id, self.now())
             return
         member.outstanding[out.request_id] = out.node.node_id
-        _call_coordinator(broker.coordinator, member.name, req, self._reply(member, out.request_id))
+        call_coordinator(broker.coordinator, req, self._reply(member, out.request_id), client_id=member.name)
 
     def _reply(self, member: Member, rid: int) -> Callable[[m.Response], None]:
         def deliver(resp: m.Response) -> None:
@@ -395,180 +396,3 @@ def partition_events(member: Member) -> list[tuple[str, tuple[TopicPartition, ..
         elif isinstance(e, PartitionsLost):
             out.append(("lost", e.partitions))
     return out
-
-
-# ---------------------------------------------------------------- translation
-def _error_response(req: m.Request, err: ErrorCode) -> m.Response:
-    if isinstance(req, m.FindCoordinatorRequest):
-        return m.FindCoordinatorResponse(error=err, node=None)
-    if isinstance(req, m.JoinGroupRequest):
-        return m.JoinGroupResponse(error=err, member_id=req.member_id)
-    if isinstance(req, m.SyncGroupRequest):
-        return m.SyncGroupResponse(error=err)
-    if isinstance(req, m.HeartbeatRequest):
-        return m.HeartbeatResponse(error=err)
-    if isinstance(req, m.LeaveGroupRequest):
-        return m.LeaveGroupResponse(error=err)
-    if isinstance(req, m.OffsetCommitRequest):
-        return m.OffsetCommitResponse(errors=tuple((tp, err) for tp, _ in req.offsets))
-    if isinstance(req, m.OffsetFetchRequest):
-        return m.OffsetFetchResponse(error=err)
-    raise AssertionError(f"no error response for {req!r}")
-
-
-def _call_coordinator(
-    c: CoordinatorRuntime, client: str, req: m.Request, reply: Callable[[m.Response], None]
-) -> None:
-    if isinstance(req, m.JoinGroupRequest):
-
-        def join_reply(r: api.JoinGroupResponse) -> None:
-            reply(
-                m.JoinGroupResponse(
-                    error=r.error,
-                    generation_id=r.generation_id,
-                    protocol_type=r.protocol_type,
-                    protocol_name=r.protocol_name,
-                    leader=r.leader,
-                    member_id=r.member_id,
-                    members=tuple(
-                        m.JoinGroupMember(
-                            member_id=x.member_id, group_instance_id=x.group_instance_id, metadata=x.metadata
-                        )
-                        for x in r.members
-                    ),
-                    skip_assignment=r.skip_assignment,
-                )
-            )
-
-        c.join_group(
-            api.JoinGroupRequest(
-                group_id=req.group_id,
-                session_timeout_ms=req.session_timeout_ms,
-                rebalance_timeout_ms=req.rebalance_timeout_ms,
-                member_id=req.member_id,
-                group_instance_id=req.group_instance_id,
-                protocol_type=req.protocol_type,
-                protocols=req.protocols,
-                reason=req.reason,
-                version=9,
-                client_id=client,
-                client_host="/127.0.0.1",
-            ),
-            join_reply,
-        )
-    elif isinstance(req, m.SyncGroupRequest):
-        c.sync_group(
-            api.SyncGroupRequest(
-                group_id=req.group_id,
-                generation_id=req.generation_id,
-                member_id=req.member_id,
-                group_instance_id=req.group_instance_id,
-                protocol_type=req.protocol_type,
-                protocol_name=req.protocol_name,
-                assignments=req.assignments,
-                version=5,
-            ),
-            lambda r: reply(
-                m.SyncGroupResponse(
-                    error=r.error,
-                    assignment=r.assignment,
-                    protocol_type=r.protocol_type,
-                    protocol_name=r.protocol_name,
-                )
-            ),
-        )
-    elif isinstance(req, m.HeartbeatRequest):
-        c.heartbeat(
-            api.HeartbeatRequest(
-                group_id=req.group_id,
-                generation_id=req.generation_id,
-                member_id=req.member_id,
-                group_instance_id=req.group_instance_id,
-            ),
-            lambda r: reply(m.HeartbeatResponse(error=r.error)),
-        )
-    elif isinstance(req, m.LeaveGroupRequest):
-        c.leave_group(
-            api.LeaveGroupRequest(
-                group_id=req.group_id,
-                members=(
-                    api.LeaveGroupMember(
-                        member_id=req.member_id, group_instance_id=req.group_instance_id, reason=req.reason
-                    ),
-                ),
-                version=5,
-            ),
-            lambda r: reply(
-                m.LeaveGroupResponse(
-                    error=r.error, member_error=r.members[0].error if r.members else ErrorCode.NONE
-                )
-            ),
-        )
-    elif isinstance(req, m.OffsetCommitRequest):
-        by_topic: dict[str, list[api.OffsetCommitPartition]] = {}
-        for tp, om in req.offsets:
-            by_topic.setdefault(tp.topic, []).append(
-                api.OffsetCommitPartition(
-                    partition=tp.partition,
-                    offset=om.offset,
-                    leader_epoch=om.leader_epoch,
-                    metadata=om.metadata,
-                )
-            )
-        c.offset_commit(
-            api.OffsetCommitRequest(
-                group_id=req.group_id,
-                generation_id=req.generation_id,
-                member_id=req.member_id,
-                group_instance_id=req.group_instance_id,
-                retention_time_ms=-1,
-                topics=tuple(
-                    api.OffsetCommitTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()
-                ),
-            ),
-            lambda r: reply(
-                m.OffsetCommitResponse(
-                    errors=tuple(
-                        (TopicPartition(t.name, p.partition), p.error) for t in r.topics for p in t.partitions
-                    )
-                )
-            ),
-        )
-    elif isinstance(req, m.OffsetFetchRequest):
-        topics: tuple[api.OffsetFetchTopic, ...] | None = None
-        if req.partitions is not None:
-            grouped: dict[str, list[int]] = {}
-            for tp in req.partitions:
-                grouped.setdefault(tp.topic, []).append(tp.partition)
-            topics = tuple(api.OffsetFetchTopic(name=t, partitions=tuple(ps)) for t, ps in grouped.items())
-
-        def fetch_reply(r: api.OffsetFetchResponse) -> None:
-            (g,) = r.groups
-            reply(
-                m.OffsetFetchResponse(
-                    error=g.error,
-                    offsets=tuple(
-                        (
-                            TopicPartition(t.name, p.partition),
-                            m.FetchedOffset(
-                                offset=p.offset,
-                                leader_epoch=p.leader_epoch,
-                                metadata=p.metadata,
-                                error=p.error,
-                            ),
-                        )
-                        for t in g.topics
-                        for p in t.partitions
-                    ),
-                )
-            )
-
-        c.offset_fetch(
-            api.OffsetFetchRequest(
-                groups=(api.OffsetFetchGroup(group_id=req.group_id, topics=topics),),
-                require_stable=req.require_stable,
-            ),
-            fetch_reply,
-        )
-    else:
-        raise AssertionError(f"unexpected request {req!r}")

@@ -1,0 +1,222 @@
+"""The member core's requests carried to the coordinator core in-process, and the answers back.
+
+:func:`call_coordinator` translates one version-neutral ``client.messages`` request into the
+coordinator's ``coordinator.api`` request, hands it to a :class:`CoordinatorRuntime` and maps the
+answer back to the ``client.messages`` response the member core reads. :func:`error_response`
+builds the response a request gets when it fails with one error code. No sockets, no wire
+encoding: the simulator (``pipeline.simulate``) and the in-process member tests
+(``tests/client/member_world.py``) both drive real member cores against the real coordinator
+core through this one mapping.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from groupcoord.client import messages as m
+from groupcoord.client.types import TopicPartition
+from groupcoord.coordinator import api
+from groupcoord.errors import ErrorCode
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+
+log = logging.getLogger(__name__)
+
+Reply = Callable[[m.Response], None]
+
+
+def error_response(req: m.Request, err: ErrorCode) -> m.Response:
+    """The response to ``req`` that carries ``err`` (every partition of a commit fails with it)."""
+    if isinstance(req, m.FindCoordinatorRequest):
+        return m.FindCoordinatorResponse(error=err, node=None)
+    if isinstance(req, m.JoinGroupRequest):
+        return m.JoinGroupResponse(error=err, member_id=req.member_id)
+    if isinstance(req, m.SyncGroupRequest):
+        return m.SyncGroupResponse(error=err)
+    if isinstance(req, m.HeartbeatRequest):
+        return m.HeartbeatResponse(error=err)
+    if isinstance(req, m.LeaveGroupRequest):
+        return m.LeaveGroupResponse(error=err)
+    if isinstance(req, m.OffsetCommitRequest):
+        return m.OffsetCommitResponse(errors=tuple((tp, err) for tp, _ in req.offsets))
+    if isinstance(req, m.OffsetFetchRequest):
+        return m.OffsetFetchResponse(error=err)
+    raise ValueError(f"no error response for {type(req).__name__}")
+
+
+def call_coordinator(
+    c: CoordinatorRuntime,
+    req: m.Request,
+    reply: Reply,
+    *,
+    client_id: str,
+    client_host: str = "/127.0.0.1",
+) -> None:
+    """Hand a group request to the coordinator core; ``reply`` gets the member-side response
+    (at once, or later for a parked JoinGroup/SyncGroup or a commit awaiting its append)."""
+    if isinstance(req, m.JoinGroupRequest):
+        _join(c, req, reply, client_id, client_host)
+    elif isinstance(req, m.SyncGroupRequest):
+        _sync(c, req, reply)
+    elif isinstance(req, m.HeartbeatRequest):
+        c.heartbeat(
+            api.HeartbeatRequest(
+                group_id=req.group_id,
+                generation_id=req.generation_id,
+                member_id=req.member_id,
+                group_instance_id=req.group_instance_id,
+            ),
+            lambda r: reply(m.HeartbeatResponse(error=r.error)),
+        )
+    elif isinstance(req, m.LeaveGroupRequest):
+        c.leave_group(
+            api.LeaveGroupRequest(
+                group_id=req.group_id,
+                members=(
+                    api.LeaveGroupMember(
+                        member_id=req.member_id, group_instance_id=req.group_instance_id, reason=req.reason
+                    ),
+                ),
+                version=5,
+            ),
+            lambda r: reply(
+                m.LeaveGroupResponse(
+                    error=r.error, member_error=r.members[0].error if r.members else ErrorCode.NONE
+                )
+            ),
+        )
+    elif isinstance(req, m.OffsetCommitRequest):
+        _commit(c, req, reply)
+    elif isinstance(req, m.OffsetFetchRequest):
+        _fetch(c, req, reply)
+    else:
+        raise ValueError(f"not a group request: {type(req).__name__}")
+
+
+def _join(c: CoordinatorRuntime, req: m.JoinGroupRequest, reply: Reply, client_id: str, host: str) -> None:
+    def join_reply(r: api.JoinGroupResponse) -> None:
+        reply(
+            m.JoinGroupResponse(
+                error=r.error,
+                generation_id=r.generation_id,
+                protocol_type=r.protocol_type,
+                protocol_name=r.protocol_name,
+                leader=r.leader,
+                member_id=r.member_id,
+                members=tuple(
+                    m.JoinGroupMember(
+                        member_id=x.member_id, group_instance_id=x.group_instance_id, metadata=x.metadata
+                    )
+                    for x in r.members
+                ),
+                skip_assignment=r.skip_assignment,
+            )
+        )
+
+    c.join_group(
+        api.JoinGroupRequest(
+            group_id=req.group_id,
+            session_timeout_ms=req.session_timeout_ms,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            member_id=req.member_id,
+            group_instance_id=req.group_instance_id,
+            protocol_type=req.protocol_type,
+            protocols=req.protocols,
+            reason=req.reason,
+            version=9,
+            client_id=client_id,
+            client_host=host,
+        ),
+        join_reply,
+    )
+
+
+def _sync(c: CoordinatorRuntime, req: m.SyncGroupRequest, reply: Reply) -> None:
+    c.sync_group(
+        api.SyncGroupRequest(
+            group_id=req.group_id,
+            generation_id=req.generation_id,
+            member_id=req.member_id,
+            group_instance_id=req.group_instance_id,
+            protocol_type=req.protocol_type,
+            protocol_name=req.protocol_name,
+            assignments=req.assignments,
+            version=5,
+        ),
+        lambda r: reply(
+            m.SyncGroupResponse(
+                error=r.error,
+                assignment=r.assignment,
+                protocol_type=r.protocol_type,
+                protocol_name=r.protocol_name,
+            )
+        ),
+    )
+
+
+def _commit(c: CoordinatorRuntime, req: m.OffsetCommitRequest, reply: Reply) -> None:
+    by_topic: dict[str, list[api.OffsetCommitPartition]] = {}
+    for tp, om in req.offsets:
+        by_topic.setdefault(tp.topic, []).append(
+            api.OffsetCommitPartition(
+                partition=tp.partition,
+                offset=om.offset,
+                leader_epoch=om.leader_epoch,
+                metadata=om.metadata,
+            )
+        )
+    c.offset_commit(
+        api.OffsetCommitRequest(
+            group_id=req.group_id,
+            generation_id=req.generation_id,
+            member_id=req.member_id,
+            group_instance_id=req.group_instance_id,
+            retention_time_ms=-1,
+            topics=tuple(api.OffsetCommitTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+        ),
+        lambda r: reply(
+            m.OffsetCommitResponse(
+                errors=tuple(
+                    (TopicPartition(t.name, p.partition), p.error) for t in r.topics for p in t.partitions
+                )
+            )
+        ),
+    )
+
+
+def _fetch(c: CoordinatorRuntime, req: m.OffsetFetchRequest, reply: Reply) -> None:
+    topics: tuple[api.OffsetFetchTopic, ...] | None = None
+    if req.partitions is not None:
+        grouped: dict[str, list[int]] = {}
+        for tp in req.partitions:
+            grouped.setdefault(tp.topic, []).append(tp.partition)
+        topics = tuple(api.OffsetFetchTopic(name=t, partitions=tuple(ps)) for t, ps in grouped.items())
+
+    def fetch_reply(r: api.OffsetFetchResponse) -> None:
+        (g,) = r.groups
+        reply(
+            m.OffsetFetchResponse(
+                error=g.error,
+                offsets=tuple(
+                    (
+                        TopicPartition(t.name, p.partition),
+                        m.FetchedOffset(
+                            offset=p.offset,
+                            leader_epoch=p.leader_epoch,
+                            metadata=p.metadata,
+                            error=p.error,
+                        ),
+                    )
+                    for t in g.topics
+                    for p in t.partitions
+                ),
+            )
+        )
+
+    c.offset_fetch(
+        api.OffsetFetchRequest(
+            groups=(api.OffsetFetchGroup(group_id=req.group_id, topics=topics),),
+            require_stable=req.require_stable,
+        ),
+        fetch_reply,
+    )
