@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 
 from groupcoord.client.assignors.base import (
     Assignment,
@@ -35,9 +34,6 @@ class RangeAssignor(BaseAssignor):
 
     name = "range"
     rebalance_protocol = RebalanceProtocol.EAGER
-
-    def subscription_user_data(self, topics: AbstractSet[str]) -> bytes | None:
-        return None
 
     def assign(
         self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
@@ -60,6 +56,3 @@ class RangeAssignor(BaseAssignor):
                 assigned[member].extend(TopicPartition(topic, p) for p in range(start, start + length))
                 start += length
         return {m: Assignment(partitions=tuple(parts)) for m, parts in assigned.items()}
-
-    def on_assignment(self, assignment: Assignment, generation: int) -> None:
-        return None

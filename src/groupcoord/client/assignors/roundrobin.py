@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 
 from groupcoord.client.assignors.base import (
     Assignment,
@@ -32,9 +31,6 @@ class RoundRobinAssignor(BaseAssignor):
     name = "roundrobin"
     rebalance_protocol = RebalanceProtocol.EAGER
 
-    def subscription_user_data(self, topics: AbstractSet[str]) -> bytes | None:
-        return None
-
     def assign(
         self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
     ) -> dict[str, Assignment]:
@@ -52,6 +48,3 @@ class RoundRobinAssignor(BaseAssignor):
                 assigned[order[turn]].append(TopicPartition(topic, partition))
                 turn = (turn + 1) % len(order)
         return {m: Assignment(partitions=tuple(parts)) for m, parts in assigned.items()}
-
-    def on_assignment(self, assignment: Assignment, generation: int) -> None:
-        return None
