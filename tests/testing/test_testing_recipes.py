@@ -57,12 +57,12 @@ def test_recipe_rebalance_listener_commits_what_was_processed_when_partitions_ar
         assert generation is not None
 
         second.subscribe(["orders"])
-        deadline = time.monotonic() + 30
-        while (
-            kafka_broker.describe_group("app").state != "Stable"
-            or len(kafka_broker.describe_group("app").members) != 2
-        ):
-            assert time.monotonic() < deadline, "the group did not settle with two members"
+        deadline = time.monotonic() + 60
+        while True:  # both poll (the group protocol runs in poll) until the next generation is Stable
+            state = kafka_broker.describe_group("app")
+            if state.state == "Stable" and len(state.members) == 2 and (state.generation or 0) > generation:
+                break
+            assert time.monotonic() < deadline, f"the group did not settle with two members: {state}"
             first.poll(0.05)
             second.poll(0.05)
 
