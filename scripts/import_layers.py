@@ -81,6 +81,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
             "loop_timers",
             "storage",
             "coordinator",
+            "transactions",
             "broker",
         ),
     ),

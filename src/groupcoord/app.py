@@ -36,7 +36,6 @@ from groupcoord.broker import (
     describe_configs,
     fetch,
     groups,
-    init_producer_id,
     list_offsets,
     metadata,
     produce,
@@ -48,7 +47,9 @@ from groupcoord.config import BrokerConfig
 from groupcoord.errors import DataDirError
 from groupcoord.handling import Interceptor, Route
 from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.runtime import txn_handlers as txn
 from groupcoord.runtime.group_runtime import GroupRuntime
+from groupcoord.runtime.txn_runtime import TxnRuntime
 from groupcoord.server.app import KafkaServer
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
@@ -97,7 +98,10 @@ ROUTES: Mapping[ApiKey, Route[Broker]] = _table(
         Route(api_key=K.API_VERSIONS, min_version=0, max_version=4, handler=api_versions.handle),
         Route(api_key=K.CREATE_TOPICS, min_version=2, max_version=7, handler=topics.create_topics),
         Route(api_key=K.DELETE_TOPICS, min_version=1, max_version=6, handler=topics.delete_topics),
-        Route(api_key=K.INIT_PRODUCER_ID, min_version=0, max_version=4, handler=init_producer_id.handle),
+        Route(api_key=K.INIT_PRODUCER_ID, min_version=0, max_version=4, handler=txn.init_producer_id),
+        Route(api_key=K.ADD_PARTITIONS_TO_TXN, min_version=0, max_version=3, handler=txn.add_partitions),
+        Route(api_key=K.ADD_OFFSETS_TO_TXN, min_version=0, max_version=3, handler=txn.add_offsets_to_txn),
+        Route(api_key=K.END_TXN, min_version=0, max_version=4, handler=txn.end_txn),
         Route(api_key=K.DESCRIBE_CONFIGS, min_version=1, max_version=4, handler=describe_configs.handle),
         Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
         Route(api_key=K.DELETE_GROUPS, min_version=0, max_version=2, handler=groups.delete_groups),
@@ -120,6 +124,10 @@ GROUP_APIS = frozenset(
         K.LIST_GROUPS,
         K.DELETE_GROUPS,
         K.OFFSET_DELETE,
+        # the transaction coordinator's (its runtime is installed beside the group runtime)
+        K.ADD_PARTITIONS_TO_TXN,
+        K.ADD_OFFSETS_TO_TXN,
+        K.END_TXN,
     }
 )
 
@@ -201,6 +209,8 @@ class BrokerApp:
         self.broker = _open_broker(config, data_dir, self.clock)
         self.groups = GroupRuntime(self.broker)
         self.broker.groups = self.groups
+        self.transactions = TxnRuntime(self.broker)
+        self.broker.transactions = self.transactions
         self.dispatcher = build_dispatcher(self.broker, extra=extra_routes, interceptor=interceptor)
         listener = config.listener()
         self.server = KafkaServer(
@@ -232,6 +242,7 @@ class BrokerApp:
                 broker.advertised_port = port
             broker.start_maintenance()
             self.groups.start()  # creates the internal topics in a new data dir
+            self.transactions.start()  # replays __transaction_state if there is one
         except OSError as exc:
             await server.stop()
             raise StartupError(
@@ -251,6 +262,7 @@ class BrokerApp:
     async def close(self) -> None:
         """Close the coordinator runtime and the broker (after a failed :meth:`start`)."""
         await self.groups.close()
+        await self.transactions.close()
         await self.broker.close()
 
 

@@ -778,18 +778,21 @@ def test_delete_groups_refuses_non_empty_deletes_empty_with_offsets_and_reports_
     assert describe(c, "g-del-busy").group_state == "Stable"
 
 
-def test_find_coordinator_answers_groups_singly_and_batched_and_refuses_transactions(
+def test_find_coordinator_answers_groups_and_transactional_ids_singly_and_batched(
     wire_broker: BrokerProcess, conns: list[Wire]
 ) -> None:
+    """One broker coordinates every group and every transactional id (key type 1 leads to the
+    transaction coordinator, Kafka's ``TransactionCoordinator`` on the ``__transaction_state``
+    partition leader)."""
     c = open_conn(wire_broker, conns)
     r0 = c.call(FIND_COORDINATOR, 0, key="g-any")
     assert (code(r0.error_code), r0.host, r0.port) == (ErrorCode.NONE, "127.0.0.1", wire_broker.port)
     r3 = c.call(FIND_COORDINATOR, 3, key="tx-1", key_type=1)
     assert (code(r3.error_code), r3.node_id, r3.host, r3.port) == (
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        -1,
-        "",
-        -1,
+        ErrorCode.NONE,
+        r0.node_id,
+        "127.0.0.1",
+        wire_broker.port,
     )
     for version in (4, 6):
         r = c.call(FIND_COORDINATOR, version, key_type=0, coordinator_keys=["g-1", "g-2", ""])
@@ -798,8 +801,8 @@ def test_find_coordinator_answers_groups_singly_and_batched_and_refuses_transact
         ]
         r = c.call(FIND_COORDINATOR, version, key_type=1, coordinator_keys=["tx-a", "tx-b"])
         assert [(k.key, code(k.error_code), k.node_id, k.port) for k in r.coordinators] == [
-            ("tx-a", ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1),
-            ("tx-b", ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1),
+            ("tx-a", ErrorCode.NONE, r0.node_id, wire_broker.port),
+            ("tx-b", ErrorCode.NONE, r0.node_id, wire_broker.port),
         ]
 
 

@@ -91,7 +91,10 @@ def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
     def answer(key: str) -> tuple[ErrorCode, str | None]:
         if key_type == KEY_TYPE_TRANSACTION:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported by this broker"
+            # One broker leads every __transaction_state partition, when transactions are on.
+            if getattr(broker, "transactions", None) is None:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported by this broker"
+            return ErrorCode.NONE, None
         if key_type != KEY_TYPE_GROUP:
             return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
         # One broker leads every __consumer_offsets partition: it is every group's coordinator

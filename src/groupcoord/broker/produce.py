@@ -80,10 +80,18 @@ def _produce_partition(
     end = batches[-1][0] + batches[-1][1].size
     if end != len(records):
         return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="trailing bytes after the last batch")
-    if any(h.is_transactional or h.is_control for _, h in batches):
-        return _PartitionResult(
-            ErrorCode.INVALID_RECORD, message="transactional batches are not supported by this broker"
-        )
+    if any(h.is_control for _, h in batches):
+        # Only the transaction coordinator writes markers (Kafka refuses them from clients).
+        return _PartitionResult(ErrorCode.INVALID_RECORD, message="control batches are written by the broker")
+    if any(h.is_transactional for _, h in batches):
+        if getattr(broker, "transactions", None) is None:
+            return _PartitionResult(
+                ErrorCode.INVALID_RECORD, message="transactional batches are not supported by this broker"
+            )
+        # A producer fenced by a newer epoch (a marker or another batch carried it) is refused.
+        fenced = plog.producer_state().check(batches[0][1])
+        if fenced is not ErrorCode.NONE:
+            return _PartitionResult(fenced, log_start_offset=plog.log_start_offset)
 
     tp = (topic, partition)
     first = batches[0][1]
@@ -144,7 +152,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     acks = int(request.acks)
     results: list[tuple[str, list[tuple[int, _PartitionResult]]]] = []
     dirty: dict[Hashable, Flushable] = {}
-    if request.transactional_id is not None:
+    if request.transactional_id is not None and getattr(broker, "transactions", None) is None:
         for topic in request.topic_data:
             results.append(
                 (

@@ -148,6 +148,9 @@ class Broker:
         #: The consumer-group coordinator's host (runtime.group_runtime.GroupRuntime), set by the
         #: composition root (groupcoord.app); the group APIs' handlers find it here.
         self.groups: Any = None
+        #: The transaction coordinator's host (runtime.txn_runtime.TxnRuntime), set by the
+        #: composition root; None: transactional ids are refused.
+        self.transactions: Any = None
 
     @classmethod
     def open(cls, config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:

@@ -45,6 +45,12 @@ class ApiKey(enum.IntEnum):
     DELETE_TOPICS = 20
     #: a producer id (and epoch) for idempotent producers
     INIT_PRODUCER_ID = 22
+    #: add partitions to a producer's transaction
+    ADD_PARTITIONS_TO_TXN = 24
+    #: add a group's offsets to a producer's transaction
+    ADD_OFFSETS_TO_TXN = 25
+    #: commit or abort a transaction
+    END_TXN = 26
     #: topic and broker configuration
     DESCRIBE_CONFIGS = 32
     #: add partitions to topics

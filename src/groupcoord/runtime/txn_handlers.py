@@ -1,0 +1,118 @@
+"""Transaction APIs over the wire: kio requests in, transaction coordinator calls, kio responses out.
+
+Each handler translates its request into the coordinator's version-independent value
+(:mod:`groupcoord.transactions.api`), calls the shard through
+:class:`~groupcoord.runtime.txn_runtime.TxnRuntime`, and encodes the reply for the client's
+version, now or (after a write) through a future.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.broker import init_producer_id as idempotent
+from groupcoord.broker.state import Broker
+from groupcoord.handling import RequestContext
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, make, ms
+from groupcoord.runtime.txn_runtime import TxnRuntime
+from groupcoord.transactions import api
+
+
+def _runtime(broker: Broker) -> TxnRuntime:
+    rt: TxnRuntime | None = getattr(broker, "transactions", None)
+    if rt is None:  # pragma: no cover - the composition root installs it
+        raise RuntimeError("the transaction runtime is not installed on this broker")
+    return rt
+
+
+def _resp_t(broker: Broker, ctx: RequestContext) -> Any:
+    return broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
+
+
+def init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """InitProducerId (22): idempotent producers as before; a transactional id goes to the shard."""
+    if request.transactional_id is None or getattr(broker, "transactions", None) is None:
+        return idempotent.handle(broker, ctx, request)
+    rt = _runtime(broker)
+    resp_t = _resp_t(broker, ctx)
+    req = api.InitProducerIdRequest(
+        transactional_id=str(request.transactional_id),
+        transaction_timeout_ms=ms(request.transaction_timeout),
+        producer_id=int(getattr(request, "producer_id", -1)),
+        producer_epoch=int(getattr(request, "producer_epoch", -1)),
+    )
+
+    def encode(r: api.InitProducerIdResponse) -> Any:
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            error_code=err(r.error),
+            producer_id=r.producer_id,
+            producer_epoch=r.producer_epoch,
+        )
+
+    return rt.call(lambda reply: rt.shard.init_producer_id(req, reply), encode)
+
+
+def add_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """AddPartitionsToTxn (24) v0-3 (the client form)."""
+    rt = _runtime(broker)
+    resp_t = _resp_t(broker, ctx)
+    topic_t = child(resp_t, "results_by_topic_v3_and_below")
+    part_t = child(topic_t, "results_by_partition")
+    req = api.AddPartitionsToTxnRequest(
+        transactional_id=str(request.v3_and_below_transactional_id),
+        producer_id=int(request.v3_and_below_producer_id),
+        producer_epoch=int(request.v3_and_below_producer_epoch),
+        partitions=tuple(
+            (str(t.name), tuple(int(p) for p in t.partitions)) for t in request.v3_and_below_topics
+        ),
+    )
+
+    def encode(r: api.AddPartitionsToTxnResponse) -> Any:
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            results_by_topic_v3_and_below=tuple(
+                make(
+                    topic_t,
+                    name=name,
+                    results_by_partition=tuple(
+                        make(part_t, partition_index=p, partition_error_code=err(r.error)) for p in parts
+                    ),
+                )
+                for name, parts in r.partitions
+            ),
+        )
+
+    return rt.call(lambda reply: rt.shard.add_partitions_to_txn(req, reply), encode)
+
+
+def add_offsets_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    rt = _runtime(broker)
+    resp_t = _resp_t(broker, ctx)
+    req = api.AddOffsetsToTxnRequest(
+        transactional_id=str(request.transactional_id),
+        producer_id=int(request.producer_id),
+        producer_epoch=int(request.producer_epoch),
+        group_id=str(request.group_id),
+    )
+    return rt.call(
+        lambda reply: rt.shard.add_offsets_to_txn(req, reply),
+        lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=err(r.error)),
+    )
+
+
+def end_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    rt = _runtime(broker)
+    resp_t = _resp_t(broker, ctx)
+    req = api.EndTxnRequest(
+        transactional_id=str(request.transactional_id),
+        producer_id=int(request.producer_id),
+        producer_epoch=int(request.producer_epoch),
+        committed=bool(request.committed),
+    )
+    return rt.call(
+        lambda reply: rt.shard.end_txn(req, reply),
+        lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=err(r.error)),
+    )
