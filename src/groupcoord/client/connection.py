@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.client import wire
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.framing import FrameDecoder, FrameError
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ class _Node:
         self.sock: socket.socket | None = None
         self.ready = False
         self.versions: wire.ApiVersionTable | None = None
-        self.api_versions_version = wire.CLIENT_RANGES[wire.API_VERSIONS][1]
+        self.api_versions_version = wire.CLIENT_RANGES[ApiKey.API_VERSIONS][1]
         self.decoder = FrameDecoder(_MAX_FRAME)
         self.out = bytearray()
         self.queued: list[InFlight] = []
@@ -368,10 +369,10 @@ class NetworkClient:
             self._selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, node)
 
     def _send_api_versions(self, node: _Node) -> None:
-        c = wire.codec(wire.API_VERSIONS, node.api_versions_version)
+        c = wire.codec(ApiKey.API_VERSIONS, node.api_versions_version)
         cid = next(self._correlation)
         probe = InFlight(
-            node.node_id, wire.API_VERSIONS, _PROBE, self._now() + self.config.request_timeout_ms / 1000
+            node.node_id, ApiKey.API_VERSIONS, _PROBE, self._now() + self.config.request_timeout_ms / 1000
         )
         node.in_flight[cid] = (probe, c)
         node.out += wire.encode_request(c, cid, self.config.client_id, wire.api_versions_request(c.version))
@@ -620,10 +621,10 @@ class AsyncNetworkClient:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         node.writer = writer
         node.reader_task = asyncio.create_task(self._read_loop(node, reader))
-        version = wire.CLIENT_RANGES[wire.API_VERSIONS][1]
+        version = wire.CLIENT_RANGES[ApiKey.API_VERSIONS][1]
         try:
             for _ in range(2):
-                c = wire.codec(wire.API_VERSIONS, version)
+                c = wire.codec(ApiKey.API_VERSIONS, version)
                 cid = next(self._correlation)
                 raw: asyncio.Future[Any] = loop.create_future()
                 node.in_flight[cid] = (raw, c)
@@ -661,7 +662,7 @@ class AsyncNetworkClient:
                     future, c = entry
                     if future.done():
                         continue
-                    if c.api_key == wire.API_VERSIONS and node.ready is not None and not node.ready.done():
+                    if c.api_key == ApiKey.API_VERSIONS and node.ready is not None and not node.ready.done():
                         future.set_result(frame)
                     else:
                         future.set_result(wire.decode_response(c, frame))

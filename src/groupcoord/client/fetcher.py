@@ -43,6 +43,7 @@ from groupcoord.client import wire
 from groupcoord.client.errors import KafkaClientError
 from groupcoord.client.types import Record, TopicPartition
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.storage import batch as rb
 
 log = logging.getLogger(__name__)
@@ -258,7 +259,7 @@ class Fetcher:
                 FetchOut(
                     kind="metadata",
                     node=None,
-                    api_key=wire.METADATA,
+                    api_key=ApiKey.METADATA,
                     fields=wire.metadata_request(topics),
                     timeout_ms=self.config.request_timeout_ms,
                 )
@@ -295,7 +296,7 @@ class Fetcher:
                 FetchOut(
                     kind="list_offsets",
                     node=node,
-                    api_key=wire.LIST_OFFSETS,
+                    api_key=ApiKey.LIST_OFFSETS,
                     fields={
                         "replica_id": -1,
                         "isolation_level": self._isolation(),
@@ -335,7 +336,7 @@ class Fetcher:
                 FetchOut(
                     kind="fetch",
                     node=node,
-                    api_key=wire.FETCH,
+                    api_key=ApiKey.FETCH,
                     fields={
                         "replica_id": -1,
                         "max_wait": self.config.fetch_max_wait_ms,

@@ -8,7 +8,8 @@ chosen version's kio class has and fills the rest with the schema's defaults. Re
 read with ``getattr(entity, name, default)`` for the same reason.
 
 Nothing here knows about groupcoord's broker: only the wire formats (kio's schemas,
-:mod:`groupcoord.protocol.framing`) are used, so the client works against any
+:mod:`groupcoord.protocol.framing`, the API numbers of
+:class:`groupcoord.protocol.api_keys.ApiKey`) are used, so the client works against any
 Kafka-compatible broker.
 """
 
@@ -34,39 +35,25 @@ from kio.static.constants import EntityType
 from groupcoord.client import messages as m
 from groupcoord.client.types import TopicPartition
 from groupcoord.errors import ErrorCode
-
-API_VERSIONS = 18
-PRODUCE = 0
-FETCH = 1
-LIST_OFFSETS = 2
-METADATA = 3
-OFFSET_COMMIT = 8
-OFFSET_FETCH = 9
-FIND_COORDINATOR = 10
-JOIN_GROUP = 11
-HEARTBEAT = 12
-LEAVE_GROUP = 13
-SYNC_GROUP = 14
-CREATE_TOPICS = 19
-DESCRIBE_GROUPS = 15
+from groupcoord.protocol.api_keys import ApiKey
 
 #: The versions this client can build and read, per API. The request builders below give
 #: every field any of these versions needs; the readers accept every shape they return.
 CLIENT_RANGES: dict[int, tuple[int, int]] = {
-    PRODUCE: (3, 9),
-    FETCH: (4, 16),
-    LIST_OFFSETS: (1, 9),
-    METADATA: (1, 12),
-    OFFSET_COMMIT: (2, 9),
-    OFFSET_FETCH: (1, 9),
-    FIND_COORDINATOR: (0, 6),
-    JOIN_GROUP: (0, 9),
-    HEARTBEAT: (0, 4),
-    LEAVE_GROUP: (0, 5),
-    SYNC_GROUP: (0, 5),
-    API_VERSIONS: (0, 3),
-    CREATE_TOPICS: (2, 7),
-    DESCRIBE_GROUPS: (0, 5),
+    ApiKey.PRODUCE: (3, 9),
+    ApiKey.FETCH: (4, 16),
+    ApiKey.LIST_OFFSETS: (1, 9),
+    ApiKey.METADATA: (1, 12),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (1, 9),
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
 }
 
 _SIZE = struct.Struct(">i")
@@ -105,7 +92,7 @@ class Codec:
     def response_header_version(self) -> int:
         # ApiVersions answers always use header v0 so a client can read them before it
         # knows what the broker speaks.
-        return 1 if self.flexible and self.api_key != API_VERSIONS else 0
+        return 1 if self.flexible and self.api_key != ApiKey.API_VERSIONS else 0
 
 
 _CODECS: dict[tuple[int, int], Codec] = {}
@@ -280,7 +267,7 @@ def error_code(value: Any) -> ErrorCode:
 
 def api_versions_request(version: int) -> Any:
     return build(
-        codec(API_VERSIONS, version).request_type,
+        codec(ApiKey.API_VERSIONS, version).request_type,
         {"client_software_name": "groupcoord-client", "client_software_version": "1"},
     )
 
@@ -325,11 +312,11 @@ def decode_api_versions(frame: bytes, sent_version: int) -> tuple[ApiVersionTabl
     broker speaks, so the client retries at the highest ApiVersions version both know).
     """
     if len(frame) >= 6 and struct.unpack_from(">h", frame, 4)[0] == ErrorCode.UNSUPPORTED_VERSION:
-        response = decode_response(codec(API_VERSIONS, 0), frame)
+        response = decode_response(codec(ApiKey.API_VERSIONS, 0), frame)
         table = ApiVersionTable.from_response(response)
-        theirs = table.broker.get(API_VERSIONS, (0, 0))
-        return None, min(theirs[1], CLIENT_RANGES[API_VERSIONS][1])
-    response = decode_response(codec(API_VERSIONS, sent_version), frame)
+        theirs = table.broker.get(ApiKey.API_VERSIONS, (0, 0))
+        return None, min(theirs[1], CLIENT_RANGES[ApiKey.API_VERSIONS][1])
+    response = decode_response(codec(ApiKey.API_VERSIONS, sent_version), frame)
     code = error_code(response.error_code)
     if code is not ErrorCode.NONE:
         raise ProtocolDecodeError(f"ApiVersions failed with {code.name}")
@@ -433,15 +420,15 @@ def _topics_of(pairs: Sequence[tuple[Any, Any]]) -> dict[str, list[tuple[int, An
 def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
     """(api key, version-neutral fields) of a member-core request."""
     if isinstance(request, m.FindCoordinatorRequest):
-        return FIND_COORDINATOR, {
+        return ApiKey.FIND_COORDINATOR, {
             "key": request.key,
             "key_type": request.key_type,
             "coordinator_keys": (request.key,),
         }
     if isinstance(request, m.MetadataRequest):
-        return METADATA, metadata_request(request.topics)
+        return ApiKey.METADATA, metadata_request(request.topics)
     if isinstance(request, m.JoinGroupRequest):
-        return JOIN_GROUP, {
+        return ApiKey.JOIN_GROUP, {
             "group_id": request.group_id,
             "session_timeout": request.session_timeout_ms,
             "rebalance_timeout": request.rebalance_timeout_ms,
@@ -452,7 +439,7 @@ def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
             "reason": request.reason,
         }
     if isinstance(request, m.SyncGroupRequest):
-        return SYNC_GROUP, {
+        return ApiKey.SYNC_GROUP, {
             "group_id": request.group_id,
             "generation_id": request.generation_id,
             "member_id": request.member_id,
@@ -462,14 +449,14 @@ def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
             "assignments": [{"member_id": mid, "assignment": a} for mid, a in request.assignments],
         }
     if isinstance(request, m.HeartbeatRequest):
-        return HEARTBEAT, {
+        return ApiKey.HEARTBEAT, {
             "group_id": request.group_id,
             "generation_id": request.generation_id,
             "member_id": request.member_id,
             "group_instance_id": request.group_instance_id,
         }
     if isinstance(request, m.LeaveGroupRequest):
-        return LEAVE_GROUP, {
+        return ApiKey.LEAVE_GROUP, {
             "group_id": request.group_id,
             "member_id": request.member_id,
             "members": [
@@ -481,7 +468,7 @@ def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
             ],
         }
     if isinstance(request, m.OffsetCommitRequest):
-        return OFFSET_COMMIT, {
+        return ApiKey.OFFSET_COMMIT, {
             "group_id": request.group_id,
             "generation_id_or_member_epoch": request.generation_id,
             "member_id": request.member_id,
@@ -513,7 +500,7 @@ def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
                 for t, parts in _topics_of([(tp, None) for tp in request.partitions]).items()
             ]
         )
-        return OFFSET_FETCH, {
+        return ApiKey.OFFSET_FETCH, {
             "group_id": request.group_id,
             "topics": topics,
             "require_stable": request.require_stable,

@@ -20,6 +20,7 @@ from groupcoord.client.consumer import Consumer
 from groupcoord.client.errors import ConfigError
 from groupcoord.client.fetcher import NoOffsetForPartitionError
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
+from groupcoord.protocol.api_keys import ApiKey
 
 CODECS = ("gzip", "snappy", "lz4", "zstd", "none")
 
@@ -53,7 +54,7 @@ def test_api_versions_negotiation_picks_highest_common_version(client_broker: Cl
     client = NetworkClient(client_broker.bootstrap)
     try:
         node = client.least_loaded_node()
-        client.request(node, wire.METADATA, wire.metadata_request([]))
+        client.request(node, ApiKey.METADATA, wire.metadata_request([]))
         table = client.versions(node)
         assert table is not None
         for api, (_lo, hi) in wire.CLIENT_RANGES.items():
@@ -73,7 +74,7 @@ def test_several_requests_in_flight_on_one_connection_are_matched_by_correlation
     try:
         node = client.least_loaded_node()
         sent = [
-            client.send(node, wire.METADATA, wire.metadata_request([topic] if i % 2 else []))
+            client.send(node, ApiKey.METADATA, wire.metadata_request([topic] if i % 2 else []))
             for i in range(20)
         ]
         for r in sent:
@@ -92,7 +93,7 @@ def test_async_client_negotiates_and_answers_concurrent_requests(client_broker: 
         client = AsyncNetworkClient(client_broker.bootstrap)
         try:
             answers = await asyncio.gather(
-                *(client.request(-1, wire.METADATA, wire.metadata_request([topic])) for _ in range(10))
+                *(client.request(-1, ApiKey.METADATA, wire.metadata_request([topic])) for _ in range(10))
             )
             return [len(wire.read_metadata(a).topics[0].partitions) for a in answers]
         finally:
@@ -108,7 +109,7 @@ def test_waiting_with_no_time_left_still_moves_the_network_forward(client_broker
 
     client = NetworkClient(client_broker.bootstrap)
     try:
-        r = client.send(client.least_loaded_node(), wire.METADATA, wire.metadata_request([]))
+        r = client.send(client.least_loaded_node(), ApiKey.METADATA, wire.metadata_request([]))
         limit = time.monotonic() + 30
         while not client.wait([r], 0) and time.monotonic() < limit:
             pass
@@ -125,7 +126,7 @@ def test_unreachable_bootstrap_fails_the_request_and_backs_off() -> None:
         port = s.getsockname()[1]
     client = NetworkClient(f"127.0.0.1:{port}")
     try:
-        r = client.send(-1, wire.METADATA, wire.metadata_request([]))
+        r = client.send(-1, ApiKey.METADATA, wire.metadata_request([]))
         assert client.wait([r], 10)
         with pytest.raises(ConnectionError):
             r.result()

@@ -18,6 +18,7 @@ from groupcoord.client import wire
 from groupcoord.client.fetcher import Fetcher, FetcherConfig
 from groupcoord.client.types import TopicPartition
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.storage import batch as rb
 
 TP = TopicPartition("t", 0)
@@ -74,7 +75,7 @@ def fetcher(isolation: str) -> Fetcher:
 
 
 def fetch_answer(records: bytes, aborted: list[tuple[int, int]]) -> Any:
-    c = wire.codec(wire.FETCH, 12)
+    c = wire.codec(ApiKey.FETCH, 12)
     return wire.build(
         c.response_type,
         {

@@ -29,10 +29,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import ClientBroker
 
-from groupcoord.client import wire
 from groupcoord.client.connection import NetworkClient
 from groupcoord.client.consumer import Consumer
 from groupcoord.client.types import TopicPartition
+from groupcoord.protocol.api_keys import ApiKey
 
 PARTITIONS = 6
 PER_PARTITION = 50
@@ -59,7 +59,7 @@ def group_state(bootstrap: str, group: str) -> str:
     try:
         answer = client.request(
             client.least_loaded_node(),
-            wire.DESCRIBE_GROUPS,
+            ApiKey.DESCRIBE_GROUPS,
             {"groups": [group], "include_authorized_operations": False},
         )
         return str(answer.groups[0].group_state)
