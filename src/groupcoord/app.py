@@ -102,6 +102,8 @@ ROUTES: Mapping[ApiKey, Route[Broker]] = _table(
         Route(api_key=K.ADD_PARTITIONS_TO_TXN, min_version=0, max_version=3, handler=txn.add_partitions),
         Route(api_key=K.ADD_OFFSETS_TO_TXN, min_version=0, max_version=3, handler=txn.add_offsets_to_txn),
         Route(api_key=K.END_TXN, min_version=0, max_version=4, handler=txn.end_txn),
+        Route(api_key=K.DESCRIBE_TRANSACTIONS, min_version=0, max_version=0, handler=txn.describe_txns),
+        Route(api_key=K.LIST_TRANSACTIONS, min_version=0, max_version=0, handler=txn.list_txns),
         Route(api_key=K.DESCRIBE_CONFIGS, min_version=1, max_version=4, handler=describe_configs.handle),
         Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
         Route(api_key=K.DELETE_GROUPS, min_version=0, max_version=2, handler=groups.delete_groups),
@@ -128,6 +130,8 @@ GROUP_APIS = frozenset(
         K.ADD_PARTITIONS_TO_TXN,
         K.ADD_OFFSETS_TO_TXN,
         K.END_TXN,
+        K.DESCRIBE_TRANSACTIONS,
+        K.LIST_TRANSACTIONS,
     }
 )
 

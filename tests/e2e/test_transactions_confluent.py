@@ -15,7 +15,12 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from conftest import BrokerProcess
 from test_produce_consume_confluent import create_topic
 
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.client import WireClient
+
 pytestmark = pytest.mark.e2e
+
+DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
 
 
 def _producer(bootstrap: str, tid: str) -> Producer:
@@ -93,3 +98,34 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(
     assert (error.code(), error.fatal()) == (KafkaError._FENCED, True)
     committed = _read(broker.bootstrap, topic, "read_committed", lambda got: "successor" in got)
     assert committed == ["successor"]
+
+
+def test_describe_and_list_transactions_show_an_open_transaction(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """KIP-664 DescribeTransactions / ListTransactions v0 over the wire (Kafka's
+    ``TransactionCoordinator.handleDescribeTransactions`` / ``handleListTransactions``)."""
+    broker = broker_factory()
+    topic = "txn-describe"
+    create_topic(broker.bootstrap, topic, 2)
+    p = _producer(broker.bootstrap, "txn-d")
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"x", partition=1)
+    p.flush(30)
+    c = WireClient("127.0.0.1", broker.port, client_id="txn-admin")
+    try:
+        d = c.call(DESCRIBE_TRANSACTIONS, 0, transactional_ids=["txn-d", "nobody"])
+        found, missing = d.transaction_states
+        assert (ErrorCode(int(found.error_code)), found.transaction_state) == (ErrorCode.NONE, "Ongoing")
+        assert [(t.topic, list(t.partitions)) for t in found.topics] == [(topic, [1])]
+        assert ErrorCode(int(missing.error_code)) is ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+        listed = c.call(LIST_TRANSACTIONS, 0, state_filters=["Ongoing", "Bogus"], producer_id_filters=[])
+        assert [(t.transactional_id, t.transaction_state) for t in listed.transaction_states] == [
+            ("txn-d", "Ongoing")
+        ]
+        assert list(listed.unknown_state_filters) == ["Bogus"]
+        assert int(found.producer_id) == int(listed.transaction_states[0].producer_id)
+    finally:
+        c.close()
+    p.abort_transaction(30)

@@ -61,3 +61,7 @@ class ApiKey(enum.IntEnum):
     OFFSET_DELETE = 47
     #: the cluster's id, controller and brokers
     DESCRIBE_CLUSTER = 60
+    #: transactions by transactional id (KIP-664)
+    DESCRIBE_TRANSACTIONS = 65
+    #: transactions, filtered by state and producer id (KIP-664)
+    LIST_TRANSACTIONS = 66

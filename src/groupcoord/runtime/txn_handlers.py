@@ -8,6 +8,7 @@ version, now or (after a write) through a future.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from groupcoord.broker import init_producer_id as idempotent
@@ -116,3 +117,66 @@ def end_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         lambda reply: rt.shard.end_txn(req, reply),
         lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=err(r.error)),
     )
+
+
+def _datetime(ms_value: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(ms_value / 1000, tz=datetime.UTC)
+
+
+def describe_txns(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """DescribeTransactions (65, KIP-664)."""
+    rt = _runtime(broker)
+    resp_t = _resp_t(broker, ctx)
+    state_t = child(resp_t, "transaction_states")
+    topic_t = child(state_t, "topics")
+
+    def encode(r: api.DescribeTransactionsResponse) -> Any:
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            transaction_states=tuple(
+                make(
+                    state_t,
+                    error_code=err(d.error),
+                    transactional_id=d.transactional_id,
+                    transaction_state=d.state,
+                    transaction_timeout=datetime.timedelta(milliseconds=d.timeout_ms),
+                    transaction_start_time=_datetime(d.start_ms),
+                    producer_id=d.producer_id,
+                    producer_epoch=d.producer_epoch,
+                    topics=tuple(make(topic_t, topic=t, partitions=ps) for t, ps in d.topics),
+                )
+                for d in r.transactions
+            ),
+        )
+
+    ids = [str(t) for t in request.transactional_ids]
+    return rt.call(lambda reply: rt.shard.describe_transactions(ids, reply), encode)
+
+
+def list_txns(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """ListTransactions (66, KIP-664) v0: filtered by state names and producer ids."""
+    rt = _runtime(broker)
+    resp_t = _resp_t(broker, ctx)
+    state_t = child(resp_t, "transaction_states")
+
+    def encode(r: api.ListTransactionsResponse) -> Any:
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            error_code=err(r.error),
+            unknown_state_filters=r.unknown_state_filters,
+            transaction_states=tuple(
+                make(
+                    state_t,
+                    transactional_id=t.transactional_id,
+                    producer_id=t.producer_id,
+                    transaction_state=t.state,
+                )
+                for t in r.transactions
+            ),
+        )
+
+    states = [str(s) for s in request.state_filters]
+    pids = [int(p) for p in request.producer_id_filters]
+    return rt.call(lambda reply: rt.shard.list_transactions(states, pids, reply), encode)

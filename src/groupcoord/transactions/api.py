@@ -77,13 +77,15 @@ class EndTxnResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TransactionDescription:
+    """One id's description; an error entry keeps the schema's zero defaults (as Kafka's does)."""
+
     transactional_id: str
     error: ErrorCode
     state: str = ""
     timeout_ms: int = 0
-    start_ms: int = -1
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
+    start_ms: int = 0
+    producer_id: int = 0
+    producer_epoch: int = 0
     topics: TopicPartitions = ()
 
 
