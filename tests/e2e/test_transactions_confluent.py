@@ -129,3 +129,32 @@ def test_describe_and_list_transactions_show_an_open_transaction(
     finally:
         c.close()
     p.abort_transaction(30)
+
+
+def test_an_open_transaction_survives_a_broker_kill_and_is_aborted_by_the_next_instance(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """The coordinator replays ``__transaction_state`` at start: the transaction left Ongoing by a
+    SIGKILLed broker is found, its producer fenced and the transaction aborted when a new
+    instance initialises (Kafka's ``TransactionStateManager`` load, then
+    ``handleInitProducerId`` in Ongoing). The ABORT marker lands in the partition's
+    ``.txnindex``."""
+    broker = broker_factory()
+    topic = "txn-restart"
+    create_topic(broker.bootstrap, topic, 1)
+    first = _producer(broker.bootstrap, "txn-r")
+    first.init_transactions(30)
+    first.begin_transaction()
+    first.produce(topic, value=b"lost", partition=0)
+    assert first.flush(30) == 0
+    broker.kill()
+    broker.start()
+    second = _producer(broker.bootstrap, "txn-r")
+    second.init_transactions(60)
+    second.begin_transaction()
+    second.produce(topic, value=b"after", partition=0)
+    second.commit_transaction(30)
+    assert _read(broker.bootstrap, topic, "read_committed", lambda got: "after" in got) == ["after"]
+    assert _read(broker.bootstrap, topic, "read_uncommitted", lambda got: "after" in got) == ["lost", "after"]
+    index = broker.data_dir / f"{topic}-0" / "00000000000000000000.txnindex"
+    assert len(index.read_bytes()) == 34  # one AbortedTxn entry
