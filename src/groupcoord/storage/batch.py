@@ -522,7 +522,59 @@ def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0) -> list[Re
     ]
 
 
+def _zigzag_bytes(value: int) -> bytes:
+    out = bytearray()
+    write_varint(out, value)
+    return bytes(out)
+
+
+#: Zig-zag varints of -1..1023 (index ``value + 1``): record fields of small records without a loop.
+_SMALL_VARINTS: tuple[bytes, ...] = tuple(_zigzag_bytes(v) for v in range(-1, 1024))
+
+
 def _encode_record(
+    out: bytearray,
+    offset_delta: int,
+    ts_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]],
+) -> None:
+    if (
+        not headers
+        and key is not None
+        and value is not None
+        and -1 <= offset_delta < 1023
+        and -1 <= ts_delta < 1023
+        and len(key) < 1023
+        and len(value) < 1023
+    ):
+        # The common record (a coordinator's offset commit or group record): no headers, short
+        # key and value, small deltas; same bytes as the general path below.
+        small = _SMALL_VARINTS
+        body = b"".join(
+            (
+                b"\x00",
+                small[ts_delta + 1],
+                small[offset_delta + 1],
+                small[len(key) + 1],
+                key,
+                small[len(value) + 1],
+                value,
+                b"\x00",
+            )
+        )
+        size = len(body)
+        if size < 1023:
+            out += small[size + 1]
+        else:
+            write_varint(out, size)
+        out += body
+        return
+    _encode_record_general(out, offset_delta, ts_delta, key, value, headers)
+
+
+def _encode_record_general(
     out: bytearray,
     offset_delta: int,
     ts_delta: int,
