@@ -7,6 +7,7 @@ EndTxn, markers), ``UnifiedLog`` read_committed reads. librdkafka's
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Callable
 
@@ -20,7 +21,7 @@ from groupcoord.protocol.client import WireClient
 
 pytestmark = pytest.mark.e2e
 
-DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
+INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 22, 24, 65, 66
 
 
 def _producer(bootstrap: str, tid: str) -> Producer:
@@ -158,3 +159,42 @@ def test_an_open_transaction_survives_a_broker_kill_and_is_aborted_by_the_next_i
     assert _read(broker.bootstrap, topic, "read_uncommitted", lambda got: "after" in got) == ["lost", "after"]
     index = broker.data_dir / f"{topic}-0" / "00000000000000000000.txnindex"
     assert len(index.read_bytes()) == 34  # one AbortedTxn entry
+
+
+def test_add_partitions_with_an_unknown_partition_adds_nothing(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """Kafka's ``KafkaApis.handleAddPartitionsToTxnRequest``: a partition that does not exist gets
+    UNKNOWN_TOPIC_OR_PARTITION, the others of the request OPERATION_NOT_ATTEMPTED, and the
+    transaction does not start."""
+    broker = broker_factory()
+    create_topic(broker.bootstrap, "txn-known", 1)
+    c = WireClient("127.0.0.1", broker.port, client_id="txn-wire")
+    try:
+        init = c.call(
+            INIT_PRODUCER_ID, 4, transactional_id="txn-w", transaction_timeout=datetime.timedelta(seconds=60)
+        )
+        assert ErrorCode(int(init.error_code)) is ErrorCode.NONE
+        topics = [{"name": "txn-known", "partitions": [0, 5]}, {"name": "txn-missing", "partitions": [0]}]
+        r = c.call(
+            ADD_PARTITIONS_TO_TXN,
+            3,
+            v3_and_below_transactional_id="txn-w",
+            v3_and_below_producer_id=init.producer_id,
+            v3_and_below_producer_epoch=init.producer_epoch,
+            v3_and_below_topics=topics,
+        )
+        got = {
+            (t.name, int(p.partition_index)): ErrorCode(int(p.partition_error_code))
+            for t in r.results_by_topic_v3_and_below
+            for p in t.results_by_partition
+        }
+        assert got == {
+            ("txn-known", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
+            ("txn-known", 5): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            ("txn-missing", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        }
+        d = c.call(DESCRIBE_TRANSACTIONS, 0, transactional_ids=["txn-w"])
+        assert d.transaction_states[0].transaction_state == "Empty"
+    finally:
+        c.close()

@@ -13,6 +13,7 @@ from typing import Any
 
 from groupcoord.broker import init_producer_id as idempotent
 from groupcoord.broker.state import Broker
+from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make, ms
 from groupcoord.runtime.txn_runtime import TxnRuntime
@@ -86,6 +87,36 @@ def add_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             ),
         )
 
+    # Kafka's KafkaApis.handleAddPartitionsToTxnRequest: partitions that do not exist get
+    # UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and nothing is added.
+    topics = broker.logs.topics()
+    unknown = {
+        (t, p) for t, ps in req.partitions for p in ps if t not in topics or not 0 <= p < topics[t].partitions
+    }
+    if unknown:
+        return make(
+            resp_t,
+            throttle_time=NO_THROTTLE,
+            results_by_topic_v3_and_below=tuple(
+                make(
+                    topic_t,
+                    name=name,
+                    results_by_partition=tuple(
+                        make(
+                            part_t,
+                            partition_index=p,
+                            partition_error_code=err(
+                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                                if (name, p) in unknown
+                                else ErrorCode.OPERATION_NOT_ATTEMPTED
+                            ),
+                        )
+                        for p in parts
+                    ),
+                )
+                for name, parts in req.partitions
+            ),
+        )
     return rt.call(lambda reply: rt.shard.add_partitions_to_txn(req, reply), encode)
 
 
