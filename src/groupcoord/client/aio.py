@@ -34,18 +34,10 @@ from typing import Any
 from groupcoord.client import wire
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.connection import AsyncNetworkClient
-from groupcoord.client.consumer import (
-    Callback,
-    ConsumerEngine,
-    _normalise_offsets,
-    connection_config,
-    coordinator_node_id,
-    now_ms,
-)
+from groupcoord.client.engine import Callback, ConsumerEngine, connection_config, core_node, now_ms
 from groupcoord.client.errors import KafkaClientError
 from groupcoord.client.fetcher import FetchOut
 from groupcoord.client.member import Outbound, heartbeat_thread_name
-from groupcoord.client.messages import MetadataRequest
 from groupcoord.client.types import OffsetAndMetadata, Record, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -99,12 +91,7 @@ class AsyncConsumer:
 
     async def unsubscribe(self) -> None:
         self._check_open()
-        if self._engine.core is not None:
-            self._engine.core.unsubscribe(now_ms())
-            self._engine.take_events(self._engine.core.events())
-        self._engine.subscribed = False
-        self._engine.manual = False
-        self._engine.fetcher.assign(())
+        self._engine.unsubscribe()
         self._drive(app_poll=False)
         await self._run_callbacks()
 
@@ -140,59 +127,48 @@ class AsyncConsumer:
         asynchronous: bool = False,
     ) -> None:
         self._check_open()
-        core = self._require_core("commit")
-        normalised = None if offsets is None else _normalise_offsets(offsets)
-        commit_id = core.commit(normalised, now_ms(), asynchronous=asynchronous)
+        commit_id = self._engine.start_commit(offsets, asynchronous)
         self._drive(app_poll=False)
         if asynchronous:
             return
         await self._pump_until(
             lambda: commit_id in self._engine.commit_results, self.config.default_api_timeout_ms
         )
-        error = self._engine.commit_results.pop(commit_id)
-        if error is not None:
-            raise error
+        self._engine.take_commit_result(commit_id)
 
     async def committed(
         self, partitions: Iterable[TopicPartition], timeout_seconds: float | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         self._check_open()
-        core = self._require_core("committed")
-        parts = tuple(TopicPartition(tp[0], tp[1]) for tp in partitions)
-        fetch_id = core.fetch_committed(parts, now_ms())
+        fetch_id, parts = self._engine.start_committed(partitions)
         self._drive(app_poll=False)
-        limit = self.config.default_api_timeout_ms if timeout_seconds is None else int(timeout_seconds * 1000)
+        limit = self._engine.limit_ms(timeout_seconds)
         await self._pump_until(lambda: fetch_id in self._engine.committed_results, limit)
-        offsets, error = self._engine.committed_results.pop(fetch_id)
-        if error is not None:
-            raise error
-        return {tp: offsets.get(tp) for tp in parts}
+        return self._engine.take_committed(fetch_id, parts)
 
     async def position(self, partition: TopicPartition, timeout_seconds: float | None = None) -> int:
         self._check_open()
         tp = TopicPartition(partition[0], partition[1])
-        limit = self.config.default_api_timeout_ms if timeout_seconds is None else int(timeout_seconds * 1000)
+        limit = self._engine.limit_ms(timeout_seconds)
         await self._pump_until(lambda: self._engine.fetcher.position(tp) is not None, limit, fetch=True)
         pos = self._engine.fetcher.position(tp)
         assert pos is not None
         return pos
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
-        self._engine.fetcher.seek(TopicPartition(partition[0], partition[1]), offset)
+        self._engine.seek(partition, offset)
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        parts = self._engine.fetcher.assigned() if partitions is None else partitions
-        self._engine.fetcher.seek_to([TopicPartition(p[0], p[1]) for p in parts], "earliest")
+        self._engine.seek_to(partitions, "earliest")
 
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
-        parts = self._engine.fetcher.assigned() if partitions is None else partitions
-        self._engine.fetcher.seek_to([TopicPartition(p[0], p[1]) for p in parts], "latest")
+        self._engine.seek_to(partitions, "latest")
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
-        self._engine.fetcher.pause(TopicPartition(p[0], p[1]) for p in partitions)
+        self._engine.pause(partitions)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
-        self._engine.fetcher.resume(TopicPartition(p[0], p[1]) for p in partitions)
+        self._engine.resume(partitions)
 
     def paused(self) -> set[TopicPartition]:
         return self._engine.fetcher.paused()
@@ -227,13 +203,7 @@ class AsyncConsumer:
     # -- internals ------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self._engine.closed:
-            raise KafkaClientError("the consumer is closed")
-
-    def _require_core(self, what: str) -> Any:
-        if self._engine.core is None:
-            raise KafkaClientError(f"{what}() needs a group.id")
-        return self._engine.core
+        self._engine.check_open()
 
     def _start(self) -> None:
         if self._heartbeat_task is None and self._engine.core is not None:
@@ -263,39 +233,21 @@ class AsyncConsumer:
                 self._waiters.remove(waiter)
 
     def _next_wait_s(self) -> float:
-        core = self._engine.core
-        deadline: int | None = core.next_deadline_ms() if core is not None else None
-        if deadline is None:
-            return 0.5
-        # a deadline already due right after a drive means the core waits for an answer:
-        # wait a little for it instead of spinning
-        return max(0.005, min(0.5, (deadline - now_ms()) / 1000))
+        return self._engine.next_wait_s()
 
     def _drive(self, *, app_poll: bool) -> None:
-        core = self._engine.core
-        if core is not None:
-            now = now_ms()
-            active = self._engine.subscribed or self._engine.manual
-            outs = core.poll(now) if app_poll and active else core.pending(now)
-            self._engine.take_events(core.events())
-            for out in outs:
-                self._send_core(out)
+        for out in self._engine.core_requests(app_poll=app_poll):
+            self._send_core(out)
         self._send_fetches()
 
     def _send_fetches(self) -> None:
-        if self._engine.closed:
-            return
-        for out in self._engine.fetcher.requests(now_ms()):
+        for out in self._engine.fetch_requests():
             node = self._client.least_loaded_node() if out.node is None else out.node
             self._spawn(self._fetch_request(node, out))
 
     def _send_core(self, out: Outbound) -> None:
         api_key, fields = wire.request_fields(out.request)
-        if out.node is None:
-            node = self._client.least_loaded_node()
-        else:
-            node = coordinator_node_id(out.node.node_id)
-            self._client.ensure_node(node, out.node.host, out.node.port)
+        node = core_node(self._client, out)
         self._core_requests += 1
         self._spawn(self._core_request(node, api_key, fields, out))
 
@@ -310,45 +262,30 @@ class AsyncConsumer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.debug("%s to node %s failed: %s", out.kind, node, exc)
-            self._engine.fetcher.on_failure(out, now_ms())
+            self._engine.on_fetch_answer(self._client, out, None, exc)
         else:
-            if out.kind == "metadata":
-                self._client.update_brokers(wire.read_metadata(response).brokers)
-            self._engine.fetcher.on_response(out, response, now_ms())
+            self._engine.on_fetch_answer(self._client, out, response, None)
         self._notify()
 
     async def _core_request(self, node: int, api_key: int, fields: Mapping[str, Any], out: Outbound) -> None:
-        core = self._engine.core
         try:
             response = await self._client.request(node, api_key, fields, timeout_ms=out.timeout_ms)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.debug("request %s to node %s failed: %s", type(out.request).__name__, node, exc)
-            core.on_failure(out.request_id, now_ms())
+            self._engine.on_core_answer(self._client, out, None, exc)
         else:
-            now = now_ms()
-            if isinstance(out.request, MetadataRequest):
-                md = wire.read_metadata(response)
-                self._client.update_brokers(md.brokers)
-                self._engine.fetcher.on_metadata(md, now)
-            core.on_response(out.request_id, wire.read_response(out.request, response), now)
+            self._engine.on_core_answer(self._client, out, response, None)
         finally:
             self._core_requests -= 1
-        self._engine.take_events(core.events())
         self._notify()
 
     async def _pump_until(self, condition: Callable[[], bool], limit_ms: int, *, fetch: bool = False) -> None:
         deadline = time.monotonic() + limit_ms / 1000
         while True:
             self._drive(app_poll=False)
-            if condition():
+            if self._engine.pump_done(condition, fetch=fetch):
                 return
-            if self._engine.fatal is not None:
-                raise self._engine.fatal
-            if fetch:
-                self._engine.fetcher.raise_errors()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError(f"timed out after {limit_ms} ms")
@@ -371,9 +308,7 @@ class AsyncConsumer:
         while not self._stopping:
             for out in core.heartbeat_poll(now_ms()):
                 self._send_core(out)
-            deadline: int | None = core.next_heartbeat_deadline_ms()
-            wait_s = 0.1 if deadline is None else max(0.005, min(0.1, (deadline - now_ms()) / 1000))
-            await self._wait(wait_s)
+            await self._wait(self._engine.heartbeat_wait_s())
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

@@ -14,7 +14,7 @@ constructor).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -64,15 +64,7 @@ class ConsumerConfig:
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, Any]) -> ConsumerConfig:
-        known = {f.name.replace("_", "."): f for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, raw in settings.items():
-            f = known.get(key)
-            if f is None:
-                raise ConfigError(f"unknown configuration key {key!r}")
-            default = f.default
-            values[f.name] = _coerce(key, raw, default)
-        config = cls(**values)
+        config = cls(**field_values(cls, settings, _coerce))
         config.validate()
         return config
 
@@ -119,6 +111,22 @@ class ConsumerConfig:
     @property
     def is_static(self) -> bool:
         return self.group_instance_id is not None
+
+
+def field_values(
+    cls: type[Any], settings: Mapping[str, Any], coerce: Callable[[str, Any, Any], Any]
+) -> dict[str, Any]:
+    """The dataclass ``cls``'s keyword arguments for ``settings`` in Kafka spelling (dots for
+    underscores), each value passed through ``coerce(key, raw, field default)``; an unknown key
+    is a :class:`ConfigError`."""
+    known = {f.name.replace("_", "."): f for f in fields(cls)}
+    values: dict[str, Any] = {}
+    for key, raw in settings.items():
+        f = known.get(key)
+        if f is None:
+            raise ConfigError(f"unknown configuration key {key!r}")
+        values[f.name] = coerce(key, raw, f.default)
+    return values
 
 
 def _coerce(key: str, raw: Any, default: Any) -> Any:

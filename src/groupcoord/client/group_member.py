@@ -47,12 +47,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.client import wire
+from groupcoord.client.config import field_values
 from groupcoord.client.connection import ConnectionConfig, InFlight, NetworkClient
-from groupcoord.client.consumer import coordinator_node_id, now_ms
+from groupcoord.client.engine import coordinator_node_id, now_ms
 from groupcoord.client.errors import ConfigError, KafkaClientError
 from groupcoord.client.member import (
     AbstractCoordinator,
@@ -87,20 +88,7 @@ class GroupMemberConfig:
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, Any]) -> GroupMemberConfig:
-        known = {f.name.replace("_", "."): f for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, raw in settings.items():
-            f = known.get(key)
-            if f is None:
-                raise ConfigError(f"unknown configuration key {key!r}")
-            if isinstance(f.default, int):
-                try:
-                    values[f.name] = int(raw)
-                except (TypeError, ValueError):
-                    raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
-            else:
-                values[f.name] = None if raw is None else str(raw)
-        config = cls(**values)
+        config = cls(**field_values(cls, settings, _coerce_loosely))
         if not config.bootstrap_servers:
             raise ConfigError("bootstrap.servers is required")
         if not config.group_id:
@@ -108,6 +96,16 @@ class GroupMemberConfig:
         if config.heartbeat_interval_ms >= config.session_timeout_ms:
             raise ConfigError("heartbeat.interval.ms must be lower than session.timeout.ms")
         return config
+
+
+def _coerce_loosely(key: str, raw: Any, default: Any) -> Any:
+    """A group member's settings: ``int()`` for the numbers, ``str()`` for the rest."""
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
+    return None if raw is None else str(raw)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from groupcoord.client import consumer_core as cc
 from groupcoord.client.config import ConsumerConfig
-from groupcoord.client.consumer import ConsumerEngine
+from groupcoord.client.engine import ConsumerEngine
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 
 A = TopicPartition("t", 0)
