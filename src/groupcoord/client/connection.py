@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from groupcoord.client import wire
 from groupcoord.protocol.api_keys import ApiKey
@@ -111,6 +111,65 @@ class InFlight:
         return self.response
 
 
+class _NodeLike(Protocol):
+    node_id: int
+    host: str
+    port: int
+    next_attempt: float
+
+    def connected(self) -> bool: ...
+
+    def load(self) -> int: ...
+
+
+_N = TypeVar("_N", bound=_NodeLike)
+
+
+class _NodeDirectory(Generic[_N]):
+    """The nodes a client knows, shared by both clients: the bootstrap servers (ids -1, -2, ...)
+    until a Metadata answer names the cluster's brokers, and which one is least loaded.
+    The blocking client calls these with its lock held."""
+
+    _nodes: dict[int, _N]
+
+    def _init_nodes(
+        self, bootstrap_servers: str | Iterable[str], make: Callable[[int, str, int], _N]
+    ) -> None:
+        self._make_node = make
+        self._nodes = {}
+        for i, (host, port) in enumerate(parse_bootstrap(bootstrap_servers)):
+            self._nodes[-(i + 1)] = make(-(i + 1), host, port)
+        self._bootstrap_ids = list(self._nodes)
+        self._cluster: set[int] = set()
+
+    def _learn_brokers(self, brokers: Iterable[wire.BrokerNode], cluster: bool) -> None:
+        for b in brokers:
+            if cluster:
+                self._cluster.add(b.node_id)
+            node = self._nodes.get(b.node_id)
+            if node is None:
+                self._nodes[b.node_id] = self._make_node(b.node_id, b.host, b.port)
+            elif (node.host, node.port) != (b.host, b.port):
+                self._disconnect(node, BrokerUnavailableError(f"node {b.node_id} moved"))
+                node.host, node.port = b.host, b.port
+
+    def _disconnect(self, node: _N, error: BaseException, *, backoff: bool = True) -> None:
+        raise NotImplementedError
+
+    def known_nodes_locked(self) -> list[int]:
+        real = sorted(self._cluster)
+        return real or list(self._bootstrap_ids)
+
+    def _least_loaded(self, now: float) -> int:
+        """The node with the fewest requests queued or in flight, preferring connected ones
+        and skipping those in reconnect backoff (all in backoff: the one that leaves it first)."""
+        candidates = [self._nodes[n] for n in self.known_nodes_locked()]
+        usable = [n for n in candidates if n.connected() or n.next_attempt <= now]
+        if not usable:
+            return min(candidates, key=lambda n: n.next_attempt).node_id
+        return min(usable, key=lambda n: (not n.connected(), n.load(), n.node_id)).node_id
+
+
 class _Node:
     """Connection state of one node (blocking client); guarded by the client's lock."""
 
@@ -129,11 +188,14 @@ class _Node:
         self.failures = 0
         self.next_attempt = 0.0
 
+    def connected(self) -> bool:
+        return self.sock is not None
+
     def load(self) -> int:
         return len(self.queued) + len(self.in_flight)
 
 
-class NetworkClient:
+class NetworkClient(_NodeDirectory[_Node]):
     """Blocking, thread-safe network client (see the module docstring)."""
 
     def __init__(
@@ -147,11 +209,7 @@ class NetworkClient:
         self._now = monotonic
         self._cond = threading.Condition()
         self._poll_lock = threading.Lock()
-        self._nodes: dict[int, _Node] = {}
-        for i, (host, port) in enumerate(parse_bootstrap(bootstrap_servers)):
-            self._nodes[-(i + 1)] = _Node(-(i + 1), host, port)
-        self._bootstrap_ids = list(self._nodes)
-        self._cluster: set[int] = set()
+        self._init_nodes(bootstrap_servers, _Node)
         self._correlation = itertools.count(1)
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -165,15 +223,7 @@ class NetworkClient:
     def update_brokers(self, brokers: Iterable[wire.BrokerNode], *, cluster: bool = True) -> None:
         """Learn the real brokers from a Metadata answer (connections to moved nodes are reset)."""
         with self._cond:
-            for b in brokers:
-                if cluster:
-                    self._cluster.add(b.node_id)
-                node = self._nodes.get(b.node_id)
-                if node is None:
-                    self._nodes[b.node_id] = _Node(b.node_id, b.host, b.port)
-                elif (node.host, node.port) != (b.host, b.port):
-                    self._disconnect(node, BrokerUnavailableError(f"node {b.node_id} moved"))
-                    node.host, node.port = b.host, b.port
+            self._learn_brokers(brokers, cluster)
 
     def ensure_node(self, node_id: int, host: str, port: int) -> None:
         """Know ``node_id`` at host:port (the coordinator's own connection id, for instance)."""
@@ -188,15 +238,7 @@ class NetworkClient:
         and skipping those in reconnect backoff (all in backoff: the one that leaves it first)."""
         now = self._now()
         with self._cond:
-            candidates = [self._nodes[n] for n in (self.known_nodes_locked())]
-            usable = [n for n in candidates if n.sock is not None or n.next_attempt <= now]
-            if not usable:
-                return min(candidates, key=lambda n: n.next_attempt).node_id
-            return min(usable, key=lambda n: (n.sock is None, n.load(), n.node_id)).node_id
-
-    def known_nodes_locked(self) -> list[int]:
-        real = sorted(self._cluster)
-        return real or list(self._bootstrap_ids)
+            return self._least_loaded(now)
 
     def versions(self, node_id: int) -> wire.ApiVersionTable | None:
         with self._cond:
@@ -506,11 +548,14 @@ class _AsyncNode:
         self.next_attempt = 0.0
         self.connecting: asyncio.Task[None] | None = None
 
+    def connected(self) -> bool:
+        return self.writer is not None
+
     def load(self) -> int:
         return len(self.in_flight)
 
 
-class AsyncNetworkClient:
+class AsyncNetworkClient(_NodeDirectory[_AsyncNode]):
     """The asyncio counterpart of :class:`NetworkClient`: same nodes, negotiation, correlation
     ids, timeouts and backoff; one reader task per connection, no threads."""
 
@@ -518,39 +563,21 @@ class AsyncNetworkClient:
         self, bootstrap_servers: str | Iterable[str], config: ConnectionConfig | None = None
     ) -> None:
         self.config = config or ConnectionConfig()
-        self._nodes: dict[int, _AsyncNode] = {}
-        for i, (host, port) in enumerate(parse_bootstrap(bootstrap_servers)):
-            self._nodes[-(i + 1)] = _AsyncNode(-(i + 1), host, port)
-        self._bootstrap_ids = list(self._nodes)
-        self._cluster: set[int] = set()
+        self._init_nodes(bootstrap_servers, _AsyncNode)
         self._correlation = itertools.count(1)
         self._closed = False
 
     def update_brokers(self, brokers: Iterable[wire.BrokerNode], *, cluster: bool = True) -> None:
-        for b in brokers:
-            if cluster:
-                self._cluster.add(b.node_id)
-            node = self._nodes.get(b.node_id)
-            if node is None:
-                self._nodes[b.node_id] = _AsyncNode(b.node_id, b.host, b.port)
-            elif (node.host, node.port) != (b.host, b.port):
-                self._disconnect(node, BrokerUnavailableError(f"node {b.node_id} moved"))
-                node.host, node.port = b.host, b.port
+        self._learn_brokers(brokers, cluster)
 
     def ensure_node(self, node_id: int, host: str, port: int) -> None:
         self.update_brokers([wire.BrokerNode(node_id=node_id, host=host, port=port)], cluster=False)
 
     def known_nodes(self) -> list[int]:
-        real = sorted(self._cluster)
-        return real or list(self._bootstrap_ids)
+        return self.known_nodes_locked()
 
     def least_loaded_node(self) -> int:
-        now = time.monotonic()
-        candidates = [self._nodes[n] for n in self.known_nodes()]
-        usable = [n for n in candidates if n.writer is not None or n.next_attempt <= now]
-        if not usable:
-            return min(candidates, key=lambda n: n.next_attempt).node_id
-        return min(usable, key=lambda n: (n.writer is None, n.load(), n.node_id)).node_id
+        return self._least_loaded(time.monotonic())
 
     def versions(self, node_id: int) -> wire.ApiVersionTable | None:
         node = self._nodes.get(node_id)
