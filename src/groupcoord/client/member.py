@@ -685,19 +685,24 @@ class AbstractCoordinator:
                 generation_id=NO_GENERATION_ID, member_id=resp.member_id, protocol_name=None
             )
             self.request_rejoin(f"need to re-join with the given member-id: {resp.member_id}")
-        elif a is Action.REJOIN:
+        else:
+            self._rebalance_failed("JoinGroup", a, rule, code, now_ms)
+
+    def _rebalance_failed(self, api: str, a: Action, rule: Rule, code: ErrorCode, now_ms: int) -> None:
+        """A JoinGroup or SyncGroup error's action ``a`` (the rule's, or its stale variant)."""
+        if a is Action.REJOIN:
             self.request_rejoin(f"rebalance failed due to {code.name}")
         elif a is Action.RESET_AND_REJOIN:
             self.reset_state_and_rejoin(
-                f"encountered {code.name} from JoinGroup response", not rule.keep_member_id
+                f"encountered {code.name} from {api} response", not rule.keep_member_id
             )
         elif a in (Action.REDISCOVER, Action.RETRY):
             if a is Action.REDISCOVER:
-                self.mark_coordinator_unknown(f"JoinGroup: {code.name}", now_ms)
+                self.mark_coordinator_unknown(f"{api}: {code.name}", now_ms)
             self.request_rejoin(f"rebalance failed due to {code.name}")
             self._join_not_before = now_ms + self.rebalance_config.retry_backoff_ms
         else:
-            self._fatal(FatalGroupError(f"JoinGroup failed: {code.name}", code))
+            self._fatal(FatalGroupError(f"{api} failed: {code.name}", code))
 
     def _handle_join_group(self, inflight: _InFlight, resp: JoinGroupResponse, now_ms: int) -> None:
         self._join_request = None
@@ -820,19 +825,7 @@ class AbstractCoordinator:
             return
         stale = inflight.sent_generation != self.generation
         a = rule.if_stale if stale and rule.if_stale is not None else rule.action
-        if a is Action.REJOIN:
-            self.request_rejoin(f"rebalance failed due to {code.name}")
-        elif a is Action.RESET_AND_REJOIN:
-            self.reset_state_and_rejoin(
-                f"encountered {code.name} from SyncGroup response", not rule.keep_member_id
-            )
-        elif a in (Action.REDISCOVER, Action.RETRY):
-            if a is Action.REDISCOVER:
-                self.mark_coordinator_unknown(f"SyncGroup: {code.name}", now_ms)
-            self.request_rejoin(f"rebalance failed due to {code.name}")
-            self._join_not_before = now_ms + self.rebalance_config.retry_backoff_ms
-        else:
-            self._fatal(FatalGroupError(f"SyncGroup failed: {code.name}", code))
+        self._rebalance_failed("SyncGroup", a, rule, code, now_ms)
 
     # ================================================================== heartbeat
     def send_heartbeat_request(self, now_ms: int) -> None:
