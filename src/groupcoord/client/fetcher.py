@@ -273,9 +273,8 @@ class Fetcher:
             if st.reset == "none":
                 none_policy.append(tp)
                 continue
-            leader = self._leaders.get(tp, -1)
-            if leader < 0:
-                self._metadata_wanted = True
+            leader = self._leader(tp)
+            if leader is None:
                 continue
             resets.setdefault(leader, []).append(tp)
         if none_policy:
@@ -314,11 +313,8 @@ class Fetcher:
             offset = st.fetch_offset()
             if offset is None or st.paused or len(st.buffer) > self.config.max_poll_records:
                 continue
-            leader = self._leaders.get(tp, -1)
-            if leader < 0:
-                self._metadata_wanted = True
-                continue
-            if leader in self._fetching:
+            leader = self._leader(tp)
+            if leader is None or leader in self._fetching:
                 continue
             fetchable.setdefault(leader, []).append((tp, offset))
         for node, pairs in sorted(fetchable.items()):
@@ -358,6 +354,14 @@ class Fetcher:
                 )
             )
         return out
+
+    def _leader(self, tp: TopicPartition) -> int | None:
+        """The partition's leader; None (and fresh metadata wanted) while it is unknown."""
+        leader = self._leaders.get(tp, -1)
+        if leader < 0:
+            self._metadata_wanted = True
+            return None
+        return leader
 
     def _isolation(self) -> int:
         return 1 if self.config.isolation_level == "read_committed" else 0
