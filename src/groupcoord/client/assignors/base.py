@@ -184,6 +184,29 @@ class BaseAssignor:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
+class ListAssignor(BaseAssignor):
+    """An eager assignor that deals each member, in :func:`member_order`, a list of partitions:
+    subclasses fill the lists in :meth:`deal`."""
+
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> dict[str, Assignment]:
+        order = member_order(subscriptions)
+        assigned: dict[str, list[TopicPartition]] = {m: [] for m in order}
+        if order:
+            self.deal(partitions_per_topic, subscriptions, order, assigned)
+        return {m: Assignment(partitions=tuple(parts)) for m, parts in assigned.items()}
+
+    def deal(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+        order: list[str],
+        assigned: dict[str, list[TopicPartition]],
+    ) -> None:
+        raise NotImplementedError
+
+
 def select_rebalance_protocol(assignors: Iterable[Assignor]) -> RebalanceProtocol:
     """The protocol a consumer with these assignors runs: the highest one all support.
 

@@ -15,13 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from groupcoord.client.assignors.base import (
-    Assignment,
-    BaseAssignor,
-    RebalanceProtocol,
-    Subscription,
-    member_order,
-)
+from groupcoord.client.assignors.base import ListAssignor, Subscription
 from groupcoord.client.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -29,17 +23,18 @@ log = logging.getLogger(__name__)
 __all__ = ["RangeAssignor"]
 
 
-class RangeAssignor(BaseAssignor):
+class RangeAssignor(ListAssignor):
     """Consecutive ranges of each topic's partitions per subscribed member (eager)."""
 
     name = "range"
-    rebalance_protocol = RebalanceProtocol.EAGER
 
-    def assign(
-        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
-    ) -> dict[str, Assignment]:
-        order = member_order(subscriptions)
-        assigned: dict[str, list[TopicPartition]] = {m: [] for m in order}
+    def deal(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+        order: list[str],
+        assigned: dict[str, list[TopicPartition]],
+    ) -> None:
         subscribers: dict[str, list[str]] = {}
         for m in order:
             for topic in dict.fromkeys(subscriptions[m].topics):
@@ -55,4 +50,3 @@ class RangeAssignor(BaseAssignor):
                 length = quota + (1 if i < extra else 0)
                 assigned[member].extend(TopicPartition(topic, p) for p in range(start, start + length))
                 start += length
-        return {m: Assignment(partitions=tuple(parts)) for m, parts in assigned.items()}

@@ -11,13 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from groupcoord.client.assignors.base import (
-    Assignment,
-    BaseAssignor,
-    RebalanceProtocol,
-    Subscription,
-    member_order,
-)
+from groupcoord.client.assignors.base import ListAssignor, Subscription
 from groupcoord.client.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -25,20 +19,19 @@ log = logging.getLogger(__name__)
 __all__ = ["RoundRobinAssignor"]
 
 
-class RoundRobinAssignor(BaseAssignor):
+class RoundRobinAssignor(ListAssignor):
     """Partitions dealt to subscribed members in turn (eager)."""
 
     name = "roundrobin"
-    rebalance_protocol = RebalanceProtocol.EAGER
 
-    def assign(
-        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
-    ) -> dict[str, Assignment]:
-        order = member_order(subscriptions)
-        assigned: dict[str, list[TopicPartition]] = {m: [] for m in order}
+    def deal(
+        self,
+        partitions_per_topic: Mapping[str, int],
+        subscriptions: Mapping[str, Subscription],
+        order: list[str],
+        assigned: dict[str, list[TopicPartition]],
+    ) -> None:
         topic_sets = {m: frozenset(subscriptions[m].topics) for m in order}
-        if not order:
-            return {}
         turn = 0
         for topic in sorted({t for sub in subscriptions.values() for t in sub.topics}):
             for partition in range(partitions_per_topic.get(topic, 0)):
@@ -47,4 +40,3 @@ class RoundRobinAssignor(BaseAssignor):
                     turn = (turn + 1) % len(order)
                 assigned[order[turn]].append(TopicPartition(topic, partition))
                 turn = (turn + 1) % len(order)
-        return {m: Assignment(partitions=tuple(parts)) for m, parts in assigned.items()}
