@@ -18,6 +18,7 @@ from kio.serial._introspect import EntityField, EntityTupleField, classify_field
 from groupcoord.app import GROUP_APIS, ROUTES
 from groupcoord.protocol.registry import load_messages
 from groupcoord.runtime.group_runtime import GroupRuntime
+from groupcoord.runtime.txn_runtime import TxnRuntime
 
 METADATA = 3
 
@@ -91,7 +92,7 @@ def test_random_bodies_never_take_the_broker_down_nor_log_an_error(
 
     async def scenario(env: Env) -> None:
         env.broker.logs.create_topic("t", 2, {})
-        # The group APIs too, wired as ``serve`` wires them.
+        # The group and transaction APIs too, wired as ``serve`` wires them.
         env.broker.groups = GroupRuntime(env.broker)
         routes = list(ROUTES.values())
         for route in routes:
@@ -99,6 +100,8 @@ def test_random_bodies_never_take_the_broker_down_nor_log_an_error(
                 env.server.dispatcher.add_route(route)
         env.broker.groups.start()
         await env.broker.groups.loaded.wait()
+        env.broker.transactions = TxnRuntime(env.broker)
+        env.broker.transactions.start()
         outcomes = {"answered": 0, "closed": 0}
         for _ in range(500):
             route = rng.choice(routes)
