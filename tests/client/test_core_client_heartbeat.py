@@ -11,7 +11,7 @@ import itertools
 from member_world import GROUP, World, partition_events
 
 from groupcoord.client import messages as m
-from groupcoord.client.member import heartbeat_thread_name
+from groupcoord.client.heartbeat import heartbeat_thread_name
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import TopicPartition
 

@@ -43,7 +43,8 @@ from groupcoord.client.connection import InFlight, NetworkClient
 from groupcoord.client.engine import Callback, ConsumerEngine, connection_config, core_node, now_ms
 from groupcoord.client.errors import KafkaClientError
 from groupcoord.client.fetcher import FetchOut
-from groupcoord.client.member import Outbound, heartbeat_thread_name
+from groupcoord.client.heartbeat import heartbeat_thread_name
+from groupcoord.client.member import Outbound
 from groupcoord.client.types import OffsetAndMetadata, Record, TopicPartition
 
 log = logging.getLogger(__name__)

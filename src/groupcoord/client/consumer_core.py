@@ -33,6 +33,12 @@ Events (:meth:`events`), delivered by the adapter on the application's thread in
 committed offsets of newly assigned partitions, ``None`` where nothing is committed: the
 fetcher applies ``auto.offset.reset`` to those), :class:`CommitCompleted`,
 :class:`CommittedOffsets`, and :class:`~groupcoord.client.member.FatalErrorEvent`.
+
+The module is one piece (about 880 lines) because it is one class, as Java's
+``ConsumerCoordinator`` is: the join hooks, the leader's assignment, commits and offset
+fetches share the subscription, the owned partitions and the in-flight commit bookkeeping,
+and each rebalance step decides what the commit paths may do. What stands alone lives
+elsewhere: the assignors in ``assignors/``, the generic member in ``member.py``.
 """
 
 from __future__ import annotations

@@ -55,13 +55,13 @@ from groupcoord.client.config import field_values
 from groupcoord.client.connection import ConnectionConfig, InFlight, NetworkClient
 from groupcoord.client.engine import coordinator_node_id, now_ms
 from groupcoord.client.errors import ConfigError, KafkaClientError
+from groupcoord.client.heartbeat import heartbeat_thread_name
 from groupcoord.client.member import (
     AbstractCoordinator,
     FatalErrorEvent,
     MemberEvent,
     Outbound,
     RebalanceConfig,
-    heartbeat_thread_name,
 )
 from groupcoord.client.messages import JoinGroupMember
 

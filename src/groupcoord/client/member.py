@@ -65,6 +65,13 @@ Requests to the coordinator carry ``Outbound.node`` = the coordinator's :class:`
 adapter may do the same). ``node`` ``None`` means "any broker", the least-loaded one
 (FindCoordinator, Metadata). A change of coordinator is visible as a new ``node``; the
 adapter may close the old connection.
+
+The module is one piece (about 900 lines) because it is one class, as Java's
+``AbstractCoordinator`` is: discovery, join, sync, heartbeat, leave and dispatch read and
+write the same state (generation, coordinator, in-flight requests, timers) and call each
+other; split across mixins they would only reach into each other's attributes. The parts
+that stand alone live beside it: the timers in ``heartbeat.py``, the state table in
+``states.py``, the error actions in ``actions.py``.
 """
 
 from __future__ import annotations
@@ -72,10 +79,11 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from groupcoord.client.actions import Action, Api, Rule, action_for
 from groupcoord.client.errors import FatalGroupError, KafkaClientError
+from groupcoord.client.heartbeat import ExponentialBackoff, HeartbeatTimers
 from groupcoord.client.messages import (
     NO_GENERATION_ID,
     FindCoordinatorRequest,
@@ -109,17 +117,11 @@ from groupcoord.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_THREAD_PREFIX = "kafka-coordinator-heartbeat-thread"
 JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
 """A JoinGroup may be parked for the rebalance timeout; its request timeout is that plus 5 s
 (Java ``AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE``)."""
 MAX_REASON_LENGTH = 255
 """Java ``JoinGroupRequest.maybeTruncateReason`` / ``LeaveGroupRequest`` limit."""
-
-
-def heartbeat_thread_name(group_id: str) -> str:
-    """``kafka-coordinator-heartbeat-thread | <group.id>`` (Java ``AbstractCoordinator.HeartbeatThread``)."""
-    return f"{HEARTBEAT_THREAD_PREFIX} | {group_id}" if group_id else HEARTBEAT_THREAD_PREFIX
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -182,24 +184,6 @@ class RebalanceConfig:
     leave_group_on_close: bool = True
 
 
-class ExponentialBackoff:
-    """Java ``ExponentialBackoff(initial, base 2, max, jitter 0.2)``."""
-
-    def __init__(self, initial_ms: int, max_ms: int, rng: random.Random, jitter: float = 0.2) -> None:
-        self._initial = max(0, initial_ms)
-        self._max = max(self._initial, max_ms)
-        self._rng = rng
-        self._jitter = jitter
-
-    def backoff(self, attempts: int) -> int:
-        if self._initial == 0:
-            return 0
-        base: int = min(self._max, self._initial * (2 ** min(attempts, 30)))
-        if self._jitter:
-            base = int(base * self._rng.uniform(1 - self._jitter, 1 + self._jitter))
-        return max(0, base)
-
-
 @dataclass(kw_only=True, slots=True)
 class _InFlight:
     api: Api | None  # None: Metadata
@@ -208,52 +192,6 @@ class _InFlight:
     deadline: int
     to_coordinator: bool
     tag: object = None  # subclass bookkeeping (commit id, fetch id ...)
-
-
-@dataclass(kw_only=True, slots=True)
-class HeartbeatTimers:
-    """Java ``Heartbeat``: the heartbeat-interval, session and poll timers (absolute deadlines)."""
-
-    interval_ms: int
-    session_ms: int
-    poll_ms: int
-    backoff: ExponentialBackoff
-    next_heartbeat: int = 0
-    session_deadline: int = 0
-    poll_deadline: int = 0
-    in_flight: int | None = None
-    attempts: int = 0
-    last_poll: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
-
-    def reset_timeouts(self, now: int) -> None:
-        self.next_heartbeat = now + self.interval_ms
-        self.session_deadline = now + self.session_ms
-        self.poll_deadline = now + self.poll_ms
-
-    def poll(self, now: int) -> None:
-        self.last_poll = now
-        self.poll_deadline = now + self.poll_ms
-
-    def should_heartbeat(self, now: int) -> bool:
-        return now >= self.next_heartbeat
-
-    def sent_heartbeat(self, now: int, request_id: int) -> None:
-        self.in_flight = request_id
-        self.next_heartbeat = now + self.interval_ms
-
-    def receive_heartbeat(self, now: int) -> None:
-        self.in_flight = None
-        self.attempts = 0
-        self.session_deadline = now + self.session_ms
-
-    def fail_heartbeat(self, now: int) -> None:
-        self.in_flight = None
-        self.next_heartbeat = now + self.backoff.backoff(self.attempts)
-        self.attempts += 1
-
-    def reset_session_timeout(self, now: int) -> None:
-        self.session_deadline = now + self.session_ms
 
 
 class AbstractCoordinator:
@@ -964,7 +902,6 @@ class AbstractCoordinator:
 
 
 __all__ = [
-    "HEARTBEAT_THREAD_PREFIX",
     "NO_GENERATION",
     "AbstractCoordinator",
     "ExponentialBackoff",
@@ -976,5 +913,4 @@ __all__ = [
     "MetadataResponse",
     "Outbound",
     "RebalanceConfig",
-    "heartbeat_thread_name",
 ]
