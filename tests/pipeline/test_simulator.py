@@ -12,7 +12,7 @@ from groupcoord.pipeline.simulate import GroundTruth, SimulationConfig, simulate
 
 pytestmark = pytest.mark.spark
 
-CONFIG = SimulationConfig(groups=2, members=3, minutes=6, seed=3, partitions=4, offsets_partitions=5)
+CONFIG = SimulationConfig(groups=2, members=3, minutes=6, seed=1, partitions=4, offsets_partitions=5)
 
 
 @pytest.fixture(scope="module")

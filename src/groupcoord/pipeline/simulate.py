@@ -1,9 +1,15 @@
 """``groupcoord simulate``: consumer groups in virtual time, written as a real data directory.
 
 The simulator drives the real coordinator core (:class:`CoordinatorRuntime` around the shard) under a
-:class:`ManualClock` with simulated classic-protocol consumers (eager, range assignor, the Java
-client's defaults scaled down): they join (with the KIP-394 member-id round trip), sync, heartbeat,
-consume at a rate, auto-commit, and rejoin when a heartbeat says a rebalance is in progress.
+:class:`ManualClock` with the real member cores of ``groupcoord.client``: every simulated consumer is
+a :class:`~groupcoord.client.consumer_core.ConsumerCoordinator` (the Java client's defaults scaled
+down), driven as ``docs/client.md`` describes -- its application thread calls ``poll`` (once a
+second while it is healthy, and whenever the core has work), its heartbeat thread calls
+``heartbeat_poll`` whenever that is due, and ``events`` are drained from the application's thread,
+so a JoinGroup waits for the revocation of its preparation as in the Java client. Requests reach
+the coordinator core through :mod:`groupcoord.member_bridge` (no sockets); FindCoordinator and
+Metadata are answered by the simulator as a one-broker cluster would. Consumers consume at a rate
+from their starting positions (``auto.offset.reset=earliest``) and the core auto-commits.
 Producers append a batch per partition every second. Everything the broker would persist is
 written through the storage layer: the topics' logs, ``__consumer_offsets`` (the coordinator's own
 records, via its record sink) and ``__group_events`` (its events, as JSON).
@@ -13,12 +19,19 @@ rebalance (or, for a static member restarting within its session timeout, none),
 ``ground_truth.json`` with the cause the pipeline should report and when the rebalance must start:
 
 - ``join``: a new (or restarted) consumer joins -> ``new_member_joined`` at that instant;
-- ``leave``: a consumer closes and sends LeaveGroup -> ``member_left`` at that instant;
+- ``leave``: a dynamic consumer is closed (commits, then LeaveGroup) -> ``member_left`` at that
+  instant (a static member's ``close`` sends no LeaveGroup, as in the Java client);
 - ``crash``: a consumer dies silently -> ``session_timeout`` within one session timeout;
-- ``slow``: a consumer stops polling; max.poll.interval.ms later its client sends LeaveGroup with
-  "consumer poll timeout has expired." -> ``poll_timeout`` at that instant (it comes back later
-  through a ``join``);
+- ``slow``: a dynamic consumer's application stops calling ``poll``; its heartbeat thread goes on
+  and max.poll.interval.ms later sends LeaveGroup with "consumer poll timeout has expired." ->
+  ``poll_timeout`` at that instant (the process is then considered gone; it comes back later
+  through a ``join``). Static members never send that LeaveGroup, so only dynamic ones are slowed;
 - ``static_restart``: a static member restarts within its session timeout -> no rebalance.
+
+With ``assignor="cooperative-sticky"`` a rebalance that moves partitions is followed by a second
+one (KIP-429): the members that gave partitions up rejoin at once. The simulator records each such
+follow-up in the ground truth from the member cores themselves (the instant the first of them
+sends its JoinGroup, cause ``member_rejoined_with_new_metadata``), so the truth stays exact.
 """
 
 from __future__ import annotations
@@ -35,39 +48,39 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.client import messages as msg
+from groupcoord.client.config import ConsumerConfig
+from groupcoord.client.consumer_core import (
+    ConsumerCoordinator,
+    PartitionsLost,
+    PartitionsRevoked,
+    StartingPositions,
+)
+from groupcoord.client.member import FatalErrorEvent, Outbound
+from groupcoord.client.states import MemberState
+from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.clock import ManualClock
 from groupcoord.constants import OFFSETS_TOPIC
-from groupcoord.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
-from groupcoord.coordinator.api import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupMember,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    OffsetCommitPartition,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitTopic,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitValue, encode_record
 from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
+from groupcoord.member_bridge import call_coordinator
 from groupcoord.pipeline.datadir import DataDirWriter
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 
 log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_REASON = "consumer poll timeout has expired."
-CLOSE_REASON = "the consumer is being closed"
 GROUND_TRUTH = "ground_truth.json"
 #: Virtual time starts here (2026-01-01T00:00:00Z), so the data looks like a real broker's.
 EPOCH_MS = 1_767_225_600_000
+#: The one broker the simulated consumers find as their coordinator.
+BROKER = msg.Node(node_id=0, host="127.0.0.1", port=9092)
+#: A healthy consumer's application calls poll() at least this often.
+POLL_EVERY_MS = 1_000
+ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,6 +100,11 @@ class SimulationConfig:
     static_every: int = 3  # every 3rd member is static (group.instance.id)
     min_gap_ms: int = 20_000
     max_gap_ms: int = 60_000
+    assignor: str = "range"  # partition.assignment.strategy of every consumer: one of ASSIGNORS
+
+    def __post_init__(self) -> None:
+        if self.assignor not in ASSIGNORS:
+            raise ValueError(f"assignor must be one of {', '.join(ASSIGNORS)}, not {self.assignor!r}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -154,23 +172,31 @@ class _Sink:
 
 @dataclass(slots=True)
 class _Member:
+    """One consumer process: its client core while it runs (``core`` None = down)."""
+
     group: _Group
     index: int
     client_id: str
     host: str
     instance_id: str | None
-    member_id: str = ""
-    generation: int = -1
+    core: ConsumerCoordinator | None = None
     incarnation: int = 0
-    state: str = "down"  # down | joining | syncing | stable | stalled
-    assignment: tuple[int, ...] = ()
-    positions: dict[int, int] = field(default_factory=dict)
+    stalled: bool = False  # the application stopped calling poll(); the heartbeat thread goes on
+    closing: bool = False  # the application is in close()
+    inbox: list[tuple[int, msg.Response]] = field(default_factory=list)
+    positions: dict[TopicPartition, int] = field(default_factory=dict)
     last_progress_ms: int = 0
-    last_commit_ms: int = 0
+    last_poll_ms: int = 0
+    wake_at: int | None = None
+    follow_up: bool = False  # cooperative: partitions were revoked, its next JoinGroup is a follow-up
 
     @property
     def label(self) -> str:
         return self.instance_id or self.client_id
+
+    @property
+    def up(self) -> bool:
+        return self.core is not None
 
 
 @dataclass(slots=True)
@@ -178,7 +204,6 @@ class _Group:
     group_id: str
     topic: str
     members: list[_Member] = field(default_factory=list)
-    committed: dict[int, int] = field(default_factory=dict)
     busy_until: int = 0
 
 
@@ -200,6 +225,7 @@ class Simulation:
         )
         self._queue: list[tuple[int, int, Callable[[], None]]] = []
         self._seq = itertools.count()
+        self._dirty: dict[int, _Member] = {}  # members with answers waiting, in arrival order
         self.groups: list[_Group] = []
         self.truth: list[TruthRebalance] = []
         self.quiet: list[TruthQuiet] = []
@@ -216,9 +242,6 @@ class Simulation:
 
     def at(self, t: int, fn: Callable[[], None]) -> None:
         heapq.heappush(self._queue, (t, next(self._seq), fn))
-
-    def soon(self, fn: Callable[[], None]) -> None:
-        self.at(self.now(), fn)
 
     def run(self) -> GroundTruth:
         cfg = self.config
@@ -255,9 +278,11 @@ class Simulation:
                 self.clock.advance(t - self.now())
             if t_timer is not None and t_timer <= t:
                 self.coordinator.poll()
+                self._settle()
             while self._queue and self._queue[0][0] <= self.now():
                 _t, _s, fn = heapq.heappop(self._queue)
                 fn()
+                self._settle()
         self.writer.close()
         return self._write_truth()
 
@@ -298,230 +323,208 @@ class Simulation:
             instance_id=f"{group.group_id}-pod-{k}" if static else None,
         )
 
+    def _core(self, m: _Member) -> ConsumerCoordinator:
+        cfg = self.config
+        settings: dict[str, Any] = {
+            "group.id": m.group.group_id,
+            "client.id": m.client_id,
+            "session.timeout.ms": cfg.session_timeout_ms,
+            "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
+            "max.poll.interval.ms": cfg.max_poll_interval_ms,
+            "partition.assignment.strategy": cfg.assignor,
+            "enable.auto.commit": True,
+            "auto.commit.interval.ms": cfg.commit_interval_ms,
+            "auto.offset.reset": "earliest",
+        }
+        if m.instance_id is not None:
+            settings["group.instance.id"] = m.instance_id
+        core = ConsumerCoordinator(
+            ConsumerConfig.from_dict(settings), rng=random.Random(f"{cfg.seed}/{m.client_id}/{m.incarnation}")
+        )
+        core.subscribe((m.group.topic,))
+        return core
+
     def _starter(self, m: _Member) -> Callable[[], None]:
         def start() -> None:
+            self._stop(m)
             m.incarnation += 1
-            m.member_id = ""
-            m.generation = -1
-            m.assignment = ()
-            m.state = "joining"
-            self._join(m)
+            m.core = self._core(m)
+            m.last_progress_ms = m.last_poll_ms = self.now()
+            self._activate(m)
 
         return start
 
-    def _alive(self, m: _Member, inc: int) -> bool:
-        return m.incarnation == inc and m.state != "down"
+    def _stop(self, m: _Member) -> None:
+        """The process is gone: nothing more is sent, answers to it are dropped."""
+        m.core = None
+        m.incarnation += 1
+        m.stalled = m.closing = m.follow_up = False
+        m.inbox.clear()
+        m.positions.clear()
+        m.wake_at = None
+        self._dirty.pop(id(m), None)
 
-    def _subscription(self, m: _Member) -> bytes:
-        return encode_subscription(Subscription(topics=(m.group.topic,)))
+    def _wake(self, m: _Member, inc: int, t: int) -> Callable[[], None]:
+        def wake() -> None:
+            if m.incarnation == inc and m.wake_at == t:
+                m.wake_at = None
+                self._activate(m)
 
-    def _join(self, m: _Member) -> None:
-        inc = m.incarnation
-        req = JoinGroupRequest(
-            group_id=m.group.group_id,
-            session_timeout_ms=self.config.session_timeout_ms,
-            rebalance_timeout_ms=self.config.max_poll_interval_ms,
-            member_id=m.member_id,
-            group_instance_id=m.instance_id,
-            protocol_type="consumer",
-            protocols=(("range", self._subscription(m)),),
-            reason=None,
-            version=9,
-            client_id=m.client_id,
-            client_host=m.host,
-        )
-        self.coordinator.join_group(req, lambda resp: self.soon(lambda: self._on_join(m, inc, resp)))
+        return wake
 
-    def _on_join(self, m: _Member, inc: int, resp: JoinGroupResponse) -> None:
-        if not self._alive(m, inc):
+    def _schedule(self, m: _Member) -> None:
+        core = m.core
+        if core is None:
             return
-        if resp.error == ErrorCode.MEMBER_ID_REQUIRED:
-            m.member_id = resp.member_id
-            self._join(m)
-            return
-        if resp.error == ErrorCode.UNKNOWN_MEMBER_ID:
-            m.member_id = ""
-            self._join(m)
-            return
-        if resp.error != ErrorCode.NONE:
+        candidates = [core.next_deadline_ms(), core.next_heartbeat_deadline_ms()]
+        if not m.stalled and not m.closing:
+            candidates.append(m.last_poll_ms + POLL_EVERY_MS)
+        t = max(self.now() + 1, min(c for c in candidates if c is not None))
+        if m.wake_at is None or t < m.wake_at or m.wake_at < self.now():
+            m.wake_at = t
+            self.at(t, self._wake(m, m.incarnation, t))
 
-            def retry() -> None:
-                if self._alive(m, inc):
-                    self._join(m)
+    def _settle(self) -> None:
+        while self._dirty:
+            key = next(iter(self._dirty))
+            self._activate(self._dirty.pop(key))
 
-            self.at(self.now() + 100, retry)
-            return
-        m.member_id = resp.member_id
-        m.generation = resp.generation_id
-        m.state = "syncing"
-        assignments: tuple[tuple[str, bytes], ...] = ()
-        if resp.leader == resp.member_id and not resp.skip_assignment:
-            assignments = self._range_assign(m.group, [jm.member_id for jm in resp.members])
-        req = SyncGroupRequest(
-            group_id=m.group.group_id,
-            generation_id=resp.generation_id,
-            member_id=m.member_id,
-            group_instance_id=m.instance_id,
-            protocol_type="consumer",
-            protocol_name=resp.protocol_name,
-            assignments=assignments,
-            version=5,
-        )
-        self.coordinator.sync_group(req, lambda r: self.soon(lambda: self._on_sync(m, inc, r)))
-
-    def _range_assign(self, group: _Group, member_ids: list[str]) -> tuple[tuple[str, bytes], ...]:
-        ids = sorted(member_ids)
-        n = self.config.partitions
-        per, extra = divmod(n, len(ids))
-        out = []
-        start = 0
-        for i, mid in enumerate(ids):
-            count = per + (1 if i < extra else 0)
-            parts = tuple(range(start, start + count))
-            start += count
-            body = Assignment(partitions=((group.topic, parts),) if parts else ())
-            out.append((mid, encode_assignment(body)))
-        return tuple(out)
-
-    def _on_sync(self, m: _Member, inc: int, resp: SyncGroupResponse) -> None:
-        if not self._alive(m, inc):
-            return
-        if resp.error != ErrorCode.NONE:
-            if resp.error == ErrorCode.UNKNOWN_MEMBER_ID:
-                m.member_id = ""
-            m.state = "joining"
-            self._join(m)
-            return
-        from groupcoord.consumer_protocol import decode_assignment
-
-        parts: tuple[int, ...] = ()
-        if resp.assignment:
-            for topic, ps in decode_assignment(resp.assignment).partitions:
-                if topic == m.group.topic:
-                    parts = tuple(sorted(ps))
-        was_stalled = m.state == "stalled"
-        m.assignment = parts
-        m.positions = {p: m.group.committed.get(p, 0) for p in parts}
-        m.last_progress_ms = self.now()
-        m.last_commit_ms = self.now()
-        m.state = "stalled" if was_stalled else "stable"
-        self._schedule_heartbeat(m, inc)
-        self.at(self.now() + self.config.commit_interval_ms, lambda: self._auto_commit(m, inc))
-
-    def _schedule_heartbeat(self, m: _Member, inc: int) -> None:
-        gen = m.generation
-
-        def beat() -> None:
-            if not self._alive(m, inc) or m.generation != gen or m.state not in ("stable", "stalled"):
-                return
-            req = HeartbeatRequest(
-                group_id=m.group.group_id,
-                generation_id=m.generation,
-                member_id=m.member_id,
-                group_instance_id=m.instance_id,
-                version=4,
-            )
-            self.coordinator.heartbeat(req, lambda r: self.soon(lambda: self._on_heartbeat(m, inc, gen, r)))
-
-        self.at(self.now() + self.config.heartbeat_interval_ms, beat)
-
-    def _on_heartbeat(self, m: _Member, inc: int, gen: int, resp: HeartbeatResponse) -> None:
-        if not self._alive(m, inc) or m.generation != gen:
-            return
-        if resp.error == ErrorCode.NONE:
-            self._schedule_heartbeat(m, inc)
-            return
-        if m.state == "stalled":
-            # the heartbeat thread keeps going but the application is not polling: the client only
-            # rejoins from poll(), so keep heartbeating until the poll timer fires
-            if resp.error == ErrorCode.REBALANCE_IN_PROGRESS:
-                self._schedule_heartbeat(m, inc)
-            return
-        if resp.error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
-            m.member_id = "" if resp.error == ErrorCode.UNKNOWN_MEMBER_ID else m.member_id
-        # eager protocol: commit what was consumed, give up every partition, rejoin
-        self._commit(m, inc)
-        m.assignment = ()
-        m.state = "joining"
-        self._join(m)
-
-    def _advance(self, m: _Member) -> None:
-        """Consume up to the log end at ``consume_rate`` since the last progress (not while stalled)."""
+    def _activate(self, m: _Member) -> None:
+        """Everything member ``m`` does at this instant: its application thread (unless stalled or
+        closing: poll, then events), its heartbeat thread, and the answers waiting for it."""
         now = self.now()
-        if m.state == "stable":
-            budget = int(self.config.consume_rate * (now - m.last_progress_ms) / 1000)
-            for p in m.assignment:
-                leo = self.writer.log_end_offset(m.group.topic, p)
-                m.positions[p] = min(leo, m.positions.get(p, 0) + budget)
+        for _ in range(1_000):
+            core = m.core
+            if core is None:
+                return
+            outs: list[Outbound] = []
+            if not m.stalled and not m.closing:
+                self._consume(m)
+                outs += core.poll(now)
+                m.last_poll_ms = now
+            outs += core.heartbeat_poll(now)
+            outs += core.pending(now)
+            progress = bool(outs or m.inbox)
+            for out in outs:
+                self._send(m, out)
+            while m.inbox and m.core is core:
+                rid, resp = m.inbox.pop(0)
+                core.on_response(rid, resp, now)
+            if not m.stalled:
+                for event in core.events():
+                    progress = True
+                    self._on_event(m, event)
+            if m.closing and core.closed:
+                self._stop(m)
+                return
+            if m.stalled and core.state is MemberState.UNJOINED:
+                # the poll timeout made it leave; the stuck process is considered gone
+                self._stop(m)
+                return
+            if not progress:
+                break
+        else:
+            raise RuntimeError(f"{m.client_id} does not settle at {now}")
+        self._dirty.pop(id(m), None)
+        self._schedule(m)
+
+    def _send(self, m: _Member, out: Outbound) -> None:
+        req = out.request
+        rid = out.request_id
+        if isinstance(req, msg.FindCoordinatorRequest):
+            m.inbox.append((rid, msg.FindCoordinatorResponse(error=ErrorCode.NONE, node=BROKER)))
+            return
+        if isinstance(req, msg.MetadataRequest):
+            topics = tuple(
+                msg.TopicMetadata(name=t, error=ErrorCode.NONE, partitions=self.config.partitions)
+                if t in {g.topic for g in self.groups}
+                else msg.TopicMetadata(name=t, error=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partitions=0)
+                for t in (req.topics if req.topics is not None else [g.topic for g in self.groups])
+            )
+            m.inbox.append((rid, msg.MetadataResponse(topics=topics)))
+            return
+        if isinstance(req, msg.JoinGroupRequest) and m.follow_up:
+            m.follow_up = False
+            self._follow_up(m)
+        inc = m.incarnation
+
+        def reply(resp: msg.Response) -> None:
+            if m.incarnation == inc:
+                m.inbox.append((rid, resp))
+                self._dirty[id(m)] = m
+
+        call_coordinator(self.coordinator, req, reply, client_id=m.client_id, client_host=m.host)
+
+    def _on_event(self, m: _Member, event: object) -> None:
+        core = m.core
+        assert core is not None
+        if isinstance(event, StartingPositions):
+            for tp, om in event.positions:
+                m.positions[tp] = 0 if om is None else om.offset
+            m.last_progress_ms = self.now()
+        elif isinstance(event, (PartitionsRevoked, PartitionsLost)):
+            for tp in event.partitions:
+                m.positions.pop(tp, None)
+            if (
+                isinstance(event, PartitionsRevoked)
+                and event.partitions
+                and self.config.assignor == "cooperative-sticky"
+                and not m.closing
+            ):
+                m.follow_up = True
+        elif isinstance(event, FatalErrorEvent):
+            log.warning("%s: fatal error %s", m.client_id, event)
+
+    def _follow_up(self, m: _Member) -> None:
+        """Cooperative: a member that gave partitions up rejoins; the first such JoinGroup of a
+        stable group starts the follow-up rebalance (KIP-429)."""
+        g = self.coordinator.group(m.group.group_id)
+        core = m.core
+        if g is None or g.state != GroupState.STABLE or core is None:
+            return
+        leader = g.leader_id == core.generation.member_id
+        self._truth(
+            m.group,
+            "cooperative_follow_up",
+            "leader_rejoined" if leader else "member_rejoined_with_new_metadata",
+            m,
+            self.now(),
+            self.now(),
+        )
+
+    def _consume(self, m: _Member) -> None:
+        """Consume up to the log end at ``consume_rate`` since the last progress."""
+        core = m.core
+        assert core is not None
+        now = self.now()
+        budget = int(self.config.consume_rate * (now - m.last_progress_ms) / 1000)
+        if budget <= 0 or not m.positions:
+            return
+        advanced: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, pos in m.positions.items():
+            new = min(self.writer.log_end_offset(tp.topic, tp.partition), pos + budget)
+            if new != pos:
+                m.positions[tp] = new
+                advanced[tp] = OffsetAndMetadata(offset=new)
+        if advanced:
+            core.update_positions(advanced)
         m.last_progress_ms = now
 
-    def _commit(self, m: _Member, inc: int) -> None:
-        if m.state not in ("stable",) or not m.assignment:
-            return
-        self._advance(m)
-        offsets = dict(m.positions)
-        req = OffsetCommitRequest(
-            group_id=m.group.group_id,
-            generation_id=m.generation,
-            member_id=m.member_id,
-            group_instance_id=m.instance_id,
-            retention_time_ms=-1,
-            topics=(
-                OffsetCommitTopic(
-                    name=m.group.topic,
-                    partitions=tuple(
-                        OffsetCommitPartition(partition=p, offset=o) for p, o in sorted(offsets.items())
-                    ),
-                ),
-            ),
-            version=8,
-        )
-
-        def done(resp: OffsetCommitResponse) -> None:
-            for t in resp.topics:
-                for pr in t.partitions:
-                    if pr.error == ErrorCode.NONE:
-                        m.group.committed[pr.partition] = offsets[pr.partition]
-
-        self.coordinator.offset_commit(req, done)
-
-    def _auto_commit(self, m: _Member, inc: int) -> None:
-        if not self._alive(m, inc):
-            return
-        if m.state == "stable":
-            self._commit(m, inc)
-        if m.state in ("stable", "stalled", "syncing", "joining"):
-            self.at(self.now() + self.config.commit_interval_ms, lambda: self._auto_commit(m, inc))
-
-    def _leave(self, m: _Member, reason: str) -> None:
-        self._commit(m, m.incarnation)
-        req = LeaveGroupRequest(
-            group_id=m.group.group_id,
-            members=(
-                LeaveGroupMember(member_id=m.member_id, group_instance_id=m.instance_id, reason=reason),
-            ),
-            version=5,
-        )
-
-        def ignore(_resp: LeaveGroupResponse) -> None:
-            return None
-
-        self.coordinator.leave_group(req, ignore)
-        self._stop(m)
-
-    def _stop(self, m: _Member) -> None:
-        m.incarnation += 1
-        m.state = "down"
-        m.assignment = ()
-        m.member_id = ""
-        m.generation = -1
-
     # ------------------------------------------------------------------ disruptions
+    def _healthy(self, m: _Member) -> bool:
+        return (
+            m.core is not None
+            and not m.stalled
+            and not m.closing
+            and m.core.state is MemberState.STABLE
+            and not m.core.rejoin_needed_or_pending()
+        )
+
     def _group_stable(self, group: _Group) -> bool:
         g = self.coordinator.group(group.group_id)
         if g is None or g.state != GroupState.STABLE:
             return False
-        return all(m.state in ("stable", "down") for m in group.members)
+        return all(self._healthy(m) or not m.up for m in group.members)
 
     def _plan_next(self, group: _Group) -> None:
         gap = self.rng.randint(self.config.min_gap_ms, self.config.max_gap_ms)
@@ -532,12 +535,17 @@ class Simulation:
             self.at(self.now() + 1_000, lambda: self._disrupt(group))
             return
         cfg = self.config
-        up = [m for m in group.members if m.state == "stable"]
-        down = [m for m in group.members if m.state == "down"]
+        if self.now() + max(cfg.session_timeout_ms, cfg.max_poll_interval_ms) > self.end_ms:
+            return  # its rebalance might fall after the end: the truth could not say whether it happened
+        up = [m for m in group.members if m.up]
+        down = [m for m in group.members if not m.up]
         static_up = [m for m in up if m.instance_id is not None]
+        dynamic_up = [m for m in up if m.instance_id is None]
         choices = ["join"]
         if len(up) >= 2:
-            choices += ["leave", "crash", "slow"]
+            choices.append("crash")
+            if dynamic_up:
+                choices += ["leave", "slow"]
             if static_up:
                 choices.append("static_restart")
         kind = self.rng.choice(choices)
@@ -550,29 +558,25 @@ class Simulation:
                 g = int(group.group_id.split("-")[1])
                 m = self._new_member(group, g, len(group.members))
                 group.members.append(m)
-            self._starter(m)()
             self._truth(group, "join", "new_member_joined", m, now, now)
+            self._starter(m)()
         elif kind == "leave":
-            m = self.rng.choice(up)
-            self._leave(m, CLOSE_REASON)
+            m = self.rng.choice(dynamic_up)  # a static member's close() sends no LeaveGroup
             self._truth(group, "leave", "member_left", m, now, now)
+            assert m.core is not None
+            m.closing = True
+            m.core.close(now)
+            self._activate(m)
         elif kind == "crash":
             m = self.rng.choice(up)
             self._stop(m)
             self._truth(group, "crash", "session_timeout", m, now, now + cfg.session_timeout_ms)
             busy = cfg.session_timeout_ms + 15_000
         elif kind == "slow":
-            m = self.rng.choice(up)
-            self._advance(m)
-            m.state = "stalled"
-            inc = m.incarnation
-            leave_at = now + cfg.max_poll_interval_ms
-
-            def poll_timeout() -> None:
-                if m.incarnation == inc and m.state == "stalled":
-                    self._leave(m, POLL_TIMEOUT_REASON)
-
-            self.at(leave_at, poll_timeout)
+            m = self.rng.choice(dynamic_up)
+            self._activate(m)  # its last poll() is now
+            m.stalled = True
+            leave_at = m.last_poll_ms + cfg.max_poll_interval_ms
             self._truth(group, "slow", "poll_timeout", m, leave_at, leave_at)
             busy = cfg.max_poll_interval_ms + 15_000
         else:
