@@ -109,10 +109,8 @@ class AsyncConsumer:
             self._drive(app_poll=True)
             self._engine.raise_fatal()
             await self._run_callbacks()
-            self._engine.raise_fatal()
-            records = self._engine.fetcher.drain()
+            records = self._engine.take_records()
             if records:
-                self._engine.consumed(records)
                 self._send_fetches()  # read ahead while the application works
                 return records
             remaining = deadline - loop.time()

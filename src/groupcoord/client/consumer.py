@@ -131,10 +131,8 @@ class Consumer:
                 self._engine.raise_fatal()
             self._run_callbacks()
             with self._lock:
-                self._engine.raise_fatal()
-                records = self._engine.fetcher.drain()
+                records = self._engine.take_records()
                 if records:
-                    self._engine.consumed(records)
                     self._send_fetches()  # read ahead while the application works
                     return records
             remaining = deadline - time.monotonic()

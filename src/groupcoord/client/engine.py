@@ -222,6 +222,14 @@ class ConsumerEngine:
             return set(self.core.assignment())
         return self.fetcher.assigned()
 
+    def take_records(self) -> list[Record]:
+        """What the fetcher has for the application (raising a pending error first); the
+        core learns the positions they reach."""
+        self.raise_fatal()
+        records = self.fetcher.drain()
+        self.consumed(records)
+        return records
+
     def consumed(self, records: list[Record]) -> None:
         """Tell the core the positions reached by what the last drain handed out."""
         if records and self.core is not None:
