@@ -87,9 +87,30 @@ def test_register_adds_analyze_and_simulate_to_a_parent_parser() -> None:
         10.0,
     )
     s = parser.parse_args(
-        ["simulate", "--out", "d", "--groups", "2", "--members", "5", "--minutes", "3", "--seed", "9"]
+        [
+            "simulate",
+            "--out",
+            "d",
+            "--groups",
+            "2",
+            "--members",
+            "5",
+            "--minutes",
+            "3",
+            "--seed",
+            "9",
+            "--assignor",
+            "cooperative-sticky",
+        ]
     )
-    assert (s.command, s.groups, s.members, s.minutes, s.seed) == ("simulate", 2, 5, 3.0, 9)
+    assert (s.command, s.groups, s.members, s.minutes, s.seed, s.assignor) == (
+        "simulate",
+        2,
+        5,
+        3.0,
+        9,
+        "cooperative-sticky",
+    )
     with pytest.raises(SystemExit):
         parser.parse_args(["analyze", "--data-dir", "d", "--out", "o", "--master", "x", "--remote", "sc://h"])
 

@@ -13,12 +13,23 @@ from groupcoord.pipeline.simulate import GroundTruth, SimulationConfig, simulate
 pytestmark = pytest.mark.spark
 
 CONFIG = SimulationConfig(groups=2, members=3, minutes=6, seed=1, partitions=4, offsets_partitions=5)
+COOPERATIVE = SimulationConfig(
+    groups=2, members=3, minutes=6, seed=1, partitions=4, offsets_partitions=5, assignor="cooperative-sticky"
+)
 
 
 @pytest.fixture(scope="module")
 def simulated(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[GroundTruth, AnalyzeResult]:
     root = tmp_path_factory.mktemp("sim")
     truth = simulate(root / "data", CONFIG)
+    result = run_analysis(spark, root / "data", root / "out", AnalyzeOptions(report=False))
+    return truth, result
+
+
+@pytest.fixture(scope="module")
+def cooperative(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[GroundTruth, AnalyzeResult]:
+    root = tmp_path_factory.mktemp("sim-coop")
+    truth = simulate(root / "data", COOPERATIVE)
     result = run_analysis(spark, root / "data", root / "out", AnalyzeOptions(report=False))
     return truth, result
 
@@ -43,8 +54,7 @@ def test_ground_truth_covers_every_kind_of_disruption(simulated: Any) -> None:
     assert kinds == {"initial_join", "join", "crash", "leave", "slow", "static_restart"}
 
 
-def test_every_injected_rebalance_is_found_with_its_cause_and_start(spark: Any, simulated: Any) -> None:
-    truth, result = simulated
+def _assert_truth_found(spark: Any, truth: GroundTruth, result: AnalyzeResult) -> None:
     found = [
         r.asDict()
         for r in spark.read.parquet(str(result.out / "tables" / "rebalances"))
@@ -71,6 +81,23 @@ def test_every_injected_rebalance_is_found_with_its_cause_and_start(spark: Any, 
         assert matches[0]["outcome"] == "stable"
     for q in truth.quiet:
         assert not [f for f in found if f["group_id"] == q.group_id and q.from_ms <= f["start_ms"] <= q.to_ms]
+
+
+def test_every_injected_rebalance_is_found_with_its_cause_and_start(spark: Any, simulated: Any) -> None:
+    truth, result = simulated
+    _assert_truth_found(spark, truth, result)
+
+
+def test_cooperative_follow_up_rebalances_are_in_the_ground_truth_and_found(
+    spark: Any, cooperative: Any
+) -> None:
+    """KIP-429: with cooperative-sticky, a rebalance that moves partitions is followed by a second
+    one started by a member that gave partitions up (Kafka's ConsumerCoordinator.onJoinComplete
+    requests the rejoin after revoking); the simulator records it and analyze finds it."""
+    truth, result = cooperative
+    kinds = {r.disruption for r in truth.rebalances}
+    assert {"join", "cooperative_follow_up"} <= kinds
+    _assert_truth_found(spark, truth, result)
 
 
 def test_every_commit_is_in_the_tables_with_a_lag(spark: Any, simulated: Any) -> None:

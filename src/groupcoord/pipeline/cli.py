@@ -248,6 +248,7 @@ def _simulate(args: argparse.Namespace) -> int:
         offsets_partitions=args.offsets_partitions,
         produce_rate=args.produce_rate,
         commit_interval_ms=args.commit_interval_ms,
+        assignor=args.assignor,
     )
     started = time.perf_counter()
     truth = simulate(Path(args.out), config)
@@ -312,6 +313,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     s.add_argument("--offsets-partitions", type=int, default=50, help="__consumer_offsets partitions")
     s.add_argument("--produce-rate", type=float, default=50.0, help="records/s per partition")
     s.add_argument("--commit-interval-ms", type=int, default=5_000, help="consumers' auto-commit interval")
+    s.add_argument(
+        "--assignor",
+        choices=("range", "roundrobin", "cooperative-sticky"),
+        default="range",
+        help="the consumers' partition.assignment.strategy (cooperative-sticky: KIP-429 rebalances)",
+    )
     s.set_defaults(func=_simulate)
 
 
