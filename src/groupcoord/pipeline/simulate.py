@@ -376,9 +376,13 @@ class Simulation:
         core = m.core
         if core is None:
             return
-        candidates = [core.next_deadline_ms(), core.next_heartbeat_deadline_ms()]
-        if not m.stalled and not m.closing:
-            candidates.append(m.last_poll_ms + POLL_EVERY_MS)
+        candidates = [core.next_heartbeat_deadline_ms()]
+        if not m.stalled:
+            # a stalled application thread does not act on the core's poll work (auto-commit
+            # due, events waiting): only its heartbeat thread wakes it
+            candidates.append(core.next_deadline_ms())
+            if not m.closing:
+                candidates.append(m.last_poll_ms + POLL_EVERY_MS)
         t = max(self.now() + 1, min(c for c in candidates if c is not None))
         if m.wake_at is None or t < m.wake_at or m.wake_at < self.now():
             m.wake_at = t
