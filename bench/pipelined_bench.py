@@ -107,12 +107,12 @@ async def one_run(workload: str, n: int) -> dict[str, Any]:
             None, ["listeners=PLAINTEXT://127.0.0.1:0", "offsets.topic.num.partitions=1"]
         )
         broker = Broker.open(config, Path(d), SystemClock())
-        broker.groups = GroupRuntime(broker)
-        dispatcher = build_dispatcher(broker)
+        groups = GroupRuntime(broker)
+        dispatcher = build_dispatcher(broker, groups)
         server = KafkaServer(dispatcher, host="127.0.0.1", port=0, max_frame_bytes=1 << 27)
         await server.start()
-        broker.groups.start()
-        await broker.groups.loaded.wait()
+        groups.start()
+        await groups.loaded.wait()
         broker.logs.create_topic("t", 1, {})
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         frames = frames_for(workload, n)
@@ -131,7 +131,7 @@ async def one_run(workload: str, n: int) -> dict[str, Any]:
         }
         writer.close()
         await server.stop(grace_s=1)
-        await broker.groups.close()
+        await groups.close()
         await broker.close()
         return result
 

@@ -140,7 +140,6 @@ async def _load(data_dir: Path) -> tuple[float, float, int]:
     cpu0 = time.process_time()
     broker = Broker.open(config, data_dir, SystemClock())
     runtime = GroupRuntime(broker)
-    broker.groups = runtime
     runtime.start()
     await runtime.loaded.wait()
     elapsed = time.perf_counter() - t0

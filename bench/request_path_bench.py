@@ -147,11 +147,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             None, ["group.initial.rebalance.delay.ms=0", "log.flush.interval.ms=3600000"]
         )
         broker = Broker.open(config, Path(d), SystemClock())
-        broker.groups = GroupRuntime(broker)
-        dispatcher = build_dispatcher(broker)
+        groups = GroupRuntime(broker)
+        dispatcher = build_dispatcher(broker, groups)
         broker.start_maintenance()
-        broker.groups.start()
-        await broker.groups.loaded.wait()
+        groups.start()
+        await groups.loaded.wait()
         broker.logs.create_topic("t", max(args.members, 1), {})  # the topic the members commit to
         bench = Bench(broker, dispatcher)
         out: dict[str, Any] = {}
@@ -191,7 +191,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 raise RuntimeError(f"the last commit was answered {codes}")
             out["commit_us"] = round((c1 - c0) / args.commits * 1e6, 1)
         finally:
-            await broker.groups.close()
+            await groups.close()
             await broker.close()
         return out
 

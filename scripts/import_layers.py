@@ -120,16 +120,7 @@ MODULE_ALLOWED: Mapping[str, tuple[tuple[str, ...], str]] = {
 
 #: Known violations waiting for a move that another part of issue 12 owns. The test fails
 #: when one of them is no longer needed, so this list only shrinks.
-PENDING: Mapping[str, tuple[tuple[str, ...], str]] = {
-    "broker.groups": (
-        ("coordinator", "runtime"),
-        "the group APIs' handlers move to runtime/ with the coordinator runtime (issue 12, part 1)",
-    ),
-    "broker.group_runtime": (
-        ("runtime",),
-        "a re-export of runtime.group_runtime kept during the move; nothing imports it (issue 12, part 1)",
-    ),
-}
+PENDING: Mapping[str, tuple[tuple[str, ...], str]] = {}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,8 +3,9 @@
 Every other layer imports only downward (``docs/architecture.md``; checked by
 ``tests/test_import_layers.py``). This module holds what needs them all:
 
-* :data:`ROUTES`, the one route table: :class:`~groupcoord.protocol.api_keys.ApiKey` ->
-  versions and handler, for the broker's APIs and the group coordinator's. ApiVersions
+* :func:`routes`, the one route table: :class:`~groupcoord.protocol.api_keys.ApiKey` ->
+  versions and handler, for the broker's APIs and the group coordinator's (whose handlers,
+  in :mod:`groupcoord.runtime.group_handlers`, are bound to the group runtime here). ApiVersions
   advertises exactly these ranges. Version ranges cover what confluent-kafka, kafka-python
   and aiokafka send (reference §3).
 * :class:`BrokerApp`, which opens the broker on its data dir, puts the coordinator runtime on
@@ -13,7 +14,7 @@ Every other layer imports only downward (``docs/architecture.md``; checked by
 
 To add an API: write its handler (``handle(broker, ctx, request) -> response | None |
 awaitable``, see :mod:`groupcoord.handling`) and add one :class:`~groupcoord.handling.Route`
-line to :data:`ROUTES`.
+line to :func:`routes`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 
@@ -35,7 +37,6 @@ from groupcoord.broker import (
     describe_cluster,
     describe_configs,
     fetch,
-    groups,
     list_offsets,
     metadata,
     produce,
@@ -47,6 +48,7 @@ from groupcoord.config import BrokerConfig
 from groupcoord.errors import DataDirError
 from groupcoord.handling import Interceptor, Route
 from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.runtime import group_handlers as groups
 from groupcoord.runtime import txn_handlers as txn
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
@@ -68,49 +70,72 @@ def _table(routes: Iterable[Route[Broker]]) -> Mapping[ApiKey, Route[Broker]]:
     return MappingProxyType(table)
 
 
-#: The one route table. ``overlap``: requests of one class may wait alongside each other on a
-#: connection (the rule is in ``server.dispatch``).
-ROUTES: Mapping[ApiKey, Route[Broker]] = _table(
-    [
-        # Produce: appends are done (and readable) before the handler returns; only the fsync
-        # of acks=-1 is awaited, so pipelined produces may wait for their fsyncs together.
-        Route(api_key=K.PRODUCE, min_version=3, max_version=10, handler=produce.handle, overlap="produce"),
-        Route(api_key=K.FETCH, min_version=4, max_version=16, handler=fetch.handle),
-        Route(api_key=K.LIST_OFFSETS, min_version=1, max_version=9, handler=list_offsets.handle),
-        Route(api_key=K.METADATA, min_version=0, max_version=12, handler=metadata.handle),
-        # OffsetCommit: pipelined commits on one connection may wait for their writes together;
-        # anything else behind them waits for all.
+def routes(group_runtime: GroupRuntime | None) -> Mapping[ApiKey, Route[Broker]]:
+    """The one route table: the broker's APIs and the coordinators', the group APIs' handlers
+    bound to ``group_runtime``; without one, the table leaves out every API of :data:`GROUP_APIS`.
+    """
+    if group_runtime is None:
+        return _table(r for r in _ROUTES if r.api_key not in GROUP_APIS)
+    return _table([*_ROUTES, *_group_routes(group_runtime)])
+
+
+#: The routes whose handlers need no runtime. ``overlap``: requests of one class may wait
+#: alongside each other on a connection (the rule is in ``server.dispatch``).
+_ROUTES: tuple[Route[Broker], ...] = (
+    # Produce: appends are done (and readable) before the handler returns; only the fsync
+    # of acks=-1 is awaited, so pipelined produces may wait for their fsyncs together.
+    Route(api_key=K.PRODUCE, min_version=3, max_version=10, handler=produce.handle, overlap="produce"),
+    Route(api_key=K.FETCH, min_version=4, max_version=16, handler=fetch.handle),
+    Route(api_key=K.LIST_OFFSETS, min_version=1, max_version=9, handler=list_offsets.handle),
+    Route(api_key=K.METADATA, min_version=0, max_version=12, handler=metadata.handle),
+    Route(api_key=K.FIND_COORDINATOR, min_version=0, max_version=6, handler=groups.find_coordinator),
+    Route(api_key=K.API_VERSIONS, min_version=0, max_version=4, handler=api_versions.handle),
+    Route(api_key=K.CREATE_TOPICS, min_version=2, max_version=7, handler=topics.create_topics),
+    Route(api_key=K.DELETE_TOPICS, min_version=1, max_version=6, handler=topics.delete_topics),
+    Route(api_key=K.INIT_PRODUCER_ID, min_version=0, max_version=4, handler=txn.init_producer_id),
+    Route(api_key=K.ADD_PARTITIONS_TO_TXN, min_version=0, max_version=3, handler=txn.add_partitions),
+    Route(api_key=K.ADD_OFFSETS_TO_TXN, min_version=0, max_version=3, handler=txn.add_offsets_to_txn),
+    Route(api_key=K.END_TXN, min_version=0, max_version=4, handler=txn.end_txn),
+    Route(api_key=K.DESCRIBE_TRANSACTIONS, min_version=0, max_version=0, handler=txn.describe_txns),
+    Route(api_key=K.LIST_TRANSACTIONS, min_version=0, max_version=0, handler=txn.list_txns),
+    Route(api_key=K.DESCRIBE_CONFIGS, min_version=1, max_version=4, handler=describe_configs.handle),
+    Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
+    Route(api_key=K.DESCRIBE_CLUSTER, min_version=0, max_version=1, handler=describe_cluster.handle),
+)
+
+
+def _group_routes(rt: GroupRuntime) -> list[Route[Broker]]:
+    """The group coordinator's APIs, each handler bound to the runtime it calls."""
+    return [
+        # OffsetCommit: pipelined commits on one connection may wait for their writes
+        # together; anything else behind them waits for all.
         Route(
             api_key=K.OFFSET_COMMIT,
             min_version=2,
             max_version=9,
-            handler=groups.offset_commit,
+            handler=partial(groups.offset_commit, rt),
             overlap="offset-commit",
         ),
-        Route(api_key=K.OFFSET_FETCH, min_version=1, max_version=9, handler=groups.offset_fetch),
-        Route(api_key=K.FIND_COORDINATOR, min_version=0, max_version=6, handler=groups.find_coordinator),
-        Route(api_key=K.JOIN_GROUP, min_version=0, max_version=9, handler=groups.join_group),
-        Route(api_key=K.HEARTBEAT, min_version=0, max_version=4, handler=groups.heartbeat),
-        Route(api_key=K.LEAVE_GROUP, min_version=0, max_version=5, handler=groups.leave_group),
-        Route(api_key=K.SYNC_GROUP, min_version=0, max_version=5, handler=groups.sync_group),
-        Route(api_key=K.DESCRIBE_GROUPS, min_version=0, max_version=5, handler=groups.describe_groups),
-        Route(api_key=K.LIST_GROUPS, min_version=0, max_version=5, handler=groups.list_groups),
-        Route(api_key=K.API_VERSIONS, min_version=0, max_version=4, handler=api_versions.handle),
-        Route(api_key=K.CREATE_TOPICS, min_version=2, max_version=7, handler=topics.create_topics),
-        Route(api_key=K.DELETE_TOPICS, min_version=1, max_version=6, handler=topics.delete_topics),
-        Route(api_key=K.INIT_PRODUCER_ID, min_version=0, max_version=4, handler=txn.init_producer_id),
-        Route(api_key=K.ADD_PARTITIONS_TO_TXN, min_version=0, max_version=3, handler=txn.add_partitions),
-        Route(api_key=K.ADD_OFFSETS_TO_TXN, min_version=0, max_version=3, handler=txn.add_offsets_to_txn),
-        Route(api_key=K.END_TXN, min_version=0, max_version=4, handler=txn.end_txn),
-        Route(api_key=K.DESCRIBE_TRANSACTIONS, min_version=0, max_version=0, handler=txn.describe_txns),
-        Route(api_key=K.LIST_TRANSACTIONS, min_version=0, max_version=0, handler=txn.list_txns),
-        Route(api_key=K.DESCRIBE_CONFIGS, min_version=1, max_version=4, handler=describe_configs.handle),
-        Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
-        Route(api_key=K.DELETE_GROUPS, min_version=0, max_version=2, handler=groups.delete_groups),
-        Route(api_key=K.OFFSET_DELETE, min_version=0, max_version=0, handler=groups.offset_delete),
-        Route(api_key=K.DESCRIBE_CLUSTER, min_version=0, max_version=1, handler=describe_cluster.handle),
+        Route(api_key=K.OFFSET_FETCH, min_version=1, max_version=9, handler=partial(groups.offset_fetch, rt)),
+        Route(api_key=K.JOIN_GROUP, min_version=0, max_version=9, handler=partial(groups.join_group, rt)),
+        Route(api_key=K.HEARTBEAT, min_version=0, max_version=4, handler=partial(groups.heartbeat, rt)),
+        Route(api_key=K.LEAVE_GROUP, min_version=0, max_version=5, handler=partial(groups.leave_group, rt)),
+        Route(api_key=K.SYNC_GROUP, min_version=0, max_version=5, handler=partial(groups.sync_group, rt)),
+        Route(
+            api_key=K.DESCRIBE_GROUPS,
+            min_version=0,
+            max_version=5,
+            handler=partial(groups.describe_groups, rt),
+        ),
+        Route(api_key=K.LIST_GROUPS, min_version=0, max_version=5, handler=partial(groups.list_groups, rt)),
+        Route(
+            api_key=K.DELETE_GROUPS, min_version=0, max_version=2, handler=partial(groups.delete_groups, rt)
+        ),
+        Route(
+            api_key=K.OFFSET_DELETE, min_version=0, max_version=0, handler=partial(groups.offset_delete, rt)
+        ),
     ]
-)
+
 
 #: The group coordinator's APIs: served only where the coordinator runtime is installed.
 GROUP_APIS = frozenset(
@@ -138,15 +163,15 @@ GROUP_APIS = frozenset(
 
 def build_dispatcher(
     broker: Broker,
+    group_runtime: GroupRuntime | None,
     *,
-    with_groups: bool = True,
     extra: Iterable[Route[Broker]] = (),
     interceptor: Interceptor | None = None,
 ) -> Dispatcher[Broker]:
-    """The dispatcher over :data:`ROUTES` (without the group APIs unless ``with_groups``) and
-    ``extra``, filling ``broker.registry`` (what ApiVersions answers from)."""
-    routes = [r for r in ROUTES.values() if with_groups or r.api_key not in GROUP_APIS]
-    return Dispatcher(broker, [*routes, *extra], registry=broker.registry, interceptor=interceptor)
+    """The dispatcher over :func:`routes` (the group APIs bound to ``group_runtime``, left out
+    without one) and ``extra``, filling ``broker.registry`` (what ApiVersions answers from)."""
+    table = routes(group_runtime)
+    return Dispatcher(broker, [*table.values(), *extra], registry=broker.registry, interceptor=interceptor)
 
 
 class StartupError(Exception):
@@ -177,7 +202,7 @@ def _open_broker(config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:
 
 class BrokerApp:
     """One broker process's parts, wired: broker (storage inside), coordinator runtime,
-    dispatcher over :data:`ROUTES`, TCP server.
+    dispatcher over :func:`routes`, TCP server.
 
     Every argument is keyword-only, so that seams can be added without breaking callers.
 
@@ -188,7 +213,7 @@ class BrokerApp:
             clock if not given.
         interceptor: called in front of every handler (:data:`groupcoord.handling.Interceptor`),
             e.g. by ``groupcoord.testing`` to inject faults.
-        extra_routes: routes served besides :data:`ROUTES` (keys not already routed).
+        extra_routes: routes served besides :func:`routes` (keys not already routed).
 
     Raises:
         StartupError: the data dir cannot be opened (one line for the operator).
@@ -212,10 +237,11 @@ class BrokerApp:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.broker = _open_broker(config, data_dir, self.clock)
         self.groups = GroupRuntime(self.broker)
-        self.broker.groups = self.groups
         self.transactions = TxnRuntime(self.broker)
         self.broker.transactions = self.transactions
-        self.dispatcher = build_dispatcher(self.broker, extra=extra_routes, interceptor=interceptor)
+        self.dispatcher = build_dispatcher(
+            self.broker, self.groups, extra=extra_routes, interceptor=interceptor
+        )
         listener = config.listener()
         self.server = KafkaServer(
             self.dispatcher,

@@ -72,7 +72,7 @@ def run_broker(
         config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *settings])
         the_clock = clock or ManualClock()
         broker = Broker.open(config, data_dir, the_clock)
-        dispatcher = build_dispatcher(broker, with_groups=False)
+        dispatcher = build_dispatcher(broker, None)
         server = KafkaServer(
             dispatcher, host="127.0.0.1", port=0, max_frame_bytes=config.socket_request_max_bytes
         )

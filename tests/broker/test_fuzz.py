@@ -15,7 +15,7 @@ import pytest
 from broker_harness import Env, run_broker
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, is_optional
 
-from groupcoord.app import GROUP_APIS, ROUTES
+from groupcoord.app import GROUP_APIS, routes
 from groupcoord.protocol.registry import load_messages
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
@@ -93,18 +93,18 @@ def test_random_bodies_never_take_the_broker_down_nor_log_an_error(
     async def scenario(env: Env) -> None:
         env.broker.logs.create_topic("t", 2, {})
         # The group and transaction APIs too, wired as ``serve`` wires them.
-        env.broker.groups = GroupRuntime(env.broker)
-        routes = list(ROUTES.values())
-        for route in routes:
+        groups = GroupRuntime(env.broker)
+        table = list(routes(groups).values())
+        for route in table:
             if route.api_key in GROUP_APIS:
                 env.server.dispatcher.add_route(route)
-        env.broker.groups.start()
-        await env.broker.groups.loaded.wait()
+        groups.start()
+        await groups.loaded.wait()
         env.broker.transactions = TxnRuntime(env.broker)
         env.broker.transactions.start()
         outcomes = {"answered": 0, "closed": 0}
         for _ in range(500):
-            route = rng.choice(routes)
+            route = rng.choice(table)
             version = rng.randint(route.min_version, route.max_version)
             c = await env.connect()
             c.writer.write(frame(rng, route.api_key, version))
@@ -126,7 +126,7 @@ def test_random_bodies_never_take_the_broker_down_nor_log_an_error(
         )
         assert "t" in [t.name for t in resp.topics]  # the well-formed bodies may have created others
         ok.close()
-        await env.broker.groups.close()
+        await groups.close()
 
     run_broker(tmp_path, scenario)
     bad = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]

@@ -93,7 +93,6 @@ def test_loading_skips_superseded_commits_yet_ends_in_the_state_of_a_full_replay
     async def load() -> CoordinatorRuntime:
         broker = Broker.open(config, tmp_path, clock)
         runtime = GroupRuntime(broker)
-        broker.groups = runtime
         runtime.ensure_topics()
         plog = broker.logs.partition(OFFSETS_TOPIC, 0)
         for batch in LOG:

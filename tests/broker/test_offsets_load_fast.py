@@ -354,7 +354,6 @@ def test_broker_start_loads_every_partition_into_the_state_of_a_full_replay(tmp_
     async def load() -> CoordinatorRuntime:
         broker = Broker.open(config, tmp_path, clock)
         runtime = GroupRuntime(broker)
-        broker.groups = runtime
         runtime.ensure_topics()
         for p, batches in logs.items():
             plog = broker.logs.partition(OFFSETS_TOPIC, p)

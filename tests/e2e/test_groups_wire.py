@@ -1048,13 +1048,13 @@ def test_requests_for_a_loading_partition_get_the_reference_codes(tmp_path: Path
     async def serve() -> None:
         config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *SETTINGS])
         broker = Broker.open(config, tmp_path / "data", ManualClock())
-        runtime = broker.groups = GroupRuntime(broker)
+        runtime = GroupRuntime(broker)
         runtime.ensure_topics()
         broker.logs.create_topic("t", 2, {})
         for p in range(OFFSETS_PARTITIONS):
             runtime.coordinator.begin_loading(p)  # and never complete
         server = KafkaServer(
-            build_dispatcher(broker),
+            build_dispatcher(broker, runtime),
             host="127.0.0.1",
             port=0,
             max_frame_bytes=config.socket_request_max_bytes,

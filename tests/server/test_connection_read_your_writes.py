@@ -51,21 +51,21 @@ def run(tmp: Path, scenario: Callable[[Env], Awaitable[None]], settings: tuple[s
             None, ["listeners=PLAINTEXT://127.0.0.1:0", "offsets.topic.num.partitions=1", *settings]
         )
         broker = Broker.open(config, tmp, ManualClock())
-        broker.groups = GroupRuntime(broker)
-        dispatcher = build_dispatcher(broker)
+        groups = GroupRuntime(broker)
+        dispatcher = build_dispatcher(broker, groups)
         server = KafkaServer(
             dispatcher, host="127.0.0.1", port=0, max_frame_bytes=config.socket_request_max_bytes
         )
         _, port = await server.start()
         broker.advertised_port = port
-        broker.groups.start()
+        groups.start()
         broker.logs.create_topic(TOPIC, 2, {})
         try:
-            await asyncio.wait_for(broker.groups.loaded.wait(), timeout=30)
+            await asyncio.wait_for(groups.loaded.wait(), timeout=30)
             await asyncio.wait_for(scenario(Env(broker, server)), timeout=60)
         finally:
             await server.stop(grace_s=1)
-            await broker.groups.close()
+            await groups.close()
             await broker.close()
 
     asyncio.run(main())

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from groupcoord.app import GROUP_APIS, ROUTES
+from groupcoord.app import GROUP_APIS, routes
+from groupcoord.broker.state import Broker
+from groupcoord.clock import ManualClock
+from groupcoord.config import BrokerConfig
 from groupcoord.handling import HandlerResult, Proceed, RequestContext, Route
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.registry import ApiRegistry
+from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.server.dispatch import Dispatcher
 
 
@@ -75,7 +81,13 @@ def test_an_interceptor_that_proceeds_returns_the_handlers_answer() -> None:
     assert calls == ["before", "handler:r2", "after"]
 
 
-def test_the_route_table_is_keyed_by_each_routes_own_api_key() -> None:
-    assert all(key is route.api_key for key, route in ROUTES.items())
-    assert set(ROUTES) >= GROUP_APIS
-    assert {ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.FETCH, ApiKey.API_VERSIONS} <= set(ROUTES)
+def test_the_route_table_is_keyed_by_each_routes_own_api_key(tmp_path: Path) -> None:
+    broker = Broker.open(BrokerConfig.load(None, []), tmp_path, ManualClock())
+    try:
+        table = routes(GroupRuntime(broker))
+        assert all(key is route.api_key for key, route in table.items())
+        assert set(table) >= GROUP_APIS
+        assert {ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.FETCH, ApiKey.API_VERSIONS} <= set(table)
+        assert not set(routes(None)) & GROUP_APIS
+    finally:
+        asyncio.run(broker.close())

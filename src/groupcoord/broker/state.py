@@ -145,9 +145,6 @@ class Broker:
         #: What this broker serves (api key -> versions); the composition root's dispatcher
         #: fills it from the route table, and ApiVersions answers from it.
         self.registry = ApiRegistry()
-        #: The consumer-group coordinator's host (runtime.group_runtime.GroupRuntime), set by the
-        #: composition root (groupcoord.app); the group APIs' handlers find it here.
-        self.groups: Any = None
         #: The transaction coordinator's host (runtime.txn_runtime.TxnRuntime), set by the
         #: composition root; None: transactional ids are refused.
         self.transactions: Any = None

@@ -1,6 +1,6 @@
 """Kafka's API keys as one enum (the ``apiKey`` of each message in Kafka's JSON specs).
 
-The route table (:data:`groupcoord.app.ROUTES`) is keyed by it, and the registry, the
+The route table (:func:`groupcoord.app.routes`) is keyed by it, and the registry, the
 connection and ApiVersions accept its members wherever an ``int`` key is expected
 (``ApiKey`` is an ``IntEnum``). Only the APIs this broker serves or talks about are listed.
 """

@@ -15,7 +15,7 @@ a client's immediate rejoin). The shard is consistent between entry points, so t
 responses produced meanwhile are queued behind the ones being delivered, so every caller sees
 its responses in the order the shard produced them.
 
-The same class serves the broker (``broker/group_runtime.py`` gives it a sink that writes the
+The same class serves the broker (``runtime/group_runtime.py`` gives it a sink that writes the
 log and confirms on fsync) and every in-process driver (tests, the member-core world, the
 simulator), which give it a sink that is durable at once, like Kafka's shard test contexts.
 """

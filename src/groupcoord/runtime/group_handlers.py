@@ -1,6 +1,8 @@
 """Consumer-group APIs over the wire: kio requests in, coordinator calls, kio responses out.
 
-Each handler translates the request of whatever version arrived into the coordinator's
+Each handler takes the group runtime as its first argument (the route table in
+:mod:`groupcoord.app` binds it, so the broker carries no reference to the runtime),
+translates the request of whatever version arrived into the coordinator's
 version-independent request, calls the coordinator with a reply callable, and encodes the
 reply for the client's version. A reply given before the handler returns goes out at once;
 otherwise (a parked JoinGroup or SyncGroup, an OffsetCommit waiting for its write) the handler
@@ -30,13 +32,6 @@ R = TypeVar("R")
 #: FindCoordinator key types.
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-
-
-def _runtime(broker: Broker) -> GroupRuntime:
-    runtime: GroupRuntime | None = getattr(broker, "groups", None)
-    if runtime is None:  # pragma: no cover - serve always installs it
-        raise RuntimeError("the group runtime is not installed on this broker")
-    return runtime
 
 
 def _response_type(broker: Broker, ctx: RequestContext) -> Any:
@@ -133,8 +128,7 @@ def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 # ------------------------------------------------------------------------ JoinGroup
-def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    runtime = _runtime(broker)
+def join_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     session_ms = ms(request.session_timeout)
     rebalance_ms = ms(request.rebalance_timeout) if version >= 1 else session_ms
@@ -170,8 +164,7 @@ def join_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 # ------------------------------------------------------------------------ SyncGroup
-def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    runtime = _runtime(broker)
+def sync_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _response_type(broker, ctx)
     version = ctx.api_version
     if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
@@ -227,8 +220,7 @@ def _heartbeat_answer(messages: ApiMessages, error: ErrorCode) -> PreEncoded:
     return answer
 
 
-def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    runtime = _runtime(broker)
+def heartbeat(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     req = api.HeartbeatRequest(
         group_id=request.group_id,
@@ -245,8 +237,7 @@ def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 # ------------------------------------------------------------------------ LeaveGroup
-def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    runtime = _runtime(broker)
+def leave_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _response_type(broker, ctx)
     if has_field(type(request), "members"):
         members = tuple(
@@ -284,9 +275,8 @@ def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 # ------------------------------------------------------------------------ OffsetCommit
-def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the core."""
-    runtime = _runtime(broker)
     resp_t = _response_type(broker, ctx)
     topic_t = child(resp_t, "topics")
     part_t = child(topic_t, "partitions")
@@ -354,8 +344,7 @@ def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 # ------------------------------------------------------------------------ OffsetFetch
-def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    runtime = _runtime(broker)
+def offset_fetch(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _response_type(broker, ctx)
     version = ctx.api_version
     multi = has_field(type(request), "groups")
@@ -457,8 +446,7 @@ def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 # ------------------------------------------------------------------------ admin
-def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    runtime = _runtime(broker)
+def describe_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _response_type(broker, ctx)
     group_t = child(resp_t, "groups")
     member_t = child(group_t, "members")
@@ -497,8 +485,7 @@ def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return _call(runtime, lambda reply: runtime.coordinator.describe_groups(group_ids, reply), encode)
 
 
-def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    runtime = _runtime(broker)
+def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _response_type(broker, ctx)
     group_t = child(resp_t, "groups")
     states = tuple(getattr(request, "states_filter", ()) or ())
@@ -527,8 +514,7 @@ def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return _call(runtime, lambda reply: runtime.coordinator.list_groups(states or None, reply), encode)
 
 
-def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    runtime = _runtime(broker)
+def delete_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _response_type(broker, ctx)
     result_t = child(resp_t, "results")
     names = tuple(str(g) for g in request.groups_names)
@@ -543,8 +529,7 @@ def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return _call(runtime, lambda reply: runtime.coordinator.delete_groups(names, reply), encode)
 
 
-def offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    runtime = _runtime(broker)
+def offset_delete(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _response_type(broker, ctx)
     topic_t = child(resp_t, "topics")
     part_t = child(topic_t, "partitions")
