@@ -85,12 +85,12 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
             "broker",
         ),
     ),
-    # ---- offline readers
     # ---- the two cores meeting in one process (no sockets)
     "member_bridge": (
         "member-core requests to the coordinator core's api and back: simulator, in-process tests",
         (*_BASE, "client.messages", "client.types", "coordinator.api", "runtime.coordinator_runtime"),
     ),
+    # ---- offline readers
     "pipeline": (
         "PySpark over the log: storage formats and coordinator records",
         (*_BASE, "consumer_protocol", "storage", "coordinator.records"),
