@@ -37,7 +37,7 @@ docs: $(STAMP_TEST)
 # The whole suite. pytest exit code 5 (no tests collected) is a failure here, never a pass.
 test: $(STAMP_TEST)
 	@# the report's browser test (tests/pipeline/test_report_browser.py) needs headless Chromium
-	@test -x /usr/bin/chromium || apt-get install -y chromium
+	@test -x /usr/bin/chromium || apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/python scripts/gen_state_machine.py --check docs/state-machine.md
