@@ -16,7 +16,7 @@ $(STAMP_RUN): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,spark]'
+	$(BIN)/pip install -q -e '.[test,spark,bench]'
 	touch $@ $(STAMP_RUN)
 
 run: $(STAMP_RUN)
