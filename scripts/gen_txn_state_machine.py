@@ -8,9 +8,10 @@ python scripts/gen_txn_state_machine.py --write FILE    # (re)write FILE
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+from generated_page import page_main  # scripts/ is on sys.path when run as a script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -75,29 +76,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--check", metavar="FILE", help="fail when FILE differs from the generated page")
-    group.add_argument("--write", metavar="FILE", help="write the generated page to FILE")
-    args = parser.parse_args(argv)
-    page = render()
-    if args.check:
-        path = Path(args.check)
-        current = path.read_text(encoding="utf-8") if path.exists() else ""
-        if current != page:
-            sys.stderr.write(
-                f"{path} is out of date; regenerate with: "
-                f"python scripts/gen_txn_state_machine.py --write {path}\n"
-            )
-            return 1
-        return 0
-    if args.write:
-        Path(args.write).write_text(page, encoding="utf-8")
-        return 0
-    sys.stdout.write(page)
-    return 0
+    return page_main(render, "scripts/gen_txn_state_machine.py", __doc__, argv)
 
 
 if __name__ == "__main__":
