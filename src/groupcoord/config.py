@@ -89,6 +89,8 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = 600000
     offsets_commit_timeout_ms: int = 5000
     offset_metadata_max_bytes: int = 4096
+    # Prometheus endpoint (docs/operations.md): HOST:PORT, or None for none.
+    metrics_listen: str | None = None
     #: Property names that were set explicitly (file or --set), as opposed to defaults.
     explicit: frozenset[str] = field(default=frozenset())
 
@@ -114,6 +116,12 @@ class BrokerConfig:
         if self.advertised_listeners:
             return parse_listener("advertised.listeners", self.advertised_listeners)
         return self.listener()
+
+    def metrics_listener(self) -> Listener | None:
+        """Where ``/metrics`` is served (``metrics.listen``), or None: not served."""
+        if self.metrics_listen is None:
+            return None
+        return parse_listener("metrics.listen", self.metrics_listen)
 
     def get(self, prop: str) -> Any:
         """The value of a property by its Kafka name."""
@@ -163,6 +171,7 @@ class BrokerConfig:
             )
         self.listener()
         self.advertised_listener()
+        self.metrics_listener()
 
 
 def parse_listener(key: str, value: str) -> Listener:
@@ -234,6 +243,14 @@ def _choice(*options: str) -> dict[str, Any]:
         "check": lambda v: v in options,
         "expectation": "one of " + ", ".join(options),
     }
+
+
+def _host_port(text: str) -> str:
+    """``HOST:PORT`` (a bracketed IPv6 host allowed, an empty host = every address)."""
+    m = re.fullmatch(r"(\[[^\]]*\]|[^:/\s\[\]]*):(\d{1,5})", text)
+    if m is None or int(m.group(2)) > 65535:
+        raise ValueError(text)
+    return text
 
 
 _BOOL: dict[str, Any] = {"parse_value": _bool, "expectation": "true or false"}
@@ -309,6 +326,13 @@ PROPERTIES: dict[str, PropertySpec] = {
     ),
     "offsets.commit.timeout.ms": PropertySpec(field="offsets_commit_timeout_ms", **_int_at_least(1, INT_MAX)),
     "offset.metadata.max.bytes": PropertySpec(field="offset_metadata_max_bytes", **_int_at_least(0, INT_MAX)),
+    # groupcoord's own: not a Kafka property (Kafka's metrics go through JMX).
+    "metrics.listen": PropertySpec(
+        field="metrics_listen",
+        nullable=True,
+        parse_value=_host_port,
+        expectation="HOST:PORT, e.g. 127.0.0.1:9404",
+    ),
 }
 
 
