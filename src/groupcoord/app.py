@@ -37,6 +37,7 @@ from groupcoord.broker import (
     describe_cluster,
     describe_configs,
     fetch,
+    init_producer_id,
     list_offsets,
     metadata,
     produce,
@@ -70,13 +71,17 @@ def _table(routes: Iterable[Route[Broker]]) -> Mapping[ApiKey, Route[Broker]]:
     return MappingProxyType(table)
 
 
-def routes(group_runtime: GroupRuntime | None) -> Mapping[ApiKey, Route[Broker]]:
+def routes(
+    group_runtime: GroupRuntime | None, txn_runtime: TxnRuntime | None = None
+) -> Mapping[ApiKey, Route[Broker]]:
     """The one route table: the broker's APIs and the coordinators', the group APIs' handlers
-    bound to ``group_runtime``; without one, the table leaves out every API of :data:`GROUP_APIS`.
+    bound to ``group_runtime`` and the transaction APIs' to ``txn_runtime``. Without a group
+    runtime the table leaves out every API of :data:`GROUP_APIS`; without a transaction
+    runtime, those of :data:`TXN_APIS` (and InitProducerId serves idempotent producers only).
     """
     if group_runtime is None:
-        return _table(r for r in _ROUTES if r.api_key not in GROUP_APIS)
-    return _table([*_ROUTES, *_group_routes(group_runtime)])
+        return _table([*(r for r in _ROUTES if r.api_key not in GROUP_APIS), *_txn_routes(txn_runtime)])
+    return _table([*_ROUTES, *_group_routes(group_runtime), *_txn_routes(txn_runtime)])
 
 
 #: The routes whose handlers need no runtime. ``overlap``: requests of one class may wait
@@ -92,12 +97,6 @@ _ROUTES: tuple[Route[Broker], ...] = (
     Route(api_key=K.API_VERSIONS, min_version=0, max_version=4, handler=api_versions.handle),
     Route(api_key=K.CREATE_TOPICS, min_version=2, max_version=7, handler=topics.create_topics),
     Route(api_key=K.DELETE_TOPICS, min_version=1, max_version=6, handler=topics.delete_topics),
-    Route(api_key=K.INIT_PRODUCER_ID, min_version=0, max_version=4, handler=txn.init_producer_id),
-    Route(api_key=K.ADD_PARTITIONS_TO_TXN, min_version=0, max_version=3, handler=txn.add_partitions),
-    Route(api_key=K.ADD_OFFSETS_TO_TXN, min_version=0, max_version=3, handler=txn.add_offsets_to_txn),
-    Route(api_key=K.END_TXN, min_version=0, max_version=4, handler=txn.end_txn),
-    Route(api_key=K.DESCRIBE_TRANSACTIONS, min_version=0, max_version=0, handler=txn.describe_txns),
-    Route(api_key=K.LIST_TRANSACTIONS, min_version=0, max_version=0, handler=txn.list_txns),
     Route(api_key=K.DESCRIBE_CONFIGS, min_version=1, max_version=4, handler=describe_configs.handle),
     Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
     Route(api_key=K.DESCRIBE_CLUSTER, min_version=0, max_version=1, handler=describe_cluster.handle),
@@ -137,6 +136,42 @@ def _group_routes(rt: GroupRuntime) -> list[Route[Broker]]:
     ]
 
 
+def _txn_routes(rt: TxnRuntime | None) -> list[Route[Broker]]:
+    """InitProducerId, and with a transaction runtime the transaction APIs, bound to it."""
+    if rt is None:
+        return [
+            Route(api_key=K.INIT_PRODUCER_ID, min_version=0, max_version=4, handler=init_producer_id.handle)
+        ]
+    return [
+        Route(
+            api_key=K.INIT_PRODUCER_ID,
+            min_version=0,
+            max_version=4,
+            handler=partial(txn.init_producer_id, rt),
+        ),
+        Route(
+            api_key=K.ADD_PARTITIONS_TO_TXN,
+            min_version=0,
+            max_version=3,
+            handler=partial(txn.add_partitions, rt),
+        ),
+        Route(
+            api_key=K.ADD_OFFSETS_TO_TXN,
+            min_version=0,
+            max_version=3,
+            handler=partial(txn.add_offsets_to_txn, rt),
+        ),
+        Route(api_key=K.END_TXN, min_version=0, max_version=4, handler=partial(txn.end_txn, rt)),
+        Route(
+            api_key=K.DESCRIBE_TRANSACTIONS,
+            min_version=0,
+            max_version=0,
+            handler=partial(txn.describe_txns, rt),
+        ),
+        Route(api_key=K.LIST_TRANSACTIONS, min_version=0, max_version=0, handler=partial(txn.list_txns, rt)),
+    ]
+
+
 #: The group coordinator's APIs: served only where the coordinator runtime is installed.
 GROUP_APIS = frozenset(
     {
@@ -151,26 +186,28 @@ GROUP_APIS = frozenset(
         K.LIST_GROUPS,
         K.DELETE_GROUPS,
         K.OFFSET_DELETE,
-        # the transaction coordinator's (its runtime is installed beside the group runtime)
-        K.ADD_PARTITIONS_TO_TXN,
-        K.ADD_OFFSETS_TO_TXN,
-        K.END_TXN,
-        K.DESCRIBE_TRANSACTIONS,
-        K.LIST_TRANSACTIONS,
     }
+)
+
+#: The transaction coordinator's APIs: served only where its runtime is installed (the broker
+#: then accepts transactional ids and batches: :attr:`Broker.serves_transactions`).
+TXN_APIS = frozenset(
+    {K.ADD_PARTITIONS_TO_TXN, K.ADD_OFFSETS_TO_TXN, K.END_TXN, K.DESCRIBE_TRANSACTIONS, K.LIST_TRANSACTIONS}
 )
 
 
 def build_dispatcher(
     broker: Broker,
     group_runtime: GroupRuntime | None,
+    txn_runtime: TxnRuntime | None = None,
     *,
     extra: Iterable[Route[Broker]] = (),
     interceptor: Interceptor | None = None,
 ) -> Dispatcher[Broker]:
-    """The dispatcher over :func:`routes` (the group APIs bound to ``group_runtime``, left out
-    without one) and ``extra``, filling ``broker.registry`` (what ApiVersions answers from)."""
-    table = routes(group_runtime)
+    """The dispatcher over :func:`routes` (the group APIs bound to ``group_runtime``, the
+    transaction APIs to ``txn_runtime``, each left out without its runtime) and ``extra``,
+    filling ``broker.registry`` (what ApiVersions answers from)."""
+    table = routes(group_runtime, txn_runtime)
     return Dispatcher(broker, [*table.values(), *extra], registry=broker.registry, interceptor=interceptor)
 
 
@@ -238,9 +275,8 @@ class BrokerApp:
         self.broker = _open_broker(config, data_dir, self.clock)
         self.groups = GroupRuntime(self.broker)
         self.transactions = TxnRuntime(self.broker)
-        self.broker.transactions = self.transactions
         self.dispatcher = build_dispatcher(
-            self.broker, self.groups, extra=extra_routes, interceptor=interceptor
+            self.broker, self.groups, self.transactions, extra=extra_routes, interceptor=interceptor
         )
         listener = config.listener()
         self.server = KafkaServer(

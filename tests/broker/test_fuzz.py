@@ -15,7 +15,7 @@ import pytest
 from broker_harness import Env, run_broker
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, is_optional
 
-from groupcoord.app import GROUP_APIS, routes
+from groupcoord.app import GROUP_APIS, TXN_APIS, routes
 from groupcoord.protocol.registry import load_messages
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
@@ -94,14 +94,14 @@ def test_random_bodies_never_take_the_broker_down_nor_log_an_error(
         env.broker.logs.create_topic("t", 2, {})
         # The group and transaction APIs too, wired as ``serve`` wires them.
         groups = GroupRuntime(env.broker)
-        table = list(routes(groups).values())
+        transactions = TxnRuntime(env.broker)
+        table = list(routes(groups, transactions).values())
         for route in table:
-            if route.api_key in GROUP_APIS:
+            if route.api_key in GROUP_APIS | TXN_APIS:
                 env.server.dispatcher.add_route(route)
         groups.start()
         await groups.loaded.wait()
-        env.broker.transactions = TxnRuntime(env.broker)
-        env.broker.transactions.start()
+        transactions.start()
         outcomes = {"answered": 0, "closed": 0}
         for _ in range(500):
             route = rng.choice(table)

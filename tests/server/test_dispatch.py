@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.app import GROUP_APIS, routes
+from groupcoord.app import GROUP_APIS, TXN_APIS, build_dispatcher, routes
 from groupcoord.broker.state import Broker
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
@@ -16,6 +16,7 @@ from groupcoord.handling import HandlerResult, Proceed, RequestContext, Route
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.registry import ApiRegistry
 from groupcoord.runtime.group_runtime import GroupRuntime
+from groupcoord.runtime.txn_runtime import TxnRuntime
 from groupcoord.server.dispatch import Dispatcher
 
 
@@ -89,5 +90,21 @@ def test_the_route_table_is_keyed_by_each_routes_own_api_key(tmp_path: Path) -> 
         assert set(table) >= GROUP_APIS
         assert {ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.FETCH, ApiKey.API_VERSIONS} <= set(table)
         assert not set(routes(None)) & GROUP_APIS
+    finally:
+        asyncio.run(broker.close())
+
+
+def test_the_transaction_apis_are_routed_and_transactions_served_only_with_a_transaction_runtime(
+    tmp_path: Path,
+) -> None:
+    broker = Broker.open(BrokerConfig.load(None, []), tmp_path, ManualClock())
+    try:
+        groups = GroupRuntime(broker)
+        assert not set(routes(groups)) & TXN_APIS
+        assert ApiKey.INIT_PRODUCER_ID in routes(None)  # idempotent producers need no coordinator
+        assert not broker.serves_transactions
+        build_dispatcher(broker, groups, TxnRuntime(broker))
+        assert broker.serves_transactions
+        assert set(routes(groups, TxnRuntime(broker))) >= TXN_APIS | GROUP_APIS
     finally:
         asyncio.run(broker.close())

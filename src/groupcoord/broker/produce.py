@@ -84,7 +84,7 @@ def _produce_partition(
         # Only the transaction coordinator writes markers (Kafka refuses them from clients).
         return _PartitionResult(ErrorCode.INVALID_RECORD, message="control batches are written by the broker")
     if any(h.is_transactional for _, h in batches):
-        if getattr(broker, "transactions", None) is None:
+        if not broker.serves_transactions:
             return _PartitionResult(
                 ErrorCode.INVALID_RECORD, message="transactional batches are not supported by this broker"
             )
@@ -152,7 +152,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     acks = int(request.acks)
     results: list[tuple[str, list[tuple[int, _PartitionResult]]]] = []
     dirty: dict[Hashable, Flushable] = {}
-    if request.transactional_id is not None and getattr(broker, "transactions", None) is None:
+    if request.transactional_id is not None and not broker.serves_transactions:
         for topic in request.topic_data:
             results.append(
                 (

@@ -23,6 +23,7 @@ from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import DataDirError
 from groupcoord.loop_timers import LoopTimers
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.registry import ApiRegistry
 from groupcoord.storage.log_config import log_config_for
 from groupcoord.storage.manager import LogManager, TopicMeta
@@ -145,9 +146,13 @@ class Broker:
         #: What this broker serves (api key -> versions); the composition root's dispatcher
         #: fills it from the route table, and ApiVersions answers from it.
         self.registry = ApiRegistry()
-        #: The transaction coordinator's host (runtime.txn_runtime.TxnRuntime), set by the
-        #: composition root; None: transactional ids are refused.
-        self.transactions: Any = None
+
+    @property
+    def serves_transactions(self) -> bool:
+        """Whether a transaction coordinator serves this broker's transactional ids: the
+        composition root routes EndTxn (and the other transaction APIs) only where it installs
+        one. False: transactional ids and transactional batches are refused."""
+        return self.registry.supported(ApiKey.END_TXN) is not None
 
     @classmethod
     def open(cls, config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:

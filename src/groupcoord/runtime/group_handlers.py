@@ -87,7 +87,7 @@ def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     def answer(key: str) -> tuple[ErrorCode, str | None]:
         if key_type == KEY_TYPE_TRANSACTION:
             # One broker leads every __transaction_state partition, when transactions are on.
-            if getattr(broker, "transactions", None) is None:
+            if not broker.serves_transactions:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported by this broker"
             return ErrorCode.NONE, None
         if key_type != KEY_TYPE_GROUP:

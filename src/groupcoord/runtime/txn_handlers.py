@@ -3,7 +3,8 @@
 Each handler translates its request into the coordinator's version-independent value
 (:mod:`groupcoord.transactions.api`), calls the shard through
 :class:`~groupcoord.runtime.txn_runtime.TxnRuntime`, and encodes the reply for the client's
-version, now or (after a write) through a future.
+version, now or (after a write) through a future. Each handler takes the runtime first: the
+composition root (:func:`groupcoord.app.routes`) binds it.
 """
 
 from __future__ import annotations
@@ -20,22 +21,14 @@ from groupcoord.runtime.txn_runtime import TxnRuntime
 from groupcoord.transactions import api
 
 
-def _runtime(broker: Broker) -> TxnRuntime:
-    rt: TxnRuntime | None = getattr(broker, "transactions", None)
-    if rt is None:  # pragma: no cover - the composition root installs it
-        raise RuntimeError("the transaction runtime is not installed on this broker")
-    return rt
-
-
 def _resp_t(broker: Broker, ctx: RequestContext) -> Any:
     return broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
 
 
-def init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def init_producer_id(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """InitProducerId (22): idempotent producers as before; a transactional id goes to the shard."""
-    if request.transactional_id is None or getattr(broker, "transactions", None) is None:
+    if request.transactional_id is None:
         return idempotent.handle(broker, ctx, request)
-    rt = _runtime(broker)
     resp_t = _resp_t(broker, ctx)
     req = api.InitProducerIdRequest(
         transactional_id=str(request.transactional_id),
@@ -56,9 +49,8 @@ def init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return rt.call(lambda reply: rt.shard.init_producer_id(req, reply), encode)
 
 
-def add_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """AddPartitionsToTxn (24) v0-3 (the client form)."""
-    rt = _runtime(broker)
     resp_t = _resp_t(broker, ctx)
     topic_t = child(resp_t, "results_by_topic_v3_and_below")
     part_t = child(topic_t, "results_by_partition")
@@ -120,8 +112,7 @@ def add_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return rt.call(lambda reply: rt.shard.add_partitions_to_txn(req, reply), encode)
 
 
-def add_offsets_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    rt = _runtime(broker)
+def add_offsets_to_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _resp_t(broker, ctx)
     req = api.AddOffsetsToTxnRequest(
         transactional_id=str(request.transactional_id),
@@ -135,8 +126,7 @@ def add_offsets_to_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any
     )
 
 
-def end_txn(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    rt = _runtime(broker)
+def end_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _resp_t(broker, ctx)
     req = api.EndTxnRequest(
         transactional_id=str(request.transactional_id),
@@ -154,9 +144,8 @@ def _datetime(ms_value: int) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(ms_value / 1000, tz=datetime.UTC)
 
 
-def describe_txns(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def describe_txns(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """DescribeTransactions (65, KIP-664)."""
-    rt = _runtime(broker)
     resp_t = _resp_t(broker, ctx)
     state_t = child(resp_t, "transaction_states")
     topic_t = child(state_t, "topics")
@@ -185,9 +174,8 @@ def describe_txns(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return rt.call(lambda reply: rt.shard.describe_transactions(ids, reply), encode)
 
 
-def list_txns(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def list_txns(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """ListTransactions (66, KIP-664) v0: filtered by state names and producer ids."""
-    rt = _runtime(broker)
     resp_t = _resp_t(broker, ctx)
     state_t = child(resp_t, "transaction_states")
 
