@@ -27,7 +27,7 @@ from typing import Any
 
 from groupcoord.clock import SystemClock
 from groupcoord.loop_timers import LoopTimers
-from groupcoord.server.connection import KafkaConnection
+from groupcoord.server.connection import KafkaConnection, Traffic
 from groupcoord.server.dispatch import Dispatcher
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,8 @@ class KafkaServer:
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[KafkaConnection] = set()
         self._ids = itertools.count(1)
+        #: byte and connection totals (read by the metrics endpoint)
+        self.traffic = Traffic()
 
     @property
     def connections(self) -> frozenset[KafkaConnection]:
@@ -82,13 +84,16 @@ class KafkaServer:
 
     def _new_connection(self) -> asyncio.Protocol:
         if len(self._connections) >= self.max_connections:
+            self.traffic.refused += 1
             return _Refused(self.max_connections)
+        self.traffic.accepted += 1
         conn = KafkaConnection(
             self.dispatcher,
             next(self._ids),
             self.max_frame_bytes,
             on_close=self._connections.discard,
             now_ms=self.timers.clock.now_ms,
+            traffic=self.traffic,
         )
         self._connections.add(conn)
         return conn

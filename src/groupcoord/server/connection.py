@@ -115,6 +115,19 @@ def unsupported_api_versions_answer(correlation_id: int, ranges: list[tuple[int,
     return encode_frame(buf.getvalue())
 
 
+class Traffic:
+    """One server's byte and connection totals, added to on its event loop (read by the
+    metrics endpoint: a reader on another thread sees each total at some recent value)."""
+
+    __slots__ = ("accepted", "bytes_in", "bytes_out", "refused")
+
+    def __init__(self) -> None:
+        self.bytes_in = 0  #: bytes read from clients
+        self.bytes_out = 0  #: bytes of answers handed to the transport (file regions included)
+        self.accepted = 0  #: connections accepted
+        self.refused = 0  #: connections closed at once for max.connections
+
+
 class _Slot:
     __slots__ = ("barrier", "data", "done")
 
@@ -133,8 +146,10 @@ class KafkaConnection(asyncio.Protocol):
         max_frame_bytes: int,
         on_close: Callable[[KafkaConnection], None] | None = None,
         now_ms: Callable[[], int] | None = None,
+        traffic: Traffic | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        self._traffic = traffic if traffic is not None else Traffic()
         self.connection_id = connection_id
         self.client_host = "/unknown"
         self.peer = "?"
@@ -199,6 +214,7 @@ class KafkaConnection(asyncio.Protocol):
         if self._closing or self._draining:
             return
         self.last_active_ms = self._now_ms()
+        self._traffic.bytes_in += len(data)
         self._decoder.feed(data)
         self._pump()
 
@@ -331,6 +347,8 @@ class KafkaConnection(asyncio.Protocol):
             api_version=api_version,
             correlation_id=correlation_id,
         )
+        observe = self.dispatcher.observe
+        started = time.perf_counter() if observe is not None else 0.0
         try:
             result = self.dispatcher.call(ctx, request)
         except Exception as exc:
@@ -349,8 +367,11 @@ class KafkaConnection(asyncio.Protocol):
                 self._barriers += 1
             else:
                 self._run_class = overlap
-            task.add_done_callback(lambda t: self._on_done(t, slot, messages, correlation_id))
-        elif result is not None:
+            task.add_done_callback(lambda t: self._on_done(t, slot, messages, correlation_id, started))
+            return
+        if observe is not None:
+            observe(api_key, time.perf_counter() - started)
+        if result is not None:
             slot = _Slot()
             slot.data = self._encode(messages, correlation_id, result)
             if slot.data is None:
@@ -372,7 +393,12 @@ class KafkaConnection(asyncio.Protocol):
             return None
 
     def _on_done(
-        self, task: asyncio.Future[Any], slot: _Slot, messages: ApiMessages, correlation_id: int
+        self,
+        task: asyncio.Future[Any],
+        slot: _Slot,
+        messages: ApiMessages,
+        correlation_id: int,
+        started: float,
     ) -> None:
         self._tasks.discard(task)
         self._unanswered -= 1
@@ -382,6 +408,9 @@ class KafkaConnection(asyncio.Protocol):
             self._barriers -= 1
         if task.cancelled():
             return
+        observe = self.dispatcher.observe
+        if observe is not None:
+            observe(messages.api_key, time.perf_counter() - started)
         exc = task.exception()
         if self._closing:
             if exc is None and type(task.result()) is PreEncoded:
@@ -408,17 +437,20 @@ class KafkaConnection(asyncio.Protocol):
         chunks: list[bytes] = []
         # While a region is being sent nothing may be written around it: everything queues.
         behind = self._sender is not None
+        size = 0
         while pending and pending[0].done:
             data = pending.popleft().data
             if data is None:
                 continue
             if isinstance(data, bytes):
+                size += len(data)
                 if behind or out:
                     out.append(data)
                 else:
                     chunks.append(data)
                 continue
             for piece in data:
+                size += len(piece) if isinstance(piece, bytes) else piece.length
                 if not behind and not out and type(piece) is bytes:
                     chunks.append(piece)
                 else:
@@ -426,6 +458,7 @@ class KafkaConnection(asyncio.Protocol):
         if self._closing or transport is None:
             self._drop_output()
             return
+        self._traffic.bytes_out += size
         if chunks:
             transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
             self.last_active_ms = self._now_ms()

@@ -32,7 +32,7 @@ pending part changes, and A's answer does not depend on B. Two such classes are 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from groupcoord.handling import Handler, HandlerResult, Interceptor, RequestContext, Route
@@ -41,7 +41,12 @@ from groupcoord.protocol.registry import ApiRegistry
 
 S = TypeVar("S")
 
-__all__ = ["Dispatcher", "Handler", "HandlerResult", "Route"]
+__all__ = ["Dispatcher", "Handler", "HandlerResult", "RequestObserver", "Route"]
+
+#: Told of every answered request: its API key and the seconds from the handler's call until
+#: its answer was ready (the metrics endpoint's request histograms). Runs on the event loop,
+#: once per request: keep it cheap.
+RequestObserver = Callable[[int, float], None]
 
 
 class Dispatcher(Generic[S]):
@@ -53,6 +58,9 @@ class Dispatcher(Generic[S]):
         registry: the registry to fill (one the state already holds, so that ApiVersions
             reads the same table); a new one if not given.
         interceptor: called instead of each handler (see :data:`groupcoord.handling.Interceptor`).
+
+    :attr:`observe`, when set (before serving), is told of each answered request
+    (:data:`RequestObserver`); the connection calls it.
     """
 
     def __init__(
@@ -66,6 +74,7 @@ class Dispatcher(Generic[S]):
         self.state = state
         self.registry = registry if registry is not None else ApiRegistry()
         self.interceptor = interceptor
+        self.observe: RequestObserver | None = None
         self._routes: dict[int, Route[S]] = {}
         self._overlap: dict[int, str] = {}
         for route in routes:
