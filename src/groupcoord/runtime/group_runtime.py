@@ -65,6 +65,8 @@ class GroupRuntime:
         )
         self._events: dict[int, list[GroupEvent]] = {}
         self._events_flush_scheduled = False
+        #: called with each event as the coordinator makes it, on the loop (the metrics endpoint)
+        self.event_listeners: list[Callable[[GroupEvent], None]] = []
         self._load_task: asyncio.Task[None] | None = None
         self._cleaner_task: asyncio.Task[None] | None = None
         self.loaded = asyncio.Event()
@@ -260,6 +262,8 @@ class GroupRuntime:
 
     # ------------------------------------------------------------------ events
     def _on_event(self, event: GroupEvent) -> None:
+        for listener in self.event_listeners:
+            listener(event)
         partition = self.coordinator.partition_for(event.group_id)
         self._events.setdefault(partition, []).append(event)
         if not self._events_flush_scheduled:
