@@ -133,6 +133,12 @@ def _group_routes(rt: GroupRuntime) -> list[Route[Broker]]:
         Route(
             api_key=K.OFFSET_DELETE, min_version=0, max_version=0, handler=partial(groups.offset_delete, rt)
         ),
+        Route(
+            api_key=K.TXN_OFFSET_COMMIT,
+            min_version=0,
+            max_version=4,
+            handler=partial(groups.txn_offset_commit, rt),
+        ),
     ]
 
 
@@ -186,6 +192,7 @@ GROUP_APIS = frozenset(
         K.LIST_GROUPS,
         K.DELETE_GROUPS,
         K.OFFSET_DELETE,
+        K.TXN_OFFSET_COMMIT,
     }
 )
 
@@ -274,7 +281,7 @@ class BrokerApp:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.broker = _open_broker(config, data_dir, self.clock)
         self.groups = GroupRuntime(self.broker)
-        self.transactions = TxnRuntime(self.broker)
+        self.transactions = TxnRuntime(self.broker, on_offsets_marker=self.groups.complete_transaction)
         self.dispatcher = build_dispatcher(
             self.broker, self.groups, self.transactions, extra=extra_routes, interceptor=interceptor
         )

@@ -126,6 +126,7 @@ class AdminHandlers(OffsetHandlers):
                 group.transition_to(DEAD, self._now())
                 keys = list(group.offsets)
                 keys.extend(k for k in self._pending_commits.get(group_id, {}) if k not in group.offsets)
+                keys.extend(k for k in self._txn_pending_keys(group_id) if k not in keys)
                 records = [new_offset_commit_tombstone(group_id, t, p) for (t, p) in keys]
                 records.append(new_group_metadata_tombstone(group_id))
                 self._append_offset_write(group_id, records, GroupDeletionWrite(group, before, request))

@@ -296,3 +296,25 @@ class OffsetDeleteTopicResponse:
 class OffsetDeleteResponse:
     error: ErrorCode
     topics: tuple[OffsetDeleteTopicResponse, ...]
+
+
+# --------------------------------------------------------------------------- TxnOffsetCommit
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit (KIP-98, KIP-447): offsets committed inside a producer's transaction.
+
+    ``generation_id`` -1, ``member_id`` "" and ``group_instance_id`` None (what v0-2 carry)
+    commit without the member checks. The response is an :class:`OffsetCommitResponse`.
+    """
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    topics: tuple[OffsetCommitTopic, ...]
+    version: int = 4

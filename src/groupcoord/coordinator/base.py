@@ -31,6 +31,7 @@ from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.events import EventReason, GroupEvent
 from groupcoord.coordinator.group import (
     ClassicGroup,
+    CommittedOffset,
     Member,
 )
 from groupcoord.coordinator.records import (
@@ -134,6 +135,20 @@ class StableFetch:
     errors: dict[str, ErrorCode]
 
 
+@dataclass(eq=False, slots=True)
+class PendingTxnOffset:
+    """An offset committed inside a transaction (TxnOffsetCommit), durable but not yet ended.
+
+    ``superseded``: a plain commit of the same partition was written after it, so a COMMIT
+    marker must not put it in place (Kafka compares the records' log offsets:
+    ``OffsetMetadataManager.replayEndTransactionMarker``; replay runs in log order, so a flag
+    set when the later commit replays says the same).
+    """
+
+    offset: CommittedOffset
+    superseded: bool = False
+
+
 def default_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
@@ -184,6 +199,13 @@ class ShardBase:
         self._offset_writes: dict[str, set[int]] = {}
         self._pending_commits: dict[str, dict[tuple[str, int], int]] = {}
         self._stable_fetches: dict[int, list[StableFetch]] = {}
+        # Transactional offset commits (KIP-98/447, Kafka 4.x OffsetMetadataManager's
+        # pendingTransactionalOffsets and openTransactionsByGroup): producer id -> group ->
+        # partition -> offset, durable but invisible until the transaction's marker; group ->
+        # producer ids with such offsets; partition -> markers that came while it was loading.
+        self._txn_offsets: dict[int, dict[str, dict[tuple[str, int], PendingTxnOffset]]] = {}
+        self._open_txns: dict[str, set[int]] = {}
+        self._deferred_markers: dict[int, list[tuple[int, bool]]] = {}
         self._timer.schedule(OFFSET_EXPIRY, self._now() + config.offsets_retention_check_interval_ms, None)
 
     # ================================================================== public queries

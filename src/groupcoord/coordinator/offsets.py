@@ -26,6 +26,7 @@ from groupcoord.coordinator.api import (
     OffsetFetchRequest,
     OffsetFetchResponse,
     OffsetFetchTopicResponse,
+    TxnOffsetCommitRequest,
 )
 from groupcoord.coordinator.base import (
     COMPLETING,
@@ -34,6 +35,7 @@ from groupcoord.coordinator.base import (
     FETCH_WRITE_ERRORS,
     PREPARING,
     STABLE,
+    PendingTxnOffset,
     StableFetch,
     map_offset_write_error,
 )
@@ -55,11 +57,12 @@ from groupcoord.coordinator.records import (
 from groupcoord.coordinator.result import PendingWrite
 from groupcoord.coordinator.state import GroupState
 from groupcoord.coordinator.writes import (
-    GroupDeletionWrite,
     OffsetCommitWrite,
     OffsetDeleteWrite,
     OffsetExpiryWrite,
     OffsetWrite,
+    OffsetWriteKind,
+    TxnOffsetCommitWrite,
 )
 from groupcoord.errors import ErrorCode
 
@@ -129,14 +132,16 @@ class OffsetHandlers(ClassicGroupHandlers):
         self,
         group_id: str,
         records: Sequence[CoordinatorRecord],
-        then: OffsetCommitWrite | OffsetDeleteWrite | OffsetExpiryWrite | GroupDeletionWrite,
+        then: OffsetWriteKind,
         commits: Sequence[tuple[str, int]] = (),
+        producer: tuple[int, int] = (-1, -1),
     ) -> None:
         """Append a write that changes ``group_id``'s offsets, tracked until it completes.
 
         Meanwhile the partitions in ``commits`` count as pending commits (Kafka's
         ``pendingOffsetCommits``): expiry skips them and deletions write a tombstone for them;
-        and a require_stable OffsetFetch of the group waits for the write.
+        and a require_stable OffsetFetch of the group waits for the write. ``producer`` (id,
+        epoch) makes it a transactional write (TxnOffsetCommit).
         """
         token = next(self._write_tokens)
         self._offset_writes.setdefault(group_id, set()).add(token)
@@ -145,7 +150,15 @@ class OffsetHandlers(ClassicGroupHandlers):
             for key in commits:
                 pending[key] = pending.get(key, 0) + 1
         completion = OffsetWrite(token, group_id, tuple(commits), then)
-        self._out.writes.append(PendingWrite(self.partition_for(group_id), tuple(records), completion))
+        self._out.writes.append(
+            PendingWrite(
+                self.partition_for(group_id),
+                tuple(records),
+                completion,
+                producer_id=producer[0],
+                producer_epoch=producer[1],
+            )
+        )
 
     def _offset_write_finished(self, write: OffsetWrite) -> None:
         group_id = write.group_id
@@ -201,10 +214,22 @@ class OffsetHandlers(ClassicGroupHandlers):
         if member is not None and group.state in (STABLE, PREPARING):
             self.complete_and_schedule_next_heartbeat_expiration(group, member)
 
-        now = self._now()
         expire: int | None = None
         if 2 <= req.version <= 4 and req.retention_time_ms != -1:
-            expire = now + req.retention_time_ms
+            expire = self._now() + req.retention_time_ms
+        results, records = self._commit_records(req, expire)
+        if not records:
+            self._respond(reply, _commit_response(req, lambda t, p: results[(t, p)]))
+            return
+
+        commits = [(k.topic, k.partition) for k in (r.key for r in records) if isinstance(k, OffsetCommitKey)]
+        self._append_offset_write(req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
+
+    def _commit_records(
+        self, req: OffsetCommitRequest | TxnOffsetCommitRequest, expire: int | None
+    ) -> tuple[dict[tuple[str, int], ErrorCode], list[CoordinatorRecord]]:
+        """Each partition's code before the write, and the commit records to write."""
+        now = self._now()
         max_md = self._config.offset_metadata_max_bytes
         results: dict[tuple[str, int], ErrorCode] = {}
         records: list[CoordinatorRecord] = []
@@ -230,12 +255,139 @@ class OffsetHandlers(ClassicGroupHandlers):
                         ),
                     )
                 )
+        return results, records
+
+    # ================================================================== TxnOffsetCommit
+    def _handle_txn_offset_commit(
+        self, req: TxnOffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
+    ) -> None:
+        """Kafka 4.x ``OffsetMetadataManager.commitTransactionalOffset``: validated as a commit
+        (``validateTransactionalOffsetCommit``), written as a transactional batch of the
+        producer, then pending for it until its transaction's marker (:meth:`_end_transaction`).
+
+        The producer epoch is checked by the log against the partition's producer state
+        (INVALID_PRODUCER_EPOCH for a fenced producer), as Kafka's append does.
+        """
+
+        def all_fail(error: ErrorCode) -> None:
+            self._respond(reply, _commit_response(req, lambda _t, _p: error))
+
+        status = self._status(req.group_id)
+        if status is not None:
+            all_fail(status)
+            return
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                all_fail(ErrorCode.ILLEGAL_GENERATION)
+                return
+            group = ClassicGroup(req.group_id, self._now())  # a "simple" group: offsets only
+            self._groups[req.group_id] = group
+            self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
+        error = self._validate_offset_commit(group, req)
+        if error is not None:
+            all_fail(error)
+            return
+        results, records = self._commit_records(req, None)
         if not records:
             self._respond(reply, _commit_response(req, lambda t, p: results[(t, p)]))
             return
-
         commits = [(k.topic, k.partition) for k in (r.key for r in records) if isinstance(k, OffsetCommitKey)]
-        self._append_offset_write(req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
+        self._append_offset_write(
+            req.group_id,
+            records,
+            TxnOffsetCommitWrite(reply, req, results),
+            commits,
+            producer=(req.producer_id, req.producer_epoch),
+        )
+
+    def _txn_offset_commit_written(
+        self, write: TxnOffsetCommitWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    ) -> None:
+        results = write.results
+        if error is ErrorCode.NONE:
+            for record in records:
+                self._replay_transactional(record, write.request.producer_id)
+            self._respond(write.reply, _commit_response(write.request, lambda t, p: results[(t, p)]))
+            return
+        mapped = map_offset_write_error(error)
+        self._respond(
+            write.reply,
+            _commit_response(
+                write.request, lambda t, p: mapped if results[(t, p)] is ErrorCode.NONE else results[(t, p)]
+            ),
+        )
+
+    def _replay_transactional(self, record: CoordinatorRecord, producer_id: int) -> None:
+        """A record of a transactional batch of ``producer_id`` (Kafka 4.x
+        ``OffsetMetadataManager.replay`` with a producer id): an offset commit becomes pending
+        for the producer; anything else replays as usual."""
+        key, value = record.key, record.value
+        if not isinstance(key, OffsetCommitKey) or not isinstance(value, OffsetCommitValue):
+            self._replay(record)
+            return
+        if key.group not in self._groups:
+            group = ClassicGroup(key.group, value.commit_timestamp)
+            group.state_timestamp = None
+            self._groups[key.group] = group
+        pending = self._txn_offsets.setdefault(producer_id, {}).setdefault(key.group, {})
+        pending[(key.topic, key.partition)] = PendingTxnOffset(
+            CommittedOffset(
+                offset=value.offset,
+                leader_epoch=value.leader_epoch,
+                metadata=value.metadata,
+                commit_timestamp=value.commit_timestamp,
+                expire_timestamp=value.expire_timestamp,
+            )
+        )
+        self._open_txns.setdefault(key.group, set()).add(producer_id)
+
+    def _plain_offset_replayed(self, group_id: str, key: tuple[str, int], tombstone: bool) -> None:
+        """A plain commit or a tombstone of ``key`` replayed while transactions of the group
+        are open: a tombstone drops their pending offsets of it (Kafka 4.x ``replay``), a
+        commit supersedes them (it is later in the log than they are)."""
+        for producer_id in self._open_txns.get(group_id, ()):
+            pending = self._txn_offsets.get(producer_id, {}).get(group_id)
+            if pending is None or key not in pending:
+                continue
+            if tombstone:
+                del pending[key]
+            else:
+                pending[key].superseded = True
+
+    def _end_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT or ABORT marker of ``producer_id`` is in ``partition`` (Kafka 4.x
+        ``OffsetMetadataManager.replayEndTransactionMarker``): its pending offsets of the
+        partition's groups become the committed offsets (unless a later plain commit
+        superseded them) or are dropped."""
+        by_group = self._txn_offsets.get(producer_id)
+        if not by_group:
+            return
+        for group_id in [g for g in by_group if self.partition_for(g) == partition]:
+            pending = by_group.pop(group_id)
+            producers = self._open_txns.get(group_id)
+            if producers is not None:
+                producers.discard(producer_id)
+                if not producers:
+                    del self._open_txns[group_id]
+            live = {key: p.offset for key, p in pending.items() if not p.superseded}
+            if not commit or not live:
+                continue
+            group = self._groups.get(group_id)
+            if group is None:
+                group = ClassicGroup(group_id, self._now())
+                group.state_timestamp = None
+                self._groups[group_id] = group
+            group.offsets.update(live)
+        if not by_group:
+            del self._txn_offsets[producer_id]
+
+    def _txn_pending_keys(self, group_id: str) -> set[tuple[str, int]]:
+        """The partitions of ``group_id`` with an offset pending in an open transaction."""
+        keys: set[tuple[str, int]] = set()
+        for producer_id in self._open_txns.get(group_id, ()):
+            keys.update(self._txn_offsets.get(producer_id, {}).get(group_id, ()))
+        return keys
 
     def _offset_commit_written(
         self, write: OffsetCommitWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
@@ -254,7 +406,11 @@ class OffsetHandlers(ClassicGroupHandlers):
             ),
         )
 
-    def _validate_offset_commit(self, group: ClassicGroup, req: OffsetCommitRequest) -> ErrorCode | None:
+    def _validate_offset_commit(
+        self, group: ClassicGroup, req: OffsetCommitRequest | TxnOffsetCommitRequest
+    ) -> ErrorCode | None:
+        """Kafka's ``ClassicGroup.validateOffsetCommit``; a transactional commit with no member
+        id and no generation is accepted in any state (only plain ones need an Empty group)."""
         if group.state is DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if req.generation_id < 0 and group.state is EMPTY:
@@ -265,7 +421,7 @@ class OffsetHandlers(ClassicGroupHandlers):
                 return error
             if req.generation_id != group.generation:
                 return ErrorCode.ILLEGAL_GENERATION
-        else:
+        elif not isinstance(req, TxnOffsetCommitRequest):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state is COMPLETING:
             return ErrorCode.REBALANCE_IN_PROGRESS
@@ -297,19 +453,32 @@ class OffsetHandlers(ClassicGroupHandlers):
             groups=tuple(
                 OffsetFetchGroupResponse(group_id=g.group_id, error=errors[g.group_id], topics=())
                 if g.group_id in errors
-                else self._fetch_one(g)
+                else self._fetch_one(g, req.require_stable)
                 for g in req.groups
             )
         )
 
-    def _fetch_one(self, req: OffsetFetchGroup) -> OffsetFetchGroupResponse:
+    def _fetch_one(self, req: OffsetFetchGroup, require_stable: bool = False) -> OffsetFetchGroupResponse:
+        """With ``require_stable``, a partition with an offset pending in an open transaction
+        answers UNSTABLE_OFFSET_COMMIT (Kafka 4.x ``OffsetMetadataManager.fetchOffsets``)."""
         status = self._status(req.group_id)
         if status is not None:
             return OffsetFetchGroupResponse(group_id=req.group_id, error=status, topics=())
         group = self._groups.get(req.group_id)
         stored = group.offsets if group is not None and group.state is not DEAD else {}
+        unstable: Container[tuple[str, int]] = ()
+        if require_stable and req.group_id in self._open_txns:
+            unstable = self._txn_pending_keys(req.group_id)
 
         def part(topic: str, partition: int) -> OffsetFetchPartitionResponse:
+            if (topic, partition) in unstable:
+                return OffsetFetchPartitionResponse(
+                    partition=partition,
+                    offset=-1,
+                    leader_epoch=None,
+                    metadata="",
+                    error=ErrorCode.UNSTABLE_OFFSET_COMMIT,
+                )
             o = stored.get((topic, partition))
             if o is None:
                 return OffsetFetchPartitionResponse(
@@ -411,14 +580,20 @@ class OffsetHandlers(ClassicGroupHandlers):
             p = self.partition_for(group.group_id)
             if p in self._loading or p not in self._owned or group.state is DEAD:
                 continue
-            pending = self._pending_commits.get(group.group_id, {})
+            commits = self._pending_commits.get(group.group_id, {})
+            pending: Container[tuple[str, int]] = commits
+            open_txns = group.group_id in self._open_txns
+            if open_txns:
+                # Kafka 4.x: an offset with a transactional commit pending does not expire.
+                pending = {*commits, *self._txn_pending_keys(group.group_id)}
             expired = expired_offsets(group, now, retention, pending)
             records = [new_offset_commit_tombstone(group.group_id, t, part) for (t, part) in expired]
             becomes_dead = (
                 group.state is EMPTY
                 and len(expired) == len(group.offsets)
                 and not group.pending_members
-                and not pending
+                and not commits
+                and not open_txns
             )
             if becomes_dead and group.generation > 0:
                 records.append(new_group_metadata_tombstone(group.group_id))
@@ -460,7 +635,7 @@ class OffsetHandlers(ClassicGroupHandlers):
 
 
 def _commit_response(
-    req: OffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
+    req: OffsetCommitRequest | TxnOffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
 ) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         topics=tuple(

@@ -49,6 +49,8 @@ class ReplayHandlers(AdminHandlers):
         value = record.value
         if isinstance(key, OffsetCommitKey):
             group = self._groups.get(key.group)
+            if key.group in self._open_txns:
+                self._plain_offset_replayed(key.group, (key.topic, key.partition), value is None)
             if value is None:
                 if group is not None:
                     group.offsets.pop((key.topic, key.partition), None)
@@ -115,7 +117,21 @@ class ReplayHandlers(AdminHandlers):
             group = ClassicGroup(group_id, 0)
             group.state_timestamp = None  # as replay() of a commit: not a group record's timestamp
             self._groups[group_id] = group
+        if group_id in self._open_txns:
+            offsets = list(offsets)
+            for key, _ in offsets:
+                self._plain_offset_replayed(group_id, key, False)
         group.offsets.update(offsets)
+
+    def _complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """The live path: a marker of ``producer_id`` is durable in ``partition``. While the
+        partition loads, it is applied when the load completes (the loader may or may not have
+        read it from the log; applying it twice changes nothing)."""
+        if partition in self._loading:
+            self._deferred_markers.setdefault(partition, []).append((producer_id, commit))
+            return
+        if partition in self._owned:
+            self._end_transaction(partition, producer_id, commit)
 
     def _apply_group_metadata(self, group: ClassicGroup, value: GroupMetadataValue) -> None:
         """Live path: the record confirms what the in-memory group already decided."""
@@ -182,6 +198,8 @@ class ReplayHandlers(AdminHandlers):
         if partition not in self._loading:
             raise IllegalStateError(f"partition {partition} is not loading")
         self._loading.discard(partition)
+        for producer_id, commit in self._deferred_markers.pop(partition, ()):
+            self._end_transaction(partition, producer_id, commit)
         cached = self._partition_cache.get  # called once per partition for every group: inline
         for group in list(self._groups.values()):
             if group.previous_state is None and group.state is EMPTY:
@@ -196,6 +214,13 @@ class ReplayHandlers(AdminHandlers):
         self._owned.discard(partition)
         was_loading = partition in self._loading
         self._loading.discard(partition)
+        self._deferred_markers.pop(partition, None)
+        for by_group in self._txn_offsets.values():
+            for group_id in [g for g in by_group if self.partition_for(g) == partition]:
+                del by_group[group_id]
+                self._open_txns.pop(group_id, None)
+        for producer_id in [pid for pid, by_group in self._txn_offsets.items() if not by_group]:
+            del self._txn_offsets[producer_id]
         for group in list(self._groups.values()):
             if self.partition_for(group.group_id) != partition:
                 continue

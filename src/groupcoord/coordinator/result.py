@@ -46,6 +46,10 @@ class PendingWrite:
     records: tuple[CoordinatorRecord, ...]
     #: Handed back to the shard's ``complete_write`` with the write's outcome.
     completion: object
+    #: A transactional write (TxnOffsetCommit): the records go in a transactional batch of
+    #: this producer id and epoch; -1 for every other write.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 class CoordinatorResult:

@@ -35,6 +35,7 @@ from groupcoord.coordinator.api import (
     OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
 )
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
@@ -56,6 +57,7 @@ from groupcoord.coordinator.writes import (
     OffsetExpiryWrite,
     OffsetWrite,
     StaticMemberReplacementWrite,
+    TxnOffsetCommitWrite,
 )
 from groupcoord.errors import ErrorCode, IllegalStateError
 
@@ -116,6 +118,41 @@ class GroupCoordinatorShard(ReplayHandlers):
     ) -> CoordinatorResult:
         out = self._out = CoordinatorResult()
         self._handle_offset_commit(req, reply)
+        return out
+
+    def txn_offset_commit(
+        self, req: TxnOffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
+    ) -> CoordinatorResult:
+        out = self._out = CoordinatorResult()
+        self._handle_txn_offset_commit(req, reply)
+        return out
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> CoordinatorResult:
+        """The live path: a COMMIT (``commit``) or ABORT marker of ``producer_id`` is durable in
+        ``__consumer_offsets`` partition ``partition``; its pending offsets there are put in
+        place or dropped (deferred to the end of the partition's load if it is loading)."""
+        out = self._out = CoordinatorResult()
+        self._complete_transaction(partition, producer_id, commit)
+        return out
+
+    def replay_transactional(self, record: CoordinatorRecord, producer_id: int) -> CoordinatorResult:
+        """Replay a record of a transactional batch of ``producer_id`` (loading)."""
+        out = self._out = CoordinatorResult()
+        self._replay_transactional(record, producer_id)
+        return out
+
+    def replay_end_transaction(self, partition: int, producer_id: int, commit: bool) -> CoordinatorResult:
+        """Replay a marker of ``producer_id`` read from ``partition`` (loading)."""
+        out = self._out = CoordinatorResult()
+        self._end_transaction(partition, producer_id, commit)
+        return out
+
+    def pending_transactional_offsets(self, group_id: str) -> dict[int, dict[tuple[str, int], int]]:
+        """Producer id -> partition -> offset pending in its open transaction (tests, describe)."""
+        out: dict[int, dict[tuple[str, int], int]] = {}
+        for producer_id in sorted(self._open_txns.get(group_id, ())):
+            pending = self._txn_offsets.get(producer_id, {}).get(group_id, {})
+            out[producer_id] = {k: p.offset.offset for k, p in pending.items()}
         return out
 
     def offset_fetch(
@@ -200,6 +237,8 @@ class GroupCoordinatorShard(ReplayHandlers):
             then = done.then
             if isinstance(then, OffsetCommitWrite):
                 self._offset_commit_written(then, write.records, error)
+            elif isinstance(then, TxnOffsetCommitWrite):
+                self._txn_offset_commit_written(then, write.records, error)
             elif isinstance(then, OffsetDeleteWrite):
                 self._offset_delete_written(then, write.records, error)
             elif isinstance(then, OffsetExpiryWrite):

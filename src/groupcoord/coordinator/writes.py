@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.coordinator.api import OffsetCommitRequest, OffsetDeleteRequest
+from groupcoord.coordinator.api import OffsetCommitRequest, OffsetDeleteRequest, TxnOffsetCommitRequest
 from groupcoord.coordinator.group import ClassicGroup, StateSnapshot
 from groupcoord.errors import ErrorCode
 
@@ -65,6 +65,18 @@ class OffsetCommitWrite:
 
 
 @dataclass(slots=True, eq=False)
+class TxnOffsetCommitWrite:
+    """A TxnOffsetCommit's records, written in a transactional batch of the request's producer.
+
+    Once durable they are pending for that producer until its transaction's marker.
+    """
+
+    reply: Callable[[Any], None]
+    request: TxnOffsetCommitRequest
+    results: dict[tuple[str, int], ErrorCode]
+
+
+@dataclass(slots=True, eq=False)
 class OffsetDeleteWrite:
     """An OffsetDelete's tombstones; topics in ``subscribed`` are answered GROUP_SUBSCRIBED_TO_TOPIC."""
 
@@ -108,6 +120,11 @@ class GroupDeletionWrite:
     request: DeleteGroupsInFlight
 
 
+OffsetWriteKind = (
+    OffsetCommitWrite | TxnOffsetCommitWrite | OffsetDeleteWrite | OffsetExpiryWrite | GroupDeletionWrite
+)
+
+
 @dataclass(slots=True, eq=False)
 class OffsetWrite:
     """Wraps a write that changes a group's offsets, tracked while it is in flight.
@@ -119,7 +136,7 @@ class OffsetWrite:
     token: int
     group_id: str
     commits: tuple[tuple[str, int], ...]
-    then: OffsetCommitWrite | OffsetDeleteWrite | OffsetExpiryWrite | GroupDeletionWrite
+    then: OffsetWriteKind
 
 
 WriteCompletion = AssignmentWrite | EmptyGroupWrite | StaticMemberReplacementWrite | OffsetWrite

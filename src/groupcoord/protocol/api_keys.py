@@ -51,6 +51,8 @@ class ApiKey(enum.IntEnum):
     ADD_OFFSETS_TO_TXN = 25
     #: commit or abort a transaction
     END_TXN = 26
+    #: commit a group's offsets inside a transaction
+    TXN_OFFSET_COMMIT = 28
     #: topic and broker configuration
     DESCRIBE_CONFIGS = 32
     #: add partitions to topics

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from groupcoord.clock import Clock
 from groupcoord.coordinator.api import (
@@ -46,6 +46,7 @@ from groupcoord.coordinator.api import (
     OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
 )
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.events import GroupEvent
@@ -67,6 +68,23 @@ class RecordSink(Protocol):
 
         Call ``done(ErrorCode.NONE)`` once durable, or ``done(<storage error>)`` on failure;
         ``done`` may be called synchronously inside ``append`` or later.
+        """
+        ...
+
+
+@runtime_checkable
+class TransactionalRecordSink(Protocol):
+    def append_transactional(
+        self,
+        partition: int,
+        records: Sequence[CoordinatorRecord],
+        producer_id: int,
+        producer_epoch: int,
+        done: Callable[[ErrorCode], None],
+    ) -> None:
+        """As :meth:`RecordSink.append`, in a transactional batch of the producer (TxnOffsetCommit).
+
+        A sink without this method takes transactional writes through ``append``.
         """
         ...
 
@@ -114,6 +132,15 @@ class CoordinatorRuntime:
         if result.responses:
             self._replies.extend(result.responses)
         for write in result.writes:
+            if write.producer_id >= 0 and isinstance(self._sink, TransactionalRecordSink):
+                self._sink.append_transactional(
+                    write.partition,
+                    write.records,
+                    write.producer_id,
+                    write.producer_epoch,
+                    functools.partial(self._written, write),
+                )
+                continue
             self._sink.append(write.partition, write.records, functools.partial(self._written, write))
         if self._replies and not self._delivering:
             self._deliver()
@@ -146,6 +173,21 @@ class CoordinatorRuntime:
 
     def offset_commit(self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]) -> None:
         self._apply(self.shard.offset_commit(req, reply))
+
+    def txn_offset_commit(
+        self, req: TxnOffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
+    ) -> None:
+        self._apply(self.shard.txn_offset_commit(req, reply))
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker of ``producer_id`` is durable in ``partition`` (live path)."""
+        self._apply(self.shard.complete_transaction(partition, producer_id, commit))
+
+    def replay_transactional(self, record: CoordinatorRecord, producer_id: int) -> None:
+        self._apply(self.shard.replay_transactional(record, producer_id))
+
+    def replay_end_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        self._apply(self.shard.replay_end_transaction(partition, producer_id, commit))
 
     def offset_fetch(self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]) -> None:
         self._apply(self.shard.offset_fetch(req, reply))

@@ -275,11 +275,11 @@ def leave_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
 
 
 # ------------------------------------------------------------------------ OffsetCommit
-def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the core."""
-    resp_t = _response_type(broker, ctx)
-    topic_t = child(resp_t, "topics")
-    part_t = child(topic_t, "partitions")
+def _committable(
+    broker: Broker, request: Any
+) -> tuple[list[api.OffsetCommitTopic], dict[tuple[str, int], ErrorCode]]:
+    """An (Txn)OffsetCommit's partitions of existing topics, and the others' codes
+    (UNKNOWN_TOPIC_OR_PARTITION, as Kafka's request layer answers them)."""
     topics_meta = broker.logs.topics()
     unknown: dict[tuple[str, int], ErrorCode] = {}
     known_topics: list[api.OffsetCommitTopic] = []
@@ -302,16 +302,16 @@ def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
             )
         if parts:
             known_topics.append(api.OffsetCommitTopic(name=t.name, partitions=tuple(parts)))
-    retention = getattr(request, "retention_time", None)
-    req = api.OffsetCommitRequest(
-        group_id=request.group_id,
-        generation_id=int(request.generation_id_or_member_epoch),
-        member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
-        retention_time_ms=-1 if retention is None else ms(retention),
-        topics=tuple(known_topics),
-        version=ctx.api_version,
-    )
+    return known_topics, unknown
+
+
+def _commit_encoder(
+    broker: Broker, ctx: RequestContext, request: Any, unknown: dict[tuple[str, int], ErrorCode]
+) -> Callable[[api.OffsetCommitResponse], Any]:
+    """Encodes a commit's answer for the request's version, per partition of the request."""
+    resp_t = _response_type(broker, ctx)
+    topic_t = child(resp_t, "topics")
+    part_t = child(topic_t, "partitions")
 
     def encode(r: api.OffsetCommitResponse) -> Any:
         codes = {(t.name, p.partition): p.error for t in r.topics for p in t.partitions}
@@ -336,11 +336,54 @@ def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
             ),
         )
 
+    return encode
+
+
+def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the core."""
+    known_topics, unknown = _committable(broker, request)
+    retention = getattr(request, "retention_time", None)
+    req = api.OffsetCommitRequest(
+        group_id=request.group_id,
+        generation_id=int(request.generation_id_or_member_epoch),
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        retention_time_ms=-1 if retention is None else ms(retention),
+        topics=tuple(known_topics),
+        version=ctx.api_version,
+    )
+    encode = _commit_encoder(broker, ctx, request, unknown)
     if not known_topics:
         # As in Kafka's request layer: with nothing committable the coordinator is not asked,
         # so no group is created and no membership is checked.
         return encode(api.OffsetCommitResponse(topics=()))
     return _call(runtime, lambda reply: runtime.coordinator.offset_commit(req, reply), encode)
+
+
+def txn_offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """TxnOffsetCommit (28) v0-4: offsets committed inside a transaction (KIP-98, KIP-447).
+
+    As Kafka's ``KafkaApis.handleTxnOffsetCommitRequest``: partitions of unknown topics get
+    UNKNOWN_TOPIC_OR_PARTITION and the rest go to the group coordinator, which holds them
+    pending for the producer until its transaction's marker. v0-2 carry no member fields
+    (generation -1, no member id).
+    """
+    known_topics, unknown = _committable(broker, request)
+    req = api.TxnOffsetCommitRequest(
+        transactional_id=str(request.transactional_id),
+        group_id=str(request.group_id),
+        producer_id=int(request.producer_id),
+        producer_epoch=int(request.producer_epoch),
+        generation_id=int(getattr(request, "generation_id", -1)),
+        member_id=str(getattr(request, "member_id", "")),
+        group_instance_id=getattr(request, "group_instance_id", None),
+        topics=tuple(known_topics),
+        version=ctx.api_version,
+    )
+    encode = _commit_encoder(broker, ctx, request, unknown)
+    if not known_topics:
+        return encode(api.OffsetCommitResponse(topics=()))
+    return _call(runtime, lambda reply: runtime.coordinator.txn_offset_commit(req, reply), encode)
 
 
 # ------------------------------------------------------------------------ OffsetFetch

@@ -34,7 +34,7 @@ from groupcoord.coordinator.records import CoordinatorRecord, encode_record
 from groupcoord.errors import ErrorCode
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.runtime.loader import OffsetsLoader
-from groupcoord.storage.batch import build_batch
+from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.storage.log import PartitionLog
 
 if TYPE_CHECKING:
@@ -234,6 +234,46 @@ class GroupRuntime:
             key, value = encode_record(rec)
             entries.append((key, value, ()))
         batch = build_batch(entries, timestamp_ms=now)
+        self._append_batch(plog, partition, batch, done)
+
+    def append_transactional(
+        self,
+        partition: int,
+        records: Sequence[CoordinatorRecord],
+        producer_id: int,
+        producer_epoch: int,
+        done: Callable[[ErrorCode], None],
+    ) -> None:
+        """A TxnOffsetCommit's records as a transactional batch of the producer (as Kafka's
+        ``GroupMetadataManager.storeOffsets``); a fenced epoch is INVALID_PRODUCER_EPOCH."""
+        try:
+            plog = self.broker.logs.partition(OFFSETS_TOPIC, partition)
+        except KeyError:
+            self._finish(done, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return
+        entry = plog.producer_state().producer(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            self._finish(done, ErrorCode.INVALID_PRODUCER_EPOCH)
+            return
+        batch = build_batch(
+            [(*encode_record(rec), ()) for rec in records],
+            timestamp_ms=self.broker.clock.now_ms(),
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=0,
+            attributes=ATTR_TRANSACTIONAL,
+        )
+        self._append_batch(plog, partition, batch, done)
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT/ABORT marker of ``producer_id`` is durable in ``partition`` (the transaction
+        runtime calls this): the group coordinator applies it to the pending offsets."""
+        self.coordinator.complete_transaction(partition, producer_id, commit)
+        self.kick()
+
+    def _append_batch(
+        self, plog: PartitionLog, partition: int, batch: bytes, done: Callable[[ErrorCode], None]
+    ) -> None:
         try:
             plog.append(batch)
         except Exception as exc:  # the storage layer's errors carry no wire code of their own

@@ -26,8 +26,9 @@ the state a full replay gives. A commit whose value does not decode is treated a
 If a remembered key does not decode, nothing of that stretch has been applied yet, and the
 stretch is replayed record by record through the general path instead.
 
-Control batches are skipped (as the general loader does); the coordinator writes no
-transactional records, so there are no aborted ones to filter.
+Transactional batches (TxnOffsetCommit) and control batches (transaction markers) are barriers:
+their commits replay as pending for the batch's producer, and a marker puts that producer's
+pending commits in place (COMMIT) or drops them (ABORT).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from groupcoord.storage.batch import (
     decompress,
     iter_record_spans,
 )
+from groupcoord.storage.control import ControlType, decode_marker
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +98,8 @@ class OffsetsLoader:
     # ------------------------------------------------------------------ feeding
     def feed(self, header: BatchHeader, batch: bytes) -> None:
         """One batch of the partition (the whole batch's bytes, header included)."""
-        if header.is_control:
+        if header.is_control or header.is_transactional:
+            self._feed_transactional(header, batch)
             return
         codec = header.compression
         if codec == 0:
@@ -151,6 +154,38 @@ class OffsetsLoader:
             self._slow_rest(header, batch, i)
         if self._npending >= MAX_PENDING:
             self.flush(end_index=None)
+
+    def _feed_transactional(self, header: BatchHeader, batch: bytes) -> None:
+        """A TxnOffsetCommit's batch (its commits pending for the producer) or a transaction
+        marker (the producer's pending commits of this partition put in place or dropped), in
+        log order after what came before (Kafka 4.x ``CoordinatorLoaderImpl``: a control batch
+        replays as an end-transaction marker, a transactional one with its producer id)."""
+        self.flush(end_index=None)
+        rows = decode_record_tuples(batch, 0)[1]
+        if header.is_control:
+            for offset, _ts, key, value, _headers, _attrs in rows:
+                try:
+                    marker = decode_marker(key, value)
+                except ValueError as exc:
+                    where = (self._topic, self._partition, offset)
+                    log.warning("%s-%d offset %d: control record skipped: %s", *where, exc)
+                    continue
+                self._coordinator.replay_end_transaction(
+                    self._partition, header.producer_id, marker.type is ControlType.COMMIT
+                )
+            return
+        for offset, _ts, key, value, _headers, _attrs in rows:
+            if key is None:
+                continue
+            try:
+                record = decode_record(key, value)
+            except ValueError as exc:
+                where = (self._topic, self._partition, offset)
+                log.warning("%s-%d offset %d: undecodable record skipped: %s", *where, exc)
+                continue
+            if record is not None:
+                self._coordinator.replay_transactional(record, header.producer_id)
+                self.records += 1
 
     def finish(self) -> int:
         """Apply what is left; the number of records loaded."""

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.errors import ErrorCode
 from groupcoord.storage.batch import build_batch, decode_records
 from groupcoord.storage.control import build_marker_batch
@@ -37,8 +38,23 @@ TRANSACTION_STATE_TOPIC = "__transaction_state"
 _TIMER_KEY = ("transaction-coordinator",)
 
 class TxnRuntime:
-    def __init__(self, broker: Broker, config: TxnConfig | None = None) -> None:
+    """Args:
+    broker: the broker whose logs and timers it uses.
+    config: the coordinator's settings (from the broker's config by default).
+    on_offsets_marker: called as ``(partition, producer_id, commit)`` once a marker is durable
+        in a ``__consumer_offsets`` partition (the group coordinator's
+        ``complete_transaction``: the transaction's offset commits take effect or are dropped).
+    """
+
+    def __init__(
+        self,
+        broker: Broker,
+        config: TxnConfig | None = None,
+        *,
+        on_offsets_marker: Callable[[int, int, bool], None] | None = None,
+    ) -> None:
         self.broker = broker
+        self._on_offsets_marker = on_offsets_marker
         self.config = config or TxnConfig(
             offsets_partitions=int(getattr(broker.config, "offsets_topic_num_partitions", 50))
         )
@@ -184,7 +200,17 @@ class TxnRuntime:
                 return
             self.broker.notify_append((topic, partition), len(batch))
             dirty[(topic, partition)] = plog
-        self._durable(dirty, lambda code: self.shard.complete_markers(m, code))
+        self._durable(dirty, lambda code: self._markers_written(m, code))
+
+    def _markers_written(self, m: MarkerWrite, code: ErrorCode) -> TxnResult:
+        """The group coordinator applies the markers in ``__consumer_offsets`` first (Kafka's
+        ``GroupCoordinator.onTransactionCompleted`` after the marker append), so a commit's
+        offsets are visible before EndTxn's transaction completes."""
+        if code is ErrorCode.NONE and self._on_offsets_marker is not None:
+            for topic, partition in m.partitions:
+                if topic == OFFSETS_TOPIC:
+                    self._on_offsets_marker(partition, m.producer_id, m.commit)
+        return self.shard.complete_markers(m, code)
 
     def _durable(self, dirty: dict[Hashable, Flushable], then: Callable[[ErrorCode], TxnResult]) -> None:
         if not dirty or self.broker.config.flush_policy_explicit:
