@@ -27,7 +27,7 @@ import json
 import logging
 import sys
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -43,11 +43,14 @@ from groupcoord.coordinator.records import (
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.client import WireClient, WireError, build_request
 from groupcoord.protocol.registry import ApiMessages, load_messages
-from groupcoord.storage.batch import CorruptBatchError, decode_records, iter_batches
+from groupcoord.storage.batch import BatchHeader, CorruptBatchError, decode_records, iter_batches
+from groupcoord.storage.batch import Record as BatchRecord
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
     "AdminClient",
     "AdminError",
     "GroupDescription",
@@ -58,17 +61,20 @@ __all__ = [
     "format_description",
     "format_listing",
     "list_groups",
+    "list_offsets",
+    "read_partition",
     "register",
 ]
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 # API keys and the version ranges this tool can build requests for.
-FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 1, 2, 3, 8, 9, 10
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 0, 1, 2, 3, 8, 9, 10
 DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS = 15, 16, 18
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 19, 20, 32, 33
 CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE = 37, 42, 44, 47
 _CLIENT_RANGES: dict[int, tuple[int, int]] = {
+    PRODUCE: (3, 8),
     OFFSET_COMMIT: (2, 8),
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 5),
@@ -86,8 +92,8 @@ _CLIENT_RANGES: dict[int, tuple[int, int]] = {
     DESCRIBE_GROUPS: (0, 5),
     LIST_GROUPS: (0, 4),
 }
-_LATEST_TIMESTAMP = -1
-_EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
 _FETCH_MAX_BYTES = 4 << 20
 
 
@@ -282,9 +288,12 @@ class AdminClient:
         return out
 
 
-def _list_offsets(
+def list_offsets(
     leaders: dict[tuple[str, int], Connection], wanted: Iterable[tuple[str, int]], timestamp: int
 ) -> dict[tuple[str, int], int]:
+    """ListOffsets for each wanted partition at ``timestamp`` (:data:`LATEST_TIMESTAMP`: the
+    log end, :data:`EARLIEST_TIMESTAMP`: the log start), asked of its leader in ``leaders``;
+    a partition without a leader or with an error code is left out (logged)."""
     by_conn: dict[str, tuple[Connection, list[tuple[str, int]]]] = {}
     for tp in wanted:
         conn = leaders.get(tp)
@@ -317,20 +326,17 @@ def _list_offsets(
     return out
 
 
-def _newest_group_metadata(admin: AdminClient, group_id: str) -> GroupMetadataValue | None:
-    """The group's newest GroupMetadata record value in ``__consumer_offsets`` (None: none or
-    a tombstone), read with Fetch from the log start to the high watermark."""
-    leaders = admin.leaders([OFFSETS_TOPIC])
-    count = sum(1 for t, _ in leaders if t == OFFSETS_TOPIC)
-    if count == 0:
-        return None
-    tp = (OFFSETS_TOPIC, partition_for(group_id, count))
-    conn = leaders.get(tp)
-    if conn is None:
-        return None
-    start = _list_offsets(leaders, [tp], _EARLIEST_TIMESTAMP).get(tp, 0)
-    end = _list_offsets(leaders, [tp], _LATEST_TIMESTAMP).get(tp, 0)
-    found: GroupMetadataValue | None = None
+def read_partition(
+    conn: Connection, topic: str, partition: int, start: int, end: int
+) -> Iterator[tuple[BatchHeader, BatchRecord]]:
+    """Each data record of ``topic``-``partition`` from ``start`` up to ``end`` (a high
+    watermark read before), with its batch's header, read with Fetch from the partition's
+    leader ``conn``. Control batches (transaction markers) are skipped. A start below the log
+    start moves to the log start; a fetch that returns no complete batch ends the read.
+
+    Raises:
+        AdminError: an error code in the Fetch answer, or a corrupt batch.
+    """
     position = start
     while position < end:
         r = conn.call(
@@ -344,10 +350,10 @@ def _newest_group_metadata(admin: AdminClient, group_id: str) -> GroupMetadataVa
             session_epoch=-1,
             topics=[
                 {
-                    "topic": tp[0],
+                    "topic": topic,
                     "partitions": [
                         {
-                            "partition": tp[1],
+                            "partition": partition,
                             "current_leader_epoch": -1,
                             "fetch_offset": position,
                             "log_start_offset": -1,
@@ -360,7 +366,12 @@ def _newest_group_metadata(admin: AdminClient, group_id: str) -> GroupMetadataVa
             rack_id="",
         )
         part = r.responses[0].partitions[0]
-        _check(part.error_code, f"Fetch {tp[0]}-{tp[1]} at {position}")
+        code = int(part.error_code)
+        log_start = int(getattr(part, "log_start_offset", -1))  # Fetch v5+
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE and position < log_start:
+            position = log_start
+            continue
+        _check(code, f"Fetch {topic}-{partition} at {position}")
         data = bytes(part.records or b"")
         advanced = position
         try:
@@ -371,25 +382,38 @@ def _newest_group_metadata(admin: AdminClient, group_id: str) -> GroupMetadataVa
                 if header.is_control:
                     continue
                 for rec in decode_records(data, pos):
-                    if rec.offset < position or rec.key is None:
-                        continue
-                    try:
-                        record = decode_record(
-                            bytes(rec.key), None if rec.value is None else bytes(rec.value)
-                        )
-                    except (RecordDecodeError, ValueError):
-                        continue
-                    if (
-                        record is not None
-                        and isinstance(record.key, GroupMetadataKey)
-                        and record.key.group == group_id
-                    ):
-                        found = record.value if isinstance(record.value, GroupMetadataValue) else None
+                    if rec.offset >= position:
+                        yield header, rec
         except CorruptBatchError as exc:
-            raise AdminError(f"{tp[0]}-{tp[1]}: corrupt batch in Fetch answer: {exc}") from exc
+            raise AdminError(f"{topic}-{partition}: corrupt batch in Fetch answer: {exc}") from exc
         if advanced == position:
             break  # nothing complete came back (a batch larger than the fetch size)
         position = advanced
+
+
+def _newest_group_metadata(admin: AdminClient, group_id: str) -> GroupMetadataValue | None:
+    """The group's newest GroupMetadata record value in ``__consumer_offsets`` (None: none or
+    a tombstone), read with Fetch from the log start to the high watermark."""
+    leaders = admin.leaders([OFFSETS_TOPIC])
+    count = sum(1 for t, _ in leaders if t == OFFSETS_TOPIC)
+    if count == 0:
+        return None
+    tp = (OFFSETS_TOPIC, partition_for(group_id, count))
+    conn = leaders.get(tp)
+    if conn is None:
+        return None
+    start = list_offsets(leaders, [tp], EARLIEST_TIMESTAMP).get(tp, 0)
+    end = list_offsets(leaders, [tp], LATEST_TIMESTAMP).get(tp, 0)
+    found: GroupMetadataValue | None = None
+    for _, rec in read_partition(conn, tp[0], tp[1], start, end):
+        if rec.key is None:
+            continue
+        try:
+            record = decode_record(bytes(rec.key), None if rec.value is None else bytes(rec.value))
+        except (RecordDecodeError, ValueError):
+            continue
+        if record is not None and isinstance(record.key, GroupMetadataKey) and record.key.group == group_id:
+            found = record.value if isinstance(record.value, GroupMetadataValue) else None
     return found
 
 
@@ -450,7 +474,7 @@ def describe_group(admin: AdminClient, group_id: str) -> GroupDescription:
 
     wanted = sorted(set(committed) | set(owners))
     leaders = admin.leaders({t for t, _ in wanted}) if wanted else {}
-    ends = _list_offsets(leaders, wanted, _LATEST_TIMESTAMP)
+    ends = list_offsets(leaders, wanted, LATEST_TIMESTAMP)
     partitions = []
     for tp in wanted:
         owner = owners.get(tp)
@@ -602,18 +626,16 @@ def plan_reset(
     else:
         whole = [t for t, parts in scope if not parts]
         known = topic_partitions(admin, whole) if whole else {}
-        wanted = sorted(
-            {(t, p) for t, parts in scope for p in (parts or tuple(known.get(t, ())))}
-        )
+        wanted = sorted({(t, p) for t, parts in scope for p in (parts or tuple(known.get(t, ())))})
     if not wanted:
         return []
     leaders = admin.leaders({t for t, _ in wanted})
     missing = [f"{t}-{p}" for t, p in wanted if (t, p) not in leaders]
     if missing:
         raise AdminError(f"no such partition: {', '.join(missing)}")
-    earliest = _list_offsets(leaders, wanted, _EARLIEST_TIMESTAMP)
-    latest = _list_offsets(leaders, wanted, _LATEST_TIMESTAMP)
-    at_time = _list_offsets(leaders, wanted, mode.value) if mode.kind == "datetime" else {}
+    earliest = list_offsets(leaders, wanted, EARLIEST_TIMESTAMP)
+    latest = list_offsets(leaders, wanted, LATEST_TIMESTAMP)
+    at_time = list_offsets(leaders, wanted, mode.value) if mode.kind == "datetime" else {}
     plan = []
     for tp in wanted:
         lo, hi = earliest[tp], latest[tp]

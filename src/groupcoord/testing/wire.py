@@ -1,7 +1,9 @@
 """What a test reads and writes through the broker's own protocol, with no client library.
 
-Everything here goes over the wire (``groupcoord.protocol.client``), so it works alike for an
-in-process broker and a subprocess one, and it observes exactly what a client would.
+Everything here goes over the wire, through the admin tool's client
+(:class:`groupcoord.admin.AdminClient` over ``groupcoord.protocol.client``), so it works alike
+for an in-process broker and a subprocess one, and it observes exactly what a client would.
+Partitions and records are the client's own values (:mod:`groupcoord.client.types`).
 """
 
 from __future__ import annotations
@@ -9,15 +11,26 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
-from groupcoord.admin import AdminClient, describe_group
+from groupcoord.admin import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    PRODUCE,
+    AdminClient,
+    AdminError,
+    committed_offsets,
+    describe_group,
+    list_offsets,
+    read_partition,
+    topic_partitions,
+)
+from groupcoord.admin_topics import create_topic as create_topic_over_wire
+from groupcoord.client.types import Record, TopicPartition
 from groupcoord.constants import GROUP_EVENTS_TOPIC
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import partition_for
 from groupcoord.errors import ErrorCode
-from groupcoord.protocol.client import WireClient
-from groupcoord.storage.batch import build_batch, decode_records, iter_batches
+from groupcoord.storage.batch import build_batch
 
 __all__ = [
     "GroupMember",
@@ -32,24 +45,7 @@ __all__ = [
     "records",
 ]
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_FETCH, CREATE_TOPICS = 0, 1, 2, 3, 9, 19
-_FETCH_MAX_BYTES = 8 << 20
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Record:
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]
+_CLIENT_ID = "groupcoord-testing"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,13 +82,8 @@ class GroupState:
         return {m.client_id: m.assignment for m in self.members}
 
 
-def _split(bootstrap: str) -> tuple[str, int]:
-    host, _, port = bootstrap.rpartition(":")
-    return host, int(port)
-
-
 def describe(bootstrap: str, group: str) -> GroupState:
-    with AdminClient(bootstrap, client_id="groupcoord-testing") as admin:
+    with AdminClient(bootstrap, client_id=_CLIENT_ID) as admin:
         d = describe_group(admin, group)
     return GroupState(
         group_id=d.group_id,
@@ -115,42 +106,23 @@ def describe(bootstrap: str, group: str) -> GroupState:
 
 
 def committed(bootstrap: str, group: str) -> dict[TopicPartition, int]:
-    with AdminClient(bootstrap, client_id="groupcoord-testing") as admin:
-        coord = admin.coordinator(group)
-        r = coord.call(OFFSET_FETCH, group_id=group, topics=None, require_stable=False)
-    if int(r.error_code) != 0:
-        raise RuntimeError(f"OffsetFetch({group!r}): {ErrorCode(int(r.error_code)).name}")
-    out: dict[TopicPartition, int] = {}
-    for t in r.topics:
-        for p in t.partitions:
-            if int(p.error_code) == 0 and int(p.committed_offset) >= 0:
-                out[TopicPartition(t.name, int(p.partition_index))] = int(p.committed_offset)
-    return dict(sorted(out.items()))
+    with AdminClient(bootstrap, client_id=_CLIENT_ID) as admin:
+        offsets = committed_offsets(admin, group)
+    return {TopicPartition(t, p): o for (t, p), o in sorted(offsets.items())}
 
 
 def create_topic(
     bootstrap: str, name: str, partitions: int = 1, configs: dict[str, str] | None = None
 ) -> None:
-    host, port = _split(bootstrap)
-    with WireClient(host, port, client_id="groupcoord-testing") as c:
-        r = c.call(
-            CREATE_TOPICS,
-            4,
-            topics=[
-                {
-                    "name": name,
-                    "num_partitions": partitions,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
-                }
-            ],
-            timeout=30_000,
-            validate_only=False,
-        )
-    code = int(r.topics[0].error_code)
-    if code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):
-        raise RuntimeError(f"CreateTopics({name!r}): {ErrorCode(code).name}")
+    """Create ``name`` (a topic that already exists is left as it is)."""
+    with AdminClient(bootstrap, client_id=_CLIENT_ID) as admin:
+        try:
+            create_topic_over_wire(
+                admin, name, partitions=partitions, replication_factor=1, configs=configs or {}
+            )
+        except AdminError as exc:
+            if ErrorCode.TOPIC_ALREADY_EXISTS.name not in str(exc):
+                raise
 
 
 def produce(
@@ -174,11 +146,9 @@ def produce(
     batch = build_batch(
         entries, timestamp_ms=int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     )
-    host, port = _split(bootstrap)
-    with WireClient(host, port, client_id="groupcoord-testing") as c:
-        r = c.call(
+    with AdminClient(bootstrap, client_id=_CLIENT_ID) as admin:
+        r = admin.bootstrap.call(
             PRODUCE,
-            8,
             transactional_id=None,
             acks=-1,
             timeout=30_000,
@@ -192,119 +162,45 @@ def produce(
     return list(range(base, base + len(entries)))
 
 
-def _partitions(c: WireClient, topic: str) -> list[int]:
-    r = c.call(
-        METADATA,
-        4,
-        topics=[{"name": topic}],
-        allow_auto_topic_creation=False,
-    )
-    t = r.topics[0]
-    if int(t.error_code) != 0:
-        raise RuntimeError(f"Metadata({topic!r}): {ErrorCode(int(t.error_code)).name}")
-    return sorted(int(p.partition_index) for p in t.partitions)
-
-
-def _end_offset(c: WireClient, topic: str, partition: int) -> int:
-    r = c.call(
-        LIST_OFFSETS,
-        4,
-        replica_id=-1,
-        isolation_level=0,
-        topics=[
-            {
-                "name": topic,
-                "partitions": [{"partition_index": partition, "current_leader_epoch": -1, "timestamp": -1}],
-            }
-        ],
-    )
-    return int(r.topics[0].partitions[0].offset)
-
-
-def _fetch_partition(c: WireClient, topic: str, partition: int) -> list[Record]:
-    end = _end_offset(c, topic, partition)
+def _read(admin: AdminClient, topic: str, partitions: Iterable[int]) -> list[Record]:
+    """Every record of these partitions now (log start to high watermark), in offset order."""
+    leaders = admin.leaders([topic])
     out: list[Record] = []
-    position = 0
-    while position < end:
-        r = c.call(
-            FETCH,
-            11,
-            replica_id=-1,
-            max_wait=0,
-            min_bytes=0,
-            max_bytes=_FETCH_MAX_BYTES,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {
-                            "partition": partition,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": position,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": _FETCH_MAX_BYTES,
-                        }
-                    ],
-                }
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
+    for p in partitions:
+        tp = (topic, p)
+        conn = leaders.get(tp)
+        if conn is None:
+            raise RuntimeError(f"no leader for {topic}-{p}")
+        start = list_offsets(leaders, [tp], EARLIEST_TIMESTAMP).get(tp, 0)
+        end = list_offsets(leaders, [tp], LATEST_TIMESTAMP).get(tp, 0)
+        out.extend(
+            Record(
+                topic=topic,
+                partition=p,
+                offset=rec.offset,
+                timestamp=rec.timestamp,
+                key=None if rec.key is None else bytes(rec.key),
+                value=None if rec.value is None else bytes(rec.value),
+                headers=tuple((str(k), None if v is None else bytes(v)) for k, v in rec.headers),
+                leader_epoch=header.partition_leader_epoch,
+            )
+            for header, rec in read_partition(conn, topic, p, start, end)
         )
-        part = r.responses[0].partitions[0]
-        code = int(part.error_code)
-        if code == ErrorCode.OFFSET_OUT_OF_RANGE and position == 0:
-            position = int(part.log_start_offset)
-            continue
-        if code != 0:
-            raise RuntimeError(f"Fetch {topic}-{partition} at {position}: {ErrorCode(code).name}")
-        data = bytes(part.records or b"")
-        advanced = position
-        for pos, header in iter_batches(data):
-            if header.last_offset < position:
-                continue
-            advanced = header.last_offset + 1
-            if header.is_control:
-                continue
-            for rec in decode_records(data, pos):
-                if rec.offset < position:
-                    continue
-                out.append(
-                    Record(
-                        topic=topic,
-                        partition=partition,
-                        offset=rec.offset,
-                        timestamp=rec.timestamp,
-                        key=None if rec.key is None else bytes(rec.key),
-                        value=None if rec.value is None else bytes(rec.value),
-                        headers=tuple((str(k), None if v is None else bytes(v)) for k, v in rec.headers),
-                    )
-                )
-        if advanced == position:
-            break
-        position = advanced
     return out
 
 
 def records(bootstrap: str, topic: str, partition: int | None = None) -> list[Record]:
     """Every record of the topic (or of one partition) now, by partition then offset."""
-    host, port = _split(bootstrap)
-    with WireClient(host, port, client_id="groupcoord-testing") as c:
-        parts = [partition] if partition is not None else _partitions(c, topic)
-        out: list[Record] = []
-        for p in parts:
-            out.extend(_fetch_partition(c, topic, p))
-    return out
+    with AdminClient(bootstrap, client_id=_CLIENT_ID) as admin:
+        parts = [partition] if partition is not None else topic_partitions(admin, [topic])[topic]
+        return _read(admin, topic, parts)
 
 
 def events(bootstrap: str, group: str) -> list[GroupEvent]:
     """The group's events from ``__group_events``, oldest first."""
-    host, port = _split(bootstrap)
-    with WireClient(host, port, client_id="groupcoord-testing") as c:
-        count = len(_partitions(c, GROUP_EVENTS_TOPIC))
-        recs = _fetch_partition(c, GROUP_EVENTS_TOPIC, partition_for(group, count))
+    with AdminClient(bootstrap, client_id=_CLIENT_ID) as admin:
+        count = len(topic_partitions(admin, [GROUP_EVENTS_TOPIC])[GROUP_EVENTS_TOPIC])
+        recs = _read(admin, GROUP_EVENTS_TOPIC, [partition_for(group, count)])
     out = []
     for r in recs:
         if r.key is not None and r.key.decode("utf-8", "replace") == group and r.value is not None:
