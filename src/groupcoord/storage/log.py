@@ -46,7 +46,14 @@ from .batch import (
 from .cleaner import CompactionReport, LogCleaner
 from .control import EndTxnMarker, decode_marker
 from .log_config import LogConfig
-from .producer_state import ProducerStateManager
+from .producer_state import (
+    CorruptSnapshotError,
+    ProducerStateManager,
+    delete_snapshot,
+    list_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
 from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, recover
 from .segment import (
     CLEANED_SUFFIX,
@@ -148,8 +155,9 @@ class PartitionLog:
         )
         self._bases = [s.base_offset for s in self._segments]
         self._flushed_offset = self.log_end_offset
-        #: built from the log on first use (:meth:`producer_state`); None: not built yet
-        self._pstate: ProducerStateManager | None = None
+        #: producers, open transactions and aborted ones: loaded from the newest ``.snapshot``
+        #: and the batches after it, here at open (see :meth:`_load_producer_state`)
+        self._pstate = self._load_producer_state()
 
     @classmethod
     def open(cls, dir: Path, config: LogConfig, clock: Clock) -> tuple[PartitionLog, RecoveryReport]:
@@ -181,30 +189,109 @@ class PartitionLog:
         return self.producer_state().collect_aborted(fetch_offset, upper_bound)
 
     def producer_state(self) -> ProducerStateManager:
-        """The partition's producers and open transactions, read from the log on first use.
+        """The partition's producers, open transactions and aborted transactions (built when
+        the log was opened, kept current by appends)."""
+        return self._pstate
 
-        The first call reads every batch header of the partition (and decodes its markers),
-        and brings each segment's ``.txnindex`` in line with the ABORT markers the segment
-        holds, so an index a crash or a truncation left stale is rewritten. Kafka restores the
-        same state from ``.snapshot`` files instead of reading the log.
+    def _load_producer_state(self) -> ProducerStateManager:
+        """Producer state at open: the newest usable ``<offset>.snapshot`` (Kafka's
+        ``ProducerStateManager.loadFromSnapshot``), then only the batches from its offset on
+        (``LogLoader.rebuildProducerState``); the aborted transactions come from the segments'
+        ``.txnindex`` files below that offset and from the replay after it. A snapshot that cannot
+        be read is deleted with one WARNING line and the next older one (or the whole log) is
+        used. Without any snapshot the whole partition is read from its log start. Each
+        ``.txnindex`` in the replayed range is rewritten when it does not match, and a snapshot at
+        the log end is written when anything was replayed.
         """
         with self._lock:
-            if self._pstate is not None:
-                return self._pstate
+            leo = self.log_end_offset
+            for leftover in self.dir.glob("*.snapshot.tmp"):
+                leftover.unlink(missing_ok=True)
+            usable: list[tuple[int, Path]] = []
+            for off, path in list_snapshots(self.dir):
+                if off > leo or off < self._log_start:
+                    delete_snapshot(path)  # past a truncated end, or below the log start
+                else:
+                    usable.append((off, path))
             state = ProducerStateManager()
-            for h, data in self.iter_batches_from(self._log_start):
+            start = self._log_start
+            while usable:
+                off, path = usable.pop()
+                try:
+                    entries = read_snapshot(path)
+                except CorruptSnapshotError as exc:
+                    log.warning(
+                        "log %s: producer snapshot %s is unusable (%s); deleted, rebuilding from %s",
+                        self.dir,
+                        path.name,
+                        exc,
+                        f"the snapshot at {usable[-1][0]}" if usable else f"the log start {self._log_start}",
+                    )
+                    delete_snapshot(path)
+                    continue
+                prior = self._trusted_aborted(off)
+                if prior is None:
+                    log.warning(
+                        "log %s: a .txnindex below offset %d disagrees with its segment; reading the "
+                        "whole partition",
+                        self.dir,
+                        off,
+                    )
+                    break
+                state.load_entries(entries)
+                state.set_aborted(prior)
+                start = off
+                usable.append((off, path))
+                break
+            replayed = 0
+            for h, data in self.iter_batches_from(start):
                 state.update(h, _marker_of(h, data))
+                replayed += 1
+            first_replayed = bisect.bisect_right(self._bases, start) - 1
             per_segment: dict[int, list[AbortedTxn]] = {}
             for a in state.aborted():
                 i = bisect.bisect_right(self._bases, a.last_offset) - 1
-                if i >= 0:
+                if i >= max(first_replayed, 0):
                     per_segment.setdefault(i, []).append(a)
-            for i, seg in enumerate(self._segments):
+            for i in range(max(first_replayed, 0), len(self._segments)):
+                seg = self._segments[i]
                 want = per_segment.get(i, [])
                 if read_txn_index(seg.txnindex_path) != want:
                     write_txn_index(seg.txnindex_path, want)
-            self._pstate = state
+            if replayed:
+                write_snapshot(self.dir, leo, state)
+                usable.append((leo, self.dir))
+            # Kafka's removeStraySnapshots: keep those at segment bases and the newest one.
+            kept = {off for off, _p in usable}
+            newest = max(kept, default=None)
+            bases = set(self._bases)
+            for off, path in list_snapshots(self.dir):
+                if off not in bases and off != newest:
+                    delete_snapshot(path)
+            if replayed:
+                log.info(
+                    "log %s: producer state rebuilt from offset %d (%d batches read, %d producers)",
+                    self.dir,
+                    start,
+                    replayed,
+                    len(state.producers()),
+                )
             return state
+
+    def _trusted_aborted(self, offset: int) -> list[AbortedTxn] | None:
+        """Entries of the ``.txnindex`` files whose markers lie below ``offset``, in marker
+        order; None when an entry does not fit its segment (damage: read everything instead)."""
+        out: list[AbortedTxn] = []
+        for i, seg in enumerate(self._segments):
+            if seg.base_offset >= offset:
+                break
+            end = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else seg.next_offset
+            for a in read_txn_index(seg.txnindex_path):
+                if not (seg.base_offset <= a.last_offset < end and a.first_offset <= a.last_offset):
+                    return None
+                if a.last_offset < offset:
+                    out.append(a)
+        return out
 
     @property
     def flushed_offset(self) -> int:
@@ -268,8 +355,6 @@ class PartitionLog:
             pos += h.size
         with self._lock:
             self._check_open()
-            if self._pstate is None and any(h.producer_id >= 0 for _p, h in headers):
-                self.producer_state()  # so this append's markers reach .txnindex as they land
             now = self._clock.now_ms()
             log_append = cfg.log_append_time
             next_offset = self.log_end_offset
@@ -319,9 +404,8 @@ class PartitionLog:
                     [(p - first_pos, s, last, ts) for p, s, _b, last, ts in planned[i:j]],
                     cfg.index_interval_bytes,
                 )
+                self._track_producers(buf, headers, planned, i, j)  # before a roll snapshots it
                 i = j
-            if self._pstate is not None:
-                self._track_producers(buf, planned)
             self._unflushed_messages += records
             info = AppendInfo(
                 base_offset=planned[0][2],
@@ -338,12 +422,19 @@ class PartitionLog:
             self.flush()
         return info
 
-    def _track_producers(self, buf: bytearray, planned: list[tuple[int, int, int, int, int]]) -> None:
-        assert self._pstate is not None
-        for pos, size, _base, _last, _ts in planned:
-            h = parse_header(buf, pos)
-            if h.producer_id < 0:
+    def _track_producers(
+        self,
+        buf: bytearray,
+        headers: list[tuple[int, BatchHeader]],
+        planned: list[tuple[int, int, int, int, int]],
+        lo: int,
+        hi: int,
+    ) -> None:
+        for k in range(lo, hi):
+            if headers[k][1].producer_id < 0:
                 continue
+            pos, size = planned[k][0], planned[k][1]
+            h = parse_header(buf, pos)
             done = self._pstate.update(h, _marker_of(h, bytes(buf[pos : pos + size])))
             if done is not None and done.aborted:
                 seg = self._segments[bisect.bisect_right(self._bases, h.base_offset) - 1]
@@ -363,6 +454,11 @@ class PartitionLog:
         old.seal()
         old.fsync()
         old.release_index_fds()
+        _fsync_if_present(old.txnindex_path)
+        try:  # Kafka snapshots producer state at every roll (UnifiedLog.roll)
+            write_snapshot(self.dir, base_offset, self._pstate)
+        except OSError as exc:  # the next roll or the close writes one; the open replays more
+            log.warning("log %s: could not write a producer snapshot at a roll: %s", self.dir, exc)
         new = Segment(self.dir, base_offset, now)
         self._segments.append(new)
         self._bases.append(base_offset)
@@ -586,7 +682,6 @@ class PartitionLog:
     # -- retention, deletion, truncation ---------------------------------------------------
 
     def _drop_segment(self, seg: Segment) -> int:
-        self._pstate = None  # rebuilt from what remains on next use
         i = self._segments.index(seg)
         del self._segments[i]
         del self._bases[i]
@@ -623,6 +718,7 @@ class PartitionLog:
                 if self._log_start < self._bases[0]:
                     self._log_start = self._bases[0]
                 self._write_log_start_checkpoint()
+                self._forget_below(self._bases[0])
                 log.info(
                     "log %s retention deleted %d segments (%d bytes); log start offset %d",
                     self.dir,
@@ -648,6 +744,7 @@ class PartitionLog:
             while len(self._segments) > 1 and self._bases[1] <= offset:
                 self._drop_segment(self._segments[0])
             self._write_log_start_checkpoint()
+            self._forget_below(self._bases[0])
             return self._log_start
 
     def truncate_to(self, offset: int) -> int:
@@ -669,11 +766,13 @@ class PartitionLog:
                 self._write_recovery_point(offset, sync=True)
                 fsync_dir(self.dir)
                 self._flushed_offset = min(self._flushed_offset, offset)
+                for _off, path in list_snapshots(self.dir):
+                    delete_snapshot(path)
+                self._pstate = ProducerStateManager()
                 return offset
             while len(self._segments) > 1 and self._bases[-1] >= offset:
                 self._drop_segment(self._segments[-1])
             seg = self._segments[-1]
-            self._pstate = None  # rebuilt (and .txnindex entries past the end dropped) on next use
             found = seg.find_batch(offset)
             if found is not None:
                 seg.truncate_file(found[0])
@@ -686,7 +785,18 @@ class PartitionLog:
             # A deliberate truncation lowers the recovery point, so a restart keeps it.
             self._write_recovery_point(seg.next_offset, sync=True)
             fsync_dir(self.dir)
+            # Producer state from the newest snapshot at or below the new end (those past it
+            # are deleted) and the batches after it; .txnindex entries past the end go.
+            self._pstate = self._load_producer_state()
             return seg.next_offset
+
+    def _forget_below(self, base: int) -> None:
+        """After segments below ``base`` were deleted: their snapshots and aborted transactions
+        go (Kafka's ``deleteSnapshotsBefore``); the producers stay."""
+        self._pstate.drop_aborted_below(base)
+        for off, path in list_snapshots(self.dir):
+            if off < base:
+                delete_snapshot(path)
 
     # -- compaction ------------------------------------------------------------------------
 
@@ -705,15 +815,28 @@ class PartitionLog:
         )
 
     def rolled_segments(self, *, check_open: bool) -> list[tuple[Segment, int]]:
-        """(segment, size) of every rolled segment, taken under the lock (for the cleaner)."""
+        """(segment, size) of every rolled segment wholly below the first open transaction,
+        taken under the lock (for the cleaner: compaction never crosses the last stable offset,
+        as Kafka's ``LogCleanerManager.cutOffsetToClean``)."""
         with self._lock:
             if check_open:
                 self._check_open()
-            return [(seg, seg.size) for seg in self._segments[:-1]]
+            unstable = self._pstate.first_unstable_offset()
+            return [
+                (seg, seg.size)
+                for seg in self._segments[:-1]
+                if unstable is None or seg.next_offset <= unstable
+            ]
 
-    def swap_cleaned(self, seg: Segment, size: int, new: Segment) -> bool:
+    def transactions_for_cleaner(self) -> tuple[list[AbortedTxn], dict[int, tuple[int | None, int]]]:
+        """The aborted transactions and each producer's last data offset and epoch."""
+        with self._lock:
+            return self._pstate.aborted(), self._pstate.last_records()
+
+    def swap_cleaned(self, seg: Segment, size: int, new: Segment, aborted: list[AbortedTxn]) -> bool:
         """Swap the cleaned segment ``new`` in for ``seg`` if ``seg`` is still a rolled segment
-        of this log, unchanged; otherwise delete ``new``'s files."""
+        of this log, unchanged; otherwise delete ``new``'s files. ``aborted``: the entries the
+        cleaned segment's ``.txnindex`` keeps."""
         with self._lock:
             if self._closed or seg not in self._segments or seg.size != size or seg is self._segments[-1]:
                 new.delete_files()
@@ -725,6 +848,10 @@ class PartitionLog:
             new.promote(CLEANED_SUFFIX)
             fsync_dir(self.dir)
             self._segments[i] = new
+            end = self._bases[i + 1]
+            if [a for a in self._pstate.aborted() if seg.base_offset <= a.last_offset < end] != aborted:
+                write_txn_index(new.txnindex_path, aborted)
+                self._pstate.replace_aborted(seg.base_offset, end, aborted)
             return True
 
     # -- close -------------------------------------------------------------------------------
@@ -740,6 +867,13 @@ class PartitionLog:
                 if seg.dirty or seg is active:
                     seg.fsync()
                 seg.close()
+            _fsync_if_present(active.txnindex_path)
+            leo = active.next_offset
+            if not any(off == leo for off, _p in list_snapshots(self.dir)):
+                try:  # Kafka snapshots producer state at a clean close; the next open replays nothing
+                    write_snapshot(self.dir, leo, self._pstate)
+                except OSError as exc:
+                    log.warning("log %s: could not write a producer snapshot at close: %s", self.dir, exc)
             self._checkpoints.write_marker(
                 active_base=active.base_offset,
                 active_size=active.size,
@@ -782,6 +916,17 @@ __all__ = [
     "RecordTooLargeError",
     "RegionRead",
 ]
+
+
+def _fsync_if_present(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _marker_of(h: BatchHeader, data: bytes) -> EndTxnMarker | None:
