@@ -85,6 +85,11 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
             "broker",
         ),
     ),
+    # ---- the Prometheus endpoint: hooks on the server and the runtime, state read on the loop
+    "metrics": (
+        "the Prometheus endpoint (metrics.listen): request and rebalance instruments, scrape-time snapshot",
+        (*_BASE, "protocol", "storage", "coordinator", "broker", "runtime", "server"),
+    ),
     # ---- the two cores meeting in one process (no sockets)
     "member_bridge": (
         "member-core requests to the coordinator core's api and back: simulator, in-process tests",
