@@ -48,6 +48,7 @@ from groupcoord.clock import Clock, SystemClock
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import DataDirError
 from groupcoord.handling import Interceptor, Route
+from groupcoord.metrics import BrokerMetrics
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.runtime import group_handlers as groups
 from groupcoord.runtime import txn_handlers as txn
@@ -295,6 +296,19 @@ class BrokerApp:
             max_connections=config.max_connections,
             timers=self.broker.timers,
         )
+        #: the Prometheus endpoint, when ``metrics.listen`` is set (its bound address:
+        #: ``metrics.address`` after :meth:`start`)
+        self.metrics: BrokerMetrics | None = None
+        metrics_at = config.metrics_listener()
+        if metrics_at is not None:
+            self.metrics = BrokerMetrics(
+                broker=self.broker,
+                groups=self.groups,
+                server=self.server,
+                dispatcher=self.dispatcher,
+                host=metrics_at.host,
+                port=metrics_at.port,
+            )
 
     async def start(self) -> tuple[str, int]:
         """Listen and start the background work; the bound (host, port).
@@ -308,6 +322,13 @@ class BrokerApp:
         except OSError as exc:
             # asyncio's message for a bind failure repeats the address; the errno says it all.
             raise StartupError(f"cannot listen on {server.host}:{server.port}: {_reason(exc)}") from None
+        if self.metrics is not None:
+            try:
+                self.metrics.start()
+            except OSError as exc:
+                await server.stop()
+                where = config.metrics_listen
+                raise StartupError(f"cannot listen on metrics.listen={where}: {_reason(exc)}") from None
         try:
             if not config.advertised_listeners:
                 broker.advertised_host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
@@ -327,6 +348,8 @@ class BrokerApp:
         """Stop accepting, answer what is in flight, resign the groups, flush, close."""
         # Parked fetches would otherwise hold the drain until their max_wait, and parked
         # joins and syncs until the end of a rebalance.
+        if self.metrics is not None:
+            await self.metrics.stop()
         self.broker.fetch_waiters.wake_all()
         self.groups.resign()
         await self.server.stop(grace_s)
@@ -334,6 +357,8 @@ class BrokerApp:
 
     async def close(self) -> None:
         """Close the coordinator runtime and the broker (after a failed :meth:`start`)."""
+        if self.metrics is not None:
+            await self.metrics.stop()
         await self.groups.close()
         await self.transactions.close()
         await self.broker.close()
