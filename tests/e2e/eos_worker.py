@@ -102,7 +102,9 @@ async def run_aiokafka(args: argparse.Namespace) -> None:
             offsets: dict[TopicPartition, int] = {}
             for tp, records in batches.items():
                 for m in records:
-                    await producer.send(args.output, key=m.key, value=m.value + b":out", partition=tp.partition)
+                    await producer.send(
+                        args.output, key=m.key, value=m.value + b":out", partition=tp.partition
+                    )
                     n += 1
                 offsets[tp] = records[-1].offset + 1
             await producer.send_offsets_to_transaction(offsets, args.group)
