@@ -264,6 +264,7 @@ class Broker:
                 await app.close()
                 raise
             self.faults.response_type = lambda k, v: app.dispatcher.registry.lookup(k, v).response_type
+            self.faults.sever = lambda connection_id: self._sever(app, connection_id)
             self._stop_event = asyncio.Event()
             self.port = port
             self._app = app
@@ -329,6 +330,12 @@ class Broker:
                     sock.shutdown(socket.SHUT_RDWR)
         assert self._loop is not None
         self._loop.stop()
+
+    @staticmethod
+    def _sever(app: Any, connection_id: int) -> None:
+        for conn in app.server.connections:
+            if conn.connection_id == connection_id:
+                conn.abort("disconnected by the test (injected)")
 
     def _on_loop(self, fn: Callable[[], Any], timeout: float = 30.0) -> Any:
         """Run ``fn`` on the broker's loop and return its result (a coroutine is awaited)."""
@@ -446,9 +453,24 @@ class Broker:
         self._in_process("drop_heartbeats")
         self.faults.drop_heartbeats(group, member_or_client_id)
 
-    def disconnect(self, client_id: str | None = None) -> int:
-        """Sever the connections of ``client_id`` (every connection if None); how many."""
+    def disconnect(
+        self,
+        client_id: str | None = None,
+        *,
+        api: str | int | None = None,
+        count: int = 1,
+        group: str | None = None,
+    ) -> int:
+        """Sever connections. Without ``api``: now, those of ``client_id`` (every connection if
+        None); returns how many. With ``api``: the connection of each of the next ``count``
+        requests of that API (matching ``client_id`` and ``group`` if given) is severed when
+        the request arrives, instead of handling it; returns 0."""
         self._in_process("disconnect")
+        if api is not None:
+            self.faults.disconnect_next(api, count, group=group, client_id=client_id)
+            return 0
+        if group is not None:
+            raise ValueError("group= needs api=: a connection belongs to no group")
         wanted = self.faults.connections_of(client_id)
 
         def sever() -> int:
@@ -459,8 +481,8 @@ class Broker:
                     n += 1
             return n
 
-        count: int = self._on_loop(sever)
-        return count
+        severed: int = self._on_loop(sever)
+        return severed
 
     def clear_faults(self) -> None:
         """Remove every injected failure, delay and dropped heartbeat."""

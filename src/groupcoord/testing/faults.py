@@ -2,12 +2,17 @@
 
 Every request a client sends passes :meth:`FaultInjector.__call__` before its route's handler
 (``groupcoord.handling.Interceptor``). The injector matches it against the rules the test set
-(from the test's thread; a lock guards them) and then
+(from the test's thread, or from the control channel of a subprocess broker; a lock guards
+them) and then
 
-* answers it itself with an error code (:meth:`FaultInjector.fail_next`): the handler is never
-  called, so the request changes nothing in the broker, as when Kafka's request layer rejects
-  a request before the coordinator sees it;
+* answers it itself with an error code (:meth:`FaultInjector.fail_next`), for any API: the
+  handler is never called, so the request changes nothing in the broker, as when Kafka's
+  request layer rejects a request before the coordinator or the log sees it. The answer is
+  built from the API's response schema by :func:`error_answer` (the code where that API's
+  clients read it: per partition, per topic, per group, or at the top);
 * lets the handler run and holds the answer (:meth:`FaultInjector.delay`);
+* severs the connection instead of answering (:meth:`FaultInjector.disconnect_next`): the
+  request is not handled, the client sees its connection drop with the request in flight;
 * for a dropped heartbeat (:meth:`FaultInjector.drop_heartbeats`), keeps it from the
   coordinator and answers it itself as if all were well (error NONE): the member's session is
   not renewed, the coordinator's own session timer removes it and the group rebalances
@@ -15,6 +20,10 @@ Every request a client sends passes :meth:`FaultInjector.__call__` before its ro
   zombie: its commits then fail with UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION). When the rule
   is cleared its heartbeats reach the coordinator again, the client learns it was removed
   and rejoins.
+
+Rules match on the API and optionally on the client id (every request's header has one) and
+the group: a rule with ``group=`` matches only requests that name a group (the group APIs,
+FindCoordinator for a group, TxnOffsetCommit and AddOffsetsToTxn), never a Produce or a Fetch.
 
 It also remembers each connection's client id, so :meth:`FaultInjector.connections_of` can
 name the connections :meth:`groupcoord.testing.Broker.disconnect` severs.
@@ -24,12 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import inspect
 import logging
 import threading
 import types
 import typing
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +48,11 @@ from groupcoord.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
-__all__ = ["API_NAMES", "FaultInjector", "api_key_of", "error_code_of"]
+__all__ = ["API_NAMES", "FaultInjector", "api_key_of", "error_answer", "error_code_of"]
 
 #: Kafka's names of the APIs (the ``name`` of each message in Kafka's JSON specs, without
-#: ``Request``), the way ``fail_next`` and ``delay`` accept them.
+#: ``Request``), the way ``fail_next``, ``delay`` and ``disconnect`` accept them. Any API the
+#: broker serves can be named (or given by number).
 API_NAMES: dict[str, int] = {
     "Produce": 0,
     "Fetch": 1,
@@ -55,21 +67,41 @@ API_NAMES: dict[str, int] = {
     "SyncGroup": 14,
     "DescribeGroups": 15,
     "ListGroups": 16,
+    "SaslHandshake": 17,
     "ApiVersions": 18,
     "CreateTopics": 19,
     "DeleteTopics": 20,
+    "DeleteRecords": 21,
     "InitProducerId": 22,
+    "OffsetForLeaderEpoch": 23,
+    "AddPartitionsToTxn": 24,
+    "AddOffsetsToTxn": 25,
+    "EndTxn": 26,
+    "WriteTxnMarkers": 27,
+    "TxnOffsetCommit": 28,
+    "DescribeAcls": 29,
+    "CreateAcls": 30,
+    "DeleteAcls": 31,
     "DescribeConfigs": 32,
+    "AlterConfigs": 33,
+    "DescribeLogDirs": 35,
+    "SaslAuthenticate": 36,
     "CreatePartitions": 37,
     "DeleteGroups": 42,
+    "ElectLeaders": 43,
+    "IncrementalAlterConfigs": 44,
     "OffsetDelete": 47,
+    "DescribeClientQuotas": 48,
     "DescribeCluster": 60,
+    "DescribeProducers": 61,
+    "DescribeTransactions": 65,
+    "ListTransactions": 66,
+    "ConsumerGroupHeartbeat": 68,
+    "ConsumerGroupDescribe": 69,
 }
+_FETCH = 1
+_FIND_COORDINATOR = 10
 _HEARTBEAT = 12
-
-#: The APIs ``fail_next`` can answer with an error: those whose answer carries one error code
-#: per request or per partition named in the request (the group APIs).
-FAILABLE_APIS = frozenset({8, 9, 10, 11, 12, 13, 14, 15, 42})
 
 
 def api_key_of(api: str | int) -> int:
@@ -80,6 +112,13 @@ def api_key_of(api: str | int) -> int:
         return API_NAMES[api]
     except KeyError:
         raise ValueError(f"unknown API {api!r}; one of {', '.join(API_NAMES)} or a number") from None
+
+
+def api_name_of(api_key: int) -> str:
+    for name, key in API_NAMES.items():
+        if key == api_key:
+            return name
+    return str(api_key)
 
 
 def error_code_of(error: str | int | ErrorCode) -> ErrorCode:
@@ -111,13 +150,21 @@ class _Rule:
 
 
 def _group_of(request: Any) -> str | None:
+    """The group a request names, if any (None for Produce, Fetch, Metadata, ...)."""
     group = getattr(request, "group_id", None)
+    if group is None and int(getattr(request, "key_type", 0)) == 0:
+        group = getattr(request, "key", None)  # FindCoordinator up to v3, for a group
+        if group is None:
+            keys = getattr(request, "coordinator_keys", None)
+            if keys and isinstance(keys[0], str):
+                group = keys[0]
     if group is None:
-        group = getattr(request, "key", None)  # FindCoordinator up to v3
-    if group is None:
-        keys = getattr(request, "coordinator_keys", None) or getattr(request, "groups", None)
-        if keys and isinstance(keys[0], str):
-            group = keys[0]
+        for name in ("groups", "groups_names"):  # DescribeGroups, DeleteGroups, OffsetFetch v8+
+            items = getattr(request, name, None)
+            if items:
+                first = items[0]
+                group = first if isinstance(first, str) else getattr(first, "group_id", None)
+                break
     return None if group is None else str(group)
 
 
@@ -128,12 +175,15 @@ class FaultInjector:
         self._lock = threading.Lock()
         self._fail: list[_Rule] = []
         self._delay: list[_Rule] = []
+        self._sever: list[_Rule] = []
         self._dropped: set[tuple[str, str]] = set()
         self._client_ids: dict[int, str] = {}
         #: every group a request named (the pytest plugin reports their events on failure)
         self.groups_seen: set[str] = set()
         #: set by the broker once running: the response type of an (api key, version)
         self.response_type: Callable[[int, int], type[Any]] | None = None
+        #: set by the broker once running: close a connection by id (called on the loop)
+        self.sever: Callable[[int], None] | None = None
 
     # ------------------------------------------------------------------ rules (test thread)
     def fail_next(
@@ -145,13 +195,14 @@ class FaultInjector:
         group: str | None = None,
         client_id: str | None = None,
     ) -> None:
-        key = api_key_of(api)
-        if key not in FAILABLE_APIS:
-            raise ValueError(f"fail_next supports the group APIs ({sorted(FAILABLE_APIS)}), not {api!r}")
         if count < 1:
             raise ValueError("count must be at least 1")
         rule = _Rule(
-            api_key=key, group=group, client_id=client_id, remaining=count, error=error_code_of(error)
+            api_key=api_key_of(api),
+            group=group,
+            client_id=client_id,
+            remaining=count,
+            error=error_code_of(error),
         )
         with self._lock:
             self._fail.append(rule)
@@ -167,26 +218,48 @@ class FaultInjector:
     ) -> None:
         if seconds < 0:
             raise ValueError("a delay cannot be negative")
+        if count is not None and count < 1:
+            raise ValueError("count must be at least 1")
         rule = _Rule(
             api_key=api_key_of(api), group=group, client_id=client_id, remaining=count, delay_s=seconds
         )
         with self._lock:
             self._delay.append(rule)
 
+    def disconnect_next(
+        self,
+        api: str | int,
+        count: int = 1,
+        *,
+        group: str | None = None,
+        client_id: str | None = None,
+    ) -> None:
+        """Sever the connection of the next ``count`` matching requests instead of handling them."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        rule = _Rule(api_key=api_key_of(api), group=group, client_id=client_id, remaining=count)
+        with self._lock:
+            self._sever.append(rule)
+
     def drop_heartbeats(self, group: str, member_or_client_id: str) -> None:
         with self._lock:
             self._dropped.add((group, member_or_client_id))
 
     def clear(self) -> None:
-        """Remove every rule (failures not yet used, delays, dropped heartbeats)."""
+        """Remove every rule (failures and disconnections not yet used, delays, dropped heartbeats)."""
         with self._lock:
             self._fail.clear()
             self._delay.clear()
+            self._sever.clear()
             self._dropped.clear()
 
     def pending_failures(self) -> int:
         with self._lock:
             return sum(r.remaining or 0 for r in self._fail)
+
+    def pending_disconnections(self) -> int:
+        with self._lock:
+            return sum(r.remaining or 0 for r in self._sever)
 
     def connections_of(self, client_id: str | None) -> set[int]:
         """Ids of the connections that sent a request with this client id (None: every one)."""
@@ -204,11 +277,15 @@ class FaultInjector:
         group = _group_of(request)
         with self._lock:
             self._client_ids[int(ctx.connection_id)] = client_id
-            if group is not None and api_key != 10:
+            if group is not None and api_key != _FIND_COORDINATOR:
                 self.groups_seen.add(group)
-            failure = self._take(self._fail, api_key, group, client_id)
+            sever = self._take(self._sever, api_key, group, client_id)
+            failure = None if sever else self._take(self._fail, api_key, group, client_id)
             delayed = self._take(self._delay, api_key, group, client_id)
             dropped = api_key == _HEARTBEAT and self._is_dropped(group, request, client_id)
+        if sever is not None:
+            log.info("injected a disconnection for api %d from %r (group %s)", api_key, client_id, group)
+            return self._severed(int(ctx.connection_id))
         if failure is not None and failure.error is not None:
             log.info(
                 "injected %s for api %d from %r (group %s)", failure.error.name, api_key, client_id, group
@@ -240,36 +317,20 @@ class FaultInjector:
             who.add(str(instance))
         return any((group, w) in self._dropped for w in who)
 
+    def _severed(self, connection_id: int) -> asyncio.Future[Any]:
+        """An answer that never comes: the connection is closed on the next loop turn (which
+        cancels this future with the connection's other requests in flight)."""
+        loop = asyncio.get_running_loop()
+        if self.sever is None:
+            raise RuntimeError("the fault injector is not attached to a broker")
+        loop.call_soon(self.sever, connection_id)
+        return loop.create_future()
+
     def _error_answer(self, ctx: Any, request: Any, error: ErrorCode) -> Any:
         if self.response_type is None:
             raise RuntimeError("the fault injector is not attached to a broker")
         resp_t = self.response_type(int(ctx.api_key), int(ctx.api_version))
-        answer = _mirror(resp_t, request, error)
-        keys = getattr(request, "coordinator_keys", None)
-        if keys is not None and hasattr(answer, "coordinators"):  # FindCoordinator v4+: one per key
-            from groupcoord.protocol.entities import child, make
-
-            coord_t = child(resp_t, "coordinators")
-            entries = tuple(
-                make(
-                    coord_t,
-                    key=k,
-                    node_id=-1,
-                    host="",
-                    port=-1,
-                    error_code=answer_code(error),
-                    error_message=None,
-                )
-                for k in keys
-            )
-            answer = dataclasses.replace(answer, coordinators=entries)
-        return answer
-
-
-def answer_code(error: ErrorCode) -> Any:
-    from groupcoord.protocol.entities import err
-
-    return err(error)
+        return error_answer(int(ctx.api_key), resp_t, request, error)
 
 
 async def _held(result: Any, seconds: float) -> Any:
@@ -279,53 +340,221 @@ async def _held(result: Any, seconds: float) -> Any:
 
 
 # ---------------------------------------------------------------------- error answers
-def _mirror(cls: type[Any], source: Any, error: ErrorCode) -> Any:
-    """An entity of ``cls`` answering ``source`` with ``error``: every error code set to it,
-    lists mirrored from the request's list of the same name (names and indexes copied), every
-    other field empty (0, "", None, b"", no throttle)."""
-    from groupcoord.protocol.entities import NO_THROTTLE, err
+#
+# One generic builder for every API's error answer, driven by the response schema: each list of
+# the response is filled from the request's list it answers (one entry per topic, partition,
+# group, resource or key the request named, with its name or index), every error code field
+# (``error_code``, ``partition_error_code``) carries the error, and every other field is empty
+# in Kafka's way (-1 for offsets, epochs, ids, ports and timestamps; "", 0, None, no lists).
+# So the code sits wherever that API's clients read it: per partition for Produce, Fetch,
+# ListOffsets, OffsetCommit, TxnOffsetCommit, DeleteRecords, AddPartitionsToTxn; per topic for
+# Metadata, CreateTopics, DeleteTopics, CreatePartitions; per resource for the config APIs; per
+# group for DescribeGroups, DeleteGroups and OffsetFetch v8+; per key for FindCoordinator v4+;
+# at the top for the rest (and also at the top where a response has both, e.g. OffsetFetch v2+,
+# LeaveGroup v3+, OffsetDelete), with one exception: Fetch (below).
 
+#: A response list -> the request lists it answers, where the names differ (tried in order).
+_LIST_SOURCES: Mapping[str, tuple[str, ...]] = {
+    "responses": ("topic_data", "topics", "topic_names", "resources"),
+    "partition_responses": ("partition_data",),
+    "partitions": ("partitions", "partition_data", "partition_indexes"),
+    "results": ("resources", "topics", "groups_names"),
+    "results_by_topic_v3_and_below": ("v3_and_below_topics",),
+    "results_by_partition": ("partitions",),
+    "transaction_states": ("transactional_ids",),
+    "coordinators": ("coordinator_keys",),
+}
+#: Fields that name the item a response entry answers: copied from the request's item (under
+#: these names or their synonyms), or set from it where the request lists bare names or indexes.
+_IDENTITY: Mapping[str, tuple[str, ...]] = {
+    "partition_index": ("partition_index", "partition", "index"),
+    "index": ("index", "partition_index", "partition"),
+    "partition": ("partition", "partition_index", "index"),
+    "name": ("name", "topic"),
+    "topic": ("topic", "name"),
+    "topic_id": ("topic_id",),
+    "group_id": ("group_id",),
+    "transactional_id": ("transactional_id",),
+    "key": ("key",),
+    "resource_type": ("resource_type",),
+    "resource_name": ("resource_name",),
+    "member_id": ("member_id",),
+    "group_instance_id": ("group_instance_id",),
+}
+#: Int fields Kafka answers with -1 when there is no value.
+_MINUS_ONE = frozenset(
+    {
+        "base_offset",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "low_watermark",
+        "committed_offset",
+        "committed_leader_epoch",
+        "offset",
+        "timestamp",
+        "leader_epoch",
+        "leader_id",
+        "node_id",
+        "port",
+        "controller_id",
+        "producer_id",
+        "producer_epoch",
+        "generation_id",
+        "preferred_read_replica",
+    }
+)
+#: Fetch errors about the fetch session: Kafka answers them at the top of the response.
+_FETCH_SESSION_ERRORS = frozenset(
+    {
+        ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+        ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+        ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
+    }
+)
+
+
+def error_answer(api_key: int, response_type: type[Any], request: Any, error: ErrorCode) -> Any:
+    """The answer of ``response_type`` (the request's version) to ``request`` with ``error``.
+
+    See the comment above for where the code goes. Fetch: a partition's error goes in that
+    partition's entry only, the top-level code (v7+) staying NONE, because clients act on a
+    top-level Fetch error for the whole request without looking at the partitions (librdkafka
+    backs off and retries; the application never sees it); a fetch-session error goes at the
+    top only, with no partitions, as Kafka's fetch-session cache answers it.
+    """
+    answer = _mirror(response_type, request, error)
+    if api_key == _FETCH and _has(response_type, "error_code"):
+        if error in _FETCH_SESSION_ERRORS:
+            answer = dataclasses.replace(answer, responses=())
+        else:
+            answer = dataclasses.replace(answer, error_code=_code(ErrorCode.NONE))
+    return answer
+
+
+def _has(cls: type[Any], name: str) -> bool:
+    return any(f.name == name for f in dataclasses.fields(cls))
+
+
+def _code(error: ErrorCode) -> Any:
+    from groupcoord.protocol.entities import err
+
+    return err(error)
+
+
+def _is_error_field(name: str) -> bool:
+    return name == "error_code" or (name.endswith("_error_code") and name != "topic_config_error_code")
+
+
+def _source_list(source: Any, name: str) -> Any:
+    if source is None:
+        return None
+    for candidate in (name, *_LIST_SOURCES.get(name, ())):
+        found = getattr(source, candidate, None)
+        if isinstance(found, tuple | list):
+            return found
+    return None
+
+
+def _mirror(cls: type[Any], source: Any, error: ErrorCode) -> Any:
+    """An entity of ``cls`` answering ``source`` (a request, a request's list item, a bare
+    name or index, or None) with ``error``."""
     hints = typing.get_type_hints(cls)
+    fields = dataclasses.fields(cls)
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
+    scalar = source if isinstance(source, str | int) and not isinstance(source, bool) else None
+    scalar_used = False
+    for f in fields:
         tp = hints[f.name]
-        if f.name == "error_code":
-            values[f.name] = err(error)
+        if _is_error_field(f.name):
+            values[f.name] = _code(error)
             continue
-        if f.default is not dataclasses.MISSING:
-            continue
-        same = getattr(source, f.name, None) if source is not None else None
-        origin = typing.get_origin(tp)
-        if origin is tuple:
-            (item_t, *_rest) = typing.get_args(tp)
-            if dataclasses.is_dataclass(item_t) and isinstance(same, tuple | list):
-                values[f.name] = tuple(_mirror(item_t, s, error) for s in same)  # type: ignore[arg-type]
-            elif isinstance(same, tuple | list) and not dataclasses.is_dataclass(item_t):
-                values[f.name] = tuple(same)
-            else:
+        item_t = _list_item(tp)
+        if item_t is not None:
+            items = _source_list(source, f.name) if scalar is None else None
+            if items is not None and dataclasses.is_dataclass(item_t):
+                values[f.name] = tuple(_mirror(item_t, s, error) for s in items)  # type: ignore[arg-type]
+            elif f.default is dataclasses.MISSING:
                 values[f.name] = ()
             continue
-        if same is not None and not dataclasses.is_dataclass(same):
-            values[f.name] = same
+        if f.name in _IDENTITY:
+            if scalar is not None and not scalar_used and _accepts(tp, scalar):
+                values[f.name] = _coerce(tp, scalar)
+                scalar_used = True
+                continue
+            if scalar is None and source is not None:
+                found = _first_attr(source, _IDENTITY[f.name])
+                if found is not _MISSING:
+                    values[f.name] = found
+                    continue
+        if f.default is not dataclasses.MISSING:
             continue
-        values[f.name] = _empty(tp, NO_THROTTLE)
+        values[f.name] = _empty(f.name, tp)
     return cls(**values)
 
 
-def _empty(tp: Any, no_throttle: Any) -> Any:
+_MISSING = object()
+
+
+def _first_attr(source: Any, names: tuple[str, ...]) -> Any:
+    for name in names:
+        value = getattr(source, name, _MISSING)
+        if value is not _MISSING and not dataclasses.is_dataclass(value):
+            return value
+    return _MISSING
+
+
+def _list_item(tp: Any) -> Any:
+    """The item type of a tuple-typed field (also when nullable), else None."""
+    for candidate in (tp, *_union_args(tp)):
+        if typing.get_origin(candidate) is tuple:
+            return typing.get_args(candidate)[0]
+    return None
+
+
+def _union_args(tp: Any) -> tuple[Any, ...]:
     if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        return typing.get_args(tp)
+    return ()
+
+
+def _is_nullable(tp: Any) -> bool:
+    return type(None) in _union_args(tp)
+
+
+def _accepts(tp: Any, value: str | int) -> bool:
+    base = next((a for a in _union_args(tp) if a is not type(None)), tp)
+    if isinstance(value, str):
+        return isinstance(base, type) and issubclass(base, str)
+    return isinstance(base, type) and issubclass(base, int) and not issubclass(base, bool)
+
+
+def _coerce(tp: Any, value: str | int) -> Any:
+    base = next((a for a in _union_args(tp) if a is not type(None)), tp)
+    return base(value)
+
+
+def _empty(name: str, tp: Any) -> Any:
+    if name == "records":  # Kafka answers an empty record set, never null (clients reject null)
+        base = next(a for a in (*_union_args(tp), tp) if a is not type(None))
+        return base(b"")
+    if _is_nullable(tp):
         return None
     if dataclasses.is_dataclass(tp):
         return _mirror(tp, None, ErrorCode.NONE)  # type: ignore[arg-type]
     if isinstance(tp, type):
-        if "Timedelta" in tp.__name__:
-            return no_throttle
+        if issubclass(tp, datetime.timedelta):
+            return tp(datetime.timedelta(0))  # type: ignore[arg-type]
+        if issubclass(tp, datetime.datetime):
+            return tp.fromtimestamp(0, datetime.UTC)
         if issubclass(tp, bool):
             return False
         if issubclass(tp, int):
-            return tp(0)
+            return tp(-1 if name in _MINUS_ONE else 0)
         if issubclass(tp, str):
-            return ""
+            return tp("")
         if issubclass(tp, bytes):
-            return b""
+            return tp(b"")
+        if issubclass(tp, uuid.UUID):
+            return uuid.UUID(int=0)
     return None
