@@ -43,6 +43,7 @@ from groupcoord.broker import (
     produce,
     topics,
 )
+from groupcoord.broker.offsets_v0 import offset_commit_v0, offset_fetch_v0, old_or
 from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
 from groupcoord.config import BrokerConfig
@@ -92,13 +93,13 @@ _ROUTES: tuple[Route[Broker], ...] = (
     # of acks=-1 is awaited, so pipelined produces may wait for their fsyncs together.
     Route(api_key=K.PRODUCE, min_version=3, max_version=10, handler=produce.handle, overlap="produce"),
     Route(api_key=K.FETCH, min_version=4, max_version=16, handler=fetch.handle),
-    Route(api_key=K.LIST_OFFSETS, min_version=1, max_version=9, handler=list_offsets.handle),
+    Route(api_key=K.LIST_OFFSETS, min_version=0, max_version=9, handler=list_offsets.handle),
     Route(api_key=K.METADATA, min_version=0, max_version=12, handler=metadata.handle),
     Route(api_key=K.FIND_COORDINATOR, min_version=0, max_version=6, handler=groups.find_coordinator),
     Route(api_key=K.API_VERSIONS, min_version=0, max_version=4, handler=api_versions.handle),
-    Route(api_key=K.CREATE_TOPICS, min_version=2, max_version=7, handler=topics.create_topics),
-    Route(api_key=K.DELETE_TOPICS, min_version=1, max_version=6, handler=topics.delete_topics),
-    Route(api_key=K.DESCRIBE_CONFIGS, min_version=1, max_version=4, handler=describe_configs.handle),
+    Route(api_key=K.CREATE_TOPICS, min_version=0, max_version=7, handler=topics.create_topics),
+    Route(api_key=K.DELETE_TOPICS, min_version=0, max_version=6, handler=topics.delete_topics),
+    Route(api_key=K.DESCRIBE_CONFIGS, min_version=0, max_version=4, handler=describe_configs.handle),
     Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
     Route(api_key=K.DESCRIBE_CLUSTER, min_version=0, max_version=1, handler=describe_cluster.handle),
 )
@@ -111,12 +112,17 @@ def _group_routes(rt: GroupRuntime) -> list[Route[Broker]]:
         # together; anything else behind them waits for all.
         Route(
             api_key=K.OFFSET_COMMIT,
-            min_version=2,
+            min_version=0,
             max_version=9,
-            handler=partial(groups.offset_commit, rt),
+            handler=old_or(offset_commit_v0, partial(groups.offset_commit, rt)),
             overlap="offset-commit",
         ),
-        Route(api_key=K.OFFSET_FETCH, min_version=1, max_version=9, handler=partial(groups.offset_fetch, rt)),
+        Route(
+            api_key=K.OFFSET_FETCH,
+            min_version=0,
+            max_version=9,
+            handler=old_or(offset_fetch_v0, partial(groups.offset_fetch, rt)),
+        ),
         Route(api_key=K.JOIN_GROUP, min_version=0, max_version=9, handler=partial(groups.join_group, rt)),
         Route(api_key=K.HEARTBEAT, min_version=0, max_version=4, handler=partial(groups.heartbeat, rt)),
         Route(api_key=K.LEAVE_GROUP, min_version=0, max_version=5, handler=partial(groups.leave_group, rt)),

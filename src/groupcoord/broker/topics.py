@@ -120,7 +120,7 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     f"Create topics request from client contains a duplicate topic {t.name}.",
                 )
             num_partitions, configs = _check_new_topic(broker, t)
-            if request.validate_only:
+            if getattr(request, "validate_only", False):  # v1+
                 meta_configs = configs
             else:
                 try:
@@ -195,7 +195,10 @@ def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 )
         if meta is not None:
             if not broker.config.delete_topic_enable:
-                code, message = ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled."
+                # before v3 Kafka answers INVALID_REQUEST (ControllerApis.deleteTopics)
+                old = ctx.api_version < 3
+                code = ErrorCode.INVALID_REQUEST if old else ErrorCode.TOPIC_DELETION_DISABLED
+                message = "Topic deletion is disabled."
             elif meta.internal:
                 code, message = (
                     ErrorCode.INVALID_TOPIC_EXCEPTION,

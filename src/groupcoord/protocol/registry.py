@@ -19,6 +19,7 @@ from kio.static.constants import EntityType
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.guard import check_request
 from groupcoord.protocol.headers import MalformedRequestError, encode_response_header
+from groupcoord.protocol.old_versions import OLD_VERSIONS
 
 API_VERSIONS_KEY = ApiKey.API_VERSIONS
 _SIZE = struct.Struct(">i")
@@ -88,10 +89,15 @@ def _load_class(name: str, version: int, entity_type: EntityType) -> type[Any]:
 
 
 def load_messages(api_key: int, version: int) -> ApiMessages:
-    """Build the codec pair for one (key, version) straight from kio's schemas."""
+    """Build the codec pair for one (key, version) from kio's schemas, or for a version kio
+    no longer has, from :mod:`groupcoord.protocol.old_versions` (in kio's form)."""
     name = api_key_map[api_key]
-    req = _load_class(name, version, EntityType.request)
-    resp = _load_class(name, version, EntityType.response)
+    old = OLD_VERSIONS.get((api_key, version))
+    if old is not None:
+        req, resp = old
+    else:
+        req = _load_class(name, version, EntityType.request)
+        resp = _load_class(name, version, EntityType.response)
     flexible = bool(req.__flexible__)
     return ApiMessages(
         api_key=api_key,
@@ -124,7 +130,7 @@ class ApiRegistry:
             raise ValueError(f"empty version range {min_version}-{max_version} for api key {api_key}")
         versions = schema_name_map[api_key_map[api_key]]
         for version in range(min_version, max_version + 1):
-            if version not in versions:
+            if version not in versions and (api_key, version) not in OLD_VERSIONS:
                 raise KeyError(f"kio has no schema for api key {api_key} version {version}")
         self._ranges[api_key] = (min_version, max_version)
 
