@@ -176,9 +176,10 @@ class LogCleaner:
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         self._lock = threading.Lock()
-        # (delete.retention.ms, rolled segments' (base, size)) after the last complete pass, and
-        # the time its oldest kept tombstone expires: a pass before either changes is skipped.
-        self._mark: tuple[tuple[int, tuple[tuple[int, int], ...]], int | None] | None = None
+        # (delete.retention.ms, rolled segments' (base, size), producers' last batches) after
+        # the last complete pass, and the time its oldest kept tombstone or marker expires: a
+        # pass before either changes is skipped.
+        self._mark: tuple[object, int | None] | None = None
 
     def compact(
         self, plog: CleanableLog, now_ms: int, *, delete_retention_ms: int, index_interval_bytes: int
@@ -189,13 +190,14 @@ class LogCleaner:
         )
         with self._lock:
             snapshot = plog.rolled_segments(check_open=True)
-            signature = (delete_retention_ms, tuple((s.base_offset, size) for s, size in snapshot))
             if not snapshot:
                 return nothing
+            aborted, last_records = plog.transactions_for_cleaner()
+            producers = frozenset(last_records.items())  # a newer batch frees a producer's old one
+            signature = (delete_retention_ms, tuple((s.base_offset, size) for s, size in snapshot), producers)
             mark = self._mark
             if mark is not None and mark[0] == signature and (mark[1] is None or now_ms < mark[1]):
                 return replace(nothing, skipped=True)
-            aborted, last_records = plog.transactions_for_cleaner()
             latest = key_map(snapshot, aborted)
             horizon = now_ms - delete_retention_ms
             txn = TxnCleanState(aborted)
@@ -237,6 +239,7 @@ class LogCleaner:
             after_signature = (
                 delete_retention_ms,
                 tuple((s.base_offset, size) for s, size in plog.rolled_segments(check_open=False)),
+                producers,
             )
             self._mark = (after_signature, due) if complete else None
             if cleaned:

@@ -440,6 +440,14 @@ class PartitionLog:
                 seg = self._segments[bisect.bisect_right(self._bases, h.base_offset) - 1]
                 append_txn_index(seg.txnindex_path, self._pstate.aborted()[-1])
 
+    def roll(self) -> None:
+        """Start a new active segment at the log end now (Kafka's ``UnifiedLog.roll``); nothing
+        happens while the active segment is empty."""
+        with self._lock:
+            self._check_open()
+            if self._segments[-1].size:
+                self._roll(self.log_end_offset, self._clock.now_ms())
+
     def _should_roll(self, seg: Segment, size: int, last_offset: int, now: int) -> bool:
         if seg.size == 0:
             return False
