@@ -33,7 +33,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from groupcoord.broker import (
+    alter_configs,
     api_versions,
+    delete_records,
     describe_cluster,
     describe_configs,
     fetch,
@@ -100,6 +102,14 @@ _ROUTES: tuple[Route[Broker], ...] = (
     Route(api_key=K.CREATE_TOPICS, min_version=0, max_version=7, handler=topics.create_topics),
     Route(api_key=K.DELETE_TOPICS, min_version=0, max_version=6, handler=topics.delete_topics),
     Route(api_key=K.DESCRIBE_CONFIGS, min_version=0, max_version=4, handler=describe_configs.handle),
+    Route(api_key=K.ALTER_CONFIGS, min_version=0, max_version=2, handler=alter_configs.alter_configs),
+    Route(
+        api_key=K.INCREMENTAL_ALTER_CONFIGS,
+        min_version=0,
+        max_version=1,
+        handler=alter_configs.incremental_alter_configs,
+    ),
+    Route(api_key=K.DELETE_RECORDS, min_version=0, max_version=2, handler=delete_records.handle),
     Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
     Route(api_key=K.DESCRIBE_CLUSTER, min_version=0, max_version=1, handler=describe_cluster.handle),
 )

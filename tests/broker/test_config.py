@@ -140,8 +140,12 @@ def test_cli_exits_2_naming_the_bad_key(capsys: pytest.CaptureFixture[str], tmp_
     assert "'huge'" in err
 
 
-def test_cli_exits_2_on_unknown_key_in_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_cli_exits_2_on_a_misspelled_key_in_file_suggesting_the_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     f = tmp_path / "server.properties"
-    f.write_text("zookeeper.connect=localhost:2181\n")
+    f.write_text("log.retention.hour=24\n")
     assert main(["serve", "--data-dir", str(tmp_path), "--config", str(f)]) == 2
-    assert "zookeeper.connect" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown configuration key 'log.retention.hour' (value '24')" in err
+    assert "(did you mean 'log.retention.hours'?)" in err

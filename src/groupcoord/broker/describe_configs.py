@@ -1,4 +1,10 @@
-"""DescribeConfigs (key 32) for topics (resource type 2) and this broker (resource type 4)."""
+"""DescribeConfigs (key 32) for topics (resource type 2) and this broker (resource type 4).
+
+A topic's configs are its overrides (DYNAMIC_TOPIC_CONFIG), else the dynamic broker configs
+AlterConfigs set (DYNAMIC_BROKER_CONFIG for this node's id, DYNAMIC_DEFAULT_BROKER_CONFIG for the
+cluster-wide ""), else the config file (STATIC_BROKER_CONFIG), else Kafka's default
+(DEFAULT_CONFIG); ``include_synonyms`` lists every level that has a value, highest first.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,18 @@ from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
 from groupcoord.storage.log_config import (
+    BROKER_SYNONYMS,
     SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_STATIC_BROKER,
+    TOPIC_CONFIGS,
     TYPE_BOOLEAN,
     TYPE_INT,
     TYPE_LONG,
     TYPE_STRING,
     ConfigEntry,
+    ConfigSynonym,
     describe_topic_configs,
 )
 
@@ -24,22 +35,78 @@ RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 
 
-def _broker_entries(config: BrokerConfig) -> list[ConfigEntry]:
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _broker_type(name: str, value: object) -> int:
+    if isinstance(value, bool):
+        return TYPE_BOOLEAN
+    if isinstance(value, int):
+        return TYPE_LONG if name.endswith((".ms", ".bytes", ".messages")) else TYPE_INT
+    synonym = BROKER_SYNONYMS.get(name)
+    if synonym is not None:
+        return TOPIC_CONFIGS[synonym[0]].config_type
+    return TYPE_STRING
+
+
+def _broker_entries(broker: Broker, *, per_broker: bool) -> list[ConfigEntry]:
+    """This node's configs (``per_broker``): every property with its value and source, the
+    dynamic ones first; else (resource name "") only the cluster-wide dynamic defaults, as
+    Kafka lists them."""
+    config: BrokerConfig = broker.config
+    node = broker.logs.broker_configs(per_broker=True)
+    default = broker.logs.broker_configs(per_broker=False)
     out = []
-    for name in sorted(PROPERTIES):
-        value = config.get(name)
-        if isinstance(value, bool):
-            text: str | None = "true" if value else "false"
-            ctype = TYPE_BOOLEAN
-        elif isinstance(value, int):
-            text = str(value)
-            ctype = TYPE_LONG if name.endswith((".ms", ".bytes", ".messages")) else TYPE_INT
-        else:
-            text = value
-            ctype = TYPE_STRING
-        source = SOURCE_STATIC_BROKER if name in config.explicit else SOURCE_DEFAULT
-        out.append(ConfigEntry(name=name, value=text, source=source, config_type=ctype, read_only=True))
+    if not per_broker:
+        for name in sorted(default):
+            out.append(
+                ConfigEntry(
+                    name=name,
+                    value=default[name],
+                    source=SOURCE_DYNAMIC_DEFAULT_BROKER,
+                    config_type=_broker_type(name, None),
+                    read_only=False,
+                    synonyms=(
+                        ConfigSynonym(name=name, value=default[name], source=SOURCE_DYNAMIC_DEFAULT_BROKER),
+                    ),
+                )
+            )
+        return out
+    for name in sorted({*PROPERTIES, *node, *default}):
+        static = config.get(name) if name in PROPERTIES else None
+        synonyms: list[ConfigSynonym] = []
+        if name in node:
+            synonyms.append(ConfigSynonym(name=name, value=node[name], source=SOURCE_DYNAMIC_BROKER))
+        if name in default:
+            synonyms.append(
+                ConfigSynonym(name=name, value=default[name], source=SOURCE_DYNAMIC_DEFAULT_BROKER)
+            )
+        if name in config.explicit:
+            synonyms.append(ConfigSynonym(name=name, value=_text(static), source=SOURCE_STATIC_BROKER))
+        if name in PROPERTIES:
+            synonyms.append(
+                ConfigSynonym(name=name, value=_text(_KAFKA_DEFAULTS.get(name)), source=SOURCE_DEFAULT)
+            )
+        first = synonyms[0]
+        out.append(
+            ConfigEntry(
+                name=name,
+                value=first.value,
+                source=first.source,
+                config_type=_broker_type(name, static),
+                read_only=name not in BROKER_SYNONYMS,
+                synonyms=tuple(synonyms),
+            )
+        )
     return out
+
+
+_KAFKA_DEFAULTS = BrokerConfig()
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -59,12 +126,14 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             if meta is None:
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
             else:
-                entries = describe_topic_configs(broker.config, meta.configs)
+                entries = describe_topic_configs(
+                    broker.config, meta.configs, broker.logs.dynamic_topic_defaults()
+                )
         elif rtype == RESOURCE_BROKER:
             if name not in ("", str(broker.node_id)):
                 code, message = ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id}"
             else:
-                entries = _broker_entries(broker.config)
+                entries = _broker_entries(broker, per_broker=name != "")
         else:
             code, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}"
         keys = res.configuration_keys
@@ -86,7 +155,9 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             if has_field(config_t, "synonyms"):
                 syn_t = child(config_t, "synonyms")
                 values["synonyms"] = (
-                    (make(syn_t, name=e.name, value=e.value, source=e.source),) if include_synonyms else ()
+                    tuple(make(syn_t, name=s.name, value=s.value, source=s.source) for s in e.synonyms)
+                    if include_synonyms
+                    else ()
                 )
             configs.append(make(config_t, **values))
         results.append(

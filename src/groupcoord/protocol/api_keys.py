@@ -43,6 +43,8 @@ class ApiKey(enum.IntEnum):
     CREATE_TOPICS = 19
     #: delete topics
     DELETE_TOPICS = 20
+    #: move partitions' log start offsets forward (delete records below them)
+    DELETE_RECORDS = 21
     #: a producer id (and epoch) for idempotent producers
     INIT_PRODUCER_ID = 22
     #: add partitions to a producer's transaction
@@ -55,10 +57,14 @@ class ApiKey(enum.IntEnum):
     TXN_OFFSET_COMMIT = 28
     #: topic and broker configuration
     DESCRIBE_CONFIGS = 32
+    #: replace topic or broker configs
+    ALTER_CONFIGS = 33
     #: add partitions to topics
     CREATE_PARTITIONS = 37
     #: delete empty groups
     DELETE_GROUPS = 42
+    #: set, delete, append to or subtract from topic or broker configs
+    INCREMENTAL_ALTER_CONFIGS = 44
     #: delete a group's committed offsets of partitions it no longer consumes
     OFFSET_DELETE = 47
     #: the cluster's id, controller and brokers

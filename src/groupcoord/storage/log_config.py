@@ -18,14 +18,20 @@ from groupcoord.constants import INT32_MAX, LONG_MAX
 from groupcoord.errors import ErrorCode, KafkaError
 
 __all__ = [
+    "BROKER_SYNONYMS",
+    "COMPRESSION_TYPES",
     "KAFKA_TOPIC_CONFIG_NAMES",
     "TOPIC_CONFIGS",
     "TOPIC_CONFIG_FIELDS",
     "ConfigEntry",
+    "ConfigSynonym",
     "InvalidConfigError",
     "LogConfig",
     "TopicConfigSpec",
+    "broker_value_as_topic_value",
     "describe_topic_configs",
+    "dynamic_topic_defaults",
+    "list_config",
     "log_config_for",
     "validate_topic_configs",
 ]
@@ -35,48 +41,6 @@ class InvalidConfigError(KafkaError):
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.INVALID_CONFIG, message)
 
-
-
-#: Topic config names Kafka defines. Those we act on map to :class:`LogConfig` fields; the rest
-#: are accepted (so admin tools that set them work) and reported back, but have no effect.
-KAFKA_TOPIC_CONFIG_NAMES = frozenset(
-    {
-        "cleanup.policy",
-        "compression.type",
-        "compression.gzip.level",
-        "compression.lz4.level",
-        "compression.zstd.level",
-        "delete.retention.ms",
-        "file.delete.delay.ms",
-        "flush.messages",
-        "flush.ms",
-        "follower.replication.throttled.replicas",
-        "index.interval.bytes",
-        "leader.replication.throttled.replicas",
-        "local.retention.bytes",
-        "local.retention.ms",
-        "max.compaction.lag.ms",
-        "max.message.bytes",
-        "message.downconversion.enable",
-        "message.format.version",
-        "message.timestamp.after.max.ms",
-        "message.timestamp.before.max.ms",
-        "message.timestamp.difference.max.ms",
-        "message.timestamp.type",
-        "min.cleanable.dirty.ratio",
-        "min.compaction.lag.ms",
-        "min.insync.replicas",
-        "preallocate",
-        "remote.storage.enable",
-        "retention.bytes",
-        "retention.ms",
-        "segment.bytes",
-        "segment.index.bytes",
-        "segment.jitter.ms",
-        "segment.ms",
-        "unclean.leader.election.enable",
-    }
-)
 
 #: Kafka topic config name -> LogConfig field, for the configs the log implements.
 TOPIC_CONFIG_FIELDS: Mapping[str, str] = {
@@ -227,24 +191,43 @@ TYPE_LIST = 7
 
 # DescribeConfigs config_source codes.
 SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
 
+TYPE_DOUBLE = 6
+
+#: compression.type values Kafka accepts (BrokerCompressionType's names).
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicConfigSpec:
+    """One topic config Kafka defines: its type, validation, default and broker synonyms.
+
+    ``synonyms`` are the broker properties that supply the default, highest priority first,
+    each with the factor that turns its value into the topic config's unit (``log.retention.hours``
+    -> ``retention.ms``: 3600000); Kafka's ``ServerTopicConfigSynonyms``.
+    """
+
     name: str
-    broker_property: str | None
+    synonyms: tuple[tuple[str, int], ...]
     config_type: int
     check: Callable[[str], bool]
     expectation: str
     default: Callable[[BrokerConfig], str]
 
+    @property
+    def broker_property(self) -> str | None:
+        return self.synonyms[0][0] if self.synonyms else None
+
 
 def _int_check(lo: int, hi: int = LONG_MAX) -> Callable[[str], bool]:
     def check(value: str) -> bool:
         try:
-            n = int(value)
+            n = int(value.strip())
         except ValueError:
             return False
         return lo <= n <= hi and "_" not in value
@@ -253,7 +236,35 @@ def _int_check(lo: int, hi: int = LONG_MAX) -> Callable[[str], bool]:
 
 
 def _choice(*options: str) -> Callable[[str], bool]:
-    return lambda value: value in options
+    return lambda value: value.strip() in options
+
+
+def _list_of(*options: str) -> Callable[[str], bool]:
+    def check(value: str) -> bool:
+        items = [item.strip() for item in value.split(",")]
+        return bool(items) and all(item in options for item in items)
+
+    return check
+
+
+def _bool_check(value: str) -> bool:
+    return value.strip().lower() in ("true", "false")
+
+
+def _ratio_check(value: str) -> bool:
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return 0.0 <= number <= 1.0
+
+
+def _any(_value: str) -> bool:
+    return True
+
+
+def _gzip_level(value: str) -> bool:
+    return _int_check(1, 9)(value) or value.strip() == "-1"
 
 
 def _prop(prop: str) -> Callable[[BrokerConfig], str]:
@@ -272,109 +283,338 @@ def _const(value: str) -> Callable[[BrokerConfig], str]:
     return lambda _config: value
 
 
+_HOUR_MS = 3_600_000
+_MINUTE_MS = 60_000
+_LONG_MAX_TEXT = str(LONG_MAX)
+
+
+def _spec(
+    name: str,
+    synonyms: tuple[str | tuple[str, int], ...],
+    config_type: int,
+    check: Callable[[str], bool],
+    expectation: str,
+    default: Callable[[BrokerConfig], str],
+) -> TopicConfigSpec:
+    return TopicConfigSpec(
+        name=name,
+        synonyms=tuple((s, 1) if isinstance(s, str) else s for s in synonyms),
+        config_type=config_type,
+        check=check,
+        expectation=expectation,
+        default=default,
+    )
+
+
+#: Every topic config Kafka 3.9 defines (``TopicConfig`` / ``LogConfig``), accepted by
+#: CreateTopics, AlterConfigs and IncrementalAlterConfigs alike and listed by DescribeConfigs.
+#: Those in :data:`TOPIC_CONFIG_FIELDS` change how the log behaves; the others are stored and
+#: reported back but have no effect on a single broker without tiered storage.
 TOPIC_CONFIGS: dict[str, TopicConfigSpec] = {
     spec.name: spec
     for spec in (
-        TopicConfigSpec(
-            name="cleanup.policy",
-            broker_property="log.cleanup.policy",
-            config_type=TYPE_LIST,
-            check=_choice("delete", "compact"),
-            expectation="delete or compact",
-            default=_prop("log.cleanup.policy"),
+        _spec(
+            "cleanup.policy",
+            ("log.cleanup.policy",),
+            TYPE_LIST,
+            _list_of("delete", "compact"),
+            "[compact, delete]",
+            _prop("log.cleanup.policy"),
         ),
-        TopicConfigSpec(
-            name="retention.ms",
-            broker_property="log.retention.ms",
-            config_type=TYPE_LONG,
-            check=_int_check(-1),
-            expectation="an integer >= -1",
-            default=lambda c: str(c.effective_retention_ms),
+        _spec(
+            "compression.gzip.level",
+            ("compression.gzip.level",),
+            TYPE_INT,
+            _gzip_level,
+            "[1,...,9] or -1",
+            _const("-1"),
         ),
-        TopicConfigSpec(
-            name="retention.bytes",
-            broker_property="log.retention.bytes",
-            config_type=TYPE_LONG,
-            check=_int_check(-1),
-            expectation="an integer >= -1",
-            default=_prop("log.retention.bytes"),
+        _spec(
+            "compression.lz4.level",
+            ("compression.lz4.level",),
+            TYPE_INT,
+            _int_check(1, 17),
+            "[1,...,17]",
+            _const("9"),
         ),
-        TopicConfigSpec(
-            name="segment.bytes",
-            broker_property="log.segment.bytes",
-            config_type=TYPE_INT,
-            check=_int_check(14, 2147483647),
-            expectation="an integer in [14, 2147483647]",
-            default=_prop("log.segment.bytes"),
+        _spec(
+            "compression.type",
+            ("compression.type",),
+            TYPE_STRING,
+            _choice(*COMPRESSION_TYPES),
+            "[" + ", ".join(COMPRESSION_TYPES) + "]",
+            _const("producer"),
         ),
-        TopicConfigSpec(
-            name="max.message.bytes",
-            broker_property="message.max.bytes",
-            config_type=TYPE_INT,
-            check=_int_check(0, 2147483647),
-            expectation="an integer in [0, 2147483647]",
-            default=_prop("message.max.bytes"),
+        _spec(
+            "compression.zstd.level",
+            ("compression.zstd.level",),
+            TYPE_INT,
+            _int_check(-131072, 22),
+            "[-131072,...,22]",
+            _const("3"),
         ),
-        TopicConfigSpec(
-            name="message.timestamp.type",
-            broker_property="log.message.timestamp.type",
-            config_type=TYPE_STRING,
-            check=_choice("CreateTime", "LogAppendTime"),
-            expectation="CreateTime or LogAppendTime",
-            default=_prop("log.message.timestamp.type"),
+        _spec(
+            "delete.retention.ms",
+            ("log.cleaner.delete.retention.ms",),
+            TYPE_LONG,
+            _int_check(0),
+            "an integer >= 0",
+            _prop("log.cleaner.delete.retention.ms"),
         ),
-        TopicConfigSpec(
-            name="delete.retention.ms",
-            broker_property="log.cleaner.delete.retention.ms",
-            config_type=TYPE_LONG,
-            check=_int_check(0),
-            expectation="an integer >= 0",
-            default=_prop("log.cleaner.delete.retention.ms"),
+        _spec(
+            "file.delete.delay.ms",
+            ("log.segment.delete.delay.ms",),
+            TYPE_LONG,
+            _int_check(0),
+            "an integer >= 0",
+            _const("60000"),
         ),
-        TopicConfigSpec(
-            name="flush.messages",
-            broker_property="log.flush.interval.messages",
-            config_type=TYPE_LONG,
-            check=_int_check(1),
-            expectation="an integer >= 1",
-            default=_prop("log.flush.interval.messages"),
+        _spec(
+            "flush.messages",
+            ("log.flush.interval.messages",),
+            TYPE_LONG,
+            _int_check(1),
+            "an integer >= 1",
+            _prop("log.flush.interval.messages"),
         ),
-        TopicConfigSpec(
-            name="flush.ms",
-            broker_property="log.flush.interval.ms",
-            config_type=TYPE_LONG,
-            check=_int_check(0),
-            expectation="an integer >= 0",
-            default=lambda c: str(
-                c.log_flush_interval_ms if c.log_flush_interval_ms is not None else LONG_MAX
-            ),
+        _spec(
+            "flush.ms",
+            ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+            TYPE_LONG,
+            _int_check(0),
+            "an integer >= 0",
+            lambda c: str(c.log_flush_interval_ms if c.log_flush_interval_ms is not None else LONG_MAX),
         ),
-        TopicConfigSpec(
-            name="index.interval.bytes",
-            broker_property="log.index.interval.bytes",
-            config_type=TYPE_INT,
-            check=_int_check(0, 2147483647),
-            expectation="an integer >= 0",
-            default=_prop("log.index.interval.bytes"),
+        _spec("follower.replication.throttled.replicas", (), TYPE_LIST, _any, "a list", _const("")),
+        _spec(
+            "index.interval.bytes",
+            ("log.index.interval.bytes",),
+            TYPE_INT,
+            _int_check(0, INT32_MAX),
+            "an integer >= 0",
+            _prop("log.index.interval.bytes"),
         ),
-        TopicConfigSpec(
-            name="min.insync.replicas",
-            broker_property=None,
-            config_type=TYPE_INT,
-            check=_choice("1"),
-            expectation="1 (single broker)",
-            default=_const("1"),
+        _spec("leader.replication.throttled.replicas", (), TYPE_LIST, _any, "a list", _const("")),
+        _spec(
+            "local.retention.bytes",
+            ("log.local.retention.bytes",),
+            TYPE_LONG,
+            _int_check(-2),
+            "an integer >= -2",
+            _const("-2"),
         ),
-        TopicConfigSpec(
-            name="compression.type",
-            broker_property=None,
-            config_type=TYPE_STRING,
-            check=_choice("producer"),
-            expectation="producer (batches are stored as the producer compressed them)",
-            default=_const("producer"),
+        _spec(
+            "local.retention.ms",
+            ("log.local.retention.ms",),
+            TYPE_LONG,
+            _int_check(-2),
+            "an integer >= -2",
+            _const("-2"),
+        ),
+        _spec(
+            "max.compaction.lag.ms",
+            ("log.cleaner.max.compaction.lag.ms",),
+            TYPE_LONG,
+            _int_check(1),
+            "an integer >= 1",
+            _const(_LONG_MAX_TEXT),
+        ),
+        _spec(
+            "max.message.bytes",
+            ("message.max.bytes",),
+            TYPE_INT,
+            _int_check(0, INT32_MAX),
+            "an integer in [0, 2147483647]",
+            _prop("message.max.bytes"),
+        ),
+        _spec(
+            "message.downconversion.enable",
+            ("log.message.downconversion.enable",),
+            TYPE_BOOLEAN,
+            _bool_check,
+            "true or false",
+            _const("true"),
+        ),
+        _spec(
+            "message.format.version",
+            ("log.message.format.version",),
+            TYPE_STRING,
+            _any,
+            "a Kafka version",
+            _const("3.0-IV1"),
+        ),
+        _spec(
+            "message.timestamp.after.max.ms",
+            ("log.message.timestamp.after.max.ms",),
+            TYPE_LONG,
+            _int_check(0),
+            "an integer >= 0",
+            _const(_LONG_MAX_TEXT),
+        ),
+        _spec(
+            "message.timestamp.before.max.ms",
+            ("log.message.timestamp.before.max.ms",),
+            TYPE_LONG,
+            _int_check(0),
+            "an integer >= 0",
+            _const(_LONG_MAX_TEXT),
+        ),
+        _spec(
+            "message.timestamp.difference.max.ms",
+            ("log.message.timestamp.difference.max.ms",),
+            TYPE_LONG,
+            _int_check(0),
+            "an integer >= 0",
+            _const(_LONG_MAX_TEXT),
+        ),
+        _spec(
+            "message.timestamp.type",
+            ("log.message.timestamp.type",),
+            TYPE_STRING,
+            _choice("CreateTime", "LogAppendTime"),
+            "CreateTime or LogAppendTime",
+            _prop("log.message.timestamp.type"),
+        ),
+        _spec(
+            "min.cleanable.dirty.ratio",
+            ("log.cleaner.min.cleanable.ratio",),
+            TYPE_DOUBLE,
+            _ratio_check,
+            "a number in [0, 1]",
+            _const("0.5"),
+        ),
+        _spec(
+            "min.compaction.lag.ms",
+            ("log.cleaner.min.compaction.lag.ms",),
+            TYPE_LONG,
+            _int_check(0),
+            "an integer >= 0",
+            _const("0"),
+        ),
+        _spec(
+            "min.insync.replicas",
+            ("min.insync.replicas",),
+            TYPE_INT,
+            _choice("1"),
+            "1 (single broker)",
+            _const("1"),
+        ),
+        _spec(
+            "preallocate", ("log.preallocate",), TYPE_BOOLEAN, _bool_check, "true or false", _const("false")
+        ),
+        _spec("remote.log.copy.disable", (), TYPE_BOOLEAN, _bool_check, "true or false", _const("false")),
+        _spec(
+            "remote.log.delete.on.disable", (), TYPE_BOOLEAN, _bool_check, "true or false", _const("false")
+        ),
+        _spec(
+            "remote.storage.enable",
+            (),
+            TYPE_BOOLEAN,
+            _choice("false"),
+            "false (no tiered storage)",
+            _const("false"),
+        ),
+        _spec(
+            "retention.bytes",
+            ("log.retention.bytes",),
+            TYPE_LONG,
+            _int_check(-1),
+            "an integer >= -1",
+            _prop("log.retention.bytes"),
+        ),
+        _spec(
+            "retention.ms",
+            ("log.retention.ms", ("log.retention.minutes", _MINUTE_MS), ("log.retention.hours", _HOUR_MS)),
+            TYPE_LONG,
+            _int_check(-1),
+            "an integer >= -1",
+            lambda c: str(c.effective_retention_ms),
+        ),
+        _spec(
+            "segment.bytes",
+            ("log.segment.bytes",),
+            TYPE_INT,
+            _int_check(14, INT32_MAX),
+            "an integer in [14, 2147483647]",
+            _prop("log.segment.bytes"),
+        ),
+        _spec(
+            "segment.index.bytes",
+            ("log.index.size.max.bytes",),
+            TYPE_INT,
+            _int_check(4, INT32_MAX),
+            "an integer >= 4",
+            _const("10485760"),
+        ),
+        _spec(
+            "segment.jitter.ms",
+            ("log.roll.jitter.ms", ("log.roll.jitter.hours", _HOUR_MS)),
+            TYPE_LONG,
+            _int_check(0),
+            "an integer >= 0",
+            _const("0"),
+        ),
+        _spec(
+            "segment.ms",
+            ("log.roll.ms", ("log.roll.hours", _HOUR_MS)),
+            TYPE_LONG,
+            _int_check(1),
+            "an integer >= 1",
+            _const("604800000"),
+        ),
+        _spec(
+            "unclean.leader.election.enable",
+            ("unclean.leader.election.enable",),
+            TYPE_BOOLEAN,
+            _bool_check,
+            "true or false",
+            _const("false"),
         ),
     )
 }
+
+#: Topic config names Kafka defines (the keys of :data:`TOPIC_CONFIGS`).
+KAFKA_TOPIC_CONFIG_NAMES = frozenset(TOPIC_CONFIGS)
+
+#: Broker property -> (topic config, factor), for every broker synonym of a topic config. These
+#: are the broker configs Kafka lets AlterConfigs change at run time (``DynamicLogConfig``).
+BROKER_SYNONYMS: Mapping[str, tuple[str, int]] = {
+    prop: (spec.name, factor) for spec in TOPIC_CONFIGS.values() for prop, factor in spec.synonyms
+}
+
+
+def list_config(name: str) -> bool:
+    """True for configs of type LIST (the only ones IncrementalAlterConfigs may APPEND/SUBTRACT)."""
+    spec = TOPIC_CONFIGS.get(name)
+    return spec is not None and spec.config_type == TYPE_LIST
+
+
+def broker_value_as_topic_value(prop: str, value: str) -> str:
+    """A dynamic broker synonym's value in its topic config's unit (hours -> ms, -1 stays -1)."""
+    _topic, factor = BROKER_SYNONYMS[prop]
+    if factor == 1:
+        return value.strip()
+    number = int(value.strip())
+    return str(-1 if number < 0 else number * factor)
+
+
+def dynamic_topic_defaults(
+    per_broker: Mapping[str, str], cluster_default: Mapping[str, str]
+) -> dict[str, tuple[str, int, str]]:
+    """Topic config -> (value, config source, broker property) for the topic configs that
+    dynamic broker configs set: a per-broker config wins over a cluster-wide default, and
+    within one level the synonym listed first wins (``log.retention.ms`` over ``.hours``)."""
+    out: dict[str, tuple[str, int, str]] = {}
+    for spec in TOPIC_CONFIGS.values():
+        for level, source in (
+            (per_broker, SOURCE_DYNAMIC_BROKER),
+            (cluster_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
+        ):
+            found = next((prop for prop, _f in spec.synonyms if prop in level), None)
+            if found is not None:
+                out[spec.name] = (broker_value_as_topic_value(found, level[found]), source, found)
+                break
+    return out
 
 
 def validate_topic_configs(configs: Mapping[str, str | None]) -> tuple[str, str] | None:
@@ -389,6 +629,13 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigSynonym:
+    name: str
+    value: str | None
+    source: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConfigEntry:
     name: str
     value: str | None
@@ -396,28 +643,49 @@ class ConfigEntry:
     config_type: int
     read_only: bool = False
     is_sensitive: bool = False
+    #: where the value could come from, highest priority first (DescribeConfigs include_synonyms)
+    synonyms: tuple[ConfigSynonym, ...] = ()
 
 
-def describe_topic_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+_KAFKA_DEFAULTS = BrokerConfig()
+
+
+def describe_topic_configs(
+    config: BrokerConfig,
+    overrides: Mapping[str, str],
+    dynamic: Mapping[str, tuple[str, int, str]] | None = None,
+) -> list[ConfigEntry]:
+    """Every topic config with its value and source: the topic's override
+    (DYNAMIC_TOPIC_CONFIG), else a dynamic broker config (``dynamic``, from
+    :func:`dynamic_topic_defaults`), else a broker property set in the file
+    (STATIC_BROKER_CONFIG), else Kafka's default (DEFAULT_CONFIG)."""
+    dynamic = dynamic or {}
     out = []
     for name, spec in sorted(TOPIC_CONFIGS.items()):
+        synonyms: list[ConfigSynonym] = []
         if name in overrides:
-            out.append(
-                ConfigEntry(
-                    name=name,
-                    value=overrides[name],
-                    source=SOURCE_DYNAMIC_TOPIC,
-                    config_type=spec.config_type,
-                )
+            synonyms.append(ConfigSynonym(name=name, value=overrides[name], source=SOURCE_DYNAMIC_TOPIC))
+        if name in dynamic:
+            value, source, prop = dynamic[name]
+            synonyms.append(ConfigSynonym(name=prop, value=value, source=source))
+        static = next((prop for prop, _f in spec.synonyms if prop in config.explicit), None)
+        if static is not None:
+            synonyms.append(
+                ConfigSynonym(name=static, value=spec.default(config), source=SOURCE_STATIC_BROKER)
             )
-        else:
-            explicit = spec.broker_property is not None and spec.broker_property in config.explicit
-            out.append(
-                ConfigEntry(
-                    name=name,
-                    value=spec.default(config),
-                    source=SOURCE_STATIC_BROKER if explicit else SOURCE_DEFAULT,
-                    config_type=spec.config_type,
-                )
+        synonyms.append(
+            ConfigSynonym(
+                name=spec.broker_property or name, value=spec.default(_KAFKA_DEFAULTS), source=SOURCE_DEFAULT
             )
+        )
+        first = synonyms[0]
+        out.append(
+            ConfigEntry(
+                name=name,
+                value=first.value,
+                source=first.source,
+                config_type=spec.config_type,
+                synonyms=tuple(synonyms),
+            )
+        )
     return out

@@ -6,6 +6,10 @@ Layout::
     <data_dir>/<topic>-<partition>/       one PartitionLog each (see groupcoord.storage.log)
     <data_dir>/<topic>-<partition>/partition.metadata   Kafka's file: format version and topic id
 
+``__topics.json`` also keeps the dynamic broker configs AlterConfigs set (``broker_configs``: the
+cluster-wide defaults and this node's own), which override the ``log.*`` properties of the config
+file for every topic without its own override.
+
 ``__topics.json`` is the source of truth; it is replaced atomically (write, fsync, rename, fsync the
 directory) on every change. If it is missing, topics are rebuilt from the ``partition.metadata``
 files (configs are then lost and the broker defaults apply), and the event is logged.
@@ -36,7 +40,7 @@ from groupcoord.constants import MAX_TOPIC_NAME_LENGTH
 from groupcoord.errors import DataDirError, ErrorCode, KafkaError
 
 from .log import PartitionLog
-from .log_config import LogConfig
+from .log_config import LogConfig, dynamic_topic_defaults
 from .recovery import RecoveryReport
 from .segment import fsync_dir
 
@@ -158,6 +162,10 @@ class LogManager:
         self._topics_view: Mapping[str, TopicMeta] = MappingProxyType({})
         self._by_id: dict[uuid.UUID, str] = {}
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        #: the broker's static log defaults (config file); ``default_config`` adds the dynamic ones
+        self._static_default = default_config
+        #: dynamic broker configs by level: "default" (cluster-wide, resource name "") and "node"
+        self._broker_configs: dict[str, dict[str, str]] = {"default": {}, "node": {}}
         self.recovery_reports: dict[tuple[str, int], RecoveryReport] = {}
         self._closed = False
 
@@ -180,6 +188,9 @@ class LogManager:
         if path.exists():
             try:
                 raw = json.loads(path.read_text(encoding="utf-8"))
+                stored = raw.get("broker_configs", {})
+                for level in self._broker_configs:
+                    self._broker_configs[level] = {str(k): str(v) for k, v in stored.get(level, {}).items()}
                 for name, entry in raw.get("topics", {}).items():
                     meta = TopicMeta(
                         name=name,
@@ -201,6 +212,7 @@ class LogManager:
                 )
                 self._save()
         self._by_id = {m.topic_id: m.name for m in self._topics.values()}
+        self.default_config = self._effective_default(self._broker_configs)
         self._topics_view = MappingProxyType(dict(self._topics))
         known = {
             partition_dir_name(m.name, p) for m in self._topics.values() for p in range(m.partitions)
@@ -280,7 +292,12 @@ class LogManager:
 
     def _save(self) -> None:
         self._topics_view = MappingProxyType(dict(self._topics))
-        doc = {"version": 1, "topics": {name: m.to_json() for name, m in sorted(self._topics.items())}}
+        doc: dict[str, object] = {
+            "version": 1,
+            "topics": {name: m.to_json() for name, m in sorted(self._topics.items())},
+        }
+        if any(self._broker_configs.values()):
+            doc["broker_configs"] = {level: dict(c) for level, c in self._broker_configs.items()}
         _atomic_write(self.data_dir / TOPICS_FILE, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
     # -- queries -------------------------------------------------------------------------------
@@ -392,6 +409,36 @@ class LogManager:
             self._logs[(name, p)].config = config
         self._save()
         return changed
+
+    def broker_configs(self, *, per_broker: bool) -> Mapping[str, str]:
+        """The dynamic broker configs of one level: this node's own, or the cluster-wide defaults."""
+        return MappingProxyType(dict(self._broker_configs["node" if per_broker else "default"]))
+
+    def dynamic_topic_defaults(self) -> dict[str, tuple[str, int, str]]:
+        """Topic config -> (value, config source, broker property) set by dynamic broker configs."""
+        return dynamic_topic_defaults(self._broker_configs["node"], self._broker_configs["default"])
+
+    def _effective_default(self, levels: Mapping[str, Mapping[str, str]]) -> LogConfig:
+        dynamic = dynamic_topic_defaults(levels["node"], levels["default"])
+        return self._static_default.with_overrides({name: value for name, (value, _s, _p) in dynamic.items()})
+
+    def alter_broker_configs(self, configs: Mapping[str, str], *, per_broker: bool) -> None:
+        """Replace one level's dynamic broker configs (broker synonyms of topic configs, e.g.
+        ``log.retention.ms``); every partition without its own override follows at once.
+
+        Raises InvalidConfigError (nothing changed) when the result is not a valid log config."""
+        self._check_open()
+        levels = {level: dict(c) for level, c in self._broker_configs.items()}
+        levels["node" if per_broker else "default"] = dict(configs)
+        new_default = self._effective_default(levels)
+        for meta in self._topics.values():  # every topic must still be valid with its overrides
+            new_default.with_overrides(meta.configs)
+        self._broker_configs = levels
+        self.default_config = new_default
+        for (topic, _p), plog in self._logs.items():
+            plog.config = self.log_config_for(topic)
+        self._save()
+        log.info("dynamic broker configs (%s) now %s", "node" if per_broker else "default", dict(configs))
 
     def delete_topic(self, name: str) -> TopicMeta:
         """Forget the topic and remove its directories. Raises UnknownTopicOrPartitionError."""

@@ -1,0 +1,300 @@
+"""AlterConfigs (key 33) and IncrementalAlterConfigs (key 44): topic configs and this broker's
+dynamic configs.
+
+Topics (resource type 2) take every topic config Kafka defines (:data:`TOPIC_CONFIGS`); the
+overrides are kept in ``__topics.json`` and the topic's partitions act on them at once
+(retention, cleanup.policy, segment size and roll time, max.message.bytes, ...).
+
+The broker (resource type 4) takes, at run time, the broker properties that are synonyms of topic
+configs (``log.retention.ms``, ``log.segment.bytes``, ``log.cleanup.policy``, ``message.max.bytes``
+...), as Kafka's ``DynamicLogConfig`` does: resource name ``""`` sets the cluster-wide defaults
+(DYNAMIC_DEFAULT_BROKER_CONFIG), this node's id sets its own (DYNAMIC_BROKER_CONFIG, which wins).
+They are kept in ``__topics.json`` too and apply to every topic without its own override.
+
+Error codes as Kafka's ``ConfigAdminManager`` / ``ConfigurationControlManager`` answer them:
+unknown topic UNKNOWN_TOPIC_OR_PARTITION; unknown topic config name or bad topic value
+INVALID_CONFIG; APPEND/SUBTRACT on a config that is not a list INVALID_CONFIG; a broker config
+that cannot change at run time, a bad broker value, a null value in AlterConfigs, a repeated
+config name or another broker's id INVALID_REQUEST. One difference: Kafka stores broker config
+names it does not know as custom configs; groupcoord refuses them with INVALID_CONFIG (a typo
+would otherwise be stored silently).
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from groupcoord.broker.state import Broker
+from groupcoord.config import KAFKA_BROKER_CONFIG_NAMES, PROPERTIES
+from groupcoord.errors import ErrorCode
+from groupcoord.handling import RequestContext
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
+from groupcoord.storage.log_config import (
+    BROKER_SYNONYMS,
+    TOPIC_CONFIGS,
+    InvalidConfigError,
+    broker_value_as_topic_value,
+    list_config,
+    validate_topic_configs,
+)
+
+log = logging.getLogger(__name__)
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+_OP_NAMES = {OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
+
+
+class _Fail(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _broker_list_config(name: str) -> bool:
+    synonym = BROKER_SYNONYMS.get(name)
+    return synonym is not None and list_config(synonym[0])
+
+
+def _incremental(
+    current: Mapping[str, str],
+    ops: list[tuple[str, int, str | None]],
+    *,
+    is_list: Any,
+    default_of: Any,
+) -> dict[str, str]:
+    """``current`` with IncrementalAlterConfigs operations applied (Kafka's
+    ``ConfigurationControlManager.incrementalAlterConfigResource``)."""
+    out = dict(current)
+    for name, op, value in ops:
+        if op == OP_SET:
+            if value is None:
+                raise _Fail(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}")
+            out[name] = value
+        elif op == OP_DELETE:
+            out.pop(name, None)
+        elif op in (OP_APPEND, OP_SUBTRACT):
+            if not is_list(name):
+                raise _Fail(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.",
+                )
+            old = out[name] if name in out else default_of(name)
+            items = [item.strip() for item in (old or "").split(",") if item.strip()]
+            for item in (value or "").split(","):
+                item = item.strip()
+                if op == OP_APPEND and item and item not in items:
+                    items.append(item)
+                elif op == OP_SUBTRACT and item in items:
+                    items.remove(item)
+            out[name] = ",".join(items)
+        else:
+            raise _Fail(ErrorCode.INVALID_REQUEST, f"Unknown alter config operation {op} for {name}")
+    return out
+
+
+def _check_duplicates(names: list[str]) -> None:
+    seen: set[str] = set()
+    dupes = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
+    if dupes:
+        raise _Fail(ErrorCode.INVALID_REQUEST, f"Error due to duplicate config keys: {', '.join(dupes)}")
+
+
+# -- topics ------------------------------------------------------------------------------------
+
+
+def _topic_default(broker: Broker, name: str) -> str | None:
+    spec = TOPIC_CONFIGS.get(name)
+    if spec is None:
+        return None
+    dynamic = broker.logs.dynamic_topic_defaults().get(name)
+    return dynamic[0] if dynamic is not None else spec.default(broker.config)
+
+
+def _alter_topic(broker: Broker, name: str, new: dict[str, str], validate_only: bool) -> None:
+    meta = broker.logs.topics().get(name)
+    if meta is None:
+        raise _Fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    bad = validate_topic_configs(new)
+    if bad is not None:
+        raise _Fail(ErrorCode.INVALID_CONFIG, bad[1])
+    try:
+        broker.logs.default_config.with_overrides(new)
+    except InvalidConfigError as exc:
+        raise _Fail(ErrorCode.INVALID_CONFIG, exc.message or str(exc)) from None
+    if validate_only:
+        return
+    if dict(meta.configs) != new:
+        broker.logs.alter_topic_configs(name, new)
+        log.info("topic %s configs now %s", name, new)
+
+
+def _topic_current(broker: Broker, name: str) -> dict[str, str]:
+    meta = broker.logs.topics().get(name)
+    if meta is None:
+        raise _Fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    return dict(meta.configs)
+
+
+# -- the broker --------------------------------------------------------------------------------
+
+
+def _broker_level(broker: Broker, name: str) -> bool:
+    """True for this node's own configs (its id), False for the cluster-wide defaults ("")."""
+    if name == "":
+        return False
+    try:
+        node = int(name)
+    except ValueError:
+        raise _Fail(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
+    if node != broker.node_id:
+        raise _Fail(
+            ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id}, but received {name}"
+        )
+    return True
+
+
+def _check_broker_names(names: list[str]) -> None:
+    unknown = [n for n in names if n not in BROKER_SYNONYMS and n not in PROPERTIES]
+    unknown = [n for n in unknown if n not in KAFKA_BROKER_CONFIG_NAMES]
+    if unknown:
+        name = unknown[0]
+        close = difflib.get_close_matches(name, sorted(BROKER_SYNONYMS), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise _Fail(ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {name}{hint}")
+    static = sorted({n for n in names if n not in BROKER_SYNONYMS})
+    if static:
+        raise _Fail(
+            ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(static)})"
+        )
+
+
+def _alter_broker(broker: Broker, per_broker: bool, new: dict[str, str], validate_only: bool) -> None:
+    _check_broker_names(list(new))
+    for prop, value in new.items():
+        topic_name, _factor = BROKER_SYNONYMS[prop]
+        spec = TOPIC_CONFIGS[topic_name]
+        try:
+            ok = spec.check(broker_value_as_topic_value(prop, value))
+        except ValueError:
+            ok = False
+        if not ok:
+            raise _Fail(
+                ErrorCode.INVALID_REQUEST,
+                f"Invalid value {value} for configuration {prop}: expected {spec.expectation}",
+            )
+    current = dict(broker.logs.broker_configs(per_broker=per_broker))
+    if current == new:
+        return
+    if validate_only:
+        return
+    try:
+        broker.logs.alter_broker_configs(new, per_broker=per_broker)
+    except InvalidConfigError as exc:
+        raise _Fail(ErrorCode.INVALID_REQUEST, exc.message or str(exc)) from None
+
+
+def _broker_default(broker: Broker, per_broker: bool, name: str) -> str | None:
+    if per_broker:
+        fallback = broker.logs.broker_configs(per_broker=False)
+        if name in fallback:
+            return fallback[name]
+    return str(broker.config.get(name)) if name in PROPERTIES else None
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+
+def _response(broker: Broker, ctx: RequestContext, results: list[tuple[Any, ErrorCode, str | None]]) -> Any:
+    resp_t = broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
+    entry_t = child(resp_t, "responses")
+    return make(
+        resp_t,
+        throttle_time=NO_THROTTLE,
+        responses=tuple(
+            make(
+                entry_t,
+                error_code=err(code),
+                error_message=message,
+                resource_type=int(res.resource_type),
+                resource_name=res.resource_name,
+            )
+            for res, code, message in results
+        ),
+    )
+
+
+def _outcome(fn: Any) -> tuple[ErrorCode, str | None]:
+    try:
+        fn()
+    except _Fail as fail:
+        return fail.code, fail.message
+    return ErrorCode.NONE, None
+
+
+def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """AlterConfigs v0-2: each resource's configs are replaced by the ones given."""
+    validate_only = bool(request.validate_only)
+    results = []
+    for res in request.resources:
+        rtype, name = int(res.resource_type), res.resource_name
+        configs = list(res.configs)
+
+        def run(rtype: int = rtype, name: str = name, configs: list[Any] = configs) -> None:
+            _check_duplicates([c.name for c in configs])
+            nulls = [c.name for c in configs if c.value is None]
+            if nulls:
+                raise _Fail(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}")
+            new = {c.name: c.value for c in configs}
+            if rtype == RESOURCE_TOPIC:
+                _topic_current(broker, name)
+                _alter_topic(broker, name, new, validate_only)
+            elif rtype == RESOURCE_BROKER:
+                _alter_broker(broker, _broker_level(broker, name), new, validate_only)
+            else:
+                raise _Fail(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+
+        code, message = _outcome(run)
+        results.append((res, code, message))
+    return _response(broker, ctx, results)
+
+
+def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """IncrementalAlterConfigs v0-1: SET, DELETE, APPEND and SUBTRACT per config."""
+    validate_only = bool(request.validate_only)
+    results = []
+    for res in request.resources:
+        rtype, name = int(res.resource_type), res.resource_name
+        ops = [(c.name, int(c.config_operation), c.value) for c in res.configs]
+
+        def run(rtype: int = rtype, name: str = name, ops: list[tuple[str, int, str | None]] = ops) -> None:
+            _check_duplicates([n for n, _op, _v in ops])
+            if rtype == RESOURCE_TOPIC:
+                current = _topic_current(broker, name)
+                new = _incremental(
+                    current, ops, is_list=list_config, default_of=lambda n: _topic_default(broker, n)
+                )
+                _alter_topic(broker, name, new, validate_only)
+            elif rtype == RESOURCE_BROKER:
+                per_broker = _broker_level(broker, name)
+                _check_broker_names([n for n, op, _v in ops if op != OP_DELETE])
+                current = dict(broker.logs.broker_configs(per_broker=per_broker))
+                new = _incremental(
+                    current,
+                    ops,
+                    is_list=_broker_list_config,
+                    default_of=lambda n: _broker_default(broker, per_broker, n),
+                )
+                _alter_broker(broker, per_broker, new, validate_only)
+            else:
+                raise _Fail(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+
+        code, message = _outcome(run)
+        results.append((res, code, message))
+    return _response(broker, ctx, results)
