@@ -83,7 +83,7 @@ class Worker:
         for event in self.snapshot():
             if event["e"] == "assigned":
                 owned = event["partitions"]
-            elif event["e"] == "revoked" and owned is not None:
+            elif event["e"] in ("revoked", "lost") and owned is not None:
                 owned = [p for p in owned if p not in event["partitions"]]
         return owned
 

@@ -241,7 +241,7 @@ def test_static_member_restarted_within_session_timeout_keeps_partitions_without
     assert replacement.assignment == before[restarted]
     for w in (workers[0], workers[2]):
         assert w.assignment == before[w]
-        assert [e for e in w.snapshot()[seen[w] :] if e["e"] in ("revoked", "assigned")] == []
+        assert [e for e in w.snapshot()[seen[w] :] if e["e"] in ("revoked", "lost", "assigned")] == []
 
     after = group_events(bs, "static-group")[len(events_before) :]
     assert [(e["type"], e["reason"]) for e in after] == [("member_updated", "static_member_replaced")]

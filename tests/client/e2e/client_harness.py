@@ -1,4 +1,4 @@
-"""Drive group members (member_worker.py) as child processes and read what they report.
+"""Drive group members (tests/e2e/consumer_worker.py) as child processes and read what they report.
 
 Each :class:`Member` is one real client in its own process; a reader thread collects its
 JSON events. Tests wait on observable conditions (bounded waits) and stop every process they
@@ -22,7 +22,8 @@ from typing import Any
 
 import groupcoord
 
-WORKER = Path(__file__).with_name("member_worker.py")
+#: the one worker of the end-to-end tests (also tests/e2e/group_harness.py's)
+WORKER = Path(__file__).resolve().parents[2] / "e2e" / "consumer_worker.py"
 # the workers import the same groupcoord as the test process
 SRC = Path(groupcoord.__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Our Consumer in groups with confluent-kafka, kafka-python and aiokafka members.
 
-Each member is a real client in its own process (member_worker.py). For every assignor the
+Each member is a real client in its own process (tests/e2e/consumer_worker.py). For every assignor the
 three other clients implement in common with us (range, roundrobin; cooperative-sticky
 without aiokafka, which has no cooperative assignor), once with our Consumer as the group's
 leader (it joins first, so the coordinator elects it) and once as a follower (a
