@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -32,6 +32,7 @@ from kafka.admin import ConfigResourceType as KpType
 from kafka.admin import KafkaAdminClient
 
 from groupcoord.protocol.client import WireClient
+from groupcoord.storage.batch import build_batch
 from groupcoord.storage.log_config import COMPRESSION_TYPES, TOPIC_CONFIGS
 from groupcoord.testing import Broker
 
@@ -429,3 +430,53 @@ def test_configs_persist_across_a_restart(tmp_path: Path) -> None:
             "1000000",
             ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
         )
+
+
+# -- keyless records to a compacted topic ---------------------------------------------------------
+
+
+def test_keyless_records_to_a_compacted_topic_are_invalid_record_with_record_errors(
+    broker: Broker, admin: AdminClient
+) -> None:
+    """Kafka's LogValidator.validateKey: a compacted topic refuses a batch holding a record
+    without a key (INVALID_RECORD, one RecordError per keyless record, indexed in its batch);
+    keyed records are appended. The topic becomes compacted through AlterConfigs here."""
+    topic = new_topic(admin)
+    incremental(admin, "topic", topic, ("cleanup.policy", SET, "compact"))
+    batch = build_batch(
+        [(b"a", b"1", []), (None, b"2", []), (b"c", b"3", []), (None, b"4", [])], timestamp_ms=1
+    )
+    with wire(broker) as c:
+        for version in (3, 8, 10):
+            r = c.call(
+                0,
+                version,
+                transactional_id=None,
+                acks=1,
+                timeout=5000,
+                topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+            )
+            ((p,),) = [t.partition_responses for t in r.responses]
+            assert (p.error_code, p.base_offset) == (KafkaError.INVALID_RECORD, -1)
+            if version >= 8:
+                text = f"Compacted topic cannot accept message without key in topic partition {topic}-0"
+                assert [(e.batch_index, e.batch_index_error_message) for e in p.record_errors] == [
+                    (1, text),
+                    (3, text),
+                ]
+                assert p.error_message.startswith(
+                    "One or more records have been rejected due to 2 record errors"
+                )
+    delivered: list[Any] = []
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "retries": 0})
+    p.produce(topic, value=b"no key", on_delivery=lambda err, msg: delivered.append(err))
+    p.flush(20)  # its own batch: Kafka refuses a whole batch holding a keyless record
+    p.produce(topic, key=b"k", value=b"keyed", on_delivery=lambda err, msg: delivered.append(err))
+    p.flush(20)
+    assert delivered[0] is not None and delivered[0].code() == KafkaError.INVALID_RECORD
+    assert delivered[1] is None
+    c2 = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "wm2"})
+    try:
+        assert c2.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, 1)
+    finally:
+        c2.close()

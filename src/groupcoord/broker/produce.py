@@ -18,9 +18,10 @@ from groupcoord.broker.durability import Flushable
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
-from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
-from groupcoord.storage.batch import CorruptBatchError, iter_batches, parse_header
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
+from groupcoord.storage.batch import CorruptBatchError, decode_records, iter_batches, parse_header
 from groupcoord.storage.log import RecordTooLargeError
+from groupcoord.storage.message_format import MAGIC_V0, MAGIC_V1, MessageFormatError, magic_of, upconvert
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def _append_time(ts: int) -> datetime.datetime | None:
 
 
 class _PartitionResult:
-    __slots__ = ("base_offset", "error", "log_append_time", "log_start_offset", "message")
+    __slots__ = ("base_offset", "error", "log_append_time", "log_start_offset", "message", "record_errors")
 
     def __init__(
         self,
@@ -44,16 +45,45 @@ class _PartitionResult:
         log_append_time: int = -1,
         log_start_offset: int = -1,
         message: str | None = None,
+        record_errors: tuple[tuple[int, str], ...] = (),
     ) -> None:
         self.error = error
         self.base_offset = base_offset
         self.log_append_time = log_append_time
         self.log_start_offset = log_start_offset
         self.message = message
+        #: (batch_index, message) of each refused record (Kafka's RecordError)
+        self.record_errors = record_errors
+
+
+def _keyless_records(
+    topic: str, partition: int, records: bytes, batches: list[Any]
+) -> _PartitionResult | None:
+    """INVALID_RECORD naming every keyless record of the first batch that has one: a compacted
+    topic cannot keep them (Kafka's LogValidator.validateKey; batch_index counts records within
+    their batch, the error message shows the first three)."""
+    for pos, _h in batches:
+        keyless = [i for i, r in enumerate(decode_records(records, pos)) if r.key is None]
+        if keyless:
+            text = f"Compacted topic cannot accept message without key in topic partition {topic}-{partition}"
+            errors = tuple((i, text) for i in keyless)
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+            return _PartitionResult(
+                ErrorCode.INVALID_RECORD,
+                message=f"One or more records have been rejected due to {len(errors)} record errors "
+                f"in total, and only showing the first three errors at most: [{shown}]",
+                record_errors=errors,
+            )
+    return None
 
 
 def _produce_partition(
-    broker: Broker, topic: str, partition: int, records: bytes | None, dirty: dict[Hashable, Flushable]
+    broker: Broker,
+    topic: str,
+    partition: int,
+    records: bytes | None,
+    dirty: dict[Hashable, Flushable],
+    version: int = 3,
 ) -> _PartitionResult:
     try:
         plog = broker.logs.partition(topic, partition)
@@ -67,6 +97,12 @@ def _produce_partition(
         )
     if not records:
         return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="empty record set")
+    if version < 3 and magic_of(records) in (MAGIC_V0, MAGIC_V1):
+        # Produce v0-v2 carry message format v0/v1: the log keeps v2 batches (LogValidator)
+        try:
+            records = upconvert(records)
+        except MessageFormatError as exc:
+            return _PartitionResult(exc.code, message=str(exc))
     try:
         batches = list(iter_batches(records))
     except CorruptBatchError as exc:
@@ -92,6 +128,11 @@ def _produce_partition(
         fenced = plog.producer_state().check(batches[0][1])
         if fenced is not ErrorCode.NONE:
             return _PartitionResult(fenced, log_start_offset=plog.log_start_offset)
+
+    if plog.config.compact:
+        refused = _keyless_records(topic, partition, records, batches)
+        if refused is not None:
+            return refused
 
     tp = (topic, partition)
     first = batches[0][1]
@@ -152,7 +193,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     acks = int(request.acks)
     results: list[tuple[str, list[tuple[int, _PartitionResult]]]] = []
     dirty: dict[Hashable, Flushable] = {}
-    if request.transactional_id is not None and not broker.serves_transactions:
+    if getattr(request, "transactional_id", None) is not None and not broker.serves_transactions:
         for topic in request.topic_data:
             results.append(
                 (
@@ -179,7 +220,12 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             parts = []
             for p in topic.partition_data:
                 parts.append(
-                    (int(p.index), _produce_partition(broker, topic.name, int(p.index), p.records, dirty))
+                    (
+                        int(p.index),
+                        _produce_partition(
+                            broker, topic.name, int(p.index), p.records, dirty, ctx.api_version
+                        ),
+                    )
                 )
             results.append((topic.name, parts))
 
@@ -192,6 +238,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     def build() -> Any:
         topic_t = child(resp_t, "responses")
         part_t = child(topic_t, "partition_responses")
+        rec_t = child(part_t, "record_errors") if has_field(part_t, "record_errors") else None
         return make(
             resp_t,
             responses=tuple(
@@ -206,7 +253,12 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                             base_offset=r.base_offset,
                             log_append_time=_append_time(r.log_append_time),
                             log_start_offset=r.log_start_offset,
-                            record_errors=(),
+                            record_errors=tuple(
+                                make(rec_t, batch_index=i, batch_index_error_message=m)
+                                for i, m in r.record_errors
+                            )
+                            if rec_t is not None
+                            else (),
                             error_message=r.message,
                         )
                         for index, r in parts
