@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import io
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from kio.static.constants import EntityType
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.guard import check_request
 from groupcoord.protocol.headers import MalformedRequestError, encode_response_header
+from groupcoord.protocol.hot import hot_reader
 from groupcoord.protocol.old_versions import OLD_VERSIONS
 
 API_VERSIONS_KEY = ApiKey.API_VERSIONS
@@ -54,6 +56,10 @@ class ApiMessages:
     response_header_version: int
     reader: Any
     writer: Any
+    #: a hand-written reader for this (key, version) (:mod:`groupcoord.protocol.hot`): the
+    #: connection uses it instead of :meth:`decode_request`; it gives a named tuple with the
+    #: entity's field names and values, not a kio entity
+    hot_reader: Callable[[bytes, int], Any] | None = None
 
     def decode_request(self, frame: bytes, offset: int) -> Any:
         # Counts and lengths are verified first: kio's native reader allocates from them.
@@ -111,6 +117,7 @@ def load_messages(api_key: int, version: int) -> ApiMessages:
         response_header_version=1 if flexible and api_key != API_VERSIONS_KEY else 0,
         reader=entity_reader(req),
         writer=entity_writer(resp),
+        hot_reader=hot_reader(api_key, version, name),
     )
 
 

@@ -24,6 +24,7 @@ from groupcoord.errors import ErrorCode
 from groupcoord.handling import PreEncoded, RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms
 from groupcoord.protocol.group_responses import join_group_response, sync_group_response
+from groupcoord.protocol.hot import offset_commit_response
 from groupcoord.protocol.registry import ApiMessages
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 
@@ -339,6 +340,27 @@ def _commit_encoder(
     return encode
 
 
+def _hot_commit_encoder(
+    version: int, request: Any, unknown: dict[tuple[str, int], ErrorCode]
+) -> Callable[[api.OffsetCommitResponse], Any]:
+    """As :func:`_commit_encoder` for OffsetCommit v2-9, written straight to bytes by
+    :func:`~groupcoord.protocol.hot.offset_commit_response` (no kio entities per commit)."""
+
+    def encode(r: api.OffsetCommitResponse) -> PreEncoded:
+        codes = {(t.name, p.partition): p.error for t in r.topics for p in t.partitions}
+        codes.update(unknown)
+        topics = [
+            (
+                t.name,
+                [(p.partition_index, int(codes.get((t.name, p.partition_index), 0))) for p in t.partitions],
+            )
+            for t in request.topics
+        ]
+        return PreEncoded(pieces=(offset_commit_response(version, topics),))
+
+    return encode
+
+
 def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the core."""
     known_topics, unknown = _committable(broker, request)
@@ -352,7 +374,12 @@ def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
         topics=tuple(known_topics),
         version=ctx.api_version,
     )
-    encode = _commit_encoder(broker, ctx, request, unknown)
+    version = ctx.api_version
+    encode = (
+        _hot_commit_encoder(version, request, unknown)
+        if 2 <= version <= 9
+        else _commit_encoder(broker, ctx, request, unknown)
+    )
     if not known_topics:
         # As in Kafka's request layer: with nothing committable the coordinator is not asked,
         # so no group is created and no membership is checked.

@@ -331,7 +331,11 @@ class KafkaConnection(asyncio.Protocol):
                 self._pending.append(slot)
                 return
             header = decode_request_header(frame, messages.request_header_version)
-            request = messages.decode_request(frame, header.body_offset)
+            hot = messages.hot_reader
+            if hot is not None:  # OffsetCommit, Heartbeat: hand-written (protocol/hot.py)
+                request = hot(frame, header.body_offset)
+            else:
+                request = messages.decode_request(frame, header.body_offset)
         except (MalformedRequestError, UnknownApiError, UnsupportedVersionError) as exc:
             self.abort(str(exc))
             return

@@ -1,0 +1,329 @@
+"""Hand-written codecs for the two most frequent group requests: OffsetCommit and Heartbeat.
+
+A stable consumer sends little else, and with many small groups these two are most of the
+broker's work. The general path (:func:`groupcoord.protocol.guard.check_request`, a Python walk
+of the schema, then kio's reader building a frozen entity of checked primitive types) costs
+more than the coordinator's own handling of a single-partition commit. Here each version is
+read in one pass with ``struct``:
+
+* the same bytes are accepted and rejected as by that general path: every count and length is
+  checked against the bytes that remain before anything is read, a null is accepted only where
+  the schema allows it, strings must be UTF-8, unknown tagged fields are skipped after a bounds
+  check, and anything wrong raises :class:`MalformedRequestError` (the connection closes with
+  one log line);
+* the result is a named tuple with the field names of kio's entity for that version, and the
+  same values (``tests/protocol/test_hot_codecs.py`` compares both over generated requests,
+  truncations and corruptions). Fields a version lacks are present with the value a handler's
+  ``getattr(request, name, default)`` would give (``committed_leader_epoch=-1``,
+  ``group_instance_id=None``, ``retention_time=None``).
+
+:func:`offset_commit_response` writes an OffsetCommit answer body byte for byte as kio's writer
+does (same test).
+"""
+
+from __future__ import annotations
+
+import datetime
+import struct
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from groupcoord.protocol.framing import MalformedRequestError
+
+__all__ = [
+    "HeartbeatIn",
+    "OffsetCommitIn",
+    "OffsetCommitPartitionIn",
+    "OffsetCommitTopicIn",
+    "hot_reader",
+    "offset_commit_response",
+]
+
+OFFSET_COMMIT_KEY = 8
+HEARTBEAT_KEY = 12
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_I32_I64 = struct.Struct(">iq")
+_I32_I64_I32 = struct.Struct(">iqi")
+_I32_I16 = struct.Struct(">ih")
+_ONE_MS = datetime.timedelta(milliseconds=1)
+#: the largest millisecond count kio turns into a timedelta (microseconds within an int64)
+_MAX_TIMEDELTA_MS = (2**63 - 1) // 1000
+
+
+class OffsetCommitPartitionIn(NamedTuple):
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    committed_metadata: str | None
+
+
+class OffsetCommitTopicIn(NamedTuple):
+    name: str
+    partitions: tuple[OffsetCommitPartitionIn, ...]
+
+
+class OffsetCommitIn(NamedTuple):
+    group_id: str
+    generation_id_or_member_epoch: int
+    member_id: str
+    group_instance_id: str | None
+    retention_time: datetime.timedelta | None
+    topics: tuple[OffsetCommitTopicIn, ...]
+
+
+class HeartbeatIn(NamedTuple):
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+class _Bad(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------- primitives
+def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """As the guard reads it: at most five bytes."""
+    value = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise _Bad("truncated varint")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise _Bad("varint too long")
+
+
+def _string(buf: bytes, pos: int, end: int, nullable: bool, field: str) -> tuple[str | None, int]:
+    if pos + 2 > end:
+        raise _Bad("truncated")
+    (length,) = _I16.unpack_from(buf, pos)
+    pos += 2
+    if length < 0:
+        if length < -1:
+            raise _Bad("negative length")
+        if not nullable:
+            raise _Bad(f"null string {field!r}, which the schema does not allow to be null")
+        return None, pos
+    stop = pos + length
+    if stop > end:
+        raise _Bad(f"string of {length} bytes overruns the frame")
+    return buf[pos:stop].decode("utf-8"), stop
+
+
+def _compact_string(buf: bytes, pos: int, end: int, nullable: bool, field: str) -> tuple[str | None, int]:
+    if pos < end and buf[pos] < 0x80:  # one-byte length: almost every string
+        n = buf[pos]
+        pos += 1
+    else:
+        n, pos = _uvarint(buf, pos, end)
+    if n == 0:
+        if not nullable:
+            raise _Bad(f"null string {field!r}, which the schema does not allow to be null")
+        return None, pos
+    stop = pos + n - 1
+    if stop > end:
+        raise _Bad(f"string of {n - 1} bytes overruns the frame")
+    return buf[pos:stop].decode("utf-8"), stop
+
+
+def _count(buf: bytes, pos: int, end: int, flexible: bool, field: str) -> tuple[int, int]:
+    """An array's element count (arrays here are never nullable)."""
+    if flexible:
+        if pos < end and buf[pos] < 0x80:
+            n = buf[pos]
+            pos += 1
+        else:
+            n, pos = _uvarint(buf, pos, end)
+        count = n - 1
+    else:
+        if pos + 4 > end:
+            raise _Bad("truncated")
+        (count,) = _I32.unpack_from(buf, pos)
+        pos += 4
+    if count < 0:
+        if count < -1:
+            raise _Bad("negative array count")
+        raise _Bad(f"null array {field!r}, which the schema does not allow to be null")
+    if count > end - pos:
+        raise _Bad(f"array of {count} elements overruns the {end - pos} remaining bytes")
+    return count, pos
+
+
+def _skip_tags(buf: bytes, pos: int, end: int) -> int:
+    if pos < end and buf[pos] == 0:  # no tagged fields: almost always
+        return pos + 1
+    count, pos = _uvarint(buf, pos, end)
+    if count > end - pos:
+        raise _Bad("tagged field count overruns the frame")
+    for _ in range(count):
+        _tag, pos = _uvarint(buf, pos, end)
+        size, pos = _uvarint(buf, pos, end)
+        if pos + size > end:
+            raise _Bad("tagged field overruns the frame")
+        pos += size
+    return pos
+
+
+def _fixed(buf: bytes, pos: int, end: int, s: struct.Struct) -> tuple[Any, ...]:
+    if pos + s.size > end:
+        raise _Bad("truncated")
+    return s.unpack_from(buf, pos)
+
+
+# ---------------------------------------------------------------------------- OffsetCommit
+def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
+    flexible = version >= 8
+    has_retention = version <= 4
+    has_epoch = version >= 6
+    has_instance = version >= 7
+    string = _compact_string if flexible else _string
+    part_struct = _I32_I64_I32 if has_epoch else _I32_I64
+
+    def read(buf: bytes, pos: int) -> OffsetCommitIn:
+        end = len(buf)
+        group_id, pos = string(buf, pos, end, False, "group_id")
+        (generation,) = _fixed(buf, pos, end, _I32)
+        pos += 4
+        member_id, pos = string(buf, pos, end, False, "member_id")
+        instance: str | None = None
+        if has_instance:
+            instance, pos = string(buf, pos, end, True, "group_instance_id")
+        retention: datetime.timedelta | None = None
+        if has_retention:
+            (retention_ms,) = _fixed(buf, pos, end, _I64)
+            pos += 8
+            if not -_MAX_TIMEDELTA_MS <= retention_ms <= _MAX_TIMEDELTA_MS:
+                raise _Bad("timedelta milliseconds overflow")  # kio refuses these too
+            retention = retention_ms * _ONE_MS
+        n_topics, pos = _count(buf, pos, end, flexible, "topics")
+        topics = []
+        for _ in range(n_topics):
+            name, pos = string(buf, pos, end, False, "name")
+            n_parts, pos = _count(buf, pos, end, flexible, "partitions")
+            parts = []
+            for _ in range(n_parts):
+                fields = _fixed(buf, pos, end, part_struct)
+                pos += part_struct.size
+                metadata, pos = string(buf, pos, end, True, "committed_metadata")
+                if flexible:
+                    pos = _skip_tags(buf, pos, end)
+                parts.append(
+                    OffsetCommitPartitionIn(fields[0], fields[1], fields[2] if has_epoch else -1, metadata)
+                )
+            if flexible:
+                pos = _skip_tags(buf, pos, end)
+            topics.append(OffsetCommitTopicIn(name, tuple(parts)))  # type: ignore[arg-type]
+        if flexible:
+            pos = _skip_tags(buf, pos, end)
+        return OffsetCommitIn(
+            group_id,  # type: ignore[arg-type]
+            generation,
+            member_id,  # type: ignore[arg-type]
+            instance,
+            retention,
+            tuple(topics),
+        )
+
+    return read
+
+
+# ---------------------------------------------------------------------------- Heartbeat
+def _heartbeat(version: int) -> Callable[[bytes, int], HeartbeatIn]:
+    flexible = version >= 4
+    has_instance = version >= 3
+    string = _compact_string if flexible else _string
+
+    def read(buf: bytes, pos: int) -> HeartbeatIn:
+        end = len(buf)
+        group_id, pos = string(buf, pos, end, False, "group_id")
+        (generation,) = _fixed(buf, pos, end, _I32)
+        pos += 4
+        member_id, pos = string(buf, pos, end, False, "member_id")
+        instance: str | None = None
+        if has_instance:
+            instance, pos = string(buf, pos, end, True, "group_instance_id")
+        if flexible:
+            pos = _skip_tags(buf, pos, end)
+        return HeartbeatIn(group_id, generation, member_id, instance)  # type: ignore[arg-type]
+
+    return read
+
+
+_READERS: dict[tuple[int, int], Callable[[bytes, int], Any]] = {
+    **{(OFFSET_COMMIT_KEY, v): _offset_commit(v) for v in range(2, 10)},
+    **{(HEARTBEAT_KEY, v): _heartbeat(v) for v in range(0, 5)},
+}
+
+
+def hot_reader(api_key: int, version: int, name: str) -> Callable[[bytes, int], Any] | None:
+    """The hand-written reader of one (key, version), or None where the general path serves.
+
+    The reader takes the frame and the body's offset and raises
+    :class:`MalformedRequestError` for anything the general path would refuse.
+    """
+    read = _READERS.get((api_key, version))
+    if read is None:
+        return None
+
+    def checked(frame: bytes, offset: int) -> Any:
+        try:
+            return read(frame, offset)
+        except (_Bad, UnicodeDecodeError, OverflowError) as exc:
+            raise MalformedRequestError(f"bad {name} v{version} body: {exc}") from None
+
+    return checked
+
+
+# ---------------------------------------------------------------------------- answers
+def offset_commit_response(version: int, topics: Iterable[tuple[str, Iterable[tuple[int, int]]]]) -> bytes:
+    """The body of an OffsetCommit answer (throttle time 0): ``(topic, [(partition, error code)])``."""
+    out = bytearray()
+    topics = list(topics)
+    if version >= 8:
+        out += b"\0\0\0\0"
+        out += _uvarint_bytes(len(topics) + 1)
+        for name, parts in topics:
+            raw = name.encode("utf-8")
+            out += _uvarint_bytes(len(raw) + 1)
+            out += raw
+            plist = list(parts)
+            out += _uvarint_bytes(len(plist) + 1)
+            for index, code in plist:
+                out += _I32_I16.pack(index, code)
+                out.append(0)
+            out.append(0)
+        out.append(0)
+        return bytes(out)
+    if version >= 3:
+        out += b"\0\0\0\0"
+    out += _I32.pack(len(topics))
+    for name, parts in topics:
+        raw = name.encode("utf-8")
+        out += _I16.pack(len(raw))
+        out += raw
+        plist = list(parts)
+        out += _I32.pack(len(plist))
+        for index, code in plist:
+            out += _I32_I16.pack(index, code)
+    return bytes(out)
+
+
+def _uvarint_bytes(value: int) -> bytes:
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
