@@ -647,6 +647,123 @@ async def rejoin_latency(
     return result
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Lane:
+    """One closed loop of requests on a member's connection; a connection with ``depth`` lanes
+    keeps ``depth`` requests in flight. Lane ``lane`` of ``depth`` commits the offsets
+    ``n * depth + lane`` (n = 1, 2, ...), so no two lanes commit the same offset."""
+
+    member: Member
+    template: Template
+    slot: int  #: the lane's index among all lanes (slot 0 samples latencies)
+    lane: int = 0
+    depth: int = 1
+
+
+def _template(kind: str, group: str, generation: int, member_id: str, topic: str, partition: int) -> Template:
+    if kind == "heartbeat":
+        return Template(HEARTBEAT, heartbeat_request(group, generation, member_id))
+    return Template(
+        COMMIT,
+        commit_request(group, generation, member_id, topic, partition, _SENTINEL_OFFSET),
+        _SENTINEL_OFFSET,
+    )
+
+
+async def _drive(
+    lanes: list[_Lane],
+    members: list[Member],
+    *,
+    kind: str,
+    seconds: float,
+    warmup_s: float,
+    broker: peer.BrokerProcess | None,
+    result: dict[str, Any],
+) -> dict[str, Any]:
+    """Run every lane as fast as its answers come back: ``warmup_s`` unmeasured, then ``seconds``
+    measured (requests, client and broker CPU, latencies of slot 0); closes ``members``."""
+    counts = [0] * len(lanes)
+    bad: dict[str, int] = {}
+    phase = {"measuring": False, "stop": False}
+    latencies: list[float] = []
+
+    async def driver(ln: _Lane) -> None:
+        tmpl, conn = ln.template, ln.member.conn
+        # The first answer is decoded in full and checked; later answers must match it byte for byte.
+        corr = 10_000 + ln.lane * 100_000_000
+        frame = await conn.send_frame(tmpl.frame(corr, 0 if kind == "commit" else None), corr)
+        _, resp = decode_response(tmpl.messages, frame)
+        codes = (
+            [int(resp.error_code)]
+            if kind == "heartbeat"
+            else [int(p.error_code) for t in resp.topics for p in t.partitions]
+        )
+        if any(codes):
+            raise RuntimeError(f"{kind} answered with error codes {codes}")
+        expected = frame[4:]
+        n = 1
+        sample = ln.slot == 0
+        while not phase["stop"]:
+            corr += 1
+            t = time.perf_counter()
+            frame = await conn.send_frame(
+                tmpl.frame(corr, n * ln.depth + ln.lane if kind == "commit" else None), corr
+            )
+            if frame[4:] != expected:
+                _, resp = decode_response(tmpl.messages, frame)
+                key = repr(resp)[:200]
+                bad[key] = bad.get(key, 0) + 1
+            if phase["measuring"]:
+                counts[ln.slot] += 1
+                if sample:
+                    latencies.append(time.perf_counter() - t)
+            n += 1
+
+    tasks = [asyncio.create_task(driver(ln)) for ln in lanes]
+    try:
+        await asyncio.sleep(warmup_s)
+        for t in tasks:
+            if t.done() and t.exception() is not None:
+                raise t.exception()  # type: ignore[misc]
+        cpu0 = time.process_time()
+        bcpu0 = broker.cpu_seconds() if broker else float("nan")
+        t0 = time.perf_counter()
+        phase["measuring"] = True
+        await asyncio.sleep(seconds)
+        phase["measuring"] = False
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
+        bcpu = broker.cpu_seconds() - bcpu0 if broker else float("nan")
+        phase["stop"] = True
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
+        total = sum(counts)
+        latencies.sort()
+        result.update(
+            ok=not bad and total > 0,
+            per_second=total / wall,
+            requests=total,
+            seconds=wall,
+            unexpected_answers=bad,
+            client_cpu_fraction=cpu / wall,
+            broker_cpu_fraction=bcpu / wall,
+            client_us_per_request=cpu / total * 1e6 if total else None,
+            broker_us_per_request=bcpu / total * 1e6 if total else None,
+            p50_ms=latencies[len(latencies) // 2] * 1000 if latencies else None,
+            p99_ms=latencies[int(len(latencies) * 0.99)] * 1000 if latencies else None,
+        )
+        if bad:
+            result["error"] = f"{sum(bad.values())} unexpected answers"
+    except Exception as exc:
+        result.update(ok=False, error=repr(exc))
+    finally:
+        phase["stop"] = True
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        close_members(members)
+    return result
+
+
 async def closed_loop(
     host: str,
     port: int,
@@ -680,93 +797,22 @@ async def closed_loop(
     except Exception as exc:
         return {**result, "ok": False, "error": f"forming the group: {exc!r}"}
     gen = watch.done_generation
-    counts = [0] * connections
-    bad: dict[str, int] = {}
-    phase = {"measuring": False, "stop": False}
-    latencies: list[float] = []
 
-    async def driver(i: int, m: Member) -> None:
+    def lane(i: int, m: Member) -> _Lane:
         partition = 0
         if m.assignment is not None and m.assignment.partitions and m.assignment.partitions[0][1]:
             partition = m.assignment.partitions[0][1][0]
-        if kind == "heartbeat":
-            tmpl = Template(HEARTBEAT, heartbeat_request(group, gen, m.member_id))
-        else:
-            tmpl = Template(
-                COMMIT,
-                commit_request(group, gen, m.member_id, topic, partition, _SENTINEL_OFFSET),
-                _SENTINEL_OFFSET,
-            )
-        # The first answer is decoded in full and checked; later answers must match it byte for byte.
-        corr = 10_000
-        frame = await m.conn.send_frame(tmpl.frame(corr, 0 if kind == "commit" else None), corr)
-        _, resp = decode_response(tmpl.messages, frame)
-        codes = (
-            [int(resp.error_code)]
-            if kind == "heartbeat"
-            else [int(p.error_code) for t in resp.topics for p in t.partitions]
-        )
-        if any(codes):
-            raise RuntimeError(f"{kind} answered with error codes {codes}")
-        expected = frame[4:]
-        offset = 1
-        sample = i == 0
-        while not phase["stop"]:
-            corr += 1
-            t = time.perf_counter()
-            frame = await m.conn.send_frame(tmpl.frame(corr, offset if kind == "commit" else None), corr)
-            if frame[4:] != expected:
-                _, resp = decode_response(tmpl.messages, frame)
-                key = repr(resp)[:200]
-                bad[key] = bad.get(key, 0) + 1
-            if phase["measuring"]:
-                counts[i] += 1
-                if sample:
-                    latencies.append(time.perf_counter() - t)
-            offset += 1
+        return _Lane(member=m, template=_template(kind, group, gen, m.member_id, topic, partition), slot=i)
 
-    tasks = [asyncio.create_task(driver(i, m)) for i, m in enumerate(members)]
-    try:
-        await asyncio.sleep(warmup_s)
-        for t in tasks:
-            if t.done() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
-        cpu0 = time.process_time()
-        bcpu0 = broker.cpu_seconds() if broker else float("nan")
-        t0 = time.perf_counter()
-        phase["measuring"] = True
-        await asyncio.sleep(seconds)
-        phase["measuring"] = False
-        wall = time.perf_counter() - t0
-        cpu = time.process_time() - cpu0
-        bcpu = broker.cpu_seconds() - bcpu0 if broker else float("nan")
-        phase["stop"] = True
-        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
-        total = sum(counts)
-        latencies.sort()
-        result.update(
-            ok=not bad,
-            per_second=total / wall,
-            requests=total,
-            seconds=wall,
-            unexpected_answers=bad,
-            client_cpu_fraction=cpu / wall,
-            broker_cpu_fraction=bcpu / wall,
-            client_us_per_request=cpu / total * 1e6 if total else None,
-            p50_ms=latencies[len(latencies) // 2] * 1000 if latencies else None,
-            p99_ms=latencies[int(len(latencies) * 0.99)] * 1000 if latencies else None,
-        )
-        if bad:
-            result["error"] = f"{sum(bad.values())} unexpected answers"
-    except Exception as exc:
-        result.update(ok=False, error=repr(exc))
-    finally:
-        phase["stop"] = True
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        close_members(members)
-    return result
+    return await _drive(
+        [lane(i, m) for i, m in enumerate(members)],
+        members,
+        kind=kind,
+        seconds=seconds,
+        warmup_s=warmup_s,
+        broker=broker,
+        result=result,
+    )
 
 
 async def many_groups_loop(
@@ -818,95 +864,20 @@ async def many_groups_loop(
         for c in conns:
             c.close()
         return {**result, "ok": False, "error": f"forming the groups: {exc!r}"}
-    counts = [0] * (connections * depth)
-    bad: dict[str, int] = {}
-    phase = {"measuring": False, "stop": False}
-    latencies: list[float] = []
-
-    async def driver(i: int, lane: int, m: Member) -> None:
-        if kind == "heartbeat":
-            tmpl = Template(HEARTBEAT, heartbeat_request(m.group, m.generation, m.member_id))
-        else:
-            tmpl = Template(
-                COMMIT,
-                commit_request(m.group, m.generation, m.member_id, topic, i, _SENTINEL_OFFSET),
-                _SENTINEL_OFFSET,
-            )
-        corr = 10_000 + lane * 100_000_000
-        frame = await m.conn.send_frame(tmpl.frame(corr, 0 if kind == "commit" else None), corr)
-        _, resp = decode_response(tmpl.messages, frame)
-        codes = (
-            [int(resp.error_code)]
-            if kind == "heartbeat"
-            else [int(p.error_code) for t in resp.topics for p in t.partitions]
+    lanes = [
+        _Lane(
+            member=m,
+            template=_template(kind, m.group, m.generation, m.member_id, topic, i),
+            slot=i * depth + lane,
+            lane=lane,
+            depth=depth,
         )
-        if any(codes):
-            raise RuntimeError(f"{kind} answered with error codes {codes}")
-        expected = frame[4:]
-        n = 1
-        sample = i == 0 and lane == 0
-        slot = i * depth + lane
-        while not phase["stop"]:
-            corr += 1
-            t = time.perf_counter()
-            frame = await m.conn.send_frame(
-                tmpl.frame(corr, n * depth + lane if kind == "commit" else None), corr
-            )
-            if frame[4:] != expected:
-                _, resp = decode_response(tmpl.messages, frame)
-                key = repr(resp)[:200]
-                bad[key] = bad.get(key, 0) + 1
-            if phase["measuring"]:
-                counts[slot] += 1
-                if sample:
-                    latencies.append(time.perf_counter() - t)
-            n += 1
-
-    tasks = [
-        asyncio.create_task(driver(i, lane, m)) for i, m in enumerate(members) for lane in range(depth)
+        for i, m in enumerate(members)
+        for lane in range(depth)
     ]
-    try:
-        await asyncio.sleep(warmup_s)
-        for t in tasks:
-            if t.done() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
-        cpu0 = time.process_time()
-        bcpu0 = broker.cpu_seconds() if broker else float("nan")
-        t0 = time.perf_counter()
-        phase["measuring"] = True
-        await asyncio.sleep(seconds)
-        phase["measuring"] = False
-        wall = time.perf_counter() - t0
-        cpu = time.process_time() - cpu0
-        bcpu = broker.cpu_seconds() - bcpu0 if broker else float("nan")
-        phase["stop"] = True
-        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
-        total = sum(counts)
-        latencies.sort()
-        result.update(
-            ok=not bad and total > 0,
-            per_second=total / wall,
-            requests=total,
-            seconds=wall,
-            unexpected_answers=bad,
-            client_cpu_fraction=cpu / wall,
-            broker_cpu_fraction=bcpu / wall,
-            client_us_per_request=cpu / total * 1e6 if total else None,
-            broker_us_per_request=bcpu / total * 1e6 if total else None,
-            p50_ms=latencies[len(latencies) // 2] * 1000 if latencies else None,
-            p99_ms=latencies[int(len(latencies) * 0.99)] * 1000 if latencies else None,
-        )
-        if bad:
-            result["error"] = f"{sum(bad.values())} unexpected answers"
-    except Exception as exc:
-        result.update(ok=False, error=repr(exc))
-    finally:
-        phase["stop"] = True
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        close_members(members)
-    return result
+    return await _drive(
+        lanes, members, kind=kind, seconds=seconds, warmup_s=warmup_s, broker=broker, result=result
+    )
 
 
 # ============================================================================ running
