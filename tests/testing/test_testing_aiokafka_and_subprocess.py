@@ -106,9 +106,11 @@ def test_delay_holds_an_aiokafka_commit_answer_and_fail_next_counts_down(kafka_b
 
 
 def test_subprocess_broker_restarts_hard_on_the_same_port_with_its_committed_offsets() -> None:
-    """``Broker(subprocess=True)``: SIGKILL and a new process on the same port and data; time
-    control and faults are refused with a clear error (they need the in-process broker)."""
+    """``Broker(subprocess=True)``: SIGKILL and a new process on the same port and data; the
+    control channel follows the new process (faults set after the restart reach it)."""
     from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.errors import GroupAuthorizationFailedError
 
     with Broker(subprocess=True) as broker:
         broker.create_topic("orders", 1)
@@ -132,8 +134,14 @@ def test_subprocess_broker_restarts_hard_on_the_same_port_with_its_committed_off
         assert broker.port == port
         assert broker.committed("app") == {TopicPartition("orders", 0): 3}
         assert [r.value for r in broker.records("orders")] == [b"1", b"2", b"3"]
-        with pytest.raises(NotImplementedError, match="in-process"):
-            broker.advance(1)
-        with pytest.raises(NotImplementedError, match="in-process"):
-            broker.fail_next("Heartbeat", "REBALANCE_IN_PROGRESS")
+        broker.fail_next("OffsetFetch", "GROUP_AUTHORIZATION_FAILED", group="app")
+        assert broker.faults.pending_failures() == 1
+        again = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="app", enable_auto_commit=False)
+        try:
+            with pytest.raises(GroupAuthorizationFailedError):
+                again.committed(KTopicPartition("orders", 0))
+            assert broker.faults.pending_failures() == 0
+            assert again.committed(KTopicPartition("orders", 0)) == 3
+        finally:
+            again.close()
         assert "listening on" in broker.log_tail()

@@ -3,9 +3,11 @@
 In-process by default: the broker runs on its own thread with its own event loop, listening
 on 127.0.0.1 (port 0 unless given), its data in a temporary directory removed on exit (unless
 ``data_dir=`` is given). Clients talk to it over TCP exactly as to Kafka.
-``Broker(subprocess=True)`` runs ``python -m groupcoord serve`` instead; time control, fault
-injection and the log tail need the in-process broker (they reach into its loop), the
-observation helpers work with both (they go over the wire).
+``Broker(subprocess=True)`` runs the same broker in a child process
+(``python -m groupcoord.testing``), stopped by PID (SIGTERM; SIGKILL for a hard stop).
+Time control and fault injection reach it over a control channel on 127.0.0.1
+(:mod:`groupcoord.testing.control`), so every method works alike in both modes; the
+observation helpers go over the Kafka wire in both.
 
 Time. Protocol time comes from :class:`AdvancingClock`: the system clock plus an offset that
 only grows. :meth:`Broker.advance` grows it and then, on the broker's loop, fires every timer
@@ -29,6 +31,7 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -37,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -46,6 +50,7 @@ from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.errors import ErrorCode
 from groupcoord.testing import wire
+from groupcoord.testing.control import CONTROL_PREFIX, LISTENING_PREFIX, TOKEN_ENV, ControlClient
 from groupcoord.testing.faults import FaultInjector
 from groupcoord.testing.wire import GroupState, Record, TopicPartition
 
@@ -73,7 +78,34 @@ DEFAULT_SETTINGS: dict[str, str] = {
 #: that nothing of the abandoned broker runs again, not even its ``finally`` blocks.
 _CRASHED: list[Any] = []
 
-_LISTENING_PREFIX = "groupcoord listening on "
+
+class FaultsView(typing.Protocol):
+    """What a test reads of the injected faults (``broker.faults``), in either mode."""
+
+    @property
+    def groups_seen(self) -> set[str]: ...
+
+    def pending_failures(self) -> int: ...
+
+    def pending_disconnections(self) -> int: ...
+
+
+class _RemoteFaults:
+    """``broker.faults`` of a subprocess broker: reads through the control channel."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    @property
+    def groups_seen(self) -> set[str]:
+        """A copy (clearing it clears nothing in the child)."""
+        return set(self._broker._remote("groups_seen"))
+
+    def pending_failures(self) -> int:
+        return int(self._broker._remote("pending_failures"))
+
+    def pending_disconnections(self) -> int:
+        return int(self._broker._remote("pending_disconnections"))
 
 
 class AdvancingClock:
@@ -144,7 +176,8 @@ class Broker:
         self.port = port
         self.host = "127.0.0.1"
         self.clock = AdvancingClock()
-        self.faults = FaultInjector()
+        self._injector = FaultInjector()
+        self.faults: FaultsView = _RemoteFaults(self) if subprocess else self._injector
         self.start_timeout = start_timeout
         self.log_level = log_level
         self._own_dir = data_dir is None
@@ -160,6 +193,7 @@ class Broker:
         self._start_error: BaseException | None = None
         # subprocess
         self._proc: _subprocess.Popen[str] | None = None
+        self._control: ControlClient | None = None
         self._log_path: Path | None = None
         self.starts = 0
         BrokerConfig.from_properties(self._properties())  # reject bad settings now, in the test
@@ -257,14 +291,16 @@ class Broker:
         asyncio.set_event_loop(loop)
 
         async def main() -> None:
-            app = BrokerApp(config=config, data_dir=self.data_dir, clock=self.clock, interceptor=self.faults)
+            app = BrokerApp(
+                config=config, data_dir=self.data_dir, clock=self.clock, interceptor=self._injector
+            )
             try:
                 host, port = await app.start()
             except BaseException:
                 await app.close()
                 raise
-            self.faults.response_type = lambda k, v: app.dispatcher.registry.lookup(k, v).response_type
-            self.faults.sever = lambda connection_id: self._sever(app, connection_id)
+            self._injector.response_type = lambda k, v: app.dispatcher.registry.lookup(k, v).response_type
+            self._injector.sever = lambda connection_id: self._sever(app, connection_id)
             self._stop_event = asyncio.Event()
             self.port = port
             self._app = app
@@ -358,29 +394,43 @@ class Broker:
         argv = [
             sys.executable,
             "-m",
-            "groupcoord",
-            "serve",
-            "--listen",
-            f"{self.host}:{self.port}",
+            "groupcoord.testing",
+            "--port",
+            str(self.port),
             "--data-dir",
             str(self.data_dir),
+            "--log-level",
+            str(self.log_level),
         ]
         for k, v in self.settings.items():
             argv += ["--set", f"{k}={v}"]
+        token = secrets.token_hex(16)
+        env = {**os.environ, TOKEN_ENV: token}
         self._log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
         with open(self._log_path, "a") as log_file:
             log_file.write(f"---- start: {' '.join(argv)}\n")
             log_file.flush()
-            proc = _subprocess.Popen(argv, stdout=_subprocess.PIPE, stderr=log_file, text=True)
+            proc = _subprocess.Popen(argv, stdout=_subprocess.PIPE, stderr=log_file, text=True, env=env)
         self._proc = proc
-        line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""))
+        lines: list[str] = []
+
+        def read_addresses() -> None:
+            for _ in range(2):
+                lines.append(proc.stdout.readline() if proc.stdout else "")
+
+        reader = threading.Thread(target=read_addresses, daemon=True)
         reader.start()
         reader.join(self.start_timeout)
-        if not line or not line[0].startswith(_LISTENING_PREFIX):
+        if (
+            len(lines) < 2
+            or not lines[0].startswith(LISTENING_PREFIX)
+            or not lines[1].startswith(CONTROL_PREFIX)
+        ):
             self._stop_process(hard=True)
-            raise RuntimeError(f"the broker did not start: {line!r}; log:\n{self.log_tail()}")
-        self.port = int(line[0][len(_LISTENING_PREFIX) :].strip().rsplit(":", 1)[1])
+            raise RuntimeError(f"the broker did not start: {lines!r}; log:\n{self.log_tail()}")
+        self.port = int(lines[0][len(LISTENING_PREFIX) :].strip().rsplit(":", 1)[1])
+        control_host, control_port = lines[1][len(CONTROL_PREFIX) :].strip().rsplit(":", 1)
+        self._control = ControlClient(control_host, int(control_port), token)
 
     def _stop_process(self, hard: bool) -> None:
         proc = self._proc
@@ -399,13 +449,22 @@ class Broker:
         if proc.stdout is not None:
             proc.stdout.close()
         self._proc = None
+        self._control = None
+
+    def _remote(self, op: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``op`` on the child's broker (see :mod:`groupcoord.testing.control`)."""
+        if self._control is None:
+            raise RuntimeError("the broker process is not running")
+        return self._control.call(op, *args, **kwargs)
 
     # ------------------------------------------------------------------ time
     def advance(self, seconds: float) -> None:
         """Move the broker's clock forward and fire every timer now due (module docstring)."""
         if seconds < 0:
             raise ValueError("time only moves forward")
-        self._in_process("advance")
+        if self.subprocess:
+            self._remote("advance", seconds)
+            return
         self.clock.advance(round(seconds * 1000))
 
         async def fire() -> None:
@@ -429,8 +488,10 @@ class Broker:
         client_id: str | None = None,
     ) -> None:
         """Answer the next ``count`` matching requests with ``error`` (Kafka's names or numbers)."""
-        self._in_process("fail_next")
-        self.faults.fail_next(api, error, count, group=group, client_id=client_id)
+        if self.subprocess:
+            self._remote("fail_next", api, _plain(error), count, group=group, client_id=client_id)
+            return
+        self._injector.fail_next(api, error, count, group=group, client_id=client_id)
 
     def delay(
         self,
@@ -443,15 +504,19 @@ class Broker:
     ) -> None:
         """Hold the answers of matching requests for ``seconds`` (of wall time); all of them
         until :meth:`clear_faults` unless ``count`` is given."""
-        self._in_process("delay")
-        self.faults.delay(api, seconds, count, group=group, client_id=client_id)
+        if self.subprocess:
+            self._remote("delay", api, seconds, count, group=group, client_id=client_id)
+            return
+        self._injector.delay(api, seconds, count, group=group, client_id=client_id)
 
     def drop_heartbeats(self, group: str, member_or_client_id: str) -> None:
         """Make one member's heartbeats vanish (by member id, client id or group instance id):
         its session runs out by the protocol's own timers while the client, answered as if all
         were well, keeps believing it is a member (see ``groupcoord.testing.faults``)."""
-        self._in_process("drop_heartbeats")
-        self.faults.drop_heartbeats(group, member_or_client_id)
+        if self.subprocess:
+            self._remote("drop_heartbeats", group, member_or_client_id)
+            return
+        self._injector.drop_heartbeats(group, member_or_client_id)
 
     def disconnect(
         self,
@@ -465,13 +530,14 @@ class Broker:
         None); returns how many. With ``api``: the connection of each of the next ``count``
         requests of that API (matching ``client_id`` and ``group`` if given) is severed when
         the request arrives, instead of handling it; returns 0."""
-        self._in_process("disconnect")
+        if self.subprocess:
+            return int(self._remote("disconnect", client_id, api=api, count=count, group=group))
         if api is not None:
-            self.faults.disconnect_next(api, count, group=group, client_id=client_id)
+            self._injector.disconnect_next(api, count, group=group, client_id=client_id)
             return 0
         if group is not None:
             raise ValueError("group= needs api=: a connection belongs to no group")
-        wanted = self.faults.connections_of(client_id)
+        wanted = self._injector.connections_of(client_id)
 
         def sever() -> int:
             n = 0
@@ -485,14 +551,13 @@ class Broker:
         return severed
 
     def clear_faults(self) -> None:
-        """Remove every injected failure, delay and dropped heartbeat."""
-        self.faults.clear()
+        """Remove every injected failure, disconnection, delay and dropped heartbeat."""
+        if self.subprocess:
+            self._remote("clear_faults")
+            return
+        self._injector.clear()
 
     clear = clear_faults
-
-    def _in_process(self, what: str) -> None:
-        if self.subprocess:
-            raise NotImplementedError(f"{what}() needs the in-process broker (Broker(subprocess=False))")
 
     # ------------------------------------------------------------------ observation
     def describe_group(self, group: str) -> GroupState:
@@ -606,6 +671,11 @@ def _release_logs(tail: _LogTail) -> None:
             _log_users.remove(tail)
             if not _log_users:
                 package_log.setLevel(_log_prior_level)
+
+
+def _plain(error: str | int | ErrorCode) -> str | int:
+    """An error as JSON carries it (an ErrorCode by its number)."""
+    return int(error) if isinstance(error, int) else error
 
 
 def _prop(value: object) -> str:

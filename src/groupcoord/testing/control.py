@@ -1,0 +1,157 @@
+"""The control channel of ``Broker(subprocess=True)``: the same Broker API across a process.
+
+The child is ``python -m groupcoord.testing`` (never ``groupcoord serve``: production
+brokers have no control channel). It runs an in-process :class:`~groupcoord.testing.Broker` on
+the given port and data, and a second listener on 127.0.0.1, port 0, for the test process:
+one JSON object a line in, one a line out. Each request names a :class:`Broker` method of
+:data:`OPERATIONS` with its arguments and carries the token the parent put in the child's
+environment (``GROUPCOORD_TESTING_CONTROL_TOKEN``), so no other local process can steer it.
+Both addresses go to the parent on the child's stdout, as the first two lines::
+
+    groupcoord listening on 127.0.0.1:PORT
+    groupcoord control on 127.0.0.1:PORT
+
+SIGTERM stops the broker cleanly and ends the child; the parent's hard stop is a SIGKILL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CONTROL_PREFIX", "LISTENING_PREFIX", "OPERATIONS", "TOKEN_ENV", "ControlClient", "main"]
+
+LISTENING_PREFIX = "groupcoord listening on "
+CONTROL_PREFIX = "groupcoord control on "
+TOKEN_ENV = "GROUPCOORD_TESTING_CONTROL_TOKEN"
+
+#: What the parent may call: Broker methods (and two reads of its fault injector).
+OPERATIONS = frozenset(
+    {
+        "advance",
+        "fail_next",
+        "delay",
+        "disconnect",
+        "drop_heartbeats",
+        "clear_faults",
+        "pending_failures",
+        "pending_disconnections",
+        "groups_seen",
+        "forget_groups",
+    }
+)
+#: Exceptions that cross the channel as themselves (anything else becomes a RuntimeError).
+_EXCEPTIONS: dict[str, type[Exception]] = {
+    "ValueError": ValueError,
+    "TypeError": TypeError,
+    "RuntimeError": RuntimeError,
+    "AssertionError": AssertionError,
+}
+
+
+class ControlClient:
+    """The parent's end: one short connection per call."""
+
+    def __init__(self, host: str, port: int, token: str, timeout: float = 60.0) -> None:
+        self.host = host
+        self.port = port
+        self.token = token
+        self.timeout = timeout
+
+    def call(self, op: str, *args: Any, **kwargs: Any) -> Any:
+        request = {"token": self.token, "op": op, "args": list(args), "kwargs": kwargs}
+        with socket.create_connection((self.host, self.port), timeout=self.timeout) as sock:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            with sock.makefile("rb") as reader:
+                line = reader.readline()
+        if not line:
+            raise RuntimeError(f"the broker process closed the control channel during {op}()")
+        answer = json.loads(line)
+        if answer.get("ok"):
+            return answer.get("result")
+        error = _EXCEPTIONS.get(str(answer.get("error")), RuntimeError)
+        raise error(answer.get("message", ""))
+
+
+def _serve_control(broker: Any, listener: socket.socket, token: str) -> None:
+    """Answer control requests, one connection at a time, until the process is told to stop."""
+    while True:
+        conn, _ = listener.accept()
+        with conn, conn.makefile("rb") as reader:
+            line = reader.readline()
+            if not line:
+                continue
+            conn.sendall(json.dumps(_handle(broker, line, token)).encode() + b"\n")
+
+
+def _handle(broker: Any, line: bytes, token: str) -> dict[str, Any]:
+    try:
+        request = json.loads(line)
+        if not hmac.compare_digest(str(request.get("token", "")), token):
+            return {"ok": False, "error": "RuntimeError", "message": "bad control token"}
+        op = request["op"]
+        if op not in OPERATIONS:
+            return {"ok": False, "error": "ValueError", "message": f"unknown operation {op!r}"}
+        args, kwargs = request.get("args", []), request.get("kwargs", {})
+        if op == "pending_failures":
+            result: Any = broker.faults.pending_failures()
+        elif op == "pending_disconnections":
+            result = broker.faults.pending_disconnections()
+        elif op == "groups_seen":
+            result = sorted(broker.faults.groups_seen)
+        elif op == "forget_groups":
+            broker.faults.groups_seen.clear()
+            result = None
+        else:
+            result = getattr(broker, op)(*args, **kwargs)
+        return {"ok": True, "result": result}
+    except Exception as exc:
+        log.info("control request failed: %r", exc)
+        return {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+
+
+def _stop(_signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m groupcoord.testing")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--log-level", type=int, default=logging.INFO)
+    args = parser.parse_args(argv)
+    token = os.environ.get(TOKEN_ENV, "")
+    if not token:
+        print(f"{TOKEN_ENV} is not set: this entry point is started by groupcoord.testing", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    from groupcoord.testing.broker import Broker
+
+    settings = dict(item.split("=", 1) for item in args.set)
+    broker = Broker(settings, data_dir=Path(args.data_dir), port=args.port, log_level=args.log_level)
+    signal.signal(signal.SIGTERM, _stop)
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        broker.start()
+        print(f"{LISTENING_PREFIX}{broker.host}:{broker.port}", flush=True)
+        print(f"{CONTROL_PREFIX}127.0.0.1:{listener.getsockname()[1]}", flush=True)
+        _serve_control(broker, listener, token)
+    finally:
+        listener.close()
+        broker.close()
+    return 0

@@ -1,0 +1,203 @@
+"""Every Broker feature works alike in-process and with ``Broker(subprocess=True)``.
+
+One broker per mode for the module (each test uses names of its own); the subprocess broker
+is reached through its control channel (``groupcoord.testing.control``) for time control and
+faults, and through the Kafka wire for observation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+
+from groupcoord.protocol.client import WireClient
+from groupcoord.testing import Broker, EventReason, TopicPartition
+
+_names = itertools.count(1)
+
+
+@pytest.fixture(scope="module", params=["in_process", "subprocess"])
+def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
+    with Broker(subprocess=request.param == "subprocess") as b:
+        yield b
+        b.clear_faults()
+
+
+@pytest.fixture
+def names() -> Callable[[str], str]:
+    n = next(_names)
+    return lambda base: f"{base}-{n}"
+
+
+def wait_until(pred: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+class Polled:
+    """A confluent-kafka consumer polled on its own thread (poll drives its group protocol)."""
+
+    def __init__(self, config: dict[str, object], topic: str) -> None:
+        self.consumer = Consumer(config)
+        self.consumer.subscribe([topic])
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.consumer.poll(0.05)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(30)
+        self.consumer.close()
+
+
+def config(broker: Broker, group: str, client_id: str, **extra: object) -> dict[str, object]:
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "client.id": client_id,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        **extra,
+    }
+
+
+def test_advance_expires_a_45s_session_in_each_mode(broker: Broker, names: Callable[[str], str]) -> None:
+    """advance(46) fires the session timer of a confluent-kafka member with a 45 s session
+    (Kafka: GroupCoordinator ``onExpireHeartbeat``); the group moves to the next generation."""
+    topic, group = names("orders"), names("app")
+    broker.create_topic(topic, 1)
+    # Heartbeats every 200 ms: the client learns of its expiry soon after (its own clock).
+    member = Polled(
+        config(broker, group, "c1", **{"session.timeout.ms": 45_000, "heartbeat.interval.ms": 200}), topic
+    )
+    try:
+        before = broker.wait_for_group(group, members=1)
+        assert before.generation is not None
+        broker.advance(46)
+        wait_until(
+            lambda: any(e.reason == EventReason.SESSION_TIMEOUT for e in broker.events(group)),
+            "the session_timeout event",
+        )
+        after = broker.wait_for_group(group, members=1, generation_at_least=before.generation + 1)
+        assert after.member("c1").member_id != before.member("c1").member_id
+    finally:
+        member.close()
+
+
+def test_fail_next_reaches_a_confluent_commit_and_a_confluent_producer_in_each_mode(
+    broker: Broker, names: Callable[[str], str]
+) -> None:
+    """OffsetCommit answered REBALANCE_IN_PROGRESS raises from a synchronous commit and commits
+    nothing; Produce answered NOT_LEADER_OR_FOLLOWER is retried and delivered once."""
+    topic, group = names("orders"), names("app")
+    broker.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "p", "retry.backoff.ms": 20})
+    broker.fail_next("Produce", "NOT_LEADER_OR_FOLLOWER", client_id="p")
+    offsets: list[int] = []
+    producer.produce(topic, b"a", partition=0, on_delivery=lambda err, msg: offsets.append(msg.offset()))
+    assert producer.flush(30) == 0
+    assert offsets == [0]
+    assert broker.faults.pending_failures() == 0
+    assert [r.value for r in broker.records(topic)] == [b"a"]
+
+    consumer = Consumer(config(broker, group, "c1"))
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        msg = None
+        while msg is None or msg.error() is not None:
+            assert time.monotonic() < deadline
+            msg = consumer.poll(0.1)
+        broker.fail_next("OffsetCommit", "REBALANCE_IN_PROGRESS", group=group)
+        with pytest.raises(KafkaException) as raised:
+            consumer.commit(asynchronous=False)
+        assert raised.value.args[0].code() == KafkaError.REBALANCE_IN_PROGRESS
+        assert broker.committed(group) == {}
+        consumer.commit(asynchronous=False)
+        assert broker.committed(group) == {TopicPartition(topic, 0): 1}
+    finally:
+        consumer.close()
+
+
+def test_delay_and_disconnect_in_each_mode(broker: Broker, names: Callable[[str], str]) -> None:
+    """delay holds an answer (a lower bound on the wait); disconnect severs a client's
+    connections now, or the connection of its next request of one API (the request unhandled)."""
+    topic = names("orders")
+    broker.create_topic(topic, 1)
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with WireClient(host, int(port), client_id="slow") as client:
+        broker.delay("ApiVersions", 0.5, count=1, client_id="slow")
+        started = time.monotonic()
+        assert int(client.call(18, 3, client_software_name="t", client_software_version="1").error_code) == 0
+        assert time.monotonic() - started >= 0.5
+        assert broker.disconnect("slow") == 1
+        assert not client.readable(0) or client.sock.recv(1) == b""
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": "idem",
+            "enable.idempotence": True,
+            "retry.backoff.ms": 20,
+            "reconnect.backoff.ms": 20,
+        }
+    )
+    broker.disconnect("idem", api="Produce")
+    producer.produce(topic, b"x", partition=0)
+    assert producer.flush(30) == 0
+    assert broker.faults.pending_disconnections() == 0
+    assert [r.value for r in broker.records(topic)] == [b"x"]
+
+
+def test_drop_heartbeats_and_clear_faults_in_each_mode(broker: Broker, names: Callable[[str], str]) -> None:
+    """The member whose heartbeats vanish is expired by the broker's own session timer and the
+    other gets both partitions; after clear_faults it rejoins and the group splits again."""
+    topic, group = names("orders"), names("app")
+    broker.create_topic(topic, 2)
+    fast = {"session.timeout.ms": 1_000, "heartbeat.interval.ms": 100}
+    a = Polled(config(broker, group, "a", **fast), topic)
+    b = Polled(config(broker, group, "b", **fast), topic)
+    try:
+        state = broker.wait_for_group(group, members=2)
+        assert state.generation is not None
+        broker.drop_heartbeats(group, "b")
+        alone = broker.wait_for_group(group, members=1, generation_at_least=state.generation + 1)
+        assert alone.member("a").assignment == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+        broker.clear_faults()
+        assert alone.generation is not None
+        again = broker.wait_for_group(group, members=2, generation_at_least=alone.generation + 1)
+        assert len(again.member("a").assignment) == len(again.member("b").assignment) == 1
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_control_entry_point_refuses_to_start_without_the_parents_token(tmp_path: object) -> None:
+    """Only groupcoord.testing starts the child (it sets the token); run by hand it exits 2."""
+    import os
+    import subprocess
+    import sys
+
+    from groupcoord.testing.control import TOKEN_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+    done = subprocess.run(
+        [sys.executable, "-m", "groupcoord.testing", "--data-dir", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert TOKEN_ENV in done.stderr
+    assert done.stdout == ""
