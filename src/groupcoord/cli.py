@@ -22,17 +22,17 @@ def _serve(args: argparse.Namespace) -> int:
     overrides = list(args.set or [])
     if args.listen:
         overrides.append(f"listeners=PLAINTEXT://{args.listen}")
+    logging.basicConfig(  # before loading: the Kafka keys ignored are logged while loading
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     try:
         config = BrokerConfig.load(args.config, overrides)
     except ConfigError as exc:
         print(f"groupcoord: configuration error: {exc}", file=sys.stderr, flush=True)
         return 2
     data_dir = Path(args.data_dir) if args.data_dir else Path(config.log_dirs.split(",")[0])
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
 
     def announce(host: str, port: int) -> None:
         print(f"groupcoord listening on {host}:{port}", flush=True)
