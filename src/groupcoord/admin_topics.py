@@ -1,4 +1,5 @@
-"""``groupcoord topics list|describe|create|delete|alter``: topics over the wire, like kafka-topics.sh.
+"""``groupcoord topics list|describe|create|delete|alter|delete-records``: topics over the wire, like
+kafka-topics.sh (and kafka-delete-records.sh).
 
 Metadata lists and describes topics (DescribeConfigs adds the settings that differ from the
 broker's defaults), CreateTopics / DeleteTopics create and delete them, CreatePartitions and
@@ -22,6 +23,7 @@ from groupcoord.admin import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
     DEFAULT_BOOTSTRAP,
+    DELETE_RECORDS,
     DELETE_TOPICS,
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
@@ -213,6 +215,32 @@ def alter_topic(
             )
 
 
+def delete_records(
+    admin: AdminClient, topic: str, offset: int, partitions: Sequence[int] | None
+) -> dict[int, int | str]:
+    """DeleteRecords below ``offset`` (-1: the high watermark) in the given partitions (default:
+    all of them): partition -> the new low watermark, or the error's name."""
+    conn = admin.bootstrap
+    if not conn.serves(DELETE_RECORDS):
+        raise AdminError(f"{conn.address} does not serve DeleteRecords, which delete-records needs")
+    if partitions is None:
+        (found,) = describe_topics(admin, [topic])
+        partitions = [p.partition for p in found.partitions]
+    r = conn.call(
+        DELETE_RECORDS,
+        topics=[
+            {"name": topic, "partitions": [{"partition_index": p, "offset": offset} for p in partitions]}
+        ],
+        timeout=30_000,
+    )
+    out: dict[int, int | str] = {}
+    for t in r.topics:
+        for p in t.partitions:
+            code = int(p.error_code)
+            out[int(p.partition_index)] = int(p.low_watermark) if code == 0 else _name(code)
+    return out
+
+
 # ------------------------------------------------------------------------------ CLI
 def _configs(items: Sequence[str] | None) -> dict[str, str]:
     out = {}
@@ -292,6 +320,18 @@ def _run_alter(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_delete_records(args: argparse.Namespace) -> int:
+    with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
+        results = delete_records(admin, args.topic, args.offset, args.partition)
+    rows = [(str(p), str(v)) for p, v in sorted(results.items())]
+    _emit(
+        args,
+        {str(p): v for p, v in sorted(results.items())},
+        "\n".join(_table(("PARTITION", "LOW_WATERMARK"), rows)) + "\n",
+    )
+    return 0 if all(isinstance(v, int) for v in results.values()) else 1
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``groupcoord topics list|describe|create|delete|alter``."""
     topics = subparsers.add_parser("topics", help="list, describe, create, delete and alter topics")
@@ -335,3 +375,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="set a setting (repeatable)")
     p.add_argument("--delete-config", action="append", metavar="KEY", help="back to the default")
     p.set_defaults(func=_guarded(_run_alter))
+
+    p = sub.add_parser(
+        "delete-records",
+        help="delete the records below an offset (DeleteRecords), like kafka-delete-records.sh",
+    )
+    common(p)
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--offset", type=int, required=True, help="the new first offset; -1: the high watermark")
+    p.add_argument("--partition", type=int, action="append", help="a partition (repeatable; default: all)")
+    p.set_defaults(func=_guarded(_run_delete_records))
