@@ -15,6 +15,8 @@ expiry in ``onExpireHeartbeat``); the same reasons ``__group_events`` records.
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -223,3 +225,34 @@ def test_scrapes_follow_a_group_through_rebalances_and_commits(broker: Broker) -
         assert inf == count
     finally:
         a.close()
+
+
+def test_a_stalled_event_loop_does_not_hang_a_scrape(
+    broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The scrape waits for the loop's snapshot only so long, then answers with what needs no
+    snapshot (the histograms, the process metrics) and logs one warning."""
+    metrics = broker._app.metrics
+    metrics.snapshot_timeout_s = 0.2
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_loop() -> None:
+        held.set()
+        release.wait(30)
+
+    assert broker._loop is not None
+    broker._loop.call_soon_threadsafe(hold_the_loop)
+    try:
+        assert held.wait(30)
+        with caplog.at_level(logging.WARNING, logger="groupcoord.metrics.endpoint"):
+            stalled = scrape(broker)
+        assert value(stalled, "groupcoord_groups", state="Stable") is None
+        assert value(stalled, "groupcoord_request_duration_seconds_count", request="Heartbeat") is not None
+        assert value(stalled, "process_cpu_seconds_total") is not None
+        assert [r.getMessage() for r in caplog.records] == [
+            "metrics scrape: the event loop gave no snapshot within 0.2 s"
+        ]
+    finally:
+        release.set()
+        metrics.snapshot_timeout_s = 5.0
+    assert value(scrape(broker), "groupcoord_groups", state="Dead") == 0

@@ -114,6 +114,8 @@ class BrokerMetrics:
         self.host = host
         self.port = port
         self.address: tuple[str, int] | None = None
+        #: how long a scrape waits for the loop's snapshot
+        self.snapshot_timeout_s = SNAPSHOT_TIMEOUT_S
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
@@ -180,7 +182,26 @@ class BrokerMetrics:
         loop = self._loop
         if loop is None or loop.is_closed():
             return None
-        coro = take_snapshot(
+        coro = self._take()
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, loop)
+        except RuntimeError:  # the loop closed meanwhile
+            coro.close()
+            return None
+        try:
+            return future.result(self.snapshot_timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            log.warning(
+                "metrics scrape: the event loop gave no snapshot within %.1f s", self.snapshot_timeout_s
+            )
+        except Exception as exc:
+            log.warning("metrics scrape: no snapshot: %r", exc)
+        return None
+
+    async def _take(self) -> Snapshot:
+        # Everything read here, the arguments included, is read on the loop.
+        return await take_snapshot(
             self.broker,
             self.groups,
             connections=len(self.server.connections),
@@ -188,19 +209,6 @@ class BrokerMetrics:
             rebalances=self.rebalances.copy(),
             cache=self._cache,
         )
-        try:
-            future = asyncio.run_coroutine_threadsafe(coro, loop)
-        except RuntimeError:  # the loop closed meanwhile
-            coro.close()
-            return None
-        try:
-            return future.result(SNAPSHOT_TIMEOUT_S)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            log.warning("metrics scrape: the event loop gave no snapshot within %.0f s", SNAPSHOT_TIMEOUT_S)
-        except Exception as exc:
-            log.warning("metrics scrape: no snapshot: %r", exc)
-        return None
 
 
 def _url_host(address: tuple[str, int]) -> tuple[str, int]:
