@@ -12,12 +12,16 @@ are dynamic synonyms of topic configs) and the config sources of ``DescribeConfi
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource as AioConfigResource
+from aiokafka.admin.config_resource import ConfigResourceType as AioType
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -480,3 +484,35 @@ def test_keyless_records_to_a_compacted_topic_are_invalid_record_with_record_err
         assert c2.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, 1)
     finally:
         c2.close()
+
+
+def test_aiokafka_alters_and_describes_topic_configs(broker: Broker, admin: AdminClient) -> None:
+    """aiokafka's admin client sends AlterConfigs (the whole override set) and reads it back."""
+    topic = new_topic(admin)
+
+    async def scenario() -> dict[str, tuple[str, int]]:
+        client = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        await client.start()
+        try:
+            (answer,) = [
+                r
+                for r in await client.alter_configs(
+                    [
+                        AioConfigResource(
+                            AioType.TOPIC, topic, {"retention.ms": "90000", "cleanup.policy": "compact"}
+                        )
+                    ]
+                )
+                if r.resources
+            ]
+            assert [(res[0], res[3]) for res in answer.resources] == [(0, topic)]
+            (described,) = await client.describe_configs([AioConfigResource(AioType.TOPIC, topic)])
+            ((_code, _msg, _rtype, _name, entries),) = [tuple(res[:5]) for res in described.resources]
+            return {e[0]: (e[1], e[3]) for e in entries}  # (value, config_source)
+        finally:
+            await client.close()
+
+    got = asyncio.run(scenario())
+    dynamic = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert (got["retention.ms"], got["cleanup.policy"]) == (("90000", dynamic), ("compact", dynamic))
+    assert got["segment.bytes"] == ("1073741824", ConfigSource.DEFAULT_CONFIG.value)

@@ -12,11 +12,14 @@ never moves back), ``LogManager``'s ``log-start-offset-checkpoint`` (persisted).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+from aiokafka.structs import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition as KpTopicPartition
@@ -205,3 +208,20 @@ def test_the_log_start_offset_survives_a_restart(tmp_path: Path) -> None:
         b.restart(hard=True)
         assert watermarks(b.bootstrap, topic) == (17, RECORDS)
         assert first_offsets_from_the_beginning(b.bootstrap, topic, 2) == [17, 18]
+
+
+def test_aiokafka_delete_records_answers_the_low_watermark(broker: Broker, admin: AdminClient) -> None:
+    topic = filled_topic(broker.bootstrap, admin)
+
+    async def scenario() -> dict[AioTopicPartition, int]:
+        client = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        await client.start()
+        try:
+            return await client.delete_records(
+                {AioTopicPartition(topic, 0): RecordsToDelete(before_offset=8)}
+            )
+        finally:
+            await client.close()
+
+    assert asyncio.run(scenario()) == {AioTopicPartition(topic, 0): 8}
+    assert watermarks(broker.bootstrap, topic) == (8, RECORDS)
