@@ -1,0 +1,162 @@
+"""Exactly-once consume-transform-produce with confluent-kafka (librdkafka) against a broker process.
+
+``send_offsets_to_transaction`` sends AddOffsetsToTxn to the transaction coordinator and
+TxnOffsetCommit (v3, with the consumer's member id, generation and instance id) to the group
+coordinator; the offsets become the group's committed offsets only with the transaction's
+COMMIT marker. Kafka: KIP-98, KIP-447; ``TransactionCoordinator``,
+``GroupCoordinator.handleTxnCommitOffsets`` / 4.x ``OffsetMetadataManager``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from conftest import BrokerProcess
+from eos_harness import ROUNDS, committed, duplicates, read_to_sentinel, run_chaos, setup_topics
+from test_produce_consume_confluent import create_topic
+
+pytestmark = pytest.mark.e2e
+
+SETTINGS = ("group.initial.rebalance.delay.ms=0",)
+
+
+@pytest.fixture(scope="module")
+def eos_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    base = tmp_path_factory.mktemp("eos-confluent")
+    b = BrokerProcess(base / "data", settings=SETTINGS)
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+def _consumer(bootstrap: str, group: str, topic: str) -> Consumer:
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    c.assign([TopicPartition(topic, 0, 0)])
+    return c
+
+
+def _take(c: Consumer, n: int) -> list[bytes]:
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < n and time.monotonic() < deadline:
+        got += [m.value() for m in c.consume(num_messages=n - len(got), timeout=0.5) if m.error() is None]
+    assert len(got) == n, got
+    return got
+
+
+def test_offsets_sent_to_a_committed_transaction_are_committed_and_an_aborted_ones_are_not(
+    eos_broker: BrokerProcess,
+) -> None:
+    """Commit: the group's offset is the one sent; abort: the output is visible only to
+    read_uncommitted and the group's offset stays where the last commit left it."""
+    bootstrap = eos_broker.bootstrap
+    create_topic(bootstrap, "eos-c-in", 1)
+    create_topic(bootstrap, "eos-c-out", 1)
+    feed = Producer({"bootstrap.servers": bootstrap})
+    for i in range(4):
+        feed.produce("eos-c-in", value=f"in{i}".encode(), partition=0)
+    assert feed.flush(30) == 0
+    c = _consumer(bootstrap, "eos-c-group", "eos-c-in")
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "eos-c-tid"})
+    p.init_transactions(30)
+    try:
+        assert _take(c, 2) == [b"in0", b"in1"]
+        p.begin_transaction()
+        p.produce("eos-c-out", value=b"out01", partition=0)
+        p.send_offsets_to_transaction([TopicPartition("eos-c-in", 0, 2)], c.consumer_group_metadata(), 30)
+        p.commit_transaction(30)
+        assert committed(bootstrap, "eos-c-group", "eos-c-in", 1) == [2]
+
+        assert _take(c, 2) == [b"in2", b"in3"]
+        p.begin_transaction()
+        p.produce("eos-c-out", value=b"out23", partition=0)
+        p.send_offsets_to_transaction([TopicPartition("eos-c-in", 0, 4)], c.consumer_group_metadata(), 30)
+        p.abort_transaction(30)
+        assert committed(bootstrap, "eos-c-group", "eos-c-in", 1) == [2]
+
+        p.begin_transaction()
+        p.produce("eos-c-out", value=b"__end__", key=b"__end__", partition=0)
+        p.commit_transaction(30)
+    finally:
+        c.close()
+    assert [v for _, v in read_to_sentinel(bootstrap, "eos-c-out", 1, "read_committed")] == [b"out01"]
+    assert [v for _, v in read_to_sentinel(bootstrap, "eos-c-out", 1, "read_uncommitted")] == [
+        b"out01",
+        b"out23",
+    ]
+
+
+def test_a_zombie_producer_with_the_same_transactional_id_cannot_commit_its_offsets(
+    eos_broker: BrokerProcess,
+) -> None:
+    """A successor's init_transactions fences the zombie (epoch bump) and aborts its open
+    transaction: the zombie's commit fails as fenced (fatal) and its offsets never count."""
+    bootstrap = eos_broker.bootstrap
+    create_topic(bootstrap, "eos-z-in", 1)
+    create_topic(bootstrap, "eos-z-out", 1)
+    c = _consumer(bootstrap, "eos-z-group", "eos-z-in")
+    zombie = Producer({"bootstrap.servers": bootstrap, "transactional.id": "eos-z-tid"})
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce("eos-z-out", value=b"zombie", partition=0)
+    zombie.send_offsets_to_transaction([TopicPartition("eos-z-in", 0, 7)], c.consumer_group_metadata(), 30)
+    successor = Producer({"bootstrap.servers": bootstrap, "transactional.id": "eos-z-tid"})
+    successor.init_transactions(30)
+    with pytest.raises(KafkaException) as info:
+        zombie.commit_transaction(30)
+    error = info.value.args[0]
+    assert (error.code(), error.fatal()) == (KafkaError._FENCED, True)
+    successor.begin_transaction()
+    successor.produce("eos-z-out", value=b"successor", partition=0)
+    successor.send_offsets_to_transaction([TopicPartition("eos-z-in", 0, 3)], c.consumer_group_metadata(), 30)
+    successor.commit_transaction(30)
+    c.close()
+    assert committed(bootstrap, "eos-z-group", "eos-z-in", 1) == [3]
+
+
+def test_consume_transform_produce_killed_at_random_points_outputs_every_result_exactly_once(
+    eos_broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """ROUNDS workers SIGKILLed at random moments (seeded), then one run to the end: a
+    read_committed reader sees every input record's result exactly once, the group's committed
+    offsets are the input's end offsets, and read_uncommitted sees at least as much (the killed
+    workers' aborted output included)."""
+    bootstrap = eos_broker.bootstrap
+    partitions, records = 2, max(120, 8 * ROUNDS)
+    source, sink, keys = setup_topics(bootstrap, "eos-chaos-c", partitions, records)
+    end_offsets = [records // partitions] * partitions
+    result = run_chaos(
+        client="confluent",
+        bootstrap=bootstrap,
+        group="eos-chaos-c-group",
+        source=source,
+        sink=sink,
+        partitions=partitions,
+        end_offsets=end_offsets,
+        transactional_id="eos-chaos-c-tid",
+        rounds=ROUNDS,
+        seed=1717,
+        log_dir=tmp_path,
+    )
+    assert result.killed_after_txns + result.killed_at_random_time == ROUNDS
+    out = read_to_sentinel(bootstrap, sink, partitions, "read_committed")
+    assert duplicates(out) == {}
+    assert sorted(k for k, _ in out) == sorted(keys)
+    assert all(v == b"v" + k + b":out" for k, v in out)
+    assert committed(bootstrap, "eos-chaos-c-group", source, partitions) == end_offsets
+    everything = read_to_sentinel(bootstrap, sink, partitions, "read_uncommitted")
+    assert {k for k, _ in everything} == set(keys) and len(everything) >= len(out)
