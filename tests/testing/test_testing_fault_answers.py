@@ -206,6 +206,24 @@ def test_a_group_filter_never_matches_requests_without_a_group_and_client_ids_fi
     assert broker.faults.pending_failures() == 0
 
 
+def test_a_failed_acks_0_produce_is_not_answered(broker: Broker) -> None:
+    """Kafka never answers a Produce with acks=0, not even with an error: an answer would be
+    taken for the answer of the client's next request. The next answer on the connection is
+    the next request's, and the dropped records are not appended."""
+    broker.create_topic("fire", 1)
+    messages = load_messages(0, 9)
+    request = probe_request(messages.request_type)
+    topic = dataclasses.replace(request.topic_data[0], name="fire")
+    request = dataclasses.replace(request, acks=type(request.acks)(0), topic_data=(topic,))
+    broker.fail_next("Produce", "NOT_LEADER_OR_FOLLOWER", client_id="fire")
+    with WireClient("127.0.0.1", broker.port, client_id="fire") as client:
+        client.send_entity(messages, request, answered=False)
+        answer = client.call(18, 3, client_software_name="t", client_software_version="1")
+    assert int(answer.error_code) == 0 and answer.api_keys  # ApiVersions' own answer
+    assert broker.faults.pending_failures() == 0
+    assert broker.records("fire") == []
+
+
 def test_names_and_numbers_of_apis_and_errors() -> None:
     assert api_key_of("OffsetCommit") == 8 == api_key_of(8)
     assert api_key_of("Produce") == 0 and api_name_of(0) == "Produce"

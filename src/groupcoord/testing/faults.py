@@ -99,6 +99,7 @@ API_NAMES: dict[str, int] = {
     "ConsumerGroupHeartbeat": 68,
     "ConsumerGroupDescribe": 69,
 }
+_PRODUCE = 0
 _FETCH = 1
 _FIND_COORDINATOR = 10
 _HEARTBEAT = 12
@@ -281,7 +282,7 @@ class FaultInjector:
                 self.groups_seen.add(group)
             sever = self._take(self._sever, api_key, group, client_id)
             failure = None if sever else self._take(self._fail, api_key, group, client_id)
-            delayed = self._take(self._delay, api_key, group, client_id)
+            delayed = None if sever else self._take(self._delay, api_key, group, client_id)
             dropped = api_key == _HEARTBEAT and self._is_dropped(group, request, client_id)
         if sever is not None:
             log.info("injected a disconnection for api %d from %r (group %s)", api_key, client_id, group)
@@ -290,7 +291,10 @@ class FaultInjector:
             log.info(
                 "injected %s for api %d from %r (group %s)", failure.error.name, api_key, client_id, group
             )
-            result = self._error_answer(ctx, request, failure.error)
+            if api_key == _PRODUCE and int(request.acks) == 0:
+                result = None  # acks=0 is never answered: the records are silently lost
+            else:
+                result = self._error_answer(ctx, request, failure.error)
         elif dropped:
             log.info("dropped a heartbeat of %s in group %s", request.member_id, group)
             result = self._error_answer(ctx, request, ErrorCode.NONE)
