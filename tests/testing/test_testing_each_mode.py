@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as CTopicPartition
 
-from groupcoord.protocol.client import WireClient
 from groupcoord.testing import Broker, EventReason, TopicPartition
 
 _names = itertools.count(1)
@@ -131,18 +131,23 @@ def test_fail_next_reaches_a_confluent_commit_and_a_confluent_producer_in_each_m
 
 
 def test_delay_and_disconnect_in_each_mode(broker: Broker, names: Callable[[str], str]) -> None:
-    """delay holds an answer (a lower bound on the wait); disconnect severs a client's
-    connections now, or the connection of its next request of one API (the request unhandled)."""
-    topic = names("orders")
+    """delay holds a confluent commit's answer (a lower bound on the wait; the commit applies);
+    disconnect severs the client's connections now (it reconnects and commits again), or the
+    connection of its next request of one API, unhandled (an idempotent producer resends it)."""
+    topic, group = names("orders"), names("app")
     broker.create_topic(topic, 1)
-    host, port = broker.bootstrap.rsplit(":", 1)
-    with WireClient(host, int(port), client_id="slow") as client:
-        broker.delay("ApiVersions", 0.5, count=1, client_id="slow")
+    consumer = Consumer(config(broker, group, "slow"))
+    try:
+        broker.delay("OffsetCommit", 0.5, count=1, client_id="slow")
         started = time.monotonic()
-        assert int(client.call(18, 3, client_software_name="t", client_software_version="1").error_code) == 0
+        consumer.commit(offsets=[CTopicPartition(topic, 0, 1)], asynchronous=False)
         assert time.monotonic() - started >= 0.5
-        assert broker.disconnect("slow") == 1
-        assert not client.readable(0) or client.sock.recv(1) == b""
+        assert broker.committed(group) == {TopicPartition(topic, 0): 1}
+        assert broker.disconnect("slow") >= 1
+        consumer.commit(offsets=[CTopicPartition(topic, 0, 2)], asynchronous=False)
+        assert broker.committed(group) == {TopicPartition(topic, 0): 2}
+    finally:
+        consumer.close()
     producer = Producer(
         {
             "bootstrap.servers": broker.bootstrap,
