@@ -12,6 +12,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kio.schema.errors import ErrorCode as KioErrorCode
+
 from groupcoord.broker import init_producer_id as idempotent
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
@@ -23,6 +25,16 @@ from groupcoord.transactions import api
 
 def _resp_t(broker: Broker, ctx: RequestContext) -> Any:
     return broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
+
+
+def _fenced_code(error: ErrorCode, version: int, first_version: int) -> KioErrorCode:
+    """KIP-588: a version older than ``first_version`` does not know PRODUCER_FENCED; Kafka
+    answers INVALID_PRODUCER_EPOCH there, which those clients treat as fenced
+    (``KafkaApis.handleEndTxnRequest`` / ``handleInitProducerIdRequest`` /
+    ``handleAddPartitionsToTxnRequest`` / ``handleAddOffsetsToTxnRequest``)."""
+    if error is ErrorCode.PRODUCER_FENCED and version < first_version:
+        return err(ErrorCode.INVALID_PRODUCER_EPOCH)
+    return err(error)
 
 
 def init_producer_id(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -41,7 +53,7 @@ def init_producer_id(rt: TxnRuntime, broker: Broker, ctx: RequestContext, reques
         return make(
             resp_t,
             throttle_time=NO_THROTTLE,
-            error_code=err(r.error),
+            error_code=_fenced_code(r.error, ctx.api_version, 4),
             producer_id=r.producer_id,
             producer_epoch=r.producer_epoch,
         )
@@ -64,6 +76,7 @@ def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request:
     )
 
     def encode(r: api.AddPartitionsToTxnResponse) -> Any:
+        code = _fenced_code(r.error, ctx.api_version, 2)
         return make(
             resp_t,
             throttle_time=NO_THROTTLE,
@@ -72,7 +85,7 @@ def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request:
                     topic_t,
                     name=name,
                     results_by_partition=tuple(
-                        make(part_t, partition_index=p, partition_error_code=err(r.error)) for p in parts
+                        make(part_t, partition_index=p, partition_error_code=code) for p in parts
                     ),
                 )
                 for name, parts in r.partitions
@@ -114,6 +127,7 @@ def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request:
 
 def add_offsets_to_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _resp_t(broker, ctx)
+    version = ctx.api_version
     req = api.AddOffsetsToTxnRequest(
         transactional_id=str(request.transactional_id),
         producer_id=int(request.producer_id),
@@ -122,12 +136,13 @@ def add_offsets_to_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, requ
     )
     return rt.call(
         lambda reply: rt.shard.add_offsets_to_txn(req, reply),
-        lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=err(r.error)),
+        lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=_fenced_code(r.error, version, 2)),
     )
 
 
 def end_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = _resp_t(broker, ctx)
+    version = ctx.api_version
     req = api.EndTxnRequest(
         transactional_id=str(request.transactional_id),
         producer_id=int(request.producer_id),
@@ -136,7 +151,7 @@ def end_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -
     )
     return rt.call(
         lambda reply: rt.shard.end_txn(req, reply),
-        lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=err(r.error)),
+        lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=_fenced_code(r.error, version, 2)),
     )
 
 
