@@ -16,6 +16,8 @@ expiry in ``onExpireHeartbeat``); the same reasons ``__group_events`` records.
 from __future__ import annotations
 
 import logging
+import socket
+import struct
 import threading
 import time
 import urllib.request
@@ -256,3 +258,33 @@ def test_a_stalled_event_loop_does_not_hang_a_scrape(
         release.set()
         metrics.snapshot_timeout_s = 5.0
     assert value(scrape(broker), "groupcoord_groups", state="Dead") == 0
+
+
+def test_bytes_and_connections_count_exactly_what_crossed_the_socket() -> None:
+    """One raw connection sends one ApiVersions v0 request and reads its answer: the byte
+    counters grow by exactly the two frames, the connection counters by one."""
+    with Broker({"metrics.listen": "127.0.0.1:0"}) as fresh:
+        before = scrape(fresh)
+        client_id = b"metrics-test"
+        body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
+        request = struct.pack(">i", len(body)) + body
+        with socket.create_connection(("127.0.0.1", fresh.port), timeout=30) as sock:
+            sock.sendall(request)
+            (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+            answer = _read_exactly(sock, size)
+            assert struct.unpack(">ih", answer[:6]) == (7, 0)  # correlation id, no error
+            during = scrape(fresh)
+        assert delta(during, before, "groupcoord_received_bytes_total") == len(request)
+        assert delta(during, before, "groupcoord_sent_bytes_total") == 4 + size
+        assert delta(during, before, "groupcoord_connections_accepted_total") == 1
+        assert value(during, "groupcoord_connections") == 1
+        assert delta(during, before, "groupcoord_request_duration_seconds_count", request="ApiVersions") == 1
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, "connection closed early"
+        data += chunk
+    return data
