@@ -10,8 +10,9 @@ COMMIT marker. Kafka: KIP-98, KIP-447; ``TransactionCoordinator``,
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -160,3 +161,119 @@ def test_consume_transform_produce_killed_at_random_points_outputs_every_result_
     assert committed(bootstrap, "eos-chaos-c-group", source, partitions) == end_offsets
     everything = read_to_sentinel(bootstrap, sink, partitions, "read_uncommitted")
     assert {k for k, _ in everything} == set(keys) and len(everything) >= len(out)
+
+
+INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT, OFFSET_FETCH = 22, 25, 26, 28, 9
+
+
+def test_txn_offset_commit_every_version_over_the_wire_and_an_older_epoch_is_rejected(
+    eos_broker: BrokerProcess,
+) -> None:
+    """TxnOffsetCommit v0-4 as Kafka 3.9/4.x serve them: pending (require_stable OffsetFetch
+    answers UNSTABLE_OFFSET_COMMIT) until EndTxn's COMMIT marker, then committed; an unknown
+    partition gets UNKNOWN_TOPIC_OR_PARTITION (``KafkaApis.handleTxnOffsetCommitRequest``); a
+    batch of an epoch older than the one the offsets partition last saw is
+    INVALID_PRODUCER_EPOCH (the log's producer-state check, ``ProducerAppendInfo``)."""
+    from groupcoord.errors import ErrorCode
+    from groupcoord.protocol.client import WireClient
+
+    bootstrap = eos_broker.bootstrap
+    create_topic(bootstrap, "eos-w-in", 1)
+    tid, group = "eos-w-tid", "eos-w-group"
+
+    def fetch(c: WireClient, stable: bool) -> tuple[int, int]:
+        r = c.call(
+            OFFSET_FETCH,
+            8,
+            groups=[{"group_id": group, "topics": [{"name": "eos-w-in", "partition_indexes": [0]}]}],
+            require_stable=stable,
+        )
+        (p,) = r.groups[0].topics[0].partitions
+        return int(p.committed_offset), int(p.error_code)
+
+    def commit(
+        c: WireClient, version: int, pid: int, epoch: int, offset: int, topic: str = "eos-w-in"
+    ) -> int:
+        r = c.call(
+            TXN_OFFSET_COMMIT,
+            version,
+            transactional_id=tid,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[
+                {
+                    "name": topic,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": offset,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "m",
+                        }
+                    ],
+                }
+            ],
+        )
+        return int(r.topics[0].partitions[0].error_code)
+
+    def until_not_concurrent(call: Callable[[], Any]) -> Any:
+        """Retried while the previous transaction completes, as clients retry
+        CONCURRENT_TRANSACTIONS."""
+        deadline = time.monotonic() + 20
+        while int((r := call()).error_code) == ErrorCode.CONCURRENT_TRANSACTIONS:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        return r
+
+    with WireClient("127.0.0.1", eos_broker.port, client_id="eos-wire") as c:
+        init = c.call(INIT_PRODUCER_ID, 4, transactional_id=tid, transaction_timeout=60000)
+        pid, epoch = int(init.producer_id), int(init.producer_epoch)
+        for version in range(5):
+            add = until_not_concurrent(
+                lambda: c.call(
+                    ADD_OFFSETS_TO_TXN,
+                    3,
+                    transactional_id=tid,
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    group_id=group,
+                )
+            )
+            assert int(add.error_code) == ErrorCode.NONE
+            assert commit(c, version, pid, epoch, 10 + version, topic="eos-w-nope") == (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+            assert commit(c, version, pid, epoch, 10 + version) == ErrorCode.NONE
+            assert fetch(c, stable=True) == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            end = c.call(
+                END_TXN, 3, transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True
+            )
+            assert int(end.error_code) == ErrorCode.NONE
+            deadline = time.monotonic() + 20  # the marker is written after EndTxn is answered
+            while fetch(c, stable=True) != (10 + version, ErrorCode.NONE):
+                assert time.monotonic() < deadline, fetch(c, stable=True)
+                time.sleep(0.02)
+        # A new epoch writes to the offsets partition; a batch of the old epoch is then refused.
+        init = until_not_concurrent(
+            lambda: c.call(INIT_PRODUCER_ID, 4, transactional_id=tid, transaction_timeout=60000)
+        )
+        assert (int(init.producer_id), int(init.producer_epoch)) == (pid, epoch + 1)
+        c.call(
+            ADD_OFFSETS_TO_TXN,
+            3,
+            transactional_id=tid,
+            producer_id=pid,
+            producer_epoch=epoch + 1,
+            group_id=group,
+        )
+        assert commit(c, 4, pid, epoch + 1, 30) == ErrorCode.NONE
+        assert commit(c, 4, pid, epoch, 31) == ErrorCode.INVALID_PRODUCER_EPOCH
+        c.call(END_TXN, 3, transactional_id=tid, producer_id=pid, producer_epoch=epoch + 1, committed=False)
+        deadline = time.monotonic() + 20
+        while fetch(c, stable=True) != (14, ErrorCode.NONE):
+            assert time.monotonic() < deadline, fetch(c, stable=True)
+            time.sleep(0.02)
