@@ -1,22 +1,22 @@
-"""``Broker`` without pytest: a unittest suite run by ``python -m unittest`` in its own process."""
+"""``Broker`` without pytest: a unittest TestCase, and a package that imports pytest only in its plugin."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
+import ast
+import io
+import unittest
 from pathlib import Path
 
-UNITTEST_MODULE = """
-import sys
-import unittest
-
-from groupcoord.testing import Broker, TopicPartition
+import groupcoord.testing
+from groupcoord.testing import Broker
 
 
 class OrdersTest(unittest.TestCase):
-    def test_produce_fail_and_read_back(self):
+    """What a unittest user writes: the Broker as a context manager, no fixture."""
+
+    __test__ = False  # run by unittest's runner below, not collected by pytest
+
+    def test_produce_fail_and_read_back(self) -> None:
         with Broker() as broker:
             broker.create_topic("orders", 1)
             self.assertEqual(broker.produce("orders", [b"a", b"b"]), [0, 1])
@@ -26,21 +26,28 @@ class OrdersTest(unittest.TestCase):
             broker.advance(60)
             self.assertEqual([r.value for r in broker.records("orders")], [b"a", b"b"])
             self.assertEqual(broker.committed("nobody"), {})
-        self.assertNotIn("pytest", sys.modules)  # the package imports pytest nowhere but the plugin
-"""
 
 
-def test_a_unittest_suite_uses_the_broker_without_pytest(tmp_path: Path) -> None:
-    (tmp_path / "test_orders.py").write_text(textwrap.dedent(UNITTEST_MODULE))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "unittest", "-v", "test_orders"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+def test_a_unittest_test_case_uses_the_broker() -> None:
+    out = io.StringIO()
+    result = unittest.TextTestRunner(stream=out, verbosity=2).run(
+        unittest.defaultTestLoader.loadTestsFromTestCase(OrdersTest)
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "test_produce_fail_and_read_back" in done.stderr
-    assert "Ran 1 test" in done.stderr and "OK" in done.stderr
+    assert result.wasSuccessful(), out.getvalue()
+    assert result.testsRun == 1
+
+
+def test_no_module_of_the_package_but_the_plugin_imports_pytest() -> None:
+    """So ``import groupcoord.testing`` works where pytest is not installed (a script, a notebook)."""
+    package = Path(groupcoord.testing.__file__).parent
+    importers = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(n == "pytest" or n.startswith(("pytest.", "_pytest")) for n in names):
+                importers.append(path.name)
+    assert sorted(set(importers)) == ["plugin.py"]
