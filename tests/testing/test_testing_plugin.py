@@ -29,14 +29,18 @@ def run_pytest(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedP
     )
 
 
-def test_marker_settings_reach_the_broker_and_the_session_broker_gives_each_test_its_own_names(
+def test_fixtures_marker_and_namespaces_work_and_a_failing_test_reports_log_tail_and_group_events(
     tmp_path: Path,
 ) -> None:
+    """One user test file (one pytest run, to keep the suite short): the marker's settings
+    reach the broker, ``kafka_broker`` is fresh per test, ``kafka_broker_session`` is one
+    broker with a namespace per test, and a failing test's report carries the broker's log
+    tail and the events of the groups its requests named."""
     result = run_pytest(
         tmp_path,
         """
         import json, pathlib, pytest
-        from confluent_kafka.admin import AdminClient, ConfigResource
+        from kafka import KafkaConsumer
 
         OUT = pathlib.Path(__file__).with_name("out.jsonl")
 
@@ -60,21 +64,6 @@ def test_marker_settings_reach_the_broker_and_the_session_broker_gives_each_test
             kafka_broker_session.produce(topic, [b"x"])
             assert [r.value for r in kafka_broker_session.records(topic)] == [b"x"]
             note(test="session", bootstrap=kafka_broker_session.bootstrap, topic=topic)
-        """,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    notes = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert [n["test"] for n in notes] == ["marked", "default", "session", "session"]
-    assert notes[0]["bootstrap"] != notes[1]["bootstrap"]  # a fresh broker per test
-    assert notes[2]["bootstrap"] == notes[3]["bootstrap"]  # one broker for the session
-    assert notes[2]["topic"] != notes[3]["topic"]  # a namespace per test
-
-
-def test_a_failing_test_reports_the_broker_log_tail_and_the_events_of_its_groups(tmp_path: Path) -> None:
-    result = run_pytest(
-        tmp_path,
-        """
-        from kafka import KafkaConsumer
 
         def test_fails(kafka_broker):
             kafka_broker.create_topic("orders", 1)
@@ -90,11 +79,19 @@ def test_a_failing_test_reports_the_broker_log_tail_and_the_events_of_its_groups
     )
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout
+    assert "1 failed, 4 passed" in out, out
+    notes = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [n["test"] for n in notes] == ["marked", "default", "session", "session"]
+    assert notes[0]["bootstrap"] != notes[1]["bootstrap"]  # a fresh broker per test
+    assert notes[2]["bootstrap"] == notes[3]["bootstrap"]  # one broker for the session
+    assert notes[2]["topic"] != notes[3]["topic"]  # a namespace per test
+    # the failing test's report
     assert "the user's own failure" in out
     assert "groupcoord broker log (tail)" in out
     assert "test broker listening on 127.0.0.1:" in out
     assert "groupcoord events of group 'reported'" in out
     assert "member_added" in out and "client=who" in out
+    assert out.count("groupcoord broker log (tail)") == 1  # only for the failing test
 
 
 def test_under_xdist_each_of_two_workers_runs_its_own_broker(tmp_path: Path) -> None:
