@@ -423,9 +423,10 @@ def error_answer(api_key: int, response_type: type[Any], request: Any, error: Er
 
     See the comment above for where the code goes. Fetch: a partition's error goes in that
     partition's entry only, the top-level code (v7+) staying NONE, because clients act on a
-    top-level Fetch error for the whole request without looking at the partitions (librdkafka
-    backs off and retries; the application never sees it); a fetch-session error goes at the
-    top only, with no partitions, as Kafka's fetch-session cache answers it.
+    top-level Fetch error for the whole request (Kafka's consumer takes it for a failed fetch
+    session and drops the answer, ``FetchSessionHandler.handleResponse``; the application never
+    sees it); a fetch-session error goes at the top only, with no partitions, as Kafka's
+    fetch-session cache answers it.
     """
     answer = _mirror(response_type, request, error)
     if api_key == _FETCH and _has(response_type, "error_code"):
