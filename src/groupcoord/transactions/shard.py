@@ -48,12 +48,14 @@ from groupcoord.transactions.api import (
 from groupcoord.transactions.metadata import EPOCH_EXHAUSTED_AT, TransactionMetadata
 from groupcoord.transactions.records import TransactionLogValue, TxnRecord, partition_for
 from groupcoord.transactions.result import MarkerWrite, Reply, TxnLogWrite, TxnResult
-from groupcoord.transactions.state import TransactionState
-from groupcoord.transactions.timers import MarkerRetry, TxnTimeout, TxnTimerKey
+from groupcoord.transactions.state import VALID_PREVIOUS_STATES, TransactionState
+from groupcoord.transactions.timers import TXN_ID_EXPIRY, MarkerRetry, TxnIdExpiry, TxnTimeout, TxnTimerKey
 
 log = logging.getLogger(__name__)
 
 S = TransactionState
+#: The states an idle transactional id may expire from (the table's way into Dead).
+EXPIRABLE_STATES = VALID_PREVIOUS_STATES[S.DEAD]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +71,11 @@ class TxnConfig:
     #: how long a timed-out transaction with a write in flight waits before the next try
     #: (``transaction.abort.timed.out.transaction.cleanup.interval.ms``)
     abort_retry_interval_ms: int = 10_000
+    #: ``transactional.id.expiration.ms``: an id whose transaction has ended (Empty,
+    #: CompleteCommit, CompleteAbort) and that saw no update for this long is removed
+    transactional_id_expiration_ms: int = 604_800_000
+    #: ``transaction.remove.expired.transaction.cleanup.interval.ms``: how often ids are checked
+    remove_expired_interval_ms: int = 3_600_000
 
 
 # ----------------------------------------------------------------------- write completions
@@ -95,6 +102,13 @@ class PrepareWrite:
     fence_reply: bool
     #: what to put back when the write fails after a fence bumped the epoch in memory
     fenced_from_epoch: int | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ExpireWrite:
+    """The tombstone of an expired transactional id (Kafka's ``prepareDead`` then removal)."""
+
+    meta: TransactionMetadata
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -133,6 +147,9 @@ class TransactionCoordinatorShard:
         self._timer: KeyedTimer[TxnTimerKey, None] = KeyedTimer()
         self._markers: dict[str, MarkerWrite] = {}  # markers waiting for a retry
         self._out = TxnResult()
+        self._timer.schedule(
+            TXN_ID_EXPIRY, self._clock.now_ms() + self._config.remove_expired_interval_ms, None
+        )
 
     # ------------------------------------------------------------------ inspection
     @property
@@ -226,6 +243,9 @@ class TransactionCoordinatorShard:
                 mw = self._markers.pop(key.transactional_id, None)
                 if mw is not None:
                     out.marker_writes.append(mw)
+            elif type(key) is TxnIdExpiry:
+                self._timer.schedule(TXN_ID_EXPIRY, now + self._config.remove_expired_interval_ms, None)
+                self._expire_transactional_ids(now)
             else:  # pragma: no cover - keys are all created here
                 raise IllegalStateError(f"unknown timer key {key!r}")
         return out
@@ -510,10 +530,38 @@ class TransactionCoordinatorShard:
         log.info("transaction %r timed out after %d ms: aborting", tid, meta.timeout_ms)
         self._fence_and_abort(meta, None)
 
+    def _expire_transactional_ids(self, now: int) -> None:
+        """Kafka's ``TransactionStateManager.removeExpiredTransactionalIds``: an id whose last
+        transaction ended (Empty, CompleteCommit, CompleteAbort), with no write in flight and
+        no update for ``transactional.id.expiration.ms``, gets a tombstone in
+        ``__transaction_state``; once it is durable the id is forgotten (Dead), and its next
+        InitProducerId starts afresh with a new producer id."""
+        horizon = now - self._config.transactional_id_expiration_ms
+        for meta in list(self._txns.values()):
+            p = self.partition_for(meta.transactional_id)
+            if p in self._loading or p not in self._owned or meta.pending is not None:
+                continue
+            if meta.state in EXPIRABLE_STATES and meta.last_update_ms <= horizon:
+                log.info(
+                    "transactional id %r unused since %d: expiring it",
+                    meta.transactional_id,
+                    meta.last_update_ms,
+                )
+                meta.pending = S.DEAD
+                self._out.log_writes.append(
+                    TxnLogWrite(
+                        partition=p,
+                        records=(TxnRecord(transactional_id=meta.transactional_id, value=None),),
+                        completion=ExpireWrite(meta),
+                    )
+                )
+
     # ------------------------------------------------------------------ completions
     def _complete_write(self, write: TxnLogWrite, error: ErrorCode) -> None:
         done = write.completion
-        if not isinstance(done, InitWrite | AddWrite | PrepareWrite | CompleteWrite):  # pragma: no cover
+        if not isinstance(
+            done, InitWrite | AddWrite | PrepareWrite | CompleteWrite | ExpireWrite
+        ):  # pragma: no cover
             raise IllegalStateError(f"unknown write completion {done!r}")
         meta = done.meta
         stale = self._txns.get(meta.transactional_id) is not meta
@@ -559,6 +607,13 @@ class TransactionCoordinatorShard:
                     out.responses.append((done.reply, InitProducerIdResponse(error=code)))
                 else:
                     out.responses.append((done.reply, EndTxnResponse(error=mapped)))
+        elif isinstance(done, ExpireWrite):
+            if mapped is not ErrorCode.NONE:
+                log.warning(
+                    "transactional id %r not expired (%s); retried next cycle",
+                    meta.transactional_id,
+                    error.name,
+                )
         elif mapped is not ErrorCode.NONE and not stale:
             # CompleteWrite failed: the markers are durable, so try recording completion again.
             self._markers_written(self._marker_write(meta), ErrorCode.NONE)

@@ -108,13 +108,13 @@ TRANSITION_CAUSES: dict[tuple[TransactionState, TransactionState], str] = {
     (S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT): "coordinator abort with the bumped epoch",
     (S.PREPARE_COMMIT, S.COMPLETE_COMMIT): "COMMIT markers durable on every partition",
     (S.PREPARE_ABORT, S.COMPLETE_ABORT): "ABORT markers durable on every partition",
-    (S.EMPTY, S.DEAD): "transactional.id.expiration.ms (not implemented)",
-    (S.COMPLETE_COMMIT, S.DEAD): "transactional.id.expiration.ms (not implemented)",
-    (S.COMPLETE_ABORT, S.DEAD): "transactional.id.expiration.ms (not implemented)",
+    (S.EMPTY, S.DEAD): "idle for transactional.id.expiration.ms: tombstoned, forgotten",
+    (S.COMPLETE_COMMIT, S.DEAD): "idle for transactional.id.expiration.ms: tombstoned, forgotten",
+    (S.COMPLETE_ABORT, S.DEAD): "idle for transactional.id.expiration.ms: tombstoned, forgotten",
 }
 
 #: States written to ``__transaction_state`` by this coordinator (PrepareEpochFence and Dead
-#: are not: the first is an in-memory step, the second is not implemented).
+#: are not: the first is an in-memory step, the second is a tombstone, as in Kafka).
 LOGGED_STATES: frozenset[TransactionState] = frozenset(
     {S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
 )

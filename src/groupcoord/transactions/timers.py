@@ -8,6 +8,11 @@ key                    Kafka                                          on expiry
                        ``transaction.abort.timed.out.transaction.
                        cleanup.interval.ms``)
 ``MarkerRetry``        the marker channel's retry queue               write the markers again
+``TxnIdExpiry``        ``removeExpiredTransactionalIds`` (every       tombstone idle ids
+                       ``transaction.remove.expired.transaction.      (Empty, CompleteCommit,
+                       cleanup.interval.ms``)                         CompleteAbort) unused for
+                                                                      ``transactional.id.
+                                                                      expiration.ms``
 =====================  =============================================  ========================
 
 Kafka scans all transactions periodically; we arm one deadline per Ongoing transaction at
@@ -30,4 +35,11 @@ class MarkerRetry:
     transactional_id: str
 
 
-TxnTimerKey = TxnTimeout | MarkerRetry
+@dataclass(frozen=True, slots=True)
+class TxnIdExpiry:
+    """The periodic scan for expired transactional ids (one key for the whole shard)."""
+
+
+TXN_ID_EXPIRY = TxnIdExpiry()
+
+TxnTimerKey = TxnTimeout | MarkerRetry | TxnIdExpiry
