@@ -93,8 +93,8 @@ def routes(
 _ROUTES: tuple[Route[Broker], ...] = (
     # Produce: appends are done (and readable) before the handler returns; only the fsync
     # of acks=-1 is awaited, so pipelined produces may wait for their fsyncs together.
-    Route(api_key=K.PRODUCE, min_version=3, max_version=10, handler=produce.handle, overlap="produce"),
-    Route(api_key=K.FETCH, min_version=4, max_version=16, handler=fetch.handle),
+    Route(api_key=K.PRODUCE, min_version=0, max_version=10, handler=produce.handle, overlap="produce"),
+    Route(api_key=K.FETCH, min_version=0, max_version=16, handler=fetch.handle),
     Route(api_key=K.LIST_OFFSETS, min_version=0, max_version=9, handler=list_offsets.handle),
     Route(api_key=K.METADATA, min_version=0, max_version=12, handler=metadata.handle),
     Route(api_key=K.FIND_COORDINATOR, min_version=0, max_version=6, handler=groups.find_coordinator),

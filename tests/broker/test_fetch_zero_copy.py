@@ -247,7 +247,9 @@ def test_large_record_sets_arrive_byte_exact_at_every_version(tmp_path: Path) ->
             for _ in range(3 + p):
                 plog.append(_big_batch(rnd, 20, 10_000))  # 200 KB batches
         c = await env.connect()
-        for v in range(MIN_VERSION, MAX_VERSION + 1):
+        # from v4: below it records are down-converted to message format v0/v1 (read into
+        # memory; tests/broker/test_old_versions_produce_fetch.py)
+        for v in range(4, MAX_VERSION + 1):
             resp = await c.call(FETCH, v, **_fetch_body(v, "big", tid, [(0, 0), (1, 20), (2, 0)]))
             parts = resp.responses[0].partitions
             assert [p.partition_index for p in parts] == [0, 1, 2]

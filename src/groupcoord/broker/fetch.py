@@ -10,6 +10,12 @@ The response is encoded here (``protocol.fetch_response``), not by kio: each par
 set is one contiguous range of one segment file, and a large one stays in the file — the
 connection sends it with ``os.sendfile`` from a duplicated descriptor — so record bytes are
 not copied through Python objects.
+
+Fetch v0-v3 predate record batches: what they read is down-converted to message format v0
+(Fetch v0-v1) or v1 (v2-v3) by ``storage.message_format``, as Kafka 3.9 does for every such
+fetch (``KafkaApis.maybeConvertFetchedData``); those record sets are always read into memory.
+A topic whose ``compression.type`` is zstd answers UNSUPPORTED_COMPRESSION_TYPE to fetches
+below v10, and a zstd batch cannot be down-converted (the same code).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from groupcoord.handling import FileRegion, PreEncoded, RequestContext
 from groupcoord.protocol.entities import ms
 from groupcoord.protocol.fetch_response import PartitionOut, TopicOut, encode_fetch_body
 from groupcoord.storage.log import OffsetOutOfRangeError
+from groupcoord.storage.message_format import MAGIC_V0, MAGIC_V1, MessageFormatError, downconvert
 
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -77,7 +84,7 @@ def _plan(broker: Broker, request: Any, by_id: bool) -> list[_TopicAsk]:
 
 
 def _build(
-    broker: Broker, plan: list[_TopicAsk], max_bytes: int, read_committed: bool = False
+    broker: Broker, plan: list[_TopicAsk], max_bytes: int, read_committed: bool = False, version: int = 4
 ) -> tuple[list[TopicOut], int, bool]:
     """The response's topics as of now, the record bytes they carry, and whether any partition
     failed. Record sets of ``SENDFILE_MIN_BYTES`` or more are file regions the caller owns.
@@ -89,7 +96,9 @@ def _build(
     total = 0
     failed = False
     topics_out = []
-    copy_below = SENDFILE_MIN_BYTES
+    # below v4 the records are rewritten (down-converted), so they are read into memory
+    copy_below = SENDFILE_MIN_BYTES if version >= 4 else 2**62
+    old_magic = None if version >= 4 else (MAGIC_V0 if version <= 1 else MAGIC_V1)
     for ask in plan:
         parts_out = []
         for p in ask.partitions:
@@ -104,6 +113,9 @@ def _build(
                 except KeyError:
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
+                    if version < 10 and _zstd_topic(broker, ask.name):
+                        code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+                if code == ErrorCode.NONE:
                     limit = min(p.max_bytes, remaining)
                     try:
                         upper = plog.last_stable_offset if read_committed else None
@@ -132,6 +144,12 @@ def _build(
                                 (a.producer_id, a.first_offset)
                                 for a in plog.aborted_transactions(p.fetch_offset, lso)
                             )
+                        if old_magic is not None and size:
+                            assert isinstance(data, bytes)
+                            try:
+                                data = downconvert(data, old_magic, p.fetch_offset)
+                            except MessageFormatError as exc:
+                                code, data = exc.code, b""
             if code != ErrorCode.NONE:
                 failed = True
             parts_out.append(
@@ -155,6 +173,11 @@ def _build(
     return topics_out, total, failed
 
 
+def _zstd_topic(broker: Broker, name: str) -> bool:
+    meta = broker.logs.topics().get(name)
+    return meta is not None and meta.configs.get("compression.type") == "zstd"
+
+
 def _release(topics: list[TopicOut]) -> None:
     for t in topics:
         for p in t.partitions:
@@ -172,7 +195,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     plan = _plan(broker, request, by_id=version >= 13)
     max_bytes = int(getattr(request, "max_bytes", 2147483647))
     read_committed = version >= 4 and int(getattr(request, "isolation_level", 0)) == 1
-    topics, total, failed = _build(broker, plan, max_bytes, read_committed)
+    topics, total, failed = _build(broker, plan, max_bytes, read_committed, version)
     max_wait = ms(request.max_wait)
     min_bytes = int(request.min_bytes)
     if failed or max_wait <= 0 or total >= min_bytes or not plan:
@@ -213,4 +236,4 @@ async def _parked(
     finally:
         broker.fetch_waiters.remove(wid)
         broker.timers.cancel(key)
-    return _encode(version, _build(broker, plan, max_bytes, read_committed)[0])
+    return _encode(version, _build(broker, plan, max_bytes, read_committed, version)[0])

@@ -97,7 +97,13 @@ def _produce_partition(
         )
     if not records:
         return _PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="empty record set")
-    if version < 3 and magic_of(records) in (MAGIC_V0, MAGIC_V1):
+    if magic_of(records) in (MAGIC_V0, MAGIC_V1):
+        if version >= 3:  # ProduceRequest.validateRecords
+            return _PartitionResult(
+                ErrorCode.INVALID_RECORD,
+                message=f"Produce requests with version {version} are only allowed to contain "
+                "record batches with magic version 2",
+            )
         # Produce v0-v2 carry message format v0/v1: the log keeps v2 batches (LogValidator)
         try:
             records = upconvert(records)

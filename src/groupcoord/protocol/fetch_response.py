@@ -1,11 +1,14 @@
-"""Fetch response bodies (v4-v16) encoded by hand, with the record bytes left out as regions.
+"""Fetch response bodies (v0-v16) encoded by hand, with the record bytes left out as regions.
 
 A Fetch response is mostly record bytes. kio's writer copies them into the encoded body; this
 encoder writes everything else and hands back the body as pieces in order: ``bytes`` for the
 fields, and whatever object stood for a partition's records (a file region to be sent with
 ``os.sendfile``) where the records go. Only the size of such an object is needed here, so its
 length prefix can be written ahead of it. The bytes are those kio writes for the same response
-(``tests/broker/test_fetch_zero_copy.py`` compares them at every version).
+(``tests/broker/test_fetch_zero_copy.py`` compares them at every version; v0-v3, whose
+classes are in ``protocol.old_versions``, in ``tests/broker/test_old_versions_produce_fetch.py``).
+Before v4 a partition has no last stable offset, log start offset or aborted transactions, and
+v0 has no throttle time.
 
 What the broker sends: no aborted transactions (null), preferred read replica -1, no tagged
 fields (diverging epoch, current leader, snapshot id, node endpoints keep their defaults).
@@ -20,13 +23,14 @@ from typing import Protocol
 
 from groupcoord.protocol.primitives import uvarint_bytes
 
-MIN_VERSION = 4
+MIN_VERSION = 0
 MAX_VERSION = 16
 FIRST_FLEXIBLE = 12
 FIRST_TOPIC_ID = 13
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_PART_V0 = struct.Struct(">ihq")  # partition, error, high watermark
 _PART_V4 = struct.Struct(">ihqq")  # partition, error, high watermark, last stable offset
 _PART_V5 = struct.Struct(">ihqqq")  # + log start offset
 _TOP_V7 = struct.Struct(">ihi")  # throttle, error, session id
@@ -74,12 +78,13 @@ def encode_fetch_body(
     flexible = version >= FIRST_FLEXIBLE
     by_id = version >= FIRST_TOPIC_ID
     part_s = _PART_V5 if version >= 5 else _PART_V4
+    old = version < 4
     with_replica = version >= 11
     out: list[bytes | Sized] = []
     buf = bytearray()
     if version >= 7:
         buf += _TOP_V7.pack(throttle_ms, error_code, session_id)
-    else:
+    elif version >= 1:
         buf += _I32.pack(throttle_ms)
     buf += uvarint_bytes(len(topics) + 1) if flexible else _I32.pack(len(topics))
     for topic in topics:
@@ -92,14 +97,18 @@ def encode_fetch_body(
         parts = topic.partitions
         buf += uvarint_bytes(len(parts) + 1) if flexible else _I32.pack(len(parts))
         for p in parts:
-            if version >= 5:
+            if old:
+                buf += _PART_V0.pack(p.partition, p.error_code, p.high_watermark)
+            elif version >= 5:
                 buf += part_s.pack(
                     p.partition, p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset
                 )
             else:
                 buf += part_s.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset)
             aborted = p.aborted_transactions
-            if aborted is None:
+            if old:
+                pass  # no aborted transactions before v4
+            elif aborted is None:
                 buf += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
                 buf += uvarint_bytes(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
