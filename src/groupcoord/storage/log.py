@@ -877,7 +877,8 @@ class PartitionLog:
                 seg.close()
             _fsync_if_present(active.txnindex_path)
             leo = active.next_offset
-            if not any(off == leo for off, _p in list_snapshots(self.dir)):
+            # (an empty log needs none: there is nothing to read at the next open)
+            if leo > self._log_start and not any(off == leo for off, _p in list_snapshots(self.dir)):
                 try:  # Kafka snapshots producer state at a clean close; the next open replays nothing
                     write_snapshot(self.dir, leo, self._pstate)
                 except OSError as exc:
