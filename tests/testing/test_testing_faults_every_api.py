@@ -153,3 +153,30 @@ def test_kafka_python_consumer_raises_an_injected_list_offsets_error_and_a_retry
         assert consumer.end_offsets([tp]) == {tp: 3}
     finally:
         consumer.close()
+
+
+def test_aiokafka_producer_retries_an_injected_not_leader_or_follower(kafka_broker: Broker) -> None:
+    """aiokafka retries a retriable partition error of a Produce answer after refreshing its
+    metadata (aiokafka producer/sender ``SendProduceReqHandler.handle_response``): the record
+    lands once, at offset 0."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    kafka_broker.create_topic("orders", 1)
+    kafka_broker.fail_next("Produce", "NOT_LEADER_OR_FOLLOWER", count=2, client_id="aio")
+
+    async def scenario() -> int:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=kafka_broker.bootstrap, client_id="aio", retry_backoff_ms=20
+        )
+        await producer.start()
+        try:
+            metadata = await producer.send_and_wait("orders", b"a", partition=0)
+            return int(metadata.offset)
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(scenario()) == 0
+    assert kafka_broker.faults.pending_failures() == 0
+    assert [(r.offset, r.value) for r in kafka_broker.records("orders")] == [(0, b"a")]

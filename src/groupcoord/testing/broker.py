@@ -153,7 +153,8 @@ class Broker:
             0}``), over :data:`DEFAULT_SETTINGS`.
         data_dir: where the data lives; kept on exit. A temporary directory (removed on exit)
             if not given.
-        subprocess: run the broker as ``python -m groupcoord serve`` (see the module docstring).
+        subprocess: run the broker in a child process, ``python -m groupcoord.testing`` (see
+            the module docstring); every method works the same.
         port: the port to listen on (0: a free one; :meth:`restart` keeps the one bound).
         log_level: the level of the broker's log records kept for :meth:`log_tail`.
     """
@@ -541,7 +542,9 @@ class Broker:
 
         def sever() -> int:
             n = 0
-            for conn in self._app.server.connections:
+            live = self._app.server.connections
+            self._injector.retain_connections({conn.connection_id for conn in live})
+            for conn in live:
                 if client_id is None or conn.connection_id in wanted:
                     conn.abort("disconnected by the test")
                     n += 1

@@ -271,6 +271,12 @@ class FaultInjector:
         with self._lock:
             self._client_ids.pop(connection_id, None)
 
+    def retain_connections(self, live: set[int]) -> None:
+        """Forget the client ids of connections no longer open."""
+        with self._lock:
+            for connection_id in set(self._client_ids) - live:
+                del self._client_ids[connection_id]
+
     # ------------------------------------------------------------------ the interceptor (loop thread)
     def __call__(self, ctx: Any, request: Any, proceed: Callable[[Any, Any], Any]) -> Any:
         api_key = int(ctx.api_key)
