@@ -205,7 +205,7 @@ def test_the_log_start_offset_survives_a_restart(tmp_path: Path) -> None:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         topic = filled_topic(b.bootstrap, admin)
         assert delete_with_confluent(admin, topic, 17) == 17
-        b.restart(hard=True)
+        b.restart()
         assert watermarks(b.bootstrap, topic) == (17, RECORDS)
         assert first_offsets_from_the_beginning(b.bootstrap, topic, 2) == [17, 18]
 
