@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groupcoord.app import build_dispatcher
+from groupcoord.broker.state import Broker
+from groupcoord.clock import ManualClock
+from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
     OffsetCommitKey,
     _encode_key_checked,
     decode_key,
+    decode_value,
     encode_key,
 )
+from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.entities import child, make
+from groupcoord.protocol.registry import load_messages
+from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
+from groupcoord.server.connection import KafkaConnection
 from groupcoord.storage.batch import _encode_record, _encode_record_general, build_batch, decode_records
 
 names = st.one_of(
@@ -93,3 +107,114 @@ def test_a_built_batch_of_offset_commits_reads_back_record_for_record() -> None:
     batch = build_batch(records, base_offset=7, timestamp_ms=1_700_000_000_000)
     got = [(r.offset, r.key, r.value, r.headers) for r in decode_records(batch)]
     assert got == [(7 + i, k, v, ()) for i, (k, v, _h) in enumerate(records)]
+
+
+# ---------------------------------------------------------------------------- one write per tick
+class _Collecting(asyncio.Transport):
+    """Keeps the answers a connection writes, with the broker's flush-round count at each write."""
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__()
+        self.broker = broker
+        self.out: list[tuple[bytes, int]] = []
+
+    def write(self, data: Any) -> None:
+        self.out.append((bytes(data), self.broker.flusher.rounds))
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def _commit_frame(corr: int, group: str, offset: int) -> bytes:
+    m = load_messages(8, 8)
+    topic_t = child(m.request_type, "topics")
+    part_t = child(topic_t, "partitions")
+    request = make(
+        m.request_type,
+        group_id=group,
+        generation_id_or_member_epoch=-1,  # a commit from outside any generation (manual assignment)
+        member_id="",
+        group_instance_id=None,
+        topics=(
+            make(
+                topic_t,
+                name="t",
+                partitions=(make(part_t, partition_index=0, committed_offset=offset, committed_metadata=""),),
+            ),
+        ),
+    )
+    return encode_request(m, corr, request)
+
+
+def test_commits_landing_on_one_partition_in_one_tick_are_one_batch_and_answered_after_its_fsync(
+    tmp_path: Path,
+) -> None:
+    """Pipelined commits on two connections, all for ``__consumer_offsets``-0, read in one loop
+    tick: one batch holding every record in request order, one flush round, and no answer
+    written before that round ended (default flush settings: fsync before the answer)."""
+
+    async def main() -> None:
+        config = BrokerConfig.load(None, ["offsets.topic.num.partitions=1"])
+        broker = Broker.open(config, tmp_path, ManualClock())
+        groups = GroupRuntime(broker)
+        dispatcher = build_dispatcher(broker, groups)
+        groups.start()
+        try:
+            await asyncio.wait_for(groups.loaded.wait(), 30)
+            broker.logs.create_topic("t", 1, {})
+            plog = broker.logs.partition(OFFSETS_TOPIC, 0)
+            end_before = plog.log_end_offset
+            batches_before = sum(1 for _ in plog.iter_batches_from(plog.log_start_offset))
+            conns = []
+            for i, group in enumerate(("a", "b")):
+                conn = KafkaConnection(dispatcher, i + 1, 1 << 20)
+                transport = _Collecting(broker)
+                conn.connection_made(transport)
+                conns.append((conn, transport, group))
+            rounds_before = broker.flusher.rounds
+            for conn, _t, group in conns:  # both connections' bytes in the same tick
+                conn.data_received(b"".join(_commit_frame(c, group, 100 + c) for c in range(1, 4)))
+            assert all(not t.out for _c, t, _g in conns)  # nothing answered inside the tick
+            for _ in range(3000):
+                if all(len(t.out) == 3 for _c, t, _g in conns):
+                    break
+                await asyncio.sleep(0.01)
+            for _c, transport, _g in conns:
+                assert len(transport.out) == 3
+                for data, rounds in transport.out:
+                    assert rounds == rounds_before + 1  # written only once the round was done
+                    _, resp = decode_response(load_messages(8, 8), data[4:])
+                    assert [int(p.error_code) for t in resp.topics for p in t.partitions] == [0]
+            batches = list(plog.iter_batches_from(end_before))
+            assert len(batches) == 1 and batches_before + 1 == sum(
+                1 for _ in plog.iter_batches_from(plog.log_start_offset)
+            )
+            _header, data = batches[0]
+            values = [
+                (decode_key(key), decode_value(decode_key(key), value))
+                for key, value in ((r.key, r.value) for r in decode_records(data))
+            ]
+            assert [(k.group, v.offset) for k, v in values] == [
+                ("a", 101), ("a", 102), ("a", 103), ("b", 101), ("b", 102), ("b", 103)
+            ]  # fmt: skip
+            assert [o.offset for o in (groups.coordinator.group(g).offsets[("t", 0)] for g in "ab")] == [
+                103,
+                103,
+            ]
+        finally:
+            await groups.close()
+            await broker.close()
+
+    asyncio.run(main())

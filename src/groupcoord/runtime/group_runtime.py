@@ -20,6 +20,7 @@ applies them. This module gives that runtime a home on the broker's event loop:
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import struct
@@ -47,6 +48,9 @@ _TIMER_KEY = ("group-coordinator",)
 #: Batches replayed between two yields to the event loop while loading.
 _LOAD_CHUNK = 256
 
+#: one record of a batch: key, value, headers
+Entry = tuple[bytes | None, bytes | None, tuple[()]]
+
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
@@ -63,6 +67,9 @@ class GroupRuntime:
             event_sink=self._on_event,
             owned_partitions=(),
         )
+        #: writes queued this loop tick, per partition: (entries, append time, done)
+        self._tick: dict[int, list[tuple[list[Entry], int, Callable[[ErrorCode], None]]]] = {}
+        self._tick_scheduled = False
         self._events: dict[int, list[GroupEvent]] = {}
         self._events_flush_scheduled = False
         #: called with each event as the coordinator makes it, on the loop (the metrics endpoint)
@@ -190,6 +197,7 @@ class GroupRuntime:
             if task is not None:
                 task.cancel()
         self.broker.timers.cancel(_TIMER_KEY)
+        self._write_tick()
         self._flush_events()
 
     # ------------------------------------------------------------------ driving the core
@@ -223,18 +231,101 @@ class GroupRuntime:
         records: Sequence[CoordinatorRecord],
         done: Callable[[ErrorCode], None],
     ) -> None:
-        try:
-            plog = self.broker.logs.partition(OFFSETS_TOPIC, partition)
-        except KeyError:
-            self._finish(done, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            return
+        """Queue a write for the end of this loop tick (see :meth:`_write_tick`).
+
+        Each record keeps the time of its own append as its timestamp.
+        """
         now = self.broker.clock.now_ms()
-        entries = []
-        for rec in records:
-            key, value = encode_record(rec)
-            entries.append((key, value, ()))
-        batch = build_batch(entries, timestamp_ms=now)
-        self._append_batch(plog, partition, batch, done)
+        entries: list[Entry] = [(*encode_record(rec), ()) for rec in records]
+        pending = self._tick.get(partition)
+        if pending is None:
+            pending = self._tick[partition] = []
+        pending.append((entries, now, done))
+        if not self._tick_scheduled:
+            self._tick_scheduled = True
+            try:
+                asyncio.get_running_loop().call_soon(self._write_tick)
+            except RuntimeError:  # no loop (closing): write now
+                self._write_tick()
+
+    def _write_tick(self) -> None:
+        """Write the tick's queued writes: per partition one batch, one ``write``, and for all
+        of them one flush round, after which every write of the tick is confirmed at once.
+
+        Many small groups commit to many partitions of ``__consumer_offsets``; commits landing
+        on one partition in one tick (pipelined commits, or several groups) then cost one
+        append and one fsync, and the whole tick one flush registration instead of one per
+        commit. Records keep the order of the appends (per partition, the order the shard made
+        its writes), so the log reads as if each had been appended at once; no answer is given
+        before the round holding its records is fsynced (or, under an explicit ``log.flush.*``
+        policy, before its append). A failed append fails the writes of that partition's batch.
+        """
+        self._tick_scheduled = False
+        tick, self._tick = self._tick, {}
+        if not tick:
+            return
+        dones: list[Callable[[ErrorCode], None]] = []
+        dirty: dict[Hashable, Flushable] = {}
+        for partition, writes in tick.items():
+            try:
+                plog = self.broker.logs.partition(OFFSETS_TOPIC, partition)
+            except KeyError:
+                self._confirm([w[2] for w in writes], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            if len(writes) == 1:
+                entries, now, done = writes[0]
+                batches = [(build_batch(entries, timestamp_ms=now), [done])]
+            else:
+                batches = self._tick_batches(plog, writes)
+            for batch, batch_dones in batches:
+                try:
+                    plog.append(batch)
+                except Exception as exc:  # the storage layer's errors carry no wire code of their own
+                    code = getattr(exc, "code", None)
+                    log.error("%s-%d append failed: %r", OFFSETS_TOPIC, partition, exc)
+                    self._confirm(
+                        batch_dones, code if isinstance(code, ErrorCode) else ErrorCode.KAFKA_STORAGE_ERROR
+                    )
+                    continue
+                self.broker.notify_append((OFFSETS_TOPIC, partition), len(batch))
+                dones.extend(batch_dones)
+                dirty[(OFFSETS_TOPIC, partition)] = plog
+        if not dones:
+            self.kick()
+            return
+        if self.broker.config.flush_policy_explicit:
+            self._confirm(dones, ErrorCode.NONE)
+            return
+        fut = self.broker.flusher.flush(dirty)
+        fut.add_done_callback(functools.partial(self._tick_flushed, dones))
+
+    @staticmethod
+    def _tick_batches(
+        plog: PartitionLog, writes: list[tuple[list[Entry], int, Callable[[ErrorCode], None]]]
+    ) -> list[tuple[bytes, list[Callable[[ErrorCode], None]]]]:
+        """One batch for a partition's writes of a tick; one per write if together they would
+        pass ``max.message.bytes`` (a write too large alone then fails alone)."""
+        entries: list[Entry] = []
+        timestamps: list[int] = []
+        for write_entries, now, _done in writes:
+            entries.extend(write_entries)
+            timestamps.extend([now] * len(write_entries))
+        batch = build_batch(entries, timestamp_ms=timestamps[0], timestamps=timestamps)
+        if len(batch) <= plog.config.max_message_bytes:
+            return [(batch, [w[2] for w in writes])]
+        return [(build_batch(e, timestamp_ms=now), [done]) for e, now, done in writes]
+
+    def _tick_flushed(self, dones: list[Callable[[ErrorCode], None]], fut: asyncio.Future[None]) -> None:
+        failed = fut.cancelled() or fut.exception() is not None
+        self._confirm(dones, ErrorCode.KAFKA_STORAGE_ERROR if failed else ErrorCode.NONE)
+
+    def _confirm(self, dones: list[Callable[[ErrorCode], None]], code: ErrorCode) -> None:
+        for done in dones:
+            try:
+                done(code)
+            except Exception:  # one write's completion must not cost the others theirs
+                log.exception("%s: completing a write failed", OFFSETS_TOPIC)
+        self.kick()
 
     def append_transactional(
         self,
@@ -251,6 +342,8 @@ class GroupRuntime:
         except KeyError:
             self._finish(done, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             return
+        if partition in self._tick:
+            self._write_tick()  # the plain writes queued before it go first, as the shard made them
         entry = plog.producer_state().producer(producer_id)
         if entry is not None and producer_epoch < entry.epoch:
             self._finish(done, ErrorCode.INVALID_PRODUCER_EPOCH)

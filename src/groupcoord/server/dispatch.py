@@ -23,11 +23,12 @@ pending part changes, and A's answer does not depend on B. Two such classes are 
 * ``"produce"``: a Produce appends (readable at the log end at once) and records the
   producer's sequence before its handler returns; only the fsync of acks=-1 is awaited.
 * ``"offset-commit"``: an OffsetCommit validates against the group's membership and generation
-  (which no commit changes) and appends its records before the handler returns; what it
-  awaits is its own write, after which its offsets are applied. Writes of one group go to one
-  partition and complete in order, so the committed offsets end as in sequence, and each
-  commit's answer depends only on its own write. An OffsetFetch, or any other request, behind
-  the run still waits for every commit of the run to be answered.
+  (which no commit changes) and queues its records before the handler returns (they are
+  written at the end of the loop tick, per ``__consumer_offsets`` partition in the order they
+  were queued); what it awaits is its own write, after which its offsets are applied. Writes
+  of one group go to one partition and complete in order, so the committed offsets end as in
+  sequence, and each commit's answer depends only on its own write. An OffsetFetch, or any
+  other request, behind the run still waits for every commit of the run to be answered.
 """
 
 from __future__ import annotations
