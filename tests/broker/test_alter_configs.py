@@ -102,18 +102,22 @@ def raw_incremental(broker: Broker, name: str, *ops: tuple[str, Any, str | None]
     return res
 
 
-def raw_describe(broker: Broker, rtype: int, name: str) -> dict[str, tuple[str | None, int]]:
+def raw_describe_entries(broker: Broker, rtype: int, name: str, synonyms: bool = False) -> list[Any]:
     with wire(broker) as c:
         r = c.call(
             32,
             4,
             resources=[{"resource_type": rtype, "resource_name": name, "configuration_keys": None}],
-            include_synonyms=False,
+            include_synonyms=synonyms,
             include_documentation=False,
         )
     (res,) = r.results
     assert res.error_code == 0
-    return {e.name: (e.value, int(e.config_source)) for e in res.configs}
+    return list(res.configs)
+
+
+def raw_describe(broker: Broker, rtype: int, name: str) -> dict[str, tuple[str | None, int]]:
+    return {e.name: (e.value, int(e.config_source)) for e in raw_describe_entries(broker, rtype, name)}
 
 
 def error_of(fn: Any) -> KafkaError:
@@ -412,7 +416,7 @@ def test_bad_broker_changes_get_kafkas_error_codes(
 
 
 def test_configs_persist_across_a_restart(tmp_path: Path) -> None:
-    with Broker(data_dir=tmp_path / "data") as b:
+    with Broker({"log.retention.hours": 48}, data_dir=tmp_path / "data") as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         topic = new_topic(admin)
         incremental(
@@ -434,6 +438,17 @@ def test_configs_persist_across_a_restart(tmp_path: Path) -> None:
             "1000000",
             ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
         )
+        # include_synonyms: every level with a value, highest first, each in its own property's unit
+        entries = {e.name: e for e in raw_describe_entries(b, 2, topic, synonyms=True)}
+        assert [(x.name, x.value, int(x.source)) for x in entries["retention.ms"].synonyms] == [
+            ("retention.ms", "5000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value),
+            ("log.retention.hours", "48", ConfigSource.STATIC_BROKER_CONFIG.value),
+            ("log.retention.ms", "604800000", ConfigSource.DEFAULT_CONFIG.value),
+        ]
+        assert [(x.name, x.value, int(x.source)) for x in entries["segment.bytes"].synonyms] == [
+            ("log.segment.bytes", "4096", ConfigSource.DYNAMIC_BROKER_CONFIG.value),
+            ("log.segment.bytes", "1073741824", ConfigSource.DEFAULT_CONFIG.value),
+        ]
 
 
 # -- keyless records to a compacted topic ---------------------------------------------------------

@@ -114,7 +114,7 @@ def _topic_default(broker: Broker, name: str) -> str | None:
     if spec is None:
         return None
     dynamic = broker.logs.dynamic_topic_defaults().get(name)
-    return dynamic[0] if dynamic is not None else spec.default(broker.config)
+    return dynamic.value if dynamic is not None else spec.default(broker.config)
 
 
 def _alter_topic(broker: Broker, name: str, new: dict[str, str], validate_only: bool) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "TOPIC_CONFIG_FIELDS",
     "ConfigEntry",
     "ConfigSynonym",
+    "DynamicDefault",
     "InvalidConfigError",
     "LogConfig",
     "TopicConfigSpec",
@@ -598,13 +599,26 @@ def broker_value_as_topic_value(prop: str, value: str) -> str:
     return str(-1 if number < 0 else number * factor)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DynamicDefault:
+    """A topic config's default set by a dynamic broker config."""
+
+    #: in the topic config's unit (``retention.ms`` from ``log.retention.hours``: milliseconds)
+    value: str
+    #: SOURCE_DYNAMIC_BROKER or SOURCE_DYNAMIC_DEFAULT_BROKER
+    source: int
+    #: the broker property that set it, and its value as set
+    prop: str
+    raw: str
+
+
 def dynamic_topic_defaults(
     per_broker: Mapping[str, str], cluster_default: Mapping[str, str]
-) -> dict[str, tuple[str, int, str]]:
-    """Topic config -> (value, config source, broker property) for the topic configs that
-    dynamic broker configs set: a per-broker config wins over a cluster-wide default, and
-    within one level the synonym listed first wins (``log.retention.ms`` over ``.hours``)."""
-    out: dict[str, tuple[str, int, str]] = {}
+) -> dict[str, DynamicDefault]:
+    """Topic config -> its default set by dynamic broker configs: a per-broker config wins over a
+    cluster-wide default, and within one level the synonym listed first wins (``log.retention.ms``
+    over ``.hours``)."""
+    out: dict[str, DynamicDefault] = {}
     for spec in TOPIC_CONFIGS.values():
         for level, source in (
             (per_broker, SOURCE_DYNAMIC_BROKER),
@@ -612,7 +626,12 @@ def dynamic_topic_defaults(
         ):
             found = next((prop for prop, _f in spec.synonyms if prop in level), None)
             if found is not None:
-                out[spec.name] = (broker_value_as_topic_value(found, level[found]), source, found)
+                out[spec.name] = DynamicDefault(
+                    value=broker_value_as_topic_value(found, level[found]),
+                    source=source,
+                    prop=found,
+                    raw=level[found],
+                )
                 break
     return out
 
@@ -653,7 +672,7 @@ _KAFKA_DEFAULTS = BrokerConfig()
 def describe_topic_configs(
     config: BrokerConfig,
     overrides: Mapping[str, str],
-    dynamic: Mapping[str, tuple[str, int, str]] | None = None,
+    dynamic: Mapping[str, DynamicDefault] | None = None,
 ) -> list[ConfigEntry]:
     """Every topic config with its value and source: the topic's override
     (DYNAMIC_TOPIC_CONFIG), else a dynamic broker config (``dynamic``, from
@@ -664,26 +683,32 @@ def describe_topic_configs(
     for name, spec in sorted(TOPIC_CONFIGS.items()):
         synonyms: list[ConfigSynonym] = []
         if name in overrides:
+            value: str | None = overrides[name]
             synonyms.append(ConfigSynonym(name=name, value=overrides[name], source=SOURCE_DYNAMIC_TOPIC))
         if name in dynamic:
-            value, source, prop = dynamic[name]
-            synonyms.append(ConfigSynonym(name=prop, value=value, source=source))
+            d = dynamic[name]
+            if not synonyms:
+                value = d.value
+            synonyms.append(ConfigSynonym(name=d.prop, value=d.raw, source=d.source))
         static = next((prop for prop, _f in spec.synonyms if prop in config.explicit), None)
         if static is not None:
+            if not synonyms:
+                value = spec.default(config)
             synonyms.append(
-                ConfigSynonym(name=static, value=spec.default(config), source=SOURCE_STATIC_BROKER)
+                ConfigSynonym(name=static, value=_prop(static)(config), source=SOURCE_STATIC_BROKER)
             )
+        if not synonyms:
+            value = spec.default(config)
         synonyms.append(
             ConfigSynonym(
                 name=spec.broker_property or name, value=spec.default(_KAFKA_DEFAULTS), source=SOURCE_DEFAULT
             )
         )
-        first = synonyms[0]
         out.append(
             ConfigEntry(
                 name=name,
-                value=first.value,
-                source=first.source,
+                value=value,
+                source=synonyms[0].source,
                 config_type=spec.config_type,
                 synonyms=tuple(synonyms),
             )

@@ -40,7 +40,7 @@ from groupcoord.constants import MAX_TOPIC_NAME_LENGTH
 from groupcoord.errors import DataDirError, ErrorCode, KafkaError
 
 from .log import PartitionLog
-from .log_config import LogConfig, dynamic_topic_defaults
+from .log_config import DynamicDefault, LogConfig, dynamic_topic_defaults
 from .recovery import RecoveryReport
 from .segment import fsync_dir
 
@@ -414,13 +414,13 @@ class LogManager:
         """The dynamic broker configs of one level: this node's own, or the cluster-wide defaults."""
         return MappingProxyType(dict(self._broker_configs["node" if per_broker else "default"]))
 
-    def dynamic_topic_defaults(self) -> dict[str, tuple[str, int, str]]:
-        """Topic config -> (value, config source, broker property) set by dynamic broker configs."""
+    def dynamic_topic_defaults(self) -> dict[str, DynamicDefault]:
+        """Topic config -> its default set by dynamic broker configs."""
         return dynamic_topic_defaults(self._broker_configs["node"], self._broker_configs["default"])
 
     def _effective_default(self, levels: Mapping[str, Mapping[str, str]]) -> LogConfig:
         dynamic = dynamic_topic_defaults(levels["node"], levels["default"])
-        return self._static_default.with_overrides({name: value for name, (value, _s, _p) in dynamic.items()})
+        return self._static_default.with_overrides({name: d.value for name, d in dynamic.items()})
 
     def alter_broker_configs(self, configs: Mapping[str, str], *, per_broker: bool) -> None:
         """Replace one level's dynamic broker configs (broker synonyms of topic configs, e.g.
