@@ -143,3 +143,15 @@ def test_per_listener_keys_are_accepted(caplog: pytest.LogCaptureFixture) -> Non
     assert [r.getMessage() for r in caplog.records if key in r.getMessage()] == [
         f"ignoring Kafka broker key {key}=PLAIN: it does not apply to groupcoord"
     ]
+
+
+def test_the_plaintext_listener_is_used_whichever_comes_first() -> None:
+    c = BrokerConfig.load(
+        None,
+        [
+            "listeners=CONTROLLER://:9093,PLAINTEXT://:9092",
+            "advertised.listeners=CONTROLLER://localhost:9093,PLAINTEXT://localhost:9092",
+        ],
+    )
+    assert (c.listener().host, c.listener().port) == ("0.0.0.0", 9092)
+    assert (c.advertised_listener().host, c.advertised_listener().port) == ("localhost", 9092)

@@ -11,6 +11,11 @@ Single-broker choices (documented, not hidden):
 * ``offsets.topic.replication.factor`` accepts any positive value (Kafka's default is 3, and a
   server.properties written for Kafka should load) and the offsets topic is created with 1.
 * ``broker.id`` and ``node.id`` are the same setting; this broker is also the controller.
+* A ``server.properties`` written for Kafka loads: every broker key Kafka 3.9 defines
+  (:data:`KAFKA_BROKER_CONFIG_NAMES`) that is not in :data:`PROPERTIES` is accepted and ignored
+  with one log line; any other unknown key stops startup with a "did you mean" suggestion.
+* ``listeners`` / ``advertised.listeners``: the PLAINTEXT entry is used (Kafka's ``CONTROLLER://``
+  entries are skipped); ``log.dirs``: its first directory is the data dir.
 """
 
 from __future__ import annotations
@@ -195,7 +200,11 @@ def _suggestion(key: str) -> str:
 
 
 def parse_listener(key: str, value: str) -> Listener:
-    first = value.split(",")[0].strip()
+    """The PLAINTEXT listener of ``value``: its first entry named PLAINTEXT (or unnamed), so that
+    Kafka's ``PLAINTEXT://:9092,CONTROLLER://:9093`` in either order gives port 9092."""
+    entries = [e.strip() for e in value.split(",") if e.strip()] or [value.strip()]
+    plain = [e for e in entries if "://" not in e or e.split("://", 1)[0].upper() == "PLAINTEXT"]
+    first = plain[0] if plain else entries[0]
     m = re.fullmatch(r"(?:([A-Za-z_][A-Za-z0-9_]*)://)?(\[[^\]]*\]|[^:]*):(\d+)", first)
     if m is None:
         raise ConfigError(f"bad value for {key}: {value!r} (expected [PLAINTEXT://]HOST:PORT)")
