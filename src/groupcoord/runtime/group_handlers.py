@@ -13,7 +13,6 @@ cancelled and is dropped; the member's own session timer ends its membership.
 
 from __future__ import annotations
 
-import asyncio
 import io
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -26,6 +25,7 @@ from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, mak
 from groupcoord.protocol.group_responses import join_group_response, sync_group_response
 from groupcoord.protocol.hot import offset_commit_response
 from groupcoord.protocol.registry import ApiMessages
+from groupcoord.runtime.answers import now_or_later, response_type
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 
 R = TypeVar("R")
@@ -35,53 +35,21 @@ KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 
 
-def _response_type(broker: Broker, ctx: RequestContext) -> Any:
-    return broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
-
-
 def _call(
     runtime: GroupRuntime,
     invoke: Callable[[Callable[[R], None]], None],
     encode: Callable[[R], Any],
     ctx: RequestContext | None = None,
 ) -> Any:
-    """Run one coordinator handler; the encoded reply now, or an awaitable of it later.
-
-    With ``ctx`` given, a reply that is not immediate mutes the connection until it is sent.
-    """
-    # Most answers are given before ``invoke`` returns (heartbeats, commits without a write,
-    # fetches of offsets): those are encoded and returned without a future. A future is made
-    # only when the core keeps the reply for later.
-    immediate: list[R] = []
-    fut: asyncio.Future[Any] | None = None
-
-    def reply(response: R) -> None:
-        if fut is None:
-            immediate.append(response)
-            return
-        # Encoded here, when the core hands the reply out: the connection then gets a plain
-        # future (no task, no coroutine per parked request). A cancelled future means the
-        # client went away; its reply is dropped.
-        if fut.done():
-            return
-        try:
-            fut.set_result(encode(response))
-        except Exception as exc:
-            fut.set_exception(exc)
-
-    invoke(reply)
-    runtime.kick()
-    if immediate:
-        return encode(immediate[0])
-    fut = asyncio.get_running_loop().create_future()
-    if ctx is not None:
-        ctx.mute()
-    return fut
+    """Run one coordinator handler; the encoded reply now, or an awaitable of it later
+    (:func:`~groupcoord.runtime.answers.now_or_later`). With ``ctx`` given, a reply that is
+    not immediate mutes the connection until it is sent."""
+    return now_or_later(invoke, encode, after=runtime.kick, ctx=ctx)
 
 
 # ------------------------------------------------------------------------ FindCoordinator
 def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _response_type(broker, ctx)
+    resp_t = response_type(broker, ctx)
     key_type = int(getattr(request, "key_type", KEY_TYPE_GROUP))
     host, port, node = broker.advertised_host, broker.advertised_port, broker.node_id
 
@@ -166,7 +134,7 @@ def join_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, reque
 
 # ------------------------------------------------------------------------ SyncGroup
 def sync_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _response_type(broker, ctx)
+    resp_t = response_type(broker, ctx)
     version = ctx.api_version
     if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
         # Kafka's request layer: v5+ must name the protocol type and name.
@@ -239,7 +207,7 @@ def heartbeat(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, reques
 
 # ------------------------------------------------------------------------ LeaveGroup
 def leave_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _response_type(broker, ctx)
+    resp_t = response_type(broker, ctx)
     if has_field(type(request), "members"):
         members = tuple(
             api.LeaveGroupMember(
@@ -310,7 +278,7 @@ def _commit_encoder(
     broker: Broker, ctx: RequestContext, request: Any, unknown: dict[tuple[str, int], ErrorCode]
 ) -> Callable[[api.OffsetCommitResponse], Any]:
     """Encodes a commit's answer for the request's version, per partition of the request."""
-    resp_t = _response_type(broker, ctx)
+    resp_t = response_type(broker, ctx)
     topic_t = child(resp_t, "topics")
     part_t = child(topic_t, "partitions")
 
@@ -415,7 +383,7 @@ def txn_offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext
 
 # ------------------------------------------------------------------------ OffsetFetch
 def offset_fetch(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _response_type(broker, ctx)
+    resp_t = response_type(broker, ctx)
     version = ctx.api_version
     multi = has_field(type(request), "groups")
     if multi:
@@ -517,7 +485,7 @@ def offset_fetch(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, req
 
 # ------------------------------------------------------------------------ admin
 def describe_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _response_type(broker, ctx)
+    resp_t = response_type(broker, ctx)
     group_t = child(resp_t, "groups")
     member_t = child(group_t, "members")
 
@@ -556,7 +524,7 @@ def describe_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, 
 
 
 def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _response_type(broker, ctx)
+    resp_t = response_type(broker, ctx)
     group_t = child(resp_t, "groups")
     states = tuple(getattr(request, "states_filter", ()) or ())
     types = tuple(getattr(request, "types_filter", ()) or ())
@@ -585,7 +553,7 @@ def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
 
 
 def delete_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _response_type(broker, ctx)
+    resp_t = response_type(broker, ctx)
     result_t = child(resp_t, "results")
     names = tuple(str(g) for g in request.groups_names)
 
@@ -600,7 +568,7 @@ def delete_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
 
 
 def offset_delete(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _response_type(broker, ctx)
+    resp_t = response_type(broker, ctx)
     topic_t = child(resp_t, "topics")
     part_t = child(topic_t, "partitions")
     req = api.OffsetDeleteRequest(

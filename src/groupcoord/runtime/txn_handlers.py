@@ -10,6 +10,7 @@ composition root (:func:`groupcoord.app.routes`) binds it.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode as KioErrorCode
@@ -19,12 +20,9 @@ from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make, ms
+from groupcoord.runtime.answers import response_type
 from groupcoord.runtime.txn_runtime import TxnRuntime
 from groupcoord.transactions import api
-
-
-def _resp_t(broker: Broker, ctx: RequestContext) -> Any:
-    return broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
 
 
 def _fenced_code(error: ErrorCode, version: int, first_version: int) -> KioErrorCode:
@@ -37,11 +35,17 @@ def _fenced_code(error: ErrorCode, version: int, first_version: int) -> KioError
     return err(error)
 
 
+def _error_only(broker: Broker, ctx: RequestContext) -> Callable[[Any], Any]:
+    """Encodes an answer that is one error code (AddOffsetsToTxn, EndTxn; fenced from v2)."""
+    resp_t, version = response_type(broker, ctx), ctx.api_version
+    return lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=_fenced_code(r.error, version, 2))
+
+
 def init_producer_id(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """InitProducerId (22): idempotent producers as before; a transactional id goes to the shard."""
     if request.transactional_id is None:
         return idempotent.handle(broker, ctx, request)
-    resp_t = _resp_t(broker, ctx)
+    resp_t = response_type(broker, ctx)
     req = api.InitProducerIdRequest(
         transactional_id=str(request.transactional_id),
         transaction_timeout_ms=ms(request.transaction_timeout),
@@ -63,7 +67,7 @@ def init_producer_id(rt: TxnRuntime, broker: Broker, ctx: RequestContext, reques
 
 def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """AddPartitionsToTxn (24) v0-3 (the client form)."""
-    resp_t = _resp_t(broker, ctx)
+    resp_t = response_type(broker, ctx)
     topic_t = child(resp_t, "results_by_topic_v3_and_below")
     part_t = child(topic_t, "results_by_partition")
     req = api.AddPartitionsToTxnRequest(
@@ -75,8 +79,9 @@ def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request:
         ),
     )
 
-    def encode(r: api.AddPartitionsToTxnResponse) -> Any:
-        code = _fenced_code(r.error, ctx.api_version, 2)
+    def answer(
+        partitions: tuple[tuple[str, tuple[int, ...]], ...], code_of: Callable[[str, int], Any]
+    ) -> Any:
         return make(
             resp_t,
             throttle_time=NO_THROTTLE,
@@ -85,12 +90,16 @@ def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request:
                     topic_t,
                     name=name,
                     results_by_partition=tuple(
-                        make(part_t, partition_index=p, partition_error_code=code) for p in parts
+                        make(part_t, partition_index=p, partition_error_code=code_of(name, p)) for p in parts
                     ),
                 )
-                for name, parts in r.partitions
+                for name, parts in partitions
             ),
         )
+
+    def encode(r: api.AddPartitionsToTxnResponse) -> Any:
+        code = _fenced_code(r.error, ctx.api_version, 2)
+        return answer(r.partitions, lambda _t, _p: code)
 
     # Kafka's KafkaApis.handleAddPartitionsToTxnRequest: partitions that do not exist get
     # UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and nothing is added.
@@ -99,60 +108,29 @@ def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request:
         (t, p) for t, ps in req.partitions for p in ps if t not in topics or not 0 <= p < topics[t].partitions
     }
     if unknown:
-        return make(
-            resp_t,
-            throttle_time=NO_THROTTLE,
-            results_by_topic_v3_and_below=tuple(
-                make(
-                    topic_t,
-                    name=name,
-                    results_by_partition=tuple(
-                        make(
-                            part_t,
-                            partition_index=p,
-                            partition_error_code=err(
-                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                                if (name, p) in unknown
-                                else ErrorCode.OPERATION_NOT_ATTEMPTED
-                            ),
-                        )
-                        for p in parts
-                    ),
-                )
-                for name, parts in req.partitions
-            ),
-        )
+        missing, skipped = err(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), err(ErrorCode.OPERATION_NOT_ATTEMPTED)
+        return answer(req.partitions, lambda t, p: missing if (t, p) in unknown else skipped)
     return rt.call(lambda reply: rt.shard.add_partitions_to_txn(req, reply), encode)
 
 
 def add_offsets_to_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _resp_t(broker, ctx)
-    version = ctx.api_version
     req = api.AddOffsetsToTxnRequest(
         transactional_id=str(request.transactional_id),
         producer_id=int(request.producer_id),
         producer_epoch=int(request.producer_epoch),
         group_id=str(request.group_id),
     )
-    return rt.call(
-        lambda reply: rt.shard.add_offsets_to_txn(req, reply),
-        lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=_fenced_code(r.error, version, 2)),
-    )
+    return rt.call(lambda reply: rt.shard.add_offsets_to_txn(req, reply), _error_only(broker, ctx))
 
 
 def end_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    resp_t = _resp_t(broker, ctx)
-    version = ctx.api_version
     req = api.EndTxnRequest(
         transactional_id=str(request.transactional_id),
         producer_id=int(request.producer_id),
         producer_epoch=int(request.producer_epoch),
         committed=bool(request.committed),
     )
-    return rt.call(
-        lambda reply: rt.shard.end_txn(req, reply),
-        lambda r: make(resp_t, throttle_time=NO_THROTTLE, error_code=_fenced_code(r.error, version, 2)),
-    )
+    return rt.call(lambda reply: rt.shard.end_txn(req, reply), _error_only(broker, ctx))
 
 
 def _datetime(ms_value: int) -> datetime.datetime:
@@ -161,7 +139,7 @@ def _datetime(ms_value: int) -> datetime.datetime:
 
 def describe_txns(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """DescribeTransactions (65, KIP-664)."""
-    resp_t = _resp_t(broker, ctx)
+    resp_t = response_type(broker, ctx)
     state_t = child(resp_t, "transaction_states")
     topic_t = child(state_t, "topics")
 
@@ -191,7 +169,7 @@ def describe_txns(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: 
 
 def list_txns(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """ListTransactions (66, KIP-664) v0: filtered by state names and producer ids."""
-    resp_t = _resp_t(broker, ctx)
+    resp_t = response_type(broker, ctx)
     state_t = child(resp_t, "transaction_states")
 
     def encode(r: api.ListTransactionsResponse) -> Any:

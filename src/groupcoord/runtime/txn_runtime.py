@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.errors import ErrorCode
+from groupcoord.runtime.answers import now_or_later
 from groupcoord.storage.batch import build_batch, decode_records
 from groupcoord.storage.control import build_marker_batch
 from groupcoord.transactions.records import TxnRecord, decode_key, decode_value, encode_key, encode_value
@@ -111,23 +112,7 @@ class TxnRuntime:
         self, invoke: Callable[[Callable[[Any], None]], TxnResult], encode: Callable[[Any], Any]
     ) -> Any:
         """Run one shard entry point; the encoded reply now, or a future of it."""
-        immediate: list[Any] = []
-        fut: asyncio.Future[Any] | None = None
-
-        def reply(response: Any) -> None:
-            if fut is None:
-                immediate.append(response)
-            elif not fut.done():
-                try:
-                    fut.set_result(encode(response))
-                except Exception as exc:
-                    fut.set_exception(exc)
-
-        self._apply(invoke(reply))
-        if immediate:
-            return encode(immediate[0])
-        fut = asyncio.get_running_loop().create_future()
-        return fut
+        return now_or_later(lambda reply: self._apply(invoke(reply)), encode)
 
     def _apply(self, result: TxnResult) -> None:
         for reply, response in result.responses:

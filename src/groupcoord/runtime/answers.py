@@ -1,0 +1,61 @@
+"""What the coordinators' wire handlers share: answering now, or later through a future.
+
+A coordinator (group or transaction) answers through a reply callable it is given. Most
+answers come before the call into the coordinator returns (a heartbeat, a commit with nothing
+to write, a describe); those are encoded and returned at once, with no future. Only when the
+coordinator keeps the reply (a write in flight, a parked JoinGroup) is a future made, completed
+when the reply is finally given; a cancelled future means the client went away, and the reply
+is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from groupcoord.broker.state import Broker
+from groupcoord.handling import RequestContext
+
+R = TypeVar("R")
+
+
+def response_type(broker: Broker, ctx: RequestContext) -> Any:
+    """The kio response class of the request's API and version."""
+    return broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
+
+
+def now_or_later(
+    invoke: Callable[[Callable[[R], None]], object],
+    encode: Callable[[R], Any],
+    *,
+    after: Callable[[], None] | None = None,
+    ctx: RequestContext | None = None,
+) -> Any:
+    """Call ``invoke(reply)``, then ``after()``; the encoded reply if it came meanwhile, else a
+    future of it. With ``ctx``, a reply that is not immediate mutes the connection until sent."""
+    immediate: list[R] = []
+    fut: asyncio.Future[Any] | None = None
+
+    def reply(response: R) -> None:
+        if fut is None:
+            immediate.append(response)
+            return
+        # Encoded when the coordinator hands the reply out: the connection gets a plain future
+        # (no task, no coroutine per parked request).
+        if fut.done():
+            return
+        try:
+            fut.set_result(encode(response))
+        except Exception as exc:
+            fut.set_exception(exc)
+
+    invoke(reply)
+    if after is not None:
+        after()
+    if immediate:
+        return encode(immediate[0])
+    fut = asyncio.get_running_loop().create_future()
+    if ctx is not None:
+        ctx.mute()
+    return fut
