@@ -68,6 +68,8 @@ class BrokerConfig:
     delete_topic_enable: bool = True
     # Log defaults (topic configs override them).
     log_segment_bytes: int = 1073741824
+    log_roll_hours: int = 168
+    log_roll_ms: int | None = None
     log_retention_hours: int = 168
     log_retention_minutes: int | None = None
     log_retention_ms: int | None = None
@@ -113,6 +115,11 @@ class BrokerConfig:
         if self.log_retention_minutes is not None:
             return -1 if self.log_retention_minutes < 0 else self.log_retention_minutes * 60_000
         return -1 if self.log_retention_hours < 0 else self.log_retention_hours * 3_600_000
+
+    @property
+    def effective_roll_ms(self) -> int:
+        """log.roll.ms, else log.roll.hours (segment.ms's broker synonyms)."""
+        return self.log_roll_ms if self.log_roll_ms is not None else self.log_roll_hours * 3_600_000
 
     @property
     def flush_policy_explicit(self) -> bool:
@@ -303,6 +310,8 @@ PROPERTIES: dict[str, PropertySpec] = {
     "delete.topic.enable": PropertySpec(field="delete_topic_enable", **_BOOL),
     "log.segment.bytes": PropertySpec(field="log_segment_bytes", **_int_at_least(14, INT_MAX)),
     "log.retention.hours": PropertySpec(field="log_retention_hours", **_int_at_least(-1, INT_MAX)),
+    "log.roll.hours": PropertySpec(field="log_roll_hours", **_int_at_least(1, INT_MAX)),
+    "log.roll.ms": PropertySpec(field="log_roll_ms", nullable=True, **_int_at_least(1)),
     "log.retention.minutes": PropertySpec(
         field="log_retention_minutes", nullable=True, **_int_at_least(-1, INT_MAX)
     ),

@@ -416,7 +416,7 @@ def test_bad_broker_changes_get_kafkas_error_codes(
 
 
 def test_configs_persist_across_a_restart(tmp_path: Path) -> None:
-    with Broker({"log.retention.hours": 48}, data_dir=tmp_path / "data") as b:
+    with Broker({"log.retention.hours": 48, "log.roll.hours": 2}, data_dir=tmp_path / "data") as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         topic = new_topic(admin)
         incremental(
@@ -437,6 +437,11 @@ def test_configs_persist_across_a_restart(tmp_path: Path) -> None:
         assert (got["retention.bytes"].value, got["retention.bytes"].source) == (
             "1000000",
             ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+        )
+        # a static broker synonym in another unit (log.roll.hours -> segment.ms)
+        assert (got["segment.ms"].value, got["segment.ms"].source) == (
+            "7200000",
+            ConfigSource.STATIC_BROKER_CONFIG.value,
         )
         # include_synonyms: every level with a value, highest first, each in its own property's unit
         entries = {e.name: e for e in raw_describe_entries(b, 2, topic, synonyms=True)}

@@ -167,6 +167,7 @@ def log_config_for(config: BrokerConfig) -> LogConfig:
     """The broker-level log defaults (``log.*`` properties) as a :class:`LogConfig`."""
     return LogConfig(
         segment_bytes=config.log_segment_bytes,
+        segment_ms=config.effective_roll_ms,
         retention_ms=config.effective_retention_ms,
         retention_bytes=config.log_retention_bytes,
         index_interval_bytes=config.log_index_interval_bytes,
@@ -561,7 +562,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigSpec] = {
             TYPE_LONG,
             _int_check(1),
             "an integer >= 1",
-            _const("604800000"),
+            lambda c: str(c.effective_roll_ms),
         ),
         _spec(
             "unclean.leader.election.enable",
