@@ -225,3 +225,39 @@ def test_pre_rebalance_commit_wait_is_bounded_by_the_rebalance_timeout() -> None
     assert core.events() == [PartitionsRevoked(partitions=(TP,))]
     join = _one(core.poll(302 + 3001), m.JoinGroupRequest)  # ... then join
     assert join.request.member_id == "m-1"
+
+
+def test_heartbeats_go_on_every_interval_while_earlier_ones_wait_behind_a_held_sync() -> None:
+    """A broker that answers one connection's requests in order (Kafka, Tansu) holds the
+    heartbeats behind a held SyncGroup. The heartbeat thread does not wait for them: one goes
+    out every heartbeat.interval.ms from the previous send, answered or not, and the answers
+    arriving together after the SyncGroup's leave the member STABLE in its generation.
+
+    Kafka: AbstractCoordinator.HeartbeatThread.run sends when heartbeat.shouldHeartbeat(now)
+    (the heartbeat timer, reset to the full interval by Heartbeat.sentHeartbeat); it never reads
+    Heartbeat.heartbeatInFlight (only AbstractCoordinatorTest does, through hasInflight()). Each
+    answer's listener then calls receiveHeartbeat, or failHeartbeat (retry backoff)."""
+    core = _core()
+    sync = _joined_follower(core)  # the JoinGroup answer at t=0 enabled the heartbeat thread
+    sent: list[Outbound] = []
+    for now in range(0, 1000, 50):  # the SyncGroup is held 950 ms; nothing is answered
+        sent += core.heartbeat_poll(now)
+        assert core.heartbeat_poll(now) == []  # at most one per due time
+    assert [(type(o.request), o.request.generation_id) for o in sent] == [(m.HeartbeatRequest, 5)] * 3
+    assert [o.request_id for o in sent] == sorted(o.request_id for o in sent)
+    assert core.in_flight_count() == 4  # the SyncGroup and three heartbeats
+    core.on_response(
+        sync.request_id,
+        m.SyncGroupResponse(error=E.NONE, assignment=assignment_to_bytes(Assignment(partitions=(TP,)))),
+        950,
+    )
+    for hb in sent:
+        core.on_response(hb.request_id, m.HeartbeatResponse(error=E.NONE), 950)
+    assert core.state is MemberState.STABLE and not core.rejoin_needed
+    assert core.events() == [PartitionsAssigned(partitions=(TP,), generation_id=5)]
+    assert core.heartbeat.in_flight is None
+    _one(core.poll(950), m.OffsetFetchRequest)
+    assert core.in_flight_count() == 1  # that OffsetFetch: no heartbeat is outstanding
+    # the next heartbeat is due an interval after the last send (900), not after the answers
+    assert core.heartbeat_poll(1199) == []
+    _one(core.heartbeat_poll(1200), m.HeartbeatRequest)
