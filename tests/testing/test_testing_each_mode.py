@@ -8,14 +8,20 @@ faults, and through the Kafka wire for observation.
 from __future__ import annotations
 
 import itertools
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
+from groupcoord.storage.recovery import CLEAN_SHUTDOWN_FILE
 from groupcoord.testing import Broker, EventReason, TopicPartition
 
 _names = itertools.count(1)
@@ -189,10 +195,6 @@ def test_drop_heartbeats_and_clear_faults_in_each_mode(broker: Broker, names: Ca
 
 def test_the_control_entry_point_refuses_to_start_without_the_parents_token(tmp_path: object) -> None:
     """Only groupcoord.testing starts the child (it sets the token); run by hand it exits 2."""
-    import os
-    import subprocess
-    import sys
-
     from groupcoord.testing.control import TOKEN_ENV
 
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
@@ -206,3 +208,35 @@ def test_the_control_entry_point_refuses_to_start_without_the_parents_token(tmp_
     assert done.returncode == 2
     assert TOKEN_ENV in done.stderr
     assert done.stdout == ""
+
+
+def test_the_child_broker_stops_when_the_test_process_dies_without_stopping_it(tmp_path: Path) -> None:
+    """A test process killed mid-test (say by a timeout) leaves no broker running: the child
+    sees its stdin pipe from the parent end and stops itself, cleanly."""
+    script = (
+        "import os, sys\n"
+        "from groupcoord.testing import Broker\n"
+        "b = Broker(subprocess=True, data_dir=sys.argv[1]).start()\n"
+        "print(b._proc.pid, flush=True)\n"
+        "os._exit(0)  # no stop, no close: as if killed\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "data")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    child = int(done.stdout.strip())
+
+    def ended() -> bool:
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        return state in ("Z", "X")  # a zombie no one reaped has still ended
+
+    try:
+        wait_until(ended, "the orphaned broker process to stop", timeout=60)
+    finally:
+        if not ended():
+            os.kill(child, signal.SIGKILL)
+    # and it stopped cleanly (its partitions closed with the clean-shutdown marker)
+    assert (tmp_path / "data" / "__consumer_offsets-0" / CLEAN_SHUTDOWN_FILE).exists()

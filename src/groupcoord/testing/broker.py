@@ -411,7 +411,9 @@ class Broker:
         with open(self._log_path, "a") as log_file:
             log_file.write(f"---- start: {' '.join(argv)}\n")
             log_file.flush()
-            proc = _subprocess.Popen(argv, stdout=_subprocess.PIPE, stderr=log_file, text=True, env=env)
+            proc = _subprocess.Popen(
+                argv, stdin=_subprocess.PIPE, stdout=_subprocess.PIPE, stderr=log_file, text=True, env=env
+            )
         self._proc = proc
         lines: list[str] = []
 
@@ -447,8 +449,10 @@ class Broker:
             except _subprocess.TimeoutExpired:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
         self._proc = None
         self._control = None
 

@@ -11,12 +11,15 @@ Both addresses go to the parent on the child's stdout, as the first two lines::
     groupcoord listening on 127.0.0.1:PORT
     groupcoord control on 127.0.0.1:PORT
 
-SIGTERM stops the broker cleanly and ends the child; the parent's hard stop is a SIGKILL.
+SIGTERM stops the broker cleanly and ends the child; the parent's hard stop is a SIGKILL. The
+child also stops (cleanly) when its stdin, a pipe from the parent, reaches its end: so a test
+process that dies without stopping its broker does not leave the child running.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hmac
 import json
 import logging
@@ -24,6 +27,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -126,6 +130,16 @@ def _stop(_signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
+def _stop_when_orphaned() -> None:
+    """Read stdin to its end (the parent closed it, or died), then stop as on SIGTERM."""
+    # os.read, not sys.stdin: a daemon thread blocked in a buffered read would hold its lock
+    # while the interpreter shuts down
+    with contextlib.suppress(OSError):
+        while os.read(0, 4096):
+            pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m groupcoord.testing")
     parser.add_argument("--port", type=int, default=0)
@@ -145,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = dict(item.split("=", 1) for item in args.set)
     broker = Broker(settings, data_dir=Path(args.data_dir), port=args.port, log_level=args.log_level)
     signal.signal(signal.SIGTERM, _stop)
+    threading.Thread(target=_stop_when_orphaned, name="orphan-watch", daemon=True).start()
     listener = socket.create_server(("127.0.0.1", 0))
     try:
         broker.start()
