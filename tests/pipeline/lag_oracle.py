@@ -15,13 +15,13 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from groupcoord.pipeline.frames import ms
-from groupcoord.pipeline.lag import LAG_DDL, topic_batches
+from groupcoord.pipeline.lag import INDEX_COLUMNS, LAG_DDL, topic_batches
 from groupcoord.pipeline.lagmap import BatchIndex, lag_of
 
 
 def lag_mapped(commits: DataFrame, batches: DataFrame) -> DataFrame:
     """Lag as a ``mapInArrow`` over whole commit batches (every column goes through Python)."""
-    rows = topic_batches(batches).select("topic", "partition", "base_offset", "last_offset", "append_ms")
+    rows = topic_batches(batches).select(*INDEX_COLUMNS)
     index = BatchIndex.from_arrow(rows.toArrow())
     c = commits.select("group_id", "topic", "partition", "commit_time", "committed_offset", "log_offset")
 
@@ -33,11 +33,34 @@ def lag_mapped(commits: DataFrame, batches: DataFrame) -> DataFrame:
     return c.mapInArrow(run, LAG_DDL)
 
 
+def transactions_windowed(b: DataFrame) -> DataFrame:
+    """(topic, partition, start_ms, end_ms or null while open, first_offset) of every transaction:
+    a producer's transactional data batch that follows its marker (or nothing) opens one, its
+    next marker closes it."""
+    tb = b.where(F.col("is_transactional") & (F.col("producer_id") >= 0))
+    by_producer = Window.partitionBy("topic", "partition", "producer_id").orderBy("base_offset")
+    after = by_producer.rowsBetween(0, Window.unboundedFollowing)
+    tb = tb.withColumn("_prev_control", F.lag("is_control").over(by_producer)).withColumn(
+        "_next_marker",
+        F.min(F.when(F.col("is_control"), F.struct("base_offset", "append_ms"))).over(after),
+    )
+    starts = tb.where(~F.col("is_control") & F.coalesce(F.col("_prev_control"), F.lit(True)))
+    return starts.select(
+        "topic",
+        "partition",
+        F.col("append_ms").alias("start_ms"),
+        F.col("_next_marker.append_ms").alias("end_ms"),
+        F.col("base_offset").alias("first_offset"),
+    )
+
+
 def lag_windowed(commits: DataFrame, batches: DataFrame) -> DataFrame:
     """Lag at every commit. The log-end offset at time t is one past the last offset of every batch
     appended at or before t (taken from the topic's own log); the offset lag is that minus the
     committed offset (clipped at 0); the time lag is how long the first unconsumed record (the one at
-    the committed offset) had been in the log at t, 0 when the consumer is caught up."""
+    the committed offset) had been in the log at t, 0 when the consumer is caught up. The last stable
+    offset at t is the first offset of the earliest transaction open at t (opened at or before t,
+    closed after t), else the log end; the read_committed lag is that minus the committed offset."""
     b = topic_batches(batches)
     c = commits.select(
         "group_id",
@@ -98,7 +121,7 @@ def lag_windowed(commits: DataFrame, batches: DataFrame) -> DataFrame:
     time_lag = F.when(F.col("committed_offset") >= leo, F.lit(0)).otherwise(
         F.greatest(F.col("t") - F.col("_pending_since"), F.lit(0))
     )
-    return out.select(
+    res = out.select(
         "group_id",
         "topic",
         "partition",
@@ -108,4 +131,34 @@ def lag_windowed(commits: DataFrame, batches: DataFrame) -> DataFrame:
         offset_lag.cast("bigint").alias("offset_lag"),
         time_lag.cast("bigint").alias("time_lag_ms"),
         "log_offset",
+        "t",
+    )
+    # the LSO depends on (topic, partition, t) only: the earliest first offset of the
+    # transactions open at t, found by a range join
+    tx = transactions_windowed(b)
+    keys = res.select("topic", "partition", "t").distinct()
+    open_at = keys.join(
+        tx,
+        (keys["topic"] == tx["topic"])
+        & (keys["partition"] == tx["partition"])
+        & (tx["start_ms"] <= keys["t"])
+        & (tx["end_ms"].isNull() | (keys["t"] < tx["end_ms"])),
+    )
+    first = open_at.groupBy(keys["topic"], keys["partition"], keys["t"]).agg(
+        F.min(tx["first_offset"]).alias("_first")
+    )
+    res = res.join(first, ["topic", "partition", "t"], "left")
+    lso = F.least(F.coalesce(F.col("_first"), F.col("log_end_offset")), F.col("log_end_offset"))
+    return res.select(
+        "group_id",
+        "topic",
+        "partition",
+        "time",
+        "committed_offset",
+        "log_end_offset",
+        "offset_lag",
+        "time_lag_ms",
+        "log_offset",
+        lso.alias("last_stable_offset"),
+        F.greatest(lso - F.col("committed_offset"), F.lit(0)).cast("bigint").alias("read_committed_lag"),
     )

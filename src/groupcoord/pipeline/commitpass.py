@@ -69,6 +69,8 @@ TAIL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("offset_lag", "bigint"),
     ("time_lag_ms", "bigint"),
     ("log_offset", "bigint"),
+    ("last_stable_offset", "bigint"),
+    ("read_committed_lag", "bigint"),
 )
 
 #: the commit columns :func:`groupcoord.pipeline.lagmap.lag_of` reads
@@ -155,6 +157,9 @@ def batch_index(log_batches: Path) -> BatchIndex:
     if cached is not None:
         return cached
     columns = ["topic", "partition", "base_offset", "last_offset", "max_timestamp", "corrupt"]
+    flags = ["producer_id", "is_transactional", "is_control"]  # the last stable offset's inputs
+    if files and all(name in pq.read_schema(files[0]).names for name in flags):
+        columns += flags
     pieces = [pq.read_table(f, columns=columns) for f in files]
     if pieces:
         table = pa.concat_tables(pieces)
@@ -183,6 +188,7 @@ def batch_index(log_batches: Path) -> BatchIndex:
             "base_offset": table.column("base_offset"),
             "last_offset": table.column("last_offset"),
             "append_ms": pa.array(np.floor_divide(micros, 1000), type=pa.int64()),
+            **{name: table.column(name) for name in flags if name in table.column_names},
         }
     )
     index = BatchIndex.from_arrow(rows)

@@ -19,19 +19,44 @@ from groupcoord.pipeline.frames import ms
 
 
 def topic_batches(batches: DataFrame) -> DataFrame:
-    """The topics' record batches reduced to what lag needs: offsets and append time (ms)."""
+    """The topics' record batches reduced to what lag needs: offsets, append time (ms) and the
+    producer and transaction flags (the last stable offset); a frame without those columns is
+    read as having no transactions."""
+    have = set(batches.columns)
+    flags = [
+        F.col(name) if name in have else F.lit(default).cast(kind).alias(name)
+        for name, kind, default in (
+            ("producer_id", "bigint", -1),
+            ("is_transactional", "boolean", False),
+            ("is_control", "boolean", False),
+        )
+    ]
     return batches.where(~F.col("corrupt")).select(
         "topic",
         "partition",
         "base_offset",
         "last_offset",
         ms("max_timestamp").alias("append_ms"),
+        *flags,
     )
 
 
+#: the index columns :class:`groupcoord.pipeline.lagmap.BatchIndex` reads
+INDEX_COLUMNS = (
+    "topic",
+    "partition",
+    "base_offset",
+    "last_offset",
+    "append_ms",
+    "producer_id",
+    "is_transactional",
+    "is_control",
+)
+
 LAG_DDL = (
     "group_id string, topic string, partition int, time timestamp, committed_offset bigint, "
-    "log_end_offset bigint, offset_lag bigint, time_lag_ms bigint, log_offset bigint"
+    "log_end_offset bigint, offset_lag bigint, time_lag_ms bigint, log_offset bigint, "
+    "last_stable_offset bigint, read_committed_lag bigint"
 )
 
 
@@ -45,7 +70,7 @@ def lag(commits: DataFrame, batches: DataFrame) -> DataFrame:
 
     from groupcoord.pipeline.lagmap import LAG_STRUCT, BatchIndex, lag_struct
 
-    rows = topic_batches(batches).select("topic", "partition", "base_offset", "last_offset", "append_ms")
+    rows = topic_batches(batches).select(*INDEX_COLUMNS)
     index = BatchIndex.from_arrow(rows.toArrow())
 
     def compute(topic: Any, partition: Any, t_ms: Any, committed: Any) -> Any:
@@ -74,6 +99,8 @@ def lag(commits: DataFrame, batches: DataFrame) -> DataFrame:
         F.col("_lag.offset_lag").alias("offset_lag"),
         F.col("_lag.time_lag_ms").alias("time_lag_ms"),
         "log_offset",
+        F.col("_lag.last_stable_offset").alias("last_stable_offset"),
+        F.col("_lag.read_committed_lag").alias("read_committed_lag"),
     )
 
 

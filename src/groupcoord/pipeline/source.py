@@ -1,10 +1,12 @@
 """Spark Python data sources over a data directory in Kafka's on-disk layout.
 
 - ``kafka-log``: one row per record (topic, partition, offset, timestamp, timestamp type, key, value,
-  headers, batch attributes), decompressed; a torn or corrupt tail yields one row with
-  ``corrupt = true`` (and the reason) instead of failing the job.
-- ``kafka-log-batches``: one row per record batch (offsets, counts, timestamps) without decoding the
-  records; this is what the lag table needs from the topics' own logs.
+  headers, batch attributes, the batch's producer id and epoch, whether it is transactional, and for
+  control records their type: ``COMMIT`` / ``ABORT`` for transaction markers), decompressed; a torn
+  or corrupt tail yields one row with ``corrupt = true`` (and the reason) instead of failing the job.
+- ``kafka-log-batches``: one row per record batch (offsets, counts, timestamps, producer and
+  transaction flags, a control batch's type) without decoding data records; this is what the lag
+  table needs from the topics' own logs (the log end and the last stable offset over time).
 - ``consumer-offsets``: the ``__consumer_offsets`` records decoded in the same pass
   (:mod:`groupcoord.pipeline.decoders`), so 10 M commits cross the Python/JVM boundary once.
 
@@ -46,7 +48,8 @@ from groupcoord.pipeline.segments import (
     record_timestamp,
     walk_split,
 )
-from groupcoord.storage.batch import records_block
+from groupcoord.storage.batch import BatchHeader, CorruptBatchError, decode_records, records_block
+from groupcoord.storage.control import control_record_type
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -65,6 +68,11 @@ RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
     ("value", "binary"),
     ("headers", "array<struct<key:string,value:binary>>"),
     ("attributes", "int"),
+    ("producer_id", "bigint"),
+    ("producer_epoch", "int"),
+    ("is_transactional", "boolean"),
+    ("is_control", "boolean"),
+    ("control_type", "string"),
     ("segment", "string"),
     ("corrupt", "boolean"),
     ("corrupt_reason", "string"),
@@ -80,6 +88,11 @@ BATCH_COLUMNS: tuple[tuple[str, str], ...] = (
     ("max_timestamp", "timestamp"),
     ("timestamp_type", "string"),
     ("attributes", "int"),
+    ("producer_id", "bigint"),
+    ("producer_epoch", "int"),
+    ("is_transactional", "boolean"),
+    ("is_control", "boolean"),
+    ("control_type", "string"),
     ("size_bytes", "int"),
     ("segment", "string"),
     ("corrupt", "boolean"),
@@ -87,6 +100,18 @@ BATCH_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+def batch_control_type(header: BatchHeader, buf: bytes, pos: int) -> str | None:
+    """A control batch's record type (``COMMIT``, ``ABORT``, ...; ``UNKNOWN`` if unreadable or
+    empty, as a cleaned marker can be); None for a data batch."""
+    if not header.is_control:
+        return None
+    try:
+        records = decode_records(buf, pos)
+    except CorruptBatchError:
+        return "UNKNOWN"
+    return control_record_type(records[0].key) if records else "UNKNOWN"
 
 
 class SplitPartition(InputPartition):  # type: ignore[misc]
@@ -192,6 +217,11 @@ class KafkaLogReader(_SegmentReader):
                 "value": rec.value,
                 "headers": [{"key": k, "value": v} for k, v in rec.headers],
                 "attributes": header.attributes,
+                "producer_id": header.producer_id,
+                "producer_epoch": header.producer_epoch,
+                "is_transactional": header.is_transactional,
+                "is_control": header.is_control,
+                "control_type": control_record_type(rec.key) if header.is_control else None,
                 "segment": segment,
                 "corrupt": False,
                 "corrupt_reason": None,
@@ -207,6 +237,11 @@ class KafkaLogReader(_SegmentReader):
                 "value": None,
                 "headers": [],
                 "attributes": None,
+                "producer_id": None,
+                "producer_epoch": None,
+                "is_transactional": None,
+                "is_control": None,
+                "control_type": None,
                 "segment": segment,
                 "corrupt": True,
                 "corrupt_reason": walk.tail.reason,
@@ -219,7 +254,7 @@ class KafkaLogBatchesReader(_SegmentReader):
     def rows(self, walk: SplitWalk) -> Iterator[dict[str, Any]]:
         split = walk.split
         segment = Path(split.path).name
-        for _pos, h in walk.batches():
+        for pos, h in walk.batches():
             yield {
                 "topic": split.topic,
                 "partition": split.partition,
@@ -230,6 +265,11 @@ class KafkaLogBatchesReader(_SegmentReader):
                 "max_timestamp": h.max_timestamp,
                 "timestamp_type": _TIMESTAMP_TYPES[h.timestamp_type],
                 "attributes": h.attributes,
+                "producer_id": h.producer_id,
+                "producer_epoch": h.producer_epoch,
+                "is_transactional": h.is_transactional,
+                "is_control": h.is_control,
+                "control_type": batch_control_type(h, walk.buf, pos),
                 "size_bytes": h.size,
                 "segment": segment,
                 "corrupt": False,
@@ -246,6 +286,11 @@ class KafkaLogBatchesReader(_SegmentReader):
                 "max_timestamp": None,
                 "timestamp_type": None,
                 "attributes": None,
+                "producer_id": None,
+                "producer_epoch": None,
+                "is_transactional": None,
+                "is_control": None,
+                "control_type": None,
                 "size_bytes": None,
                 "segment": segment,
                 "corrupt": True,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_SEQUENCE, build_batch
 
-__all__ = ["ControlType", "EndTxnMarker", "build_marker_batch", "decode_marker"]
+__all__ = ["ControlType", "EndTxnMarker", "build_marker_batch", "control_record_type", "decode_marker"]
 
 _KEY = struct.Struct(">hh")
 _VALUE = struct.Struct(">hi")
@@ -32,6 +32,27 @@ class ControlType(enum.IntEnum):
 class EndTxnMarker:
     type: ControlType
     coordinator_epoch: int
+
+
+#: Kafka's ``ControlRecordType`` ids (the key's type field) and names.
+CONTROL_RECORD_TYPES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
+
+
+def control_record_type(key: bytes | None) -> str:
+    """The name of a control record's type from its key (``UNKNOWN`` when the key is short or
+    the type is not one Kafka defines), as Kafka's ``ControlRecordType.parse``."""
+    if key is None or len(key) < _KEY.size:
+        return "UNKNOWN"
+    _version, kind = _KEY.unpack_from(key)
+    return CONTROL_RECORD_TYPES.get(kind, "UNKNOWN")
 
 
 def marker_key(kind: ControlType) -> bytes:
