@@ -391,6 +391,43 @@ def test_oldest_versions_and_another_brokers_id(broker: Broker, admin: AdminClie
     )
     res = raw_incremental(broker, "7", ("log.retention.ms", SET, "1"), version=0)
     assert (res.error_code, res.error_message) == (42, "Unexpected broker id, expected 0, but received 7")
+    # a resource named twice is refused both times, a repeated config key and an unknown
+    # resource type are INVALID_REQUEST; the other resources of the request still apply
+    entry = {"name": "retention.ms", "config_operation": 0, "value": "43000"}
+    with wire(broker) as c:
+        r = c.call(
+            44,
+            1,
+            resources=[
+                {"resource_type": 2, "resource_name": "x", "configs": [entry]},
+                {"resource_type": 2, "resource_name": "x", "configs": [entry]},
+                {"resource_type": 2, "resource_name": topic, "configs": [entry, entry]},
+                {"resource_type": 9, "resource_name": "y", "configs": [entry]},
+                {"resource_type": 2, "resource_name": topic, "configs": []},
+            ],
+            validate_only=False,
+        )
+    assert [(x.error_code, x.error_message) for x in r.responses] == [
+        (42, "Each resource must appear at most once."),
+        (42, "Each resource must appear at most once."),
+        (42, "Each resource must appear at most once."),
+        (42, "Unknown resource type 9"),
+        (42, "Each resource must appear at most once."),
+    ]
+    with wire(broker) as c:
+        r = c.call(
+            44,
+            1,
+            resources=[
+                {"resource_type": 2, "resource_name": topic, "configs": [entry, entry]},
+                {"resource_type": 9, "resource_name": "y", "configs": [entry]},
+            ],
+            validate_only=False,
+        )
+    assert [(x.error_code, x.error_message) for x in r.responses] == [
+        (42, "Error due to duplicate config keys"),
+        (42, "Unknown resource type 9"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -400,13 +437,18 @@ def test_oldest_versions_and_another_brokers_id(broker: Broker, admin: AdminClie
         ("process.roles", "broker", KafkaError.INVALID_REQUEST, "Cannot update these configs dynamically"),
         ("log.retention.ms", "soon", KafkaError.INVALID_REQUEST, "Invalid value soon"),
         ("log.retention.mss", "1", KafkaError.INVALID_CONFIG, "did you mean 'log.retention.ms'?"),
-        ("log.retention.ms", "1", KafkaError.INVALID_CONFIG, "because its type is not LIST"),
+        (
+            "log.retention.ms",
+            "1",
+            KafkaError.INVALID_CONFIG,
+            "append is not allowed for config key: log.retention.ms",
+        ),
     ],
 )
 def test_bad_broker_changes_get_kafkas_error_codes(
     admin: AdminClient, name: str, value: str, code: int, fragment: str
 ) -> None:
-    op = APPEND if "LIST" in fragment else SET
+    op = APPEND if "append" in fragment else SET
     resource = ConfigResource(
         "broker", "0", incremental_configs=[ConfigEntry(name, value, incremental_operation=op)]
     )

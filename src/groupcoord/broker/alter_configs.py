@@ -68,9 +68,12 @@ def _incremental(
     *,
     is_list: Any,
     default_of: Any,
+    not_list: Any,
 ) -> dict[str, str]:
     """``current`` with IncrementalAlterConfigs operations applied (Kafka's
-    ``ConfigurationControlManager.incrementalAlterConfigResource``)."""
+    ``ConfigurationControlManager.incrementalAlterConfigResource`` for topics,
+    ``ConfigAdminManager.prepareIncrementalConfigs`` for the broker); ``not_list(name, op)`` is
+    the message for APPEND/SUBTRACT on a config that is not a list."""
     out = dict(current)
     for name, op, value in ops:
         if op == OP_SET:
@@ -81,10 +84,7 @@ def _incremental(
             out.pop(name, None)
         elif op in (OP_APPEND, OP_SUBTRACT):
             if not is_list(name):
-                raise _Fail(
-                    ErrorCode.INVALID_CONFIG,
-                    f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.",
-                )
+                raise _Fail(ErrorCode.INVALID_CONFIG, not_list(name, op))
             old = out[name] if name in out else default_of(name)
             items = [item.strip() for item in (old or "").split(",") if item.strip()]
             for item in (value or "").split(","):
@@ -99,11 +99,30 @@ def _incremental(
     return out
 
 
+def _topic_not_list(name: str, op: int) -> str:
+    return f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST."
+
+
+def _broker_not_list(name: str, op: int) -> str:
+    if name not in BROKER_SYNONYMS and name not in PROPERTIES and name not in KAFKA_BROKER_CONFIG_NAMES:
+        return f"Unknown config name: {name}"
+    return f"Config value {_OP_NAMES[op].lower()} is not allowed for config key: {name}"
+
+
+def _repeated_resources(resources: Any) -> set[tuple[int, str]]:
+    """(type, name) of the resources a request names more than once: each of them is refused
+    with INVALID_REQUEST (ConfigAdminManager.preprocess)."""
+    seen: set[tuple[int, str]] = set()
+    repeated: set[tuple[int, str]] = set()
+    for res in resources:
+        key = (int(res.resource_type), res.resource_name)
+        (repeated if key in seen else seen).add(key)
+    return repeated
+
+
 def _check_duplicates(names: list[str]) -> None:
-    seen: set[str] = set()
-    dupes = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
-    if dupes:
-        raise _Fail(ErrorCode.INVALID_REQUEST, f"Error due to duplicate config keys: {', '.join(dupes)}")
+    if len(set(names)) != len(names):
+        raise _Fail(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
 
 
 # -- topics ------------------------------------------------------------------------------------
@@ -241,10 +260,14 @@ def _outcome(fn: Any) -> tuple[ErrorCode, str | None]:
 def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """AlterConfigs v0-2: each resource's configs are replaced by the ones given."""
     validate_only = bool(request.validate_only)
-    results = []
+    repeated = _repeated_resources(request.resources)
+    results: list[tuple[Any, ErrorCode, str | None]] = []
     for res in request.resources:
         rtype, name = int(res.resource_type), res.resource_name
         configs = list(res.configs)
+        if (rtype, name) in repeated:
+            results.append((res, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."))
+            continue
 
         def run(rtype: int = rtype, name: str = name, configs: list[Any] = configs) -> None:
             _check_duplicates([c.name for c in configs])
@@ -258,7 +281,7 @@ def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             elif rtype == RESOURCE_BROKER:
                 _alter_broker(broker, _broker_level(broker, name), new, validate_only)
             else:
-                raise _Fail(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+                raise _Fail(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
 
         code, message = _outcome(run)
         results.append((res, code, message))
@@ -268,17 +291,25 @@ def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     """IncrementalAlterConfigs v0-1: SET, DELETE, APPEND and SUBTRACT per config."""
     validate_only = bool(request.validate_only)
-    results = []
+    repeated = _repeated_resources(request.resources)
+    results: list[tuple[Any, ErrorCode, str | None]] = []
     for res in request.resources:
         rtype, name = int(res.resource_type), res.resource_name
         ops = [(c.name, int(c.config_operation), c.value) for c in res.configs]
+        if (rtype, name) in repeated:
+            results.append((res, ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."))
+            continue
 
         def run(rtype: int = rtype, name: str = name, ops: list[tuple[str, int, str | None]] = ops) -> None:
             _check_duplicates([n for n, _op, _v in ops])
             if rtype == RESOURCE_TOPIC:
                 current = _topic_current(broker, name)
                 new = _incremental(
-                    current, ops, is_list=list_config, default_of=lambda n: _topic_default(broker, n)
+                    current,
+                    ops,
+                    is_list=list_config,
+                    default_of=lambda n: _topic_default(broker, n),
+                    not_list=_topic_not_list,
                 )
                 _alter_topic(broker, name, new, validate_only)
             elif rtype == RESOURCE_BROKER:
@@ -290,10 +321,11 @@ def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any)
                     ops,
                     is_list=_broker_list_config,
                     default_of=lambda n: _broker_default(broker, per_broker, n),
+                    not_list=_broker_not_list,
                 )
                 _alter_broker(broker, per_broker, new, validate_only)
             else:
-                raise _Fail(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+                raise _Fail(ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}")
 
         code, message = _outcome(run)
         results.append((res, code, message))
