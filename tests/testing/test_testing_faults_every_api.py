@@ -180,3 +180,40 @@ def test_aiokafka_producer_retries_an_injected_not_leader_or_follower(kafka_brok
     assert asyncio.run(scenario()) == 0
     assert kafka_broker.faults.pending_failures() == 0
     assert [(r.offset, r.value) for r in kafka_broker.records("orders")] == [(0, b"a")]
+
+
+def test_delay_holds_a_produce_answer_and_a_severed_fetch_is_fetched_again(kafka_broker: Broker) -> None:
+    """delay("Produce") holds the acknowledgement (the append is done when the request
+    arrives); disconnect(api="Fetch") drops a consumer's Fetch with its connection, and
+    librdkafka reconnects and fetches from the same offset: every record once, in order."""
+    kafka_broker.create_topic("orders", 1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "client.id": "shop"})
+    deliver(producer, "orders", [b"warm-up"])  # connected, metadata known
+    kafka_broker.delay("Produce", 0.5, count=1, client_id="shop")
+    started = time.monotonic()
+    assert deliver(producer, "orders", [b"a"]) == [(0, 1, None)]
+    assert time.monotonic() - started >= 0.5
+
+    kafka_broker.disconnect("reader", api="Fetch")
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_broker.bootstrap,
+            "group.id": "app",
+            "client.id": "reader",
+            "enable.auto.commit": False,
+            "reconnect.backoff.ms": 20,
+        }
+    )
+    try:
+        consumer.assign([CTopicPartition("orders", 0, 0)])
+        values: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + 30
+        while len(values) < 2:
+            assert time.monotonic() < deadline, f"got {values}"
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                values.append((msg.offset(), msg.value()))
+        assert values == [(0, b"warm-up"), (1, b"a")]
+        assert kafka_broker.faults.pending_disconnections() == 0
+    finally:
+        consumer.close()
