@@ -17,7 +17,7 @@ Every non-flexible version before v3 of these APIs uses request header v1 and re
 v0, as the registry derives from ``__flexible__``.
 
 :data:`OLD_VERSIONS` maps ``(api_key, version)`` to ``(request class, response class)``;
-``tests/protocol/test_old_versions.py`` checks the bytes against Kafka's specs.
+``tests/protocol/test_old_version_schemas.py`` checks the bytes against Kafka's specs.
 The module has no ``from __future__ import annotations``: kio reads the field types as objects.
 """
 
