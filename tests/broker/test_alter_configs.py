@@ -428,6 +428,11 @@ def test_oldest_versions_and_another_brokers_id(broker: Broker, admin: AdminClie
         (42, "Error due to duplicate config keys"),
         (42, "Unknown resource type 9"),
     ]
+    res = raw_incremental(broker, "0", ("log.cleanup.policy", APPEND, None), ("log.retention.ms", SET, None))
+    assert (res.error_code, res.error_message) == (
+        42,
+        "Null value not supported for : log.cleanup.policy, log.retention.ms",
+    )
 
 
 @pytest.mark.parametrize(

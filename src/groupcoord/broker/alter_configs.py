@@ -302,6 +302,9 @@ def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any)
 
         def run(rtype: int = rtype, name: str = name, ops: list[tuple[str, int, str | None]] = ops) -> None:
             _check_duplicates([n for n, _op, _v in ops])
+            nulls = [n for n, op, v in ops if op != OP_DELETE and v is None]
+            if nulls:
+                raise _Fail(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}")
             if rtype == RESOURCE_TOPIC:
                 current = _topic_current(broker, name)
                 new = _incremental(
