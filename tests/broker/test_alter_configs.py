@@ -312,6 +312,12 @@ def test_segment_and_retention_changes_act_on_the_live_log(broker: Broker, admin
 
 def test_broker_dynamic_configs_per_broker_and_cluster_default(broker: Broker, admin: AdminClient) -> None:
     topic = new_topic(admin)
+    resource = ConfigResource(
+        "broker", "0", incremental_configs=[ConfigEntry("log.retention.ms", "1", incremental_operation=SET)]
+    )
+    (fut,) = admin.incremental_alter_configs([resource], validate_only=True).values()
+    fut.result(timeout=20)
+    assert describe(admin, "broker", "0")["log.retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
     incremental(admin, "broker", "0", ("log.retention.ms", SET, "7200000"))
     kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
