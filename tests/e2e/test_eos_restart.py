@@ -14,11 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import BrokerProcess
-from test_produce_consume_confluent import create_topic
 
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.client import WireClient
+from groupcoord.testing import Broker
 
 pytestmark = pytest.mark.e2e
 
@@ -94,36 +93,33 @@ def _wait_stable(c: WireClient, want: tuple[int, int]) -> None:
         time.sleep(0.05)
 
 
-def test_committed_and_open_transactional_offsets_survive_a_broker_sigkill(
-    broker_factory: Callable[..., BrokerProcess],
-) -> None:
+def test_committed_and_open_transactional_offsets_survive_a_broker_sigkill() -> None:
     """A committed transaction's offset is read back from the log after the crash; a transaction
     left open (its TxnOffsetCommit durable, no EndTxn) is pending again after the restart
     (UNSTABLE_OFFSET_COMMIT), and the restarted transaction coordinator aborts it at its
-    timeout, which drops the pending offset."""
-    broker = broker_factory()
-    create_topic(broker.bootstrap, TOPIC, 1)
-    with WireClient("127.0.0.1", broker.port, client_id="restart") as c:
-        pid, epoch = _open_txn_with_offset(c, "restart-committed", 5, 60_000)
-        end = c.call(
-            END_TXN,
-            3,
-            transactional_id="restart-committed",
-            producer_id=pid,
-            producer_epoch=epoch,
-            committed=True,
-        )
-        assert int(end.error_code) == ErrorCode.NONE
-        _wait_stable(c, (5, ErrorCode.NONE))
-        _open_txn_with_offset(c, "restart-open", 9, 8_000)
-        assert _stable_offset(c) == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
-    broker.kill()
-    broker.start()
-    with WireClient("127.0.0.1", broker.port, client_id="restart") as c:
-        deadline = time.monotonic() + 30
-        while (got := _stable_offset(c))[1] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        assert got == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)  # the open transaction's offset: pending
-        # aborted at start + 8 s by the restarted transaction coordinator: the committed 5 stays
-        _wait_stable(c, (5, ErrorCode.NONE))
+    timeout (moved to by the testing broker's time control), which drops the pending offset."""
+    with Broker(subprocess=True) as broker:
+        broker.create_topic(TOPIC, 1)
+        with WireClient("127.0.0.1", broker.port, client_id="restart") as c:
+            pid, epoch = _open_txn_with_offset(c, "restart-committed", 5, 60_000)
+            end = c.call(
+                END_TXN,
+                3,
+                transactional_id="restart-committed",
+                producer_id=pid,
+                producer_epoch=epoch,
+                committed=True,
+            )
+            assert int(end.error_code) == ErrorCode.NONE
+            _wait_stable(c, (5, ErrorCode.NONE))
+            _open_txn_with_offset(c, "restart-open", 9, 60_000)
+            assert _stable_offset(c) == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        broker.restart(hard=True)  # SIGKILL, then a new process on the same data
+        with WireClient("127.0.0.1", broker.port, client_id="restart") as c:
+            deadline = time.monotonic() + 30
+            while (got := _stable_offset(c))[1] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert got == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)  # the open transaction's offset: pending
+            broker.advance(61)  # past the open transaction's timeout: aborted, the committed 5 stays
+            _wait_stable(c, (5, ErrorCode.NONE))
