@@ -1,12 +1,13 @@
 """The control channel of ``Broker(subprocess=True)``: the same Broker API across a process.
 
-The child is ``python -m groupcoord.testing`` (never ``groupcoord serve``: production
-brokers have no control channel). It runs an in-process :class:`~groupcoord.testing.Broker` on
-the given port and data, and a second listener on 127.0.0.1, port 0, for the test process:
-one JSON object a line in, one a line out. Each request names a :class:`Broker` method of
-:data:`OPERATIONS` with its arguments and carries the token the parent put in the child's
-environment (``GROUPCOORD_TESTING_CONTROL_TOKEN``), so no other local process can steer it.
-Both addresses go to the parent on the child's stdout, as the first two lines::
+The child is ``python -m groupcoord.testing`` (the package's ``__main__``; never
+``groupcoord serve``: production brokers have no control channel). It runs an in-process
+:class:`~groupcoord.testing.Broker` on the given port and data, and a second listener on
+127.0.0.1, port 0, for the test process: one JSON object a line in, one a line out. Each
+request names a :class:`Broker` method of :data:`OPERATIONS` with its arguments and carries
+the token the parent put in the child's environment (``GROUPCOORD_TESTING_CONTROL_TOKEN``),
+so no other local process can steer it. Both addresses go to the parent on the child's
+stdout, as the first two lines::
 
     groupcoord listening on 127.0.0.1:PORT
     groupcoord control on 127.0.0.1:PORT
@@ -18,7 +19,6 @@ process that dies without stopping its broker does not leave the child running.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hmac
 import json
@@ -26,16 +26,21 @@ import logging
 import os
 import signal
 import socket
-import sys
-import threading
-from collections.abc import Sequence
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CONTROL_PREFIX", "LISTENING_PREFIX", "OPERATIONS", "TOKEN_ENV", "ControlClient", "main"]
+__all__ = [
+    "CONTROL_PREFIX",
+    "LISTENING_PREFIX",
+    "OPERATIONS",
+    "TOKEN_ENV",
+    "ControlClient",
+    "serve_control",
+    "stop_on_signal",
+    "stop_when_orphaned",
+]
 
 LISTENING_PREFIX = "groupcoord listening on "
 CONTROL_PREFIX = "groupcoord control on "
@@ -89,7 +94,7 @@ class ControlClient:
         raise error(answer.get("message", ""))
 
 
-def _serve_control(broker: Any, listener: socket.socket, token: str) -> None:
+def serve_control(broker: Any, listener: socket.socket, token: str) -> None:
     """Answer control requests, one connection at a time, until the process is told to stop."""
     while True:
         conn, _ = listener.accept()
@@ -126,11 +131,11 @@ def _handle(broker: Any, line: bytes, token: str) -> dict[str, Any]:
         return {"ok": False, "error": type(exc).__name__, "message": str(exc)}
 
 
-def _stop(_signum: int, _frame: FrameType | None) -> None:
+def stop_on_signal(_signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-def _stop_when_orphaned() -> None:
+def stop_when_orphaned() -> None:
     """Read stdin to its end (the parent closed it, or died), then stop as on SIGTERM."""
     # os.read, not sys.stdin: a daemon thread blocked in a buffered read would hold its lock
     # while the interpreter shuts down
@@ -138,35 +143,3 @@ def _stop_when_orphaned() -> None:
         while os.read(0, 4096):
             pass
     os.kill(os.getpid(), signal.SIGTERM)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m groupcoord.testing")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--log-level", type=int, default=logging.INFO)
-    args = parser.parse_args(argv)
-    token = os.environ.get(TOKEN_ENV, "")
-    if not token:
-        print(f"{TOKEN_ENV} is not set: this entry point is started by groupcoord.testing", file=sys.stderr)
-        return 2
-    logging.basicConfig(
-        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    from groupcoord.testing.broker import Broker
-
-    settings = dict(item.split("=", 1) for item in args.set)
-    broker = Broker(settings, data_dir=Path(args.data_dir), port=args.port, log_level=args.log_level)
-    signal.signal(signal.SIGTERM, _stop)
-    threading.Thread(target=_stop_when_orphaned, name="orphan-watch", daemon=True).start()
-    listener = socket.create_server(("127.0.0.1", 0))
-    try:
-        broker.start()
-        print(f"{LISTENING_PREFIX}{broker.host}:{broker.port}", flush=True)
-        print(f"{CONTROL_PREFIX}127.0.0.1:{listener.getsockname()[1]}", flush=True)
-        _serve_control(broker, listener, token)
-    finally:
-        listener.close()
-        broker.close()
-    return 0
