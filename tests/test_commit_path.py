@@ -162,8 +162,9 @@ def test_commits_landing_on_one_partition_in_one_tick_are_one_batch_and_answered
     tmp_path: Path,
 ) -> None:
     """Pipelined commits on two connections, all for ``__consumer_offsets``-0, read in one loop
-    tick: one batch holding every record in request order, one flush round, and no answer
-    written before that round ended (default flush settings: fsync before the answer)."""
+    tick: one batch holding every record in request order, one flush round, no answer written
+    before that round ended (default flush settings: fsync before the answer), and each
+    connection's answers in one write."""
 
     async def main() -> None:
         config = BrokerConfig.load(None, ["offsets.topic.num.partitions=1"])
@@ -188,14 +189,21 @@ def test_commits_landing_on_one_partition_in_one_tick_are_one_batch_and_answered
                 conn.data_received(b"".join(_commit_frame(c, group, 100 + c) for c in range(1, 4)))
             assert all(not t.out for _c, t, _g in conns)  # nothing answered inside the tick
             for _ in range(3000):
-                if all(len(t.out) == 3 for _c, t, _g in conns):
+                if all(t.out for _c, t, _g in conns):
                     break
                 await asyncio.sleep(0.01)
             for _c, transport, _g in conns:
-                assert len(transport.out) == 3
-                for data, rounds in transport.out:
-                    assert rounds == rounds_before + 1  # written only once the round was done
-                    _, resp = decode_response(load_messages(8, 8), data[4:])
+                # the round confirmed all three at once: one write carries the three answers
+                assert len(transport.out) == 1
+                data, rounds = transport.out[0]
+                assert rounds == rounds_before + 1  # written only once the round was done
+                answers = []
+                while data:
+                    size = int.from_bytes(data[:4], "big")
+                    answers.append(decode_response(load_messages(8, 8), data[4 : 4 + size]))
+                    data = data[4 + size :]
+                assert [corr for corr, _r in answers] == [1, 2, 3]
+                for _corr, resp in answers:
                     assert [int(p.error_code) for t in resp.topics for p in t.partitions] == [0]
             batches = list(plog.iter_batches_from(end_before))
             assert len(batches) == 1 and batches_before + 1 == sum(

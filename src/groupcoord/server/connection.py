@@ -168,6 +168,8 @@ class KafkaConnection(asyncio.Protocol):
         self._held: bytes | None = None
         self._write_paused = False
         self._reading_paused = False
+        #: a _pump is due at the end of this batch of completed answers (see _on_done)
+        self._pump_scheduled = False
         self._closing = False
         self._draining = False
         self._on_close = on_close
@@ -430,7 +432,17 @@ class KafkaConnection(asyncio.Protocol):
                 return
             slot.data = data
         slot.done = True
-        self._pump()
+        # Awaited answers become ready in batches (a flush round confirms every commit it
+        # holds at once): they are written once that batch has run, in one write per
+        # connection, instead of one send per answer.
+        if not self._pump_scheduled:
+            self._pump_scheduled = True
+            asyncio.get_running_loop().call_soon(self._deferred_pump)
+
+    def _deferred_pump(self) -> None:
+        self._pump_scheduled = False
+        if not self._closing:
+            self._pump()
 
     def _flush(self) -> None:
         """Write every answer that is ready and has no unanswered request before it, in one write;
