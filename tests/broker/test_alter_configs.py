@@ -322,7 +322,12 @@ def test_broker_dynamic_configs_per_broker_and_cluster_default(broker: Broker, a
     kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         result = kp.alter_configs(
-            [KpConfigResource(KpType.BROKER, "0", configs={"log.segment.bytes": "2097152"})], incremental=True
+            [
+                KpConfigResource(
+                    KpType.BROKER, "0", configs={"log.segment.bytes": "2097152", "compression.type": "gzip"}
+                )
+            ],
+            incremental=True,
         )
         assert result == {"broker": {"0": "OK"}}
         node = kp.describe_configs([KpConfigResource(KpType.BROKER, "0")], config_filter="modified")[
@@ -345,6 +350,10 @@ def test_broker_dynamic_configs_per_broker_and_cluster_default(broker: Broker, a
         ConfigSource.DYNAMIC_BROKER_CONFIG.value,
     )
     assert topic_cfg["segment.bytes"].value == "2097152"
+    assert (topic_cfg["compression.type"].value, topic_cfg["compression.type"].source) == (
+        "gzip",
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+    )
     # the cluster-wide default (resource name "") is overridden by the per-broker value
     res = raw_incremental(
         broker, "", ("log.retention.ms", SET, "60000"), ("log.cleanup.policy", SET, "compact")
@@ -360,7 +369,14 @@ def test_broker_dynamic_configs_per_broker_and_cluster_default(broker: Broker, a
         "log.retention.ms": ("60000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
         "log.cleanup.policy": ("compact", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
     }
-    incremental(admin, "broker", "0", ("log.retention.ms", DELETE, None), ("log.segment.bytes", DELETE, None))
+    incremental(
+        admin,
+        "broker",
+        "0",
+        ("log.retention.ms", DELETE, None),
+        ("log.segment.bytes", DELETE, None),
+        ("compression.type", DELETE, None),
+    )
     res = raw_incremental(
         broker, "", ("log.retention.ms", DELETE, None), ("log.cleanup.policy", DELETE, None)
     )

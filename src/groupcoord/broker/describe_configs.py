@@ -77,7 +77,7 @@ def _broker_entries(broker: Broker, *, per_broker: bool) -> list[ConfigEntry]:
                 )
             )
         return out
-    for name in sorted({*PROPERTIES, *node, *default}):
+    for name in sorted({*PROPERTIES, *BROKER_SYNONYMS, *node, *default}):
         static = config.get(name) if name in PROPERTIES else None
         synonyms: list[ConfigSynonym] = []
         if name in node:
@@ -92,6 +92,8 @@ def _broker_entries(broker: Broker, *, per_broker: bool) -> list[ConfigEntry]:
             synonyms.append(
                 ConfigSynonym(name=name, value=_text(_KAFKA_DEFAULTS.get(name)), source=SOURCE_DEFAULT)
             )
+        elif name in BROKER_SYNONYMS:  # a dynamic Kafka config groupcoord has no property for
+            synonyms.append(ConfigSynonym(name=name, value=_synonym_default(name), source=SOURCE_DEFAULT))
         first = synonyms[0]
         out.append(
             ConfigEntry(
@@ -107,6 +109,13 @@ def _broker_entries(broker: Broker, *, per_broker: bool) -> list[ConfigEntry]:
 
 
 _KAFKA_DEFAULTS = BrokerConfig()
+
+
+def _synonym_default(name: str) -> str | None:
+    """Kafka's default of a broker synonym of a topic config, from the topic config's default
+    (None where the units differ: ``log.roll.jitter.hours``)."""
+    topic, factor = BROKER_SYNONYMS[name]
+    return TOPIC_CONFIGS[topic].default(_KAFKA_DEFAULTS) if factor == 1 else None
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
