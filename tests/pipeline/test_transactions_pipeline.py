@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 from groupcoord.clock import ManualClock
+from groupcoord.coordinator.records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
 from groupcoord.pipeline import commitpass
 from groupcoord.pipeline.lag import lag
 from groupcoord.pipeline.lagmap import NO_TXN, BatchIndex, lag_arrays, transactions, unstable_steps
@@ -248,3 +249,63 @@ def test_lso_of_random_interleaved_transactions_equals_the_window_definition(spa
     assert len(fast) == 300 and fast == reference
     # some commits saw an open transaction hold the LSO below the log end
     assert any(r[9] < r[5] for r in fast) and any(r[10] != r[6] for r in fast)
+
+
+def _commit(offset: int, t: int) -> tuple[bytes | None, bytes | None, tuple[()]]:
+    key = encode_key(OffsetCommitKey(group="g", topic="t", partition=0))
+    value = encode_value(
+        OffsetCommitValue(
+            offset=offset, leader_epoch=None, metadata="", commit_timestamp=T0 + t, expire_timestamp=None
+        ),
+        version=3,
+    )
+    return key, value, ()
+
+
+@pytest.mark.spark
+def test_consumer_offsets_leave_out_aborted_transactional_commits(spark: Any, tmp_path: Path) -> None:
+    """Offsets committed in an aborted transaction (TxnOffsetCommit, KIP-98) are never the group's;
+    the group coordinator drops them when it loads the log (Kafka's GroupMetadataManager
+    ``loadGroupsAndOffsets`` keeps pending transactional offsets per producer and removes them at
+    the ABORT marker). The source finds them through the partition's ``.txnindex``, on both
+    decoders, so neither ``offset_commits`` nor the lag sees them."""
+    d = tmp_path / "data"
+    plog, _ = PartitionLog.open(d / "__consumer_offsets-0", LogConfig(), ManualClock(T0))
+
+    def txn(pid: int, offset: int, t: int) -> None:
+        plog.append(
+            build_batch(
+                [_commit(offset, t)],
+                timestamp_ms=T0 + t,
+                producer_id=pid,
+                producer_epoch=0,
+                base_sequence=0,
+                attributes=ATTR_TRANSACTIONAL,
+            )
+        )
+
+    def marker(pid: int, commit: bool, t: int) -> None:
+        plog.append(
+            build_marker_batch(
+                producer_id=pid, producer_epoch=0, commit=commit, coordinator_epoch=0, timestamp_ms=T0 + t
+            )
+        )
+
+    plog.append(build_batch([_commit(10, 1)], timestamp_ms=T0 + 1))  # 0: a plain commit
+    txn(7, 20, 2)  # 1: committed below
+    txn(8, 99, 3)  # 2: aborted below
+    marker(7, True, 4)  # 3
+    marker(8, False, 5)  # 4
+    plog.append(build_batch([_commit(30, 6)], timestamp_ms=T0 + 6))  # 5
+    plog.close()
+    for decoder in ("vectorized", "records"):
+        rows = (
+            spark.read.format("consumer-offsets")
+            .option("decoder", decoder)
+            .load(str(d))
+            .where("record_type = 'offset_commit'")
+            .orderBy("log_offset")
+            .select("log_offset", "committed_offset")
+            .collect()
+        )
+        assert [tuple(r) for r in rows] == [(0, 10), (1, 20), (5, 30)], decoder

@@ -9,6 +9,9 @@
   table needs from the topics' own logs (the log end and the last stable offset over time).
 - ``consumer-offsets``: the ``__consumer_offsets`` records decoded in the same pass
   (:mod:`groupcoord.pipeline.decoders`), so 10 M commits cross the Python/JVM boundary once.
+  Records of aborted transactions (transactional offset commits whose transaction was aborted,
+  found in the partition's ``.txnindex`` files) are left out, as the group coordinator leaves them
+  out when it loads the log.
 
 All three plan one input partition per segment (large segments split at offset-index points, see
 :mod:`groupcoord.pipeline.segments`) and yield Arrow record batches whose schema equals Spark's.
@@ -50,6 +53,7 @@ from groupcoord.pipeline.segments import (
 )
 from groupcoord.storage.batch import BatchHeader, CorruptBatchError, decode_records, records_block
 from groupcoord.storage.control import control_record_type
+from groupcoord.storage.txnindex import read_txn_index
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -314,10 +318,24 @@ class ConsumerOffsetsReader(_SegmentReader):
         memo = options.get("memo")
         self.memo_dir = Path(memo) if memo else None
         self.row_selection = options.get("rows", "all")
+        self._aborted_cache: dict[Path, vectorized.AbortedRanges] = {}
         if self.row_selection not in vectorized.ROW_SELECTIONS:
             raise ValueError(
                 f"option rows must be one of {vectorized.ROW_SELECTIONS}, not {self.row_selection!r}"
             )
+
+    def _aborted(self, split: SegmentSplit) -> vectorized.AbortedRanges:
+        """The aborted transactions of the split's partition, from its ``.txnindex`` files."""
+        pdir = Path(split.path).parent
+        cache = self._aborted_cache
+        found = cache.get(pdir)
+        if found is None:
+            found = {}
+            for index in sorted(pdir.glob("*.txnindex")):
+                for a in read_txn_index(index):
+                    found.setdefault(a.producer_id, []).append((a.first_offset, a.last_offset))
+            cache[pdir] = found
+        return found
 
     def _batch(self, cols: decoders.OffsetsColumns, schema: pa.Schema) -> pa.RecordBatch:
         """The accumulated rows that the ``rows`` option keeps, as an Arrow batch of ``schema``."""
@@ -338,13 +356,21 @@ class ConsumerOffsetsReader(_SegmentReader):
         if self.vectorized:
             for split in partition.splits:
                 data = read_split_bytes(split)
+                aborted = self._aborted(split)
                 if self.memo_dir is not None and self.row_selection == "others":
                     remembered = _recall(self.memo_dir, split, data)
                     if remembered is not None:
                         # the commits pass saw these exact bytes (length and CRC-32C of the whole
                         # split match), all batches sound; only its batches with other rows are read
                         yield from vectorized.iter_offsets_batches(
-                            data, remembered, split.partition, schema, self.batch_rows, "others"
+                            data,
+                            remembered,
+                            split.partition,
+                            schema,
+                            self.batch_rows,
+                            "others",
+                            None,
+                            aborted,
                         )
                         continue
                 scanned = vectorized.scan_batches(data)
@@ -354,7 +380,14 @@ class ConsumerOffsetsReader(_SegmentReader):
                     if self.memo_dir is not None and self.row_selection == "commits":
                         touched = []
                     yield from vectorized.iter_offsets_batches(
-                        data, scanned, split.partition, schema, self.batch_rows, self.row_selection, touched
+                        data,
+                        scanned,
+                        split.partition,
+                        schema,
+                        self.batch_rows,
+                        self.row_selection,
+                        touched,
+                        aborted,
                     )
                     if touched is not None and self.memo_dir is not None:
                         _remember(self.memo_dir, split, data, touched)
@@ -363,7 +396,14 @@ class ConsumerOffsetsReader(_SegmentReader):
                 walk = SplitWalk(split=split, buf=data)
                 headers = list(walk.batches())
                 yield from vectorized.iter_offsets_batches(
-                    walk.buf, headers, split.partition, schema, self.batch_rows, self.row_selection
+                    walk.buf,
+                    headers,
+                    split.partition,
+                    schema,
+                    self.batch_rows,
+                    self.row_selection,
+                    None,
+                    aborted,
                 )
                 if walk.tail is not None:
                     row = decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason)
@@ -374,8 +414,9 @@ class ConsumerOffsetsReader(_SegmentReader):
         cols = decoders.OffsetsColumns()
         for split in partition.splits:
             walk = walk_split(split)
+            ranges = self._aborted(split)
             for pos, header in walk.batches():
-                if header.is_control:
+                if header.is_control or _is_aborted(header, ranges):
                     continue
                 _h, block = records_block(walk.buf, pos)
                 for offset, ts, key, value in iter_key_values(header, block):
@@ -386,6 +427,13 @@ class ConsumerOffsetsReader(_SegmentReader):
                 cols.add_row(decoders.corrupt_row(split.partition, walk.tail.next_offset, walk.tail.reason))
         if len(cols):
             yield self._batch(cols, schema)
+
+
+def _is_aborted(header: BatchHeader, aborted: vectorized.AbortedRanges) -> bool:
+    """:func:`groupcoord.pipeline.vectorized.aborted_batches` for one batch header."""
+    if not header.is_transactional:
+        return False
+    return any(first <= header.base_offset <= last for first, last in aborted.get(header.producer_id, ()))
 
 
 def _memo_path(memo_dir: Path, split: SegmentSplit) -> Path:

@@ -103,6 +103,31 @@ def _strings(buf: U8, start: I64, length: I64) -> pa.Array:
 
 _LENGTH = struct.Struct(">i")
 _CONTROL = 0x20
+_TRANSACTIONAL = 0x10
+_PRODUCER_ID_AT = 43
+
+#: per producer id, the (first offset, ABORT marker offset) of each of its aborted transactions
+#: (a partition's ``.txnindex`` entries)
+AbortedRanges = dict[int, list[tuple[int, int]]]
+
+
+def aborted_batches(data: bytes, headers: BatchArrays, aborted: AbortedRanges | None) -> Bool:
+    """Which batches belong to an aborted transaction: transactional, of a producer with an
+    aborted transaction whose range holds the batch's base offset (what a read_committed consumer
+    drops, Kafka's ``FetchResponse.abortedTransactions`` rule)."""
+    out = np.zeros(len(headers), dtype=np.bool_)
+    if not aborted or len(headers) == 0:
+        return out
+    buf = np.frombuffer(data, dtype=np.uint8)
+    pid = _be(buf, headers.pos + _PRODUCER_ID_AT, 8)
+    txn = (headers.attributes & _TRANSACTIONAL) != 0
+    for producer, ranges in aborted.items():
+        sel = txn & (pid == producer)
+        if not sel.any():
+            continue
+        for first, last in ranges:
+            out |= sel & (headers.base_offset >= first) & (headers.base_offset <= last)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -569,12 +594,14 @@ def iter_offsets_batches(
     batch_rows: int,
     rows: str = "all",
     touched: list[int] | None = None,
+    aborted: AbortedRanges | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """:func:`decode_offsets` in chunks of batches, as Arrow record batches of about ``batch_rows``
-    (control batches skipped)."""
+    (control batches and batches of aborted transactions skipped)."""
     if not isinstance(headers, BatchArrays):
         headers = BatchArrays.from_headers(headers)
-    data_batches = headers.take(np.flatnonzero((headers.attributes & _CONTROL) == 0))
+    skip = ((headers.attributes & _CONTROL) != 0) | aborted_batches(data, headers, aborted)
+    data_batches = headers.take(np.flatnonzero(~skip))
     if len(data_batches) == 0:
         return
     # chunk ends: a chunk closes at the batch that brings its record count to batch_rows
