@@ -259,8 +259,10 @@ class PartitionLog:
                 if read_txn_index(seg.txnindex_path) != want:
                     write_txn_index(seg.txnindex_path, want)
             if replayed:
-                write_snapshot(self.dir, leo, state)
-                usable.append((leo, self.dir))
+                try:  # so the next open reads nothing again (Kafka: rebuildProducerState)
+                    usable.append((leo, write_snapshot(self.dir, leo, state)))
+                except OSError as exc:
+                    log.warning("log %s: could not write a producer snapshot at open: %s", self.dir, exc)
             # Kafka's removeStraySnapshots: keep those at segment bases and the newest one.
             kept = {off for off, _p in usable}
             newest = max(kept, default=None)
