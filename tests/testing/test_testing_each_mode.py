@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from groupcoord.storage.recovery import CLEAN_SHUTDOWN_FILE
 from groupcoord.testing import Broker, EventReason, TopicPartition
@@ -29,7 +32,8 @@ _names = itertools.count(1)
 
 @pytest.fixture(scope="module", params=["in_process", "subprocess"])
 def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
-    with Broker(subprocess=request.param == "subprocess") as b:
+    # metrics.listen: the endpoint's address reaches the parent in each mode (metrics_url)
+    with Broker({"metrics.listen": "127.0.0.1:0"}, subprocess=request.param == "subprocess") as b:
         yield b
         b.clear_faults()
 
@@ -99,6 +103,35 @@ def test_advance_expires_a_45s_session_in_each_mode(broker: Broker, names: Calla
         assert after.member("c1").member_id != before.member("c1").member_id
     finally:
         member.close()
+
+
+def test_metrics_url_names_the_bound_metrics_endpoint_in_each_mode(
+    broker: Broker, names: Callable[[str], str]
+) -> None:
+    """``metrics.listen=127.0.0.1:0``: ``metrics_url`` names the port the endpoint bound (in a
+    subprocess, passed back on the child's stdout), and a scrape there shows a commit exactly."""
+    topic, group = names("orders"), names("app")
+    url = broker.metrics_url
+    assert url is not None
+    match = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/metrics", url)
+    assert match is not None and int(match.group(1)) not in (0, broker.port)
+    broker.create_topic(topic, 1)
+    broker.produce(topic, [b"a", b"b", b"c"])
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        consumer.commit(offsets=[CTopicPartition(topic, 0, 2)], asynchronous=False)
+    finally:
+        consumer.close()
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode("utf-8")
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    labels = (("group", group), ("partition", "0"), ("topic", topic))
+    assert samples[("groupcoord_group_committed_offset", labels)] == 2
+    assert samples[("groupcoord_group_offset_lag", labels)] == 1
 
 
 def test_fail_next_reaches_a_confluent_commit_and_a_confluent_producer_in_each_mode(

@@ -2,7 +2,7 @@
 
 Started by :class:`groupcoord.testing.Broker` only (the protocol is in
 :mod:`groupcoord.testing.control`): an in-process broker on the given port and data, plus the
-control channel, both addresses printed on stdout.
+control channel, their addresses (and the metrics endpoint's) printed on stdout.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from groupcoord.testing.broker import Broker
 from groupcoord.testing.control import (
     CONTROL_PREFIX,
     LISTENING_PREFIX,
+    METRICS_PREFIX,
     TOKEN_ENV,
     serve_control,
     stop_on_signal,
@@ -50,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         broker.start()
         print(f"{LISTENING_PREFIX}{broker.host}:{broker.port}", flush=True)
+        if broker.metrics_url is not None:
+            print(f"{METRICS_PREFIX}{broker.metrics_url}", flush=True)
         print(f"{CONTROL_PREFIX}127.0.0.1:{listener.getsockname()[1]}", flush=True)
         serve_control(broker, listener, token)
     finally:

@@ -50,7 +50,13 @@ from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.errors import ErrorCode
 from groupcoord.testing import wire
-from groupcoord.testing.control import CONTROL_PREFIX, LISTENING_PREFIX, TOKEN_ENV, ControlClient
+from groupcoord.testing.control import (
+    CONTROL_PREFIX,
+    LISTENING_PREFIX,
+    METRICS_PREFIX,
+    TOKEN_ENV,
+    ControlClient,
+)
 from groupcoord.testing.faults import FaultInjector
 from groupcoord.testing.wire import GroupState, Record, TopicPartition
 
@@ -196,6 +202,7 @@ class Broker:
         self._proc: _subprocess.Popen[str] | None = None
         self._control: ControlClient | None = None
         self._log_path: Path | None = None
+        self._metrics_url: str | None = None
         self.starts = 0
         BrokerConfig.from_properties(self._properties())  # reject bad settings now, in the test
 
@@ -206,6 +213,15 @@ class Broker:
         if not self.running:
             raise RuntimeError("the broker is not running")
         return f"{self.host}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``"http://127.0.0.1:PORT/metrics"``, the Prometheus endpoint of ``metrics.listen``
+        (the port it bound, if given as 0); None when ``metrics.listen`` is not set. A wildcard
+        host (``:PORT``, ``0.0.0.0``) is named as 127.0.0.1 (``::``: as ::1)."""
+        if not self.running:
+            raise RuntimeError("the broker is not running")
+        return self._metrics_url
 
     @property
     def data_dir(self) -> Path:
@@ -304,6 +320,7 @@ class Broker:
             self._injector.sever = lambda connection_id: self._sever(app, connection_id)
             self._stop_event = asyncio.Event()
             self.port = port
+            self._metrics_url = None if app.metrics is None else _metrics_url(app.metrics.address)
             self._app = app
             log.info("test broker listening on %s:%d (data %s)", host, port, self.data_dir)
             self._started.set()
@@ -324,7 +341,11 @@ class Broker:
         except BaseException as exc:
             self._start_error = exc
         finally:
-            self._app = None
+            app, self._app = self._app, None
+            if crashed:
+                # A crashed process's sockets are closed by the kernel: the metrics
+                # endpoint's too (its own thread, outside the loop); nothing else is closed.
+                _close_metrics(app)
             self._started.set()
             if crashed:
                 _CRASHED.append((loop, task))
@@ -418,21 +439,28 @@ class Broker:
         lines: list[str] = []
 
         def read_addresses() -> None:
-            for _ in range(2):
-                lines.append(proc.stdout.readline() if proc.stdout else "")
+            # listening, then metrics (only with metrics.listen), then control
+            for _ in range(3):
+                line = proc.stdout.readline() if proc.stdout else ""
+                lines.append(line)
+                if not line or line.startswith(CONTROL_PREFIX):
+                    return
 
         reader = threading.Thread(target=read_addresses, daemon=True)
         reader.start()
         reader.join(self.start_timeout)
+        metrics = [line for line in lines[1:-1] if line.startswith(METRICS_PREFIX)]
         if (
             len(lines) < 2
             or not lines[0].startswith(LISTENING_PREFIX)
-            or not lines[1].startswith(CONTROL_PREFIX)
+            or not lines[-1].startswith(CONTROL_PREFIX)
+            or len(metrics) != len(lines) - 2
         ):
             self._stop_process(hard=True)
             raise RuntimeError(f"the broker did not start: {lines!r}; log:\n{self.log_tail()}")
         self.port = int(lines[0][len(LISTENING_PREFIX) :].strip().rsplit(":", 1)[1])
-        control_host, control_port = lines[1][len(CONTROL_PREFIX) :].strip().rsplit(":", 1)
+        self._metrics_url = metrics[0][len(METRICS_PREFIX) :].strip() if metrics else None
+        control_host, control_port = lines[-1][len(CONTROL_PREFIX) :].strip().rsplit(":", 1)
         self._control = ControlClient(control_host, int(control_port), token)
 
     def _stop_process(self, hard: bool) -> None:
@@ -637,6 +665,27 @@ class Broker:
             except OSError:
                 return "(no log)"
         return "\n".join(list(self._tail.lines)[-lines:])
+
+
+def _metrics_url(address: tuple[str, int] | None) -> str | None:
+    """The URL a scraper on this host uses for a metrics endpoint bound at ``address``."""
+    if address is None:
+        return None
+    host, port = address
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}/metrics" if ":" in host else f"http://{host}:{port}/metrics"
+
+
+def _close_metrics(app: Any) -> None:
+    """Close a hard-stopped app's metrics endpoint, on a loop of its own (the app's loop
+    stays stopped)."""
+    metrics = getattr(app, "metrics", None)
+    if metrics is None:
+        return
+    try:
+        asyncio.run(metrics.stop())
+    except Exception as exc:
+        log.error("hard stop: the metrics endpoint did not close: %r", exc)
 
 
 def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:

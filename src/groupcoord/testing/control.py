@@ -6,10 +6,11 @@ The child is ``python -m groupcoord.testing`` (the package's ``__main__``; never
 127.0.0.1, port 0, for the test process: one JSON object a line in, one a line out. Each
 request names a :class:`Broker` method of :data:`OPERATIONS` with its arguments and carries
 the token the parent put in the child's environment (``GROUPCOORD_TESTING_CONTROL_TOKEN``),
-so no other local process can steer it. Both addresses go to the parent on the child's
-stdout, as the first two lines::
+so no other local process can steer it. The addresses go to the parent on the child's
+stdout, as its first lines (the metrics line only when ``metrics.listen`` is set)::
 
     groupcoord listening on 127.0.0.1:PORT
+    groupcoord metrics on http://127.0.0.1:PORT/metrics
     groupcoord control on 127.0.0.1:PORT
 
 SIGTERM stops the broker cleanly and ends the child; the parent's hard stop is a SIGKILL. The
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "CONTROL_PREFIX",
     "LISTENING_PREFIX",
+    "METRICS_PREFIX",
     "OPERATIONS",
     "TOKEN_ENV",
     "ControlClient",
@@ -44,6 +46,7 @@ __all__ = [
 
 LISTENING_PREFIX = "groupcoord listening on "
 CONTROL_PREFIX = "groupcoord control on "
+METRICS_PREFIX = "groupcoord metrics on "
 TOKEN_ENV = "GROUPCOORD_TESTING_CONTROL_TOKEN"
 
 #: What the parent may call: Broker methods (and two reads of its fault injector).
