@@ -120,11 +120,15 @@ def test_list_offsets_v0_returns_up_to_max_num_offsets_newest_first(broker: Brok
     """``maxNumOffsets`` > 1 walks back over the segment base offsets (one segment here: its
     base 0 after the log end 3); earliest gives only the first; timestamps below -2 are
     UNSUPPORTED_VERSION in v0 (``KafkaApis.handleListOffsetRequestV0``)."""
-    assert _list_offsets_v0(broker, [(0, -1, 10), (0, -2, 10), (0, -3, 1), (0, 0, 5)]) == [
+    far_future = 2**62
+    asks = [(0, -1, 10), (0, -2, 10), (0, -3, 1), (0, 0, 5), (0, far_future, 5), (0, far_future, 1)]
+    assert _list_offsets_v0(broker, asks) == [
         (0, ErrorCode.NONE, [3, 0]),
         (0, ErrorCode.NONE, [0]),
         (0, ErrorCode.UNSUPPORTED_VERSION, []),
         (0, ErrorCode.NONE, []),  # no segment was last modified at or before the epoch
+        (0, ErrorCode.NONE, [3, 0]),  # by timestamp: every point is older, newest first
+        (0, ErrorCode.NONE, [3]),
     ]
 
 
