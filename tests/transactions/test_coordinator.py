@@ -529,3 +529,21 @@ def test_list_transactions_filters_by_state_and_producer_id() -> None:
     assert [t.transactional_id for t in lst([], [pb]).transactions] == ["b"]
     r = lst(["Bogus", "Empty"], [])
     assert r.unknown_state_filters == ("Bogus",) and [t.transactional_id for t in r.transactions] == ["b"]
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_end_txn_writes_the_marker_to_the_groups_offsets_partition_too(commit: bool) -> None:
+    """EndTxn after AddOffsetsToTxn: the COMMIT/ABORT marker goes to every partition of the
+    transaction, the group's ``__consumer_offsets`` partition included (Kafka's
+    ``TransactionMarkerChannelManager.addTxnMarkersToSend``), with the producer's id and epoch;
+    there the group coordinator puts the transaction's offsets in place or drops them."""
+    from groupcoord.coordinator.records import partition_for
+
+    h = Harness()
+    pid, epoch = _ready(h)
+    assert h.add(T, pid, epoch, ("out", 0)).error is ErrorCode.NONE
+    assert h.add_offsets(T, pid, epoch, "my-group").error is ErrorCode.NONE
+    assert h.end(T, pid, epoch, commit).error is ErrorCode.NONE
+    (marker,) = h.markers
+    assert (marker.producer_id, marker.producer_epoch, marker.commit) == (pid, epoch, commit)
+    assert set(marker.partitions) == {("out", 0), ("__consumer_offsets", partition_for("my-group", 50))}
