@@ -48,14 +48,10 @@ def broker() -> Iterator[Broker]:
         yield b
 
 
-def metrics_url(broker: Broker) -> str:
-    # The bound address is on the app's metrics endpoint (the broker also logs it).
-    host, port = broker._app.metrics.address
-    return f"http://{host}:{port}/metrics"
-
-
 def scrape(broker: Broker) -> Samples:
-    with urllib.request.urlopen(metrics_url(broker), timeout=30) as response:
+    url = broker.metrics_url
+    assert url is not None
+    with urllib.request.urlopen(url, timeout=30) as response:
         assert response.status == 200
         assert response.headers["Content-Type"].startswith("text/plain")
         text = response.read().decode("utf-8")
