@@ -308,6 +308,13 @@ def test_txn_commit_to_an_unknown_group_with_a_generation_is_illegal_generation(
     assert codes(txn_commit(h, {("t", 0): 1}, group="simple")) == {("t", 0): ErrorCode.NONE}
 
 
+def test_txn_commit_with_an_empty_group_id_is_invalid_group_id() -> None:
+    """Kafka 4.x ``GroupCoordinatorService.commitTransactionalOffsets``: ``isGroupIdNotEmpty``."""
+    h = harness()
+    assert codes(txn_commit(h, {("t", 0): 1}, group="")) == {("t", 0): ErrorCode.INVALID_GROUP_ID}
+    assert h.c.group("") is None
+
+
 def test_txn_commit_during_completing_rebalance_is_rebalance_in_progress() -> None:
     """``ClassicGroup.validateOffsetCommit``: a member of the new generation committing before
     the assignment is durable gets REBALANCE_IN_PROGRESS."""

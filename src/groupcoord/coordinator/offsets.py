@@ -272,6 +272,9 @@ class OffsetHandlers(ClassicGroupHandlers):
         def all_fail(error: ErrorCode) -> None:
             self._respond(reply, _commit_response(req, lambda _t, _p: error))
 
+        if not req.group_id:
+            all_fail(ErrorCode.INVALID_GROUP_ID)  # GroupCoordinatorService: isGroupIdNotEmpty
+            return
         status = self._status(req.group_id)
         if status is not None:
             all_fail(status)
