@@ -7,7 +7,8 @@ Every other layer imports only downward (``docs/architecture.md``; checked by
   versions and handler, for the broker's APIs and the group coordinator's (whose handlers,
   in :mod:`groupcoord.runtime.group_handlers`, are bound to the group runtime here). ApiVersions
   advertises exactly these ranges. Version ranges cover what confluent-kafka, kafka-python
-  and aiokafka send (reference §3).
+  and aiokafka send (reference §3), and each starts where Kafka 3.9's does, for older clients
+  (the versions Kafka 4.0 removed: ``protocol.old_versions``, ``docs/protocol-coverage.md``).
 * :class:`BrokerApp`, which opens the broker on its data dir, puts the coordinator runtime on
   it, builds the dispatcher and the TCP server, and starts and stops them in order.
 * :func:`run` / :func:`run_blocking`, what ``groupcoord serve`` runs.
