@@ -20,6 +20,9 @@ from groupcoord.coordinator.api import (
     OffsetCommitPartition,
     OffsetCommitResponse,
     OffsetCommitTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteTopic,
     OffsetFetchGroup,
     OffsetFetchRequest,
     OffsetFetchResponse,
@@ -358,6 +361,23 @@ def test_deleting_the_group_tombstones_pending_txn_offsets_too() -> None:
     assert tombstones == {("t", 0), ("t", 1)}
     end(h, commit=True)
     assert h.c.group(GROUP) is None
+
+
+def test_offset_delete_tombstones_a_pending_txn_offset_so_the_commit_marker_puts_nothing_back() -> None:
+    """Kafka 4.x ``OffsetMetadataManager.deleteOffsets``: "A tombstone is written if an offset is
+    present in the main storage or if a pending transactional offset exists"; the tombstone's
+    replay drops the pending offset."""
+    h = harness()
+    txn_commit(h, {("t", 0): 10})
+    r: Reply[OffsetDeleteResponse] = Reply()
+    h.c.offset_delete(
+        OffsetDeleteRequest(group_id=GROUP, topics=(OffsetDeleteTopic(name="t", partitions=(0,)),)), r
+    )
+    assert r.value.topics[0].partitions[0].error is ErrorCode.NONE
+    assert h.sink.records[-1].key == OffsetCommitKey(group=GROUP, topic="t", partition=0)
+    assert h.sink.records[-1].value is None
+    end(h, commit=True)
+    assert offsets(h) == {}
 
 
 # ------------------------------------------------------------------ loading

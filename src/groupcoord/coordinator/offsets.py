@@ -536,12 +536,14 @@ class OffsetHandlers(ClassicGroupHandlers):
             return subscribed is None or topic in subscribed
 
         pending = self._pending_commits.get(req.group_id, {})
+        # Kafka 4.x deleteOffsets: a pending transactional offset gets a tombstone too.
+        txn_pending = self._txn_pending_keys(req.group_id) if req.group_id in self._open_txns else set()
         records: list[CoordinatorRecord] = []
         for t in req.topics:
             if is_subscribed(t.name):
                 continue
             for p in t.partitions:
-                if (t.name, p) in group.offsets or (t.name, p) in pending:
+                if (t.name, p) in group.offsets or (t.name, p) in pending or (t.name, p) in txn_pending:
                     records.append(new_offset_commit_tombstone(req.group_id, t.name, p))
 
         write = OffsetDeleteWrite(reply, req, subscribed)
