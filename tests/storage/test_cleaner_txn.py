@@ -38,8 +38,8 @@ class Log:
         self.plog, _ = PartitionLog.open(path, self.config, self.clock)
         self.seq: dict[int, int] = {}
 
-    def txn(self, pid: int, keys: list[int], epoch: int = 0) -> int:
-        seq = self.seq.get(pid, 0)
+    def txn(self, pid: int, keys: list[int], epoch: int = 0, *, seq: int | None = None) -> int:
+        seq = self.seq.get(pid, 0) if seq is None else seq
         self.seq[pid] = seq + len(keys)
         batch = build_batch(
             [(str(k).encode(), str(k).encode(), ()) for k in keys],
@@ -319,3 +319,61 @@ def test_a_cleaned_log_reopens_with_the_same_producer_state(tmp_path: Path) -> N
     }
     assert after == before
     assert again.aborted_transactions(0, 100) == aborted
+
+
+def test_a_batch_emptied_by_keys_frees_its_transactions_markers(log: Log) -> None:
+    """Kafka: LogCleanerTest.testDeletedBatchesWithNoMessagesRead."""
+    log.txn(1, [1])  # 0
+    log.marker(1, commit=False)  # 1
+    log.txn(1, [2])  # 2
+    log.txn(1, [2])  # 3
+    log.marker(1, commit=True)  # 4
+    log.plog.roll()
+    log.clean(T0)
+    assert (log.keys(), log.offsets()) == ([2], [1, 3, 4])
+    log.two_pass(T0)
+    assert (log.keys(), log.offsets()) == ([2], [3, 4])
+
+
+def test_empty_batches_and_markers_go_when_sequences_start_again(log: Log) -> None:
+    """Kafka: LogCleanerTest.testEmptyBatchRemovalWithSequenceReuse (the group coordinator starts
+    every transactional batch at sequence 0)."""
+    log.txn(1, [1], seq=0)  # 0
+    log.marker(1, commit=True)  # 1
+    log.txn(1, [2], seq=0)  # 2
+    log.marker(1, commit=True)  # 3
+    log.record(1, 1)  # 4
+    log.record(2, 1)  # 5
+    log.plog.roll()
+    log.clean(T0)
+    assert (log.offsets(), log.last_offsets()) == ([1, 3, 4, 5], [1, 2, 3, 4, 5])
+    log.two_pass(T0)
+    assert (log.offsets(), log.last_offsets()) == ([3, 4, 5], [2, 3, 4, 5])
+
+
+def test_commit_markers_stay_while_their_producers_empty_batches_do(log: Log) -> None:
+    """Kafka: LogCleanerTest.testCommitMarkerRetentionWithEmptyBatch."""
+    log.txn(1, [2, 3])  # 0-1
+    log.plog.roll()
+    log.txn(2, [2, 3])  # 2-3
+    log.marker(2, commit=True)  # 4
+    log.plog.roll()
+    log.record(2, 2)  # 5
+    log.record(3, 3)  # 6
+    log.marker(1, commit=True)  # 7
+    log.plog.roll()
+    log.clean(T0)  # both transactions' records go; their batches stay empty as the producers' last
+    assert (log.keys(), log.offsets(), log.last_offsets()) == ([2, 3], [4, 5, 6, 7], [1, 3, 4, 5, 6, 7])
+    log.clean(T0)
+    assert (log.keys(), log.offsets(), log.last_offsets()) == ([2, 3], [4, 5, 6, 7], [1, 3, 4, 5, 6, 7])
+    log.txn(2, [1])  # 8
+    log.marker(2, commit=True)  # 9
+    log.plog.roll()
+    log.clean(T0)  # pid 2's empty batch goes; its marker stays, the pass read that batch
+    assert (log.keys(), log.offsets(), log.last_offsets()) == (
+        [2, 3, 1],
+        [4, 5, 6, 7, 8, 9],
+        [1, 4, 5, 6, 7, 8, 9],
+    )
+    log.two_pass(T0)
+    assert (log.keys(), log.offsets(), log.last_offsets()) == ([2, 3, 1], [5, 6, 7, 8, 9], [1, 5, 6, 7, 8, 9])
