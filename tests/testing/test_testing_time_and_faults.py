@@ -214,10 +214,15 @@ def test_restart_hard_keeps_committed_offsets_and_a_consumer_resumes_from_them(
     assert got == [b"1", b"2"]
     assert kafka_broker.committed("app") == {TopicPartition("orders", 0): 2}
     port = kafka_broker.port
+    # the commit was fsynced, so the crashed broker's fsync thread is running
+    crashed_flusher = kafka_broker._app.broker.flusher  # type: ignore[union-attr]
+    crashed_thread = crashed_flusher._thread
 
     kafka_broker.restart(hard=True)
 
     assert kafka_broker.port == port
+    # the crash ended that thread without a flush (a crashed process's threads die with it)
+    assert crashed_thread is not None and not crashed_thread.is_alive()
     assert kafka_broker.committed("app") == {TopicPartition("orders", 0): 2}
     again = KafkaConsumer(
         bootstrap_servers=kafka_broker.bootstrap,

@@ -101,6 +101,21 @@ class Flusher:
         if self._helpers is not None:
             self._helpers.shutdown()
 
+    def abandon(self) -> None:
+        """As in a crash: drop what is queued without flushing it and let the thread end.
+        Pending waiters are never completed (their loop is gone); later flushes are refused."""
+        with self._cond:
+            self._closed = True
+            self._ready = False
+            self._dirty, self._waiters = {}, []
+            self._jobs.clear()
+            thread = self._thread
+            self._cond.notify()
+        if thread is not None:
+            thread.join()
+        if self._helpers is not None:
+            self._helpers.shutdown()
+
     # ------------------------------------------------------------------ flusher thread
     def _start_locked(self) -> None:
         if self._thread is None:

@@ -344,8 +344,10 @@ class Broker:
             app, self._app = self._app, None
             if crashed:
                 # A crashed process's sockets are closed by the kernel: the metrics
-                # endpoint's too (its own thread, outside the loop); nothing else is closed.
+                # endpoint's too (its own thread, outside the loop); its fsync thread
+                # dies with it, flushing nothing; nothing else is closed.
                 _close_metrics(app)
+                _abandon_flusher(app)
             self._started.set()
             if crashed:
                 _CRASHED.append((loop, task))
@@ -686,6 +688,13 @@ def _close_metrics(app: Any) -> None:
         asyncio.run(metrics.stop())
     except Exception as exc:
         log.error("hard stop: the metrics endpoint did not close: %r", exc)
+
+
+def _abandon_flusher(app: Any) -> None:
+    """End a hard-stopped broker's fsync thread without flushing what it holds."""
+    broker = getattr(app, "broker", None)
+    if broker is not None:
+        broker.flusher.abandon()
 
 
 def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
