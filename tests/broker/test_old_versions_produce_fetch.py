@@ -222,6 +222,18 @@ def test_fetch_below_v10_of_zstd_is_unsupported_compression_type(broker: Broker,
     assert produce(client, 7, "fetch-zstd-batch", batch).error_code == ErrorCode.NONE
     assert fetch(client, 3, "fetch-zstd-batch", 0).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
     assert fetch(client, 4, "fetch-zstd-batch", 0).error_code == ErrorCode.NONE
+    # after a convertible batch, the zstd one ends the answer; fetched from there it is the error
+    # (LazyDownConversionRecordsSend)
+    plain = build_batch([(None, b"p", ())], timestamp_ms=1)
+    broker.create_topic("fetch-zstd-later", 1)
+    assert produce(client, 7, "fetch-zstd-later", plain).base_offset == 0
+    assert produce(client, 7, "fetch-zstd-later", batch).base_offset == 1
+    got = fetch(client, 3, "fetch-zstd-later", 0)
+    assert (got.error_code, [(m.offset, m.value) for m in iter_messages(got.records)]) == (
+        ErrorCode.NONE,
+        [(0, b"p")],
+    )
+    assert fetch(client, 3, "fetch-zstd-later", 1).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
 
 # -- Burrow 1.2.1 (sarama 1.22) against the broker, byte by byte -----------------------------------

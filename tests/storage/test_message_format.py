@@ -263,7 +263,7 @@ def test_downconvert_log_append_time_batch_stamps_every_message_with_it() -> Non
     assert [(m.timestamp, m.log_append_time) for m in out] == [(6, True), (6, True)]
 
 
-def test_downconvert_skips_control_batches_and_refuses_zstd() -> None:
+def test_downconvert_skips_control_batches_and_stops_at_zstd() -> None:
     control = build_batch(
         [(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00", ())],
         base_offset=0,
@@ -272,10 +272,14 @@ def test_downconvert_skips_control_batches_and_refuses_zstd() -> None:
     )
     data = build_batch([(None, b"x", ())], base_offset=1, timestamp_ms=1)
     assert [m.offset for m in iter_messages(downconvert(control + data, 1, 0))] == [1]
-    zstd = build_batch([(None, b"x", ())], base_offset=0, timestamp_ms=1, compression=COMPRESSION_ZSTD)
+    zstd = build_batch([(None, b"x", ())], base_offset=2, timestamp_ms=1, compression=COMPRESSION_ZSTD)
     with pytest.raises(MessageFormatError) as caught:
         downconvert(zstd, 1, 0)
     assert caught.value.code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    # after convertible batches, a zstd batch ends the answer (LazyDownConversionRecordsSend):
+    # the next fetch starts at it and gets the error
+    after = build_batch([(None, b"y", ())], base_offset=3, timestamp_ms=1)
+    assert [m.offset for m in iter_messages(downconvert(control + data + zstd + after, 1, 0))] == [1]
 
 
 # -- LZ4 as Kafka frames it -----------------------------------------------------------------------

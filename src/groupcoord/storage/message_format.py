@@ -279,8 +279,8 @@ def downconvert(data: bytes | bytearray | memoryview, to_magic: int, first_offse
 
     Control batches are left out; an uncompressed batch becomes one message per record from
     ``first_offset`` on; a compressed batch becomes one wrapper of the same codec holding all its
-    records. A trailing partial batch is left out. Raises :class:`MessageFormatError`
-    (UNSUPPORTED_COMPRESSION_TYPE) for a zstd batch."""
+    records. A trailing partial batch is left out. A zstd batch ends the answer; raises
+    :class:`MessageFormatError` (UNSUPPORTED_COMPRESSION_TYPE) when nothing comes before it."""
     if to_magic not in (MAGIC_V0, MAGIC_V1):
         raise ValueError(f"cannot down-convert to magic {to_magic}")
     out = bytearray()
@@ -294,6 +294,10 @@ def downconvert(data: bytes | bytearray | memoryview, to_magic: int, first_offse
             continue
         codec = header.compression
         if codec == COMPRESSION_ZSTD:
+            if out:
+                # what came before is answered; the next fetch starts at this batch and gets the
+                # error (Kafka's LazyDownConversionRecordsSend sends what it converted)
+                break
             raise MessageFormatError(
                 ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                 "Down-conversion of zstandard-compressed batches is not supported",
