@@ -236,6 +236,19 @@ def test_fetch_below_v10_of_zstd_is_unsupported_compression_type(broker: Broker,
     assert fetch(client, 3, "fetch-zstd-later", 1).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
 
+def test_fetch_below_v4_of_a_topic_without_down_conversion_is_unsupported_version(
+    broker: Broker, client: WireClient
+) -> None:
+    """``KafkaApis.maybeConvertFetchedData``: ``message.downconversion.enable=false`` refuses the
+    fetches that would need a conversion (a consumer's, below v4)."""
+    broker.create_topic("fetch-no-down", 1, {"message.downconversion.enable": "false"})
+    broker.produce("fetch-no-down", [b"x"])
+    for version in range(4):
+        assert fetch(client, version, "fetch-no-down", 0).error_code == ErrorCode.UNSUPPORTED_VERSION
+    got = fetch(client, 4, "fetch-no-down", 0)
+    assert (got.error_code, got.high_watermark) == (ErrorCode.NONE, 1)
+
+
 # -- Burrow 1.2.1 (sarama 1.22) against the broker, byte by byte -----------------------------------
 
 

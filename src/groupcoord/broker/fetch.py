@@ -15,7 +15,9 @@ Fetch v0-v3 predate record batches: what they read is down-converted to message 
 (Fetch v0-v1) or v1 (v2-v3) by ``storage.message_format``, as Kafka 3.9 does for every such
 fetch (``KafkaApis.maybeConvertFetchedData``); those record sets are always read into memory.
 A topic whose ``compression.type`` is zstd answers UNSUPPORTED_COMPRESSION_TYPE to fetches
-below v10, and a zstd batch cannot be down-converted (the same code).
+below v10, and a zstd batch cannot be down-converted (the same code); a topic with
+``message.downconversion.enable=false`` answers UNSUPPORTED_VERSION to fetches below v4. Both
+settings are read from the topic's configs, else the dynamic broker defaults.
 """
 
 from __future__ import annotations
@@ -113,8 +115,13 @@ def _build(
                 except KeyError:
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    if version < 10 and _zstd_topic(broker, ask.name):
+                    if version < 10 and _topic_setting(broker, ask.name, "compression.type") == "zstd":
                         code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+                    elif (
+                        old_magic is not None
+                        and _topic_setting(broker, ask.name, "message.downconversion.enable") == "false"
+                    ):
+                        code = ErrorCode.UNSUPPORTED_VERSION
                 if code == ErrorCode.NONE:
                     limit = min(p.max_bytes, remaining)
                     try:
@@ -173,9 +180,13 @@ def _build(
     return topics_out, total, failed
 
 
-def _zstd_topic(broker: Broker, name: str) -> bool:
+def _topic_setting(broker: Broker, name: str, key: str) -> str | None:
+    """A topic config as set on the topic, else as a dynamic broker default (None if neither)."""
     meta = broker.logs.topics().get(name)
-    return meta is not None and meta.configs.get("compression.type") == "zstd"
+    if meta is not None and key in meta.configs:
+        return str(meta.configs[key]).lower()
+    found = broker.logs.dynamic_topic_defaults().get(key)
+    return None if found is None else found.value.lower()
 
 
 def _release(topics: list[TopicOut]) -> None:
