@@ -175,8 +175,18 @@ def test_upconvert_refuses_what_kafka_refuses() -> None:
         code(write_message_set(records(1), magic=0) + write_message_set(records(1), magic=1))
         == ErrorCode.INVALID_RECORD
     )
-    # a producer claiming LogAppendTime
-    assert code(write_message_set(records(1), magic=1, log_append_time=5)) == ErrorCode.INVALID_TIMESTAMP
+    # a producer claiming LogAppendTime: refused on a LogAppendTime topic, or without a timestamp
+    # (LogValidator.validateTimestamp); on a CreateTime topic its timestamp is kept
+    for codec in (COMPRESSION_NONE, COMPRESSION_GZIP):
+        claimed = write_message_set(records(2), magic=1, compression=codec, log_append_time=5)
+        with pytest.raises(MessageFormatError) as caught:
+            upconvert(claimed, log_append_time_topic=True)
+        assert caught.value.code == ErrorCode.INVALID_TIMESTAMP
+        assert [r.timestamp for r in decode_records(upconvert(claimed))] == [5, 5]
+    no_time = write_message_set(
+        [Record(offset=0, timestamp=-1, key=None, value=b"")], magic=1, log_append_time=-1
+    )
+    assert code(no_time) == ErrorCode.INVALID_TIMESTAMP
     # zstd did not exist before v2 batches
     zstd = bytearray(write_message_set(records(1), magic=1))
     zstd[12 + 5] = COMPRESSION_ZSTD

@@ -106,7 +106,7 @@ def _produce_partition(
             )
         # Produce v0-v2 carry message format v0/v1: the log keeps v2 batches (LogValidator)
         try:
-            records = upconvert(records)
+            records = upconvert(records, log_append_time_topic=plog.config.log_append_time)
         except MessageFormatError as exc:
             return _PartitionResult(exc.code, message=str(exc))
     try:

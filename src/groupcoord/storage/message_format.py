@@ -230,11 +230,12 @@ def inner_messages(wrapper: LegacyMessage) -> list[LegacyMessage]:
 # --------------------------------------------------------------------------------------------
 
 
-def upconvert(data: bytes | bytearray | memoryview) -> bytes:
+def upconvert(data: bytes | bytearray | memoryview, *, log_append_time_topic: bool = False) -> bytes:
     """One v2 batch (base offset 0, no producer) holding the messages of a v0/v1 message set.
 
     Kafka's ``LogValidator`` rules: all entries have one magic; a compressed set is exactly one
-    wrapper, whose codec the batch keeps; a producer may not claim LogAppendTime; magic 0
+    wrapper, whose codec the batch keeps; a message claiming LogAppendTime is refused unless the
+    topic uses CreateTime and the message has a timestamp (``validateTimestamp``); magic 0
     messages have no timestamp (-1). Raises :class:`MessageFormatError` with Kafka's code."""
     shallow = list(iter_messages(data))
     if not shallow:
@@ -257,10 +258,15 @@ def upconvert(data: bytes | bytearray | memoryview) -> bytes:
                 ErrorCode.INVALID_RECORD, "Compressed outer record has more than one batch"
             )
         messages = shallow
-    if any(m.log_append_time for m in shallow):
-        raise MessageFormatError(
-            ErrorCode.INVALID_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime."
-        )
+    if codec != COMPRESSION_NONE:
+        claims = [(shallow[0], m.timestamp) for m in messages]
+    else:
+        claims = [(m, m.timestamp) for m in shallow]
+    for outer, timestamp in claims:
+        if outer.log_append_time and (log_append_time_topic or timestamp == NO_TIMESTAMP):
+            raise MessageFormatError(
+                ErrorCode.INVALID_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime."
+            )
     return build_batch(
         [(m.key, m.value, ()) for m in messages],
         timestamp_ms=NO_TIMESTAMP,
