@@ -86,7 +86,7 @@ def routes(
     """
     if group_runtime is None:
         return _table([*(r for r in _ROUTES if r.api_key not in GROUP_APIS), *_txn_routes(txn_runtime)])
-    return _table([*_ROUTES, *_group_routes(group_runtime), *_txn_routes(txn_runtime)])
+    return _table([*_ROUTES, *_group_routes(group_runtime, txn_runtime), *_txn_routes(txn_runtime)])
 
 
 #: The routes whose handlers need no runtime. ``overlap``: requests of one class may wait
@@ -116,8 +116,9 @@ _ROUTES: tuple[Route[Broker], ...] = (
 )
 
 
-def _group_routes(rt: GroupRuntime) -> list[Route[Broker]]:
-    """The group coordinator's APIs, each handler bound to the runtime it calls."""
+def _group_routes(rt: GroupRuntime, txn: TxnRuntime | None = None) -> list[Route[Broker]]:
+    """The group coordinator's APIs, each handler bound to the runtime it calls (TxnOffsetCommit
+    also to the transaction runtime, which verifies the producer's transaction)."""
     return [
         # OffsetCommit: pipelined commits on one connection may wait for their writes
         # together; anything else behind them waits for all.
@@ -155,7 +156,7 @@ def _group_routes(rt: GroupRuntime) -> list[Route[Broker]]:
             api_key=K.TXN_OFFSET_COMMIT,
             min_version=0,
             max_version=4,
-            handler=partial(groups.txn_offset_commit, rt),
+            handler=partial(groups.txn_offset_commit, rt, txn),
         ),
     ]
 

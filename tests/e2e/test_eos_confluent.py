@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from conftest import BrokerProcess
 from eos_harness import ROUNDS, committed, duplicates, read_to_sentinel, run_chaos, setup_topics
 from test_produce_consume_confluent import create_topic
+
+from conftest import BrokerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -173,7 +174,8 @@ def test_txn_offset_commit_every_version_over_the_wire_and_an_older_epoch_is_rej
     answers UNSTABLE_OFFSET_COMMIT) until EndTxn's COMMIT marker, then committed; an unknown
     partition gets UNKNOWN_TOPIC_OR_PARTITION (``KafkaApis.handleTxnOffsetCommitRequest``); a
     batch of an epoch older than the one the offsets partition last saw is
-    INVALID_PRODUCER_EPOCH (the log's producer-state check, ``ProducerAppendInfo``)."""
+    INVALID_PRODUCER_EPOCH; without AddOffsetsToTxn first, INVALID_TXN_STATE (KIP-890 part 1,
+    the group coordinator verifying with the transaction coordinator as Kafka 3.6+ does)."""
     from groupcoord.errors import ErrorCode
     from groupcoord.protocol.client import WireClient
 
@@ -232,6 +234,9 @@ def test_txn_offset_commit_every_version_over_the_wire_and_an_older_epoch_is_rej
     with WireClient("127.0.0.1", eos_broker.port, client_id="eos-wire") as c:
         init = c.call(INIT_PRODUCER_ID, 4, transactional_id=tid, transaction_timeout=60000)
         pid, epoch = int(init.producer_id), int(init.producer_epoch)
+        # KIP-890 part 1: the group's offsets partition must be in the ongoing transaction
+        assert commit(c, 3, pid, epoch, 1) == ErrorCode.INVALID_TXN_STATE  # no AddOffsetsToTxn
+        assert commit(c, 3, pid + 1, epoch, 1) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
         for version in range(5):
             add = until_not_concurrent(
                 lambda: c.call(

@@ -547,3 +547,27 @@ def test_end_txn_writes_the_marker_to_the_groups_offsets_partition_too(commit: b
     (marker,) = h.markers
     assert (marker.producer_id, marker.producer_epoch, marker.commit) == (pid, epoch, commit)
     assert set(marker.partitions) == {("out", 0), ("__consumer_offsets", partition_for("my-group", 50))}
+
+
+def test_verify_partition_answers_whether_it_is_in_the_ongoing_transaction() -> None:
+    """KIP-890 part 1 (Kafka's ``TransactionCoordinator.handleVerifyPartitionsInTransaction``,
+    codes as ``AddPartitionsToTxnManager`` gives them to TxnOffsetCommit v0-4): in the
+    transaction -> NONE; not added, or no transaction -> INVALID_TXN_STATE; unknown id or
+    another producer id -> INVALID_PRODUCER_ID_MAPPING; another epoch -> INVALID_PRODUCER_EPOCH;
+    completing -> CONCURRENT_TRANSACTIONS."""
+    h = Harness()
+    offsets = ("__consumer_offsets", 7)
+    assert h.shard.verify_partition("nobody", 1, 0, offsets) is ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    pid, epoch = _ready(h)
+    assert h.shard.verify_partition(T, pid, epoch, offsets) is ErrorCode.INVALID_TXN_STATE  # Empty
+    assert h.add(T, pid, epoch, ("out", 0)).error is ErrorCode.NONE
+    assert h.shard.verify_partition(T, pid, epoch, ("out", 0)) is ErrorCode.NONE
+    assert h.shard.verify_partition(T, pid, epoch, offsets) is ErrorCode.INVALID_TXN_STATE  # not added
+    assert h.shard.verify_partition(T, pid + 1, epoch, ("out", 0)) is ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert h.shard.verify_partition(T, pid, epoch - 1, ("out", 0)) is ErrorCode.INVALID_PRODUCER_EPOCH
+    h.hold = True
+    h.end(T, pid, epoch, True)
+    h.finish_write(h.held_writes.pop(0))  # PrepareCommit durable, markers held
+    assert h.shard.verify_partition(T, pid, epoch, ("out", 0)) is ErrorCode.CONCURRENT_TRANSACTIONS
+    h.release()
+    assert h.shard.verify_partition(T, pid, epoch, ("out", 0)) is ErrorCode.INVALID_TXN_STATE  # complete

@@ -27,6 +27,7 @@ from groupcoord.protocol.hot import offset_commit_response
 from groupcoord.protocol.registry import ApiMessages
 from groupcoord.runtime.answers import now_or_later, response_type
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
+from groupcoord.runtime.txn_runtime import TxnRuntime
 
 R = TypeVar("R")
 
@@ -355,15 +356,32 @@ def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
     return _call(runtime, lambda reply: runtime.coordinator.offset_commit(req, reply), encode)
 
 
-def txn_offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def txn_offset_commit(
+    runtime: GroupRuntime, txn: TxnRuntime | None, broker: Broker, ctx: RequestContext, request: Any
+) -> Any:
     """TxnOffsetCommit (28) v0-4: offsets committed inside a transaction (KIP-98, KIP-447).
 
     As Kafka's ``KafkaApis.handleTxnOffsetCommitRequest``: partitions of unknown topics get
     UNKNOWN_TOPIC_OR_PARTITION and the rest go to the group coordinator, which holds them
     pending for the producer until its transaction's marker. v0-2 carry no member fields
-    (generation -1, no member id).
+    (generation -1, no member id). First, as Kafka 3.6+ (KIP-890 part 1,
+    ``GroupCoordinator.handleTxnCommitOffsets`` verifying with the transaction coordinator), the
+    group's ``__consumer_offsets`` partition must be in the producer's ongoing transaction
+    (AddOffsetsToTxn): otherwise every partition gets the verification's error
+    (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING, ...).
     """
     known_topics, unknown = _committable(broker, request)
+    if txn is not None and known_topics and request.group_id:
+        verified = txn.shard.verify_partition(
+            str(request.transactional_id),
+            int(request.producer_id),
+            int(request.producer_epoch),
+            (OFFSETS_TOPIC, runtime.coordinator.partition_for(str(request.group_id))),
+        )
+        if verified is not ErrorCode.NONE:
+            failed = {(t.name, p.partition): verified for t in known_topics for p in t.partitions}
+            encode_failed = _commit_encoder(broker, ctx, request, {**unknown, **failed})
+            return encode_failed(api.OffsetCommitResponse(topics=()))
     req = api.TxnOffsetCommitRequest(
         transactional_id=str(request.transactional_id),
         group_id=str(request.group_id),

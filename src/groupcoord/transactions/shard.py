@@ -168,6 +168,30 @@ class TransactionCoordinatorShard:
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self._config.num_partitions)
 
+    def verify_partition(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partition: tuple[str, int]
+    ) -> ErrorCode:
+        """Whether ``partition`` is in the producer's ongoing transaction (KIP-890 part 1, Kafka's
+        ``TransactionCoordinator.handleVerifyPartitionsInTransaction``), a query with no effect.
+
+        Codes as a client of TxnOffsetCommit v0-4 sees them (``AddPartitionsToTxnManager``
+        turns PRODUCER_FENCED into INVALID_PRODUCER_EPOCH and TRANSACTION_ABORTABLE, "not in
+        the transaction", into INVALID_TXN_STATE for those versions).
+        """
+        error = self._partition_error(transactional_id)
+        if error is not ErrorCode.NONE:
+            return error
+        meta = self._txns.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if meta.producer_epoch != producer_epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if meta.state is S.ONGOING and partition in meta.partitions:
+            return ErrorCode.NONE
+        return ErrorCode.INVALID_TXN_STATE
+
     # ------------------------------------------------------------------ entry points
     def _begin(self) -> TxnResult:
         out = self._out = TxnResult()
