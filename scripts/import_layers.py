@@ -100,13 +100,17 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "PySpark over the log: storage formats and coordinator records",
         (*_BASE, "consumer_protocol", "storage", "coordinator.records"),
     ),
+    "admin_client": (
+        "the admin tools' wire client: negotiated versions, leaders, offsets, partition reads",
+        (*_BASE, *_FORMATS),
+    ),
     "admin": (
-        "`groupcoord groups`: a wire client and the offsets log",
-        (*_BASE, *_FORMATS, "storage", "coordinator.records"),
+        "`groupcoord groups`: groups over the wire and the offsets log",
+        (*_BASE, *_FORMATS, "admin_client", "coordinator.records"),
     ),
     "admin_topics": (
         "`groupcoord topics`: topics over the wire, through the admin client",
-        (*_BASE, *_FORMATS, "admin"),
+        (*_BASE, *_FORMATS, "admin", "admin_client"),
     ),
     # ---- composition roots: they alone wire everything
     "app": ("the composition root: route table, BrokerApp, serve", ("*",)),

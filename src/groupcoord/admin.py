@@ -4,8 +4,9 @@
 group's state, protocol, generation and leader, its members with their decoded assignments,
 and per partition the committed offset, the log-end offset and the lag.
 
-Everything comes over the Kafka protocol, through the raw codec of ``groupcoord.protocol``
-(no client library), so the tool works against any broker that speaks these APIs:
+Everything comes over the Kafka protocol, through :mod:`groupcoord.admin_client` (the raw
+codec of ``groupcoord.protocol``, no client library), so the tool works against any broker that
+speaks these APIs:
 
 * ApiVersions picks, for each API, the highest version both sides know;
 * FindCoordinator finds the group's coordinator; DescribeGroups gives the state, protocol type,
@@ -27,10 +28,29 @@ import json
 import logging
 import sys
 import typing
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from groupcoord.admin_client import (
+    DEFAULT_BOOTSTRAP,
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    LIST_GROUPS,
+    METADATA,
+    OFFSET_COMMIT,
+    OFFSET_DELETE,
+    OFFSET_FETCH,
+    AdminClient,
+    AdminError,
+    UsageError,
+    check_error,
+    error_name,
+    list_offsets,
+    read_partition,
+)
 from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
 from groupcoord.coordinator.records import (
@@ -40,19 +60,10 @@ from groupcoord.coordinator.records import (
     decode_record,
     partition_for,
 )
-from groupcoord.errors import ErrorCode
-from groupcoord.protocol.client import WireClient, WireError, build_request
-from groupcoord.protocol.registry import ApiMessages, load_messages
-from groupcoord.storage.batch import BatchHeader, CorruptBatchError, decode_records, iter_batches
-from groupcoord.storage.batch import Record as BatchRecord
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "EARLIEST_TIMESTAMP",
-    "LATEST_TIMESTAMP",
-    "AdminClient",
-    "AdminError",
     "GroupDescription",
     "GroupListing",
     "MemberDescription",
@@ -61,50 +72,8 @@ __all__ = [
     "format_description",
     "format_listing",
     "list_groups",
-    "list_offsets",
-    "read_partition",
     "register",
 ]
-
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-
-# API keys and the version ranges this tool can build requests for.
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 0, 1, 2, 3, 8, 9, 10
-DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS = 15, 16, 18
-CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 19, 20, 32, 33
-CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE = 37, 42, 44, 47
-DELETE_RECORDS = 21
-_CLIENT_RANGES: dict[int, tuple[int, int]] = {
-    PRODUCE: (3, 8),
-    OFFSET_COMMIT: (2, 8),
-    CREATE_TOPICS: (2, 7),
-    DELETE_TOPICS: (1, 5),
-    DESCRIBE_CONFIGS: (1, 4),
-    ALTER_CONFIGS: (0, 2),
-    DELETE_RECORDS: (0, 2),
-    CREATE_PARTITIONS: (0, 3),
-    DELETE_GROUPS: (0, 2),
-    INCREMENTAL_ALTER_CONFIGS: (0, 1),
-    OFFSET_DELETE: (0, 0),
-    FETCH: (4, 11),
-    LIST_OFFSETS: (1, 7),
-    METADATA: (1, 9),
-    OFFSET_FETCH: (2, 7),
-    FIND_COORDINATOR: (0, 3),
-    DESCRIBE_GROUPS: (0, 5),
-    LIST_GROUPS: (0, 4),
-}
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-_FETCH_MAX_BYTES = 4 << 20
-
-
-class AdminError(Exception):
-    """Something the user must be told: unreachable broker, an error code, a missing API."""
-
-
-class UsageError(AdminError):
-    """A mistake in the command line itself (exit status 2)."""
 
 
 # ------------------------------------------------------------------------------ values
@@ -153,246 +122,6 @@ class GroupDescription:
     partitions: tuple[PartitionLag, ...]
 
 
-# ------------------------------------------------------------------------------ wire
-def _parse_address(address: str) -> tuple[str, int]:
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise AdminError(f"bad address {address!r}: expected HOST:PORT")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-class Connection:
-    """One synchronous connection to one broker, speaking whatever versions it negotiated."""
-
-    def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float) -> None:
-        self.address = f"{host}:{port}"
-        try:
-            self._wire = WireClient(host, port, client_id=client_id, timeout_s=timeout_s)
-        except WireError as exc:
-            raise AdminError(str(exc)) from exc
-        self._versions: dict[int, int] = {}
-        self._negotiate()
-
-    def close(self) -> None:
-        self._wire.close()
-
-    def _roundtrip(self, messages: ApiMessages, fields: dict[str, Any]) -> Any:
-        try:
-            return self._wire.call_entity(messages, build_request(messages.request_type, fields))
-        except WireError as exc:
-            raise AdminError(str(exc)) from exc
-
-    def _negotiate(self) -> None:
-        response = self._roundtrip(load_messages(API_VERSIONS, 0), {})
-        if int(response.error_code) != 0:
-            raise AdminError(f"{self.address}: ApiVersions failed: {_name(response.error_code)}")
-        broker = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
-        for key, (lo, hi) in _CLIENT_RANGES.items():
-            theirs = broker.get(key)
-            if theirs is not None and max(lo, theirs[0]) <= min(hi, theirs[1]):
-                self._versions[key] = min(hi, theirs[1])
-
-    def version(self, api_key: int) -> int:
-        try:
-            return self._versions[api_key]
-        except KeyError:
-            raise AdminError(f"{self.address} offers no usable version of api key {api_key}") from None
-
-    def serves(self, api_key: int) -> bool:
-        """Whether the broker and this tool share a version of ``api_key``."""
-        return api_key in self._versions
-
-    def call(self, api_key: int, **fields: Any) -> Any:
-        return self._roundtrip(load_messages(api_key, self.version(api_key)), fields)
-
-
-def _name(code: Any) -> str:
-    try:
-        return ErrorCode(int(code)).name
-    except ValueError:
-        return f"error {int(code)}"
-
-
-def _check(code: Any, what: str) -> None:
-    if int(code) != 0:
-        raise AdminError(f"{what}: {_name(code)}")
-
-
-class AdminClient:
-    """The bootstrap connection plus, when it is another broker, the group's coordinator."""
-
-    def __init__(
-        self, bootstrap: str, *, client_id: str = "groupcoord-admin", timeout_s: float = 10.0
-    ) -> None:
-        host, port = _parse_address(bootstrap)
-        self._client_id = client_id
-        self._timeout_s = timeout_s
-        self.bootstrap = Connection(host, port, client_id=client_id, timeout_s=timeout_s)
-        self._others: dict[tuple[str, int], Connection] = {}
-
-    def __enter__(self) -> AdminClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.bootstrap.close()
-        for c in self._others.values():
-            c.close()
-
-    def connection(self, host: str, port: int) -> Connection:
-        if f"{host}:{port}" == self.bootstrap.address:
-            return self.bootstrap
-        conn = self._others.get((host, port))
-        if conn is None:
-            conn = self._others[(host, port)] = Connection(
-                host, port, client_id=self._client_id, timeout_s=self._timeout_s
-            )
-        return conn
-
-    def coordinator(self, group_id: str) -> Connection:
-        r = self.bootstrap.call(FIND_COORDINATOR, key=group_id, key_type=0)
-        _check(r.error_code, f"FindCoordinator({group_id!r})")
-        return self.connection(r.host, int(r.port))
-
-    def brokers(self) -> list[Connection]:
-        """A connection to every broker of the cluster, from Metadata."""
-        r = self.bootstrap.call(
-            METADATA,
-            topics=[],
-            allow_auto_topic_creation=False,
-            include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False,
-        )
-        found = sorted((int(b.node_id), b.host, int(b.port)) for b in r.brokers)
-        return [self.connection(host, port) for _, host, port in found] or [self.bootstrap]
-
-    def leaders(self, topics: Iterable[str]) -> dict[tuple[str, int], Connection]:
-        """The connection to each partition's leader, from Metadata."""
-        r = self.bootstrap.call(
-            METADATA,
-            topics=[{"name": t} for t in sorted(set(topics))],
-            allow_auto_topic_creation=False,
-            include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False,
-        )
-        brokers = {int(b.node_id): (b.host, int(b.port)) for b in r.brokers}
-        out: dict[tuple[str, int], Connection] = {}
-        for t in r.topics:
-            if int(t.error_code) != 0:
-                log.info("metadata for %s: %s", t.name, _name(t.error_code))
-                continue
-            for p in t.partitions:
-                where = brokers.get(int(p.leader_id))
-                if int(p.error_code) == 0 and where is not None:
-                    out[(t.name, int(p.partition_index))] = self.connection(*where)
-        return out
-
-
-def list_offsets(
-    leaders: dict[tuple[str, int], Connection], wanted: Iterable[tuple[str, int]], timestamp: int
-) -> dict[tuple[str, int], int]:
-    """ListOffsets for each wanted partition at ``timestamp`` (:data:`LATEST_TIMESTAMP`: the
-    log end, :data:`EARLIEST_TIMESTAMP`: the log start), asked of its leader in ``leaders``;
-    a partition without a leader or with an error code is left out (logged)."""
-    by_conn: dict[str, tuple[Connection, list[tuple[str, int]]]] = {}
-    for tp in wanted:
-        conn = leaders.get(tp)
-        if conn is not None:
-            by_conn.setdefault(conn.address, (conn, []))[1].append(tp)
-    out: dict[tuple[str, int], int] = {}
-    for conn, tps in by_conn.values():
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for t, p in tps:
-            topics.setdefault(t, []).append(
-                {
-                    "partition_index": p,
-                    "current_leader_epoch": -1,
-                    "timestamp": timestamp,
-                    "max_num_offsets": 1,
-                }
-            )
-        r = conn.call(
-            LIST_OFFSETS,
-            replica_id=-1,
-            isolation_level=0,
-            topics=[{"name": t, "partitions": ps} for t, ps in topics.items()],
-        )
-        for t in r.topics:
-            for p in t.partitions:
-                if int(p.error_code) == 0:
-                    out[(t.name, int(p.partition_index))] = int(p.offset)
-                else:
-                    log.info("ListOffsets %s-%d: %s", t.name, int(p.partition_index), _name(p.error_code))
-    return out
-
-
-def read_partition(
-    conn: Connection, topic: str, partition: int, start: int, end: int
-) -> Iterator[tuple[BatchHeader, BatchRecord]]:
-    """Each data record of ``topic``-``partition`` from ``start`` up to ``end`` (a high
-    watermark read before), with its batch's header, read with Fetch from the partition's
-    leader ``conn``. Control batches (transaction markers) are skipped. A start below the log
-    start moves to the log start; a fetch that returns no complete batch ends the read.
-
-    Raises:
-        AdminError: an error code in the Fetch answer, or a corrupt batch.
-    """
-    position = start
-    while position < end:
-        r = conn.call(
-            FETCH,
-            replica_id=-1,
-            max_wait=0,
-            min_bytes=0,
-            max_bytes=_FETCH_MAX_BYTES,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {
-                            "partition": partition,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": position,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": _FETCH_MAX_BYTES,
-                        }
-                    ],
-                }
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
-        )
-        part = r.responses[0].partitions[0]
-        code = int(part.error_code)
-        log_start = int(getattr(part, "log_start_offset", -1))  # Fetch v5+
-        if code == ErrorCode.OFFSET_OUT_OF_RANGE and position < log_start:
-            position = log_start
-            continue
-        _check(code, f"Fetch {topic}-{partition} at {position}")
-        data = bytes(part.records or b"")
-        advanced = position
-        try:
-            for pos, header in iter_batches(data):
-                if header.last_offset < position:
-                    continue
-                advanced = header.last_offset + 1
-                if header.is_control:
-                    continue
-                for rec in decode_records(data, pos):
-                    if rec.offset >= position:
-                        yield header, rec
-        except CorruptBatchError as exc:
-            raise AdminError(f"{topic}-{partition}: corrupt batch in Fetch answer: {exc}") from exc
-        if advanced == position:
-            break  # nothing complete came back (a batch larger than the fetch size)
-        position = advanced
-
-
 def _newest_group_metadata(admin: AdminClient, group_id: str) -> GroupMetadataValue | None:
     """The group's newest GroupMetadata record value in ``__consumer_offsets`` (None: none or
     a tombstone), read with Fetch from the log start to the high watermark."""
@@ -427,7 +156,7 @@ def list_groups(admin: AdminClient, states: Sequence[str] = ()) -> list[GroupLis
         if states and conn.version(LIST_GROUPS) < 4:
             raise AdminError(f"{conn.address}: ListGroups is older than v4 and cannot filter by state")
         r = conn.call(LIST_GROUPS, states_filter=list(states), types_filter=[])
-        _check(r.error_code, f"ListGroups on {conn.address}")
+        check_error(r.error_code, f"ListGroups on {conn.address}")
         for g in r.groups:
             out[g.group_id] = GroupListing(
                 group_id=g.group_id,
@@ -441,7 +170,7 @@ def describe_group(admin: AdminClient, group_id: str) -> GroupDescription:
     coord = admin.coordinator(group_id)
     r = coord.call(DESCRIBE_GROUPS, groups=[group_id], include_authorized_operations=False)
     g = r.groups[0]
-    _check(g.error_code, f"DescribeGroups({group_id!r})")
+    check_error(g.error_code, f"DescribeGroups({group_id!r})")
 
     members = []
     owners: dict[tuple[str, int], MemberDescription] = {}
@@ -466,11 +195,11 @@ def describe_group(admin: AdminClient, group_id: str) -> GroupDescription:
                 owners[(topic, p)] = member
 
     f = coord.call(OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False)
-    _check(f.error_code, f"OffsetFetch({group_id!r})")
+    check_error(f.error_code, f"OffsetFetch({group_id!r})")
     committed: dict[tuple[str, int], int] = {}
     for t in f.topics:
         for p in t.partitions:
-            _check(p.error_code, f"OffsetFetch({group_id!r}) {t.name}-{int(p.partition_index)}")
+            check_error(p.error_code, f"OffsetFetch({group_id!r}) {t.name}-{int(p.partition_index)}")
             if int(p.committed_offset) >= 0:
                 committed[(t.name, int(p.partition_index))] = int(p.committed_offset)
 
@@ -575,13 +304,13 @@ def group_state(admin: AdminClient, group_id: str) -> str:
     coord = admin.coordinator(group_id)
     r = coord.call(DESCRIBE_GROUPS, groups=[group_id], include_authorized_operations=False)
     g = r.groups[0]
-    _check(g.error_code, f"DescribeGroups({group_id!r})")
+    check_error(g.error_code, f"DescribeGroups({group_id!r})")
     return str(g.group_state)
 
 
 def committed_offsets(admin: AdminClient, group_id: str) -> dict[tuple[str, int], int]:
     f = admin.coordinator(group_id).call(OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False)
-    _check(f.error_code, f"OffsetFetch({group_id!r})")
+    check_error(f.error_code, f"OffsetFetch({group_id!r})")
     out: dict[tuple[str, int], int] = {}
     for t in f.topics:
         for p in t.partitions:
@@ -601,7 +330,7 @@ def topic_partitions(admin: AdminClient, topics: Iterable[str]) -> dict[str, lis
     )
     out: dict[str, list[int]] = {}
     for t in r.topics:
-        _check(t.error_code, f"topic {t.name!r}")
+        check_error(t.error_code, f"topic {t.name!r}")
         out[t.name] = sorted(int(p.partition_index) for p in t.partitions)
     return out
 
@@ -686,7 +415,7 @@ def commit_offsets(admin: AdminClient, group_id: str, plan: Sequence[OffsetReset
     )
     for t in answer.topics:
         for p in t.partitions:
-            _check(p.error_code, f"OffsetCommit({group_id!r}) {t.name}-{int(p.partition_index)}")
+            check_error(p.error_code, f"OffsetCommit({group_id!r}) {t.name}-{int(p.partition_index)}")
 
 
 def delete_groups(admin: AdminClient, group_ids: Sequence[str]) -> dict[str, str]:
@@ -696,7 +425,7 @@ def delete_groups(admin: AdminClient, group_ids: Sequence[str]) -> dict[str, str
         r = admin.coordinator(group_id).call(DELETE_GROUPS, groups_names=[group_id])
         for result in r.results:
             code = int(result.error_code)
-            out[result.group_id] = "ok" if code == 0 else _name(code)
+            out[result.group_id] = "ok" if code == 0 else error_name(code)
     return out
 
 
@@ -714,12 +443,12 @@ def delete_offsets(
     r = admin.coordinator(group_id).call(
         OFFSET_DELETE, group_id=group_id, topics=[{"name": t, "partitions": ps} for t, ps in topics.items()]
     )
-    _check(r.error_code, f"OffsetDelete({group_id!r})")
+    check_error(r.error_code, f"OffsetDelete({group_id!r})")
     out: dict[tuple[str, int], str] = {}
     for t in r.topics:
         for p in t.partitions:
             code = int(p.error_code)
-            out[(t.name, int(p.partition_index))] = "ok" if code == 0 else _name(code)
+            out[(t.name, int(p.partition_index))] = "ok" if code == 0 else error_name(code)
     return out
 
 

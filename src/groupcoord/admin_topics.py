@@ -4,7 +4,7 @@ kafka-topics.sh (and kafka-delete-records.sh).
 Metadata lists and describes topics (DescribeConfigs adds the settings that differ from the
 broker's defaults), CreateTopics / DeleteTopics create and delete them, CreatePartitions and
 IncrementalAlterConfigs (or AlterConfigs) alter them. Everything goes through
-:class:`groupcoord.admin.AdminClient`, so the verbs work against any Kafka-compatible broker; a verb
+:class:`groupcoord.admin_client.AdminClient`, so the verbs work against any Kafka-compatible broker; a verb
 whose API the broker does not serve says which API it needs.
 """
 
@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from groupcoord.admin import (
+from groupcoord.admin import _guarded, _table
+from groupcoord.admin_client import (
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
     CREATE_TOPICS,
@@ -31,10 +32,8 @@ from groupcoord.admin import (
     AdminClient,
     AdminError,
     UsageError,
-    _check,
-    _guarded,
-    _name,
-    _table,
+    check_error,
+    error_name,
 )
 
 log = logging.getLogger(__name__)
@@ -81,7 +80,7 @@ def describe_topics(admin: AdminClient, topics: Sequence[str] | None) -> list[To
     r = _metadata(admin, topics)
     out = []
     for t in sorted(r.topics, key=lambda t: t.name):
-        _check(t.error_code, f"topic {t.name!r}")
+        check_error(t.error_code, f"topic {t.name!r}")
         if topics is None and bool(t.is_internal):
             continue
         parts = tuple(
@@ -93,9 +92,7 @@ def describe_topics(admin: AdminClient, topics: Sequence[str] | None) -> list[To
             )
             for p in sorted(t.partitions, key=lambda p: int(p.partition_index))
         )
-        out.append(
-            TopicDescription(name=t.name, internal=bool(t.is_internal), partitions=parts, configs={})
-        )
+        out.append(TopicDescription(name=t.name, internal=bool(t.is_internal), partitions=parts, configs={}))
     if out and admin.bootstrap.serves(DESCRIBE_CONFIGS):
         c = admin.bootstrap.call(
             DESCRIBE_CONFIGS,
@@ -109,7 +106,7 @@ def describe_topics(admin: AdminClient, topics: Sequence[str] | None) -> list[To
         configs: dict[str, dict[str, str | None]] = {}
         for res in c.results:
             if int(res.error_code) != 0:
-                log.info("DescribeConfigs %s: %s", res.resource_name, _name(res.error_code))
+                log.info("DescribeConfigs %s: %s", res.resource_name, error_name(res.error_code))
                 continue
             configs[res.resource_name] = {
                 e.name: e.value
@@ -153,13 +150,13 @@ def create_topic(
         if int(t.error_code) != 0:
             message = getattr(t, "error_message", None)
             raise AdminError(
-                f"CreateTopics({t.name!r}): {_name(t.error_code)}" + (f": {message}" if message else "")
+                f"CreateTopics({t.name!r}): {error_name(t.error_code)}" + (f": {message}" if message else "")
             )
 
 
 def delete_topics(admin: AdminClient, names: Sequence[str]) -> dict[str, str]:
     r = admin.bootstrap.call(DELETE_TOPICS, topic_names=list(names), timeout=30_000)
-    return {t.name: "ok" if int(t.error_code) == 0 else _name(t.error_code) for t in r.responses}
+    return {t.name: "ok" if int(t.error_code) == 0 else error_name(t.error_code) for t in r.responses}
 
 
 def alter_topic(
@@ -184,7 +181,8 @@ def alter_topic(
             if int(t.error_code) != 0:
                 message = getattr(t, "error_message", None)
                 raise AdminError(
-                    f"CreatePartitions({name!r}): {_name(t.error_code)}" + (f": {message}" if message else "")
+                    f"CreatePartitions({name!r}): {error_name(t.error_code)}"
+                    + (f": {message}" if message else "")
                 )
     if not set_configs and not delete_configs:
         return
@@ -210,7 +208,7 @@ def alter_topic(
         if int(res.error_code) != 0:
             message = getattr(res, "error_message", None)
             raise AdminError(
-                f"IncrementalAlterConfigs({name!r}): {_name(res.error_code)}"
+                f"IncrementalAlterConfigs({name!r}): {error_name(res.error_code)}"
                 + (f": {message}" if message else "")
             )
 
@@ -237,7 +235,7 @@ def delete_records(
     for t in r.topics:
         for p in t.partitions:
             code = int(p.error_code)
-            out[int(p.partition_index)] = int(p.low_watermark) if code == 0 else _name(code)
+            out[int(p.partition_index)] = int(p.low_watermark) if code == 0 else error_name(code)
     return out
 
 
