@@ -81,6 +81,7 @@ class BrokerConfig:
     log_cleanup_policy: str = "delete"
     log_cleaner_delete_retention_ms: int = 86400000
     log_cleaner_backoff_ms: int = 15000
+    log_cleaner_enable: bool = True
     log_message_timestamp_type: str = "CreateTime"
     message_max_bytes: int = 1048588
     socket_request_max_bytes: int = 104857600
@@ -328,6 +329,7 @@ PROPERTIES: dict[str, PropertySpec] = {
         field="log_cleaner_delete_retention_ms", **_int_at_least(0)
     ),
     "log.cleaner.backoff.ms": PropertySpec(field="log_cleaner_backoff_ms", **_int_at_least(0)),
+    "log.cleaner.enable": PropertySpec(field="log_cleaner_enable", **_BOOL),
     "log.message.timestamp.type": PropertySpec(
         field="log_message_timestamp_type", **_choice("CreateTime", "LogAppendTime")
     ),

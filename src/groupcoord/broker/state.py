@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.broker.durability import Flusher
+from groupcoord.broker.log_cleaner import BrokerCleaner
 from groupcoord.broker.producers import PartitionProducers, ProducerIdAllocator
 from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
@@ -143,6 +144,15 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(data_dir / "producer_id_block")
         self.producers: dict[TopicPartition, PartitionProducers] = {}
         self.fetch_waiters = FetchWaiters()
+        #: Compaction of every partition whose cleanup.policy includes compact, armed by
+        #: :meth:`start_maintenance` every log.cleaner.backoff.ms on :attr:`timers`.
+        self.cleaner = BrokerCleaner(
+            partitions=logs.partitions,
+            clock=clock,
+            timers=self.timers,
+            backoff_ms=config.log_cleaner_backoff_ms,
+            enabled=config.log_cleaner_enable,
+        )
         #: What this broker serves (api key -> versions); the composition root's dispatcher
         #: fills it from the route table, and ApiVersions answers from it.
         self.registry = ApiRegistry()
@@ -227,12 +237,14 @@ class Broker:
     FLUSH_CHECK_MS = 1000
 
     def start_maintenance(self) -> None:
-        """Retention every log.retention.check.interval.ms and flush.ms checks, on the keyed timers."""
+        """Retention every log.retention.check.interval.ms, flush.ms checks and the log cleaner
+        every log.cleaner.backoff.ms, on the keyed timers."""
         now = self.clock.now_ms()
         self.timers.schedule(
             self.RETENTION_KEY, now + self.config.log_retention_check_interval_ms, self._retention
         )
         self.timers.schedule(self.FLUSH_KEY, now + self.FLUSH_CHECK_MS, self._flush_check)
+        self.cleaner.start()
 
     def _retention(self) -> None:
         now = self.clock.now_ms()
@@ -256,6 +268,7 @@ class Broker:
 
     async def close(self) -> None:
         self.timers.close()
+        await self.cleaner.close()  # a pass in progress ends after its current partition
         self.flusher.close()  # waits for an fsync round in progress
         self.logs.flush_all()
         self.logs.close()

@@ -14,7 +14,8 @@ applies them. This module gives that runtime a home on the broker's event loop:
   call into the coordinator;
 * at start it replays ``__consumer_offsets`` partition by partition, yielding to the loop
   between chunks, so requests for a partition still loading get COORDINATOR_LOAD_IN_PROGRESS;
-* a log cleaner compacts ``__consumer_offsets`` in a worker thread, segment by segment.
+* ``__consumer_offsets`` is compacted by the broker's log cleaner
+  (:mod:`groupcoord.broker.log_cleaner`), like every compacted partition.
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ class GroupRuntime:
         #: called with each event as the coordinator makes it, on the loop (the metrics endpoint)
         self.event_listeners: list[Callable[[GroupEvent], None]] = []
         self._load_task: asyncio.Task[None] | None = None
-        self._cleaner_task: asyncio.Task[None] | None = None
         self.loaded = asyncio.Event()
         self._closed = False
         self._armed_deadline: int | None = None
@@ -120,7 +120,6 @@ class GroupRuntime:
             self.coordinator.begin_loading(p)
         loop = asyncio.get_running_loop()
         self._load_task = loop.create_task(self._load_all())
-        self._cleaner_task = loop.create_task(self._clean_periodically())
 
     async def _load_all(self) -> None:
         total = 0
@@ -193,9 +192,8 @@ class GroupRuntime:
 
     async def close(self) -> None:
         self._closed = True
-        for task in (self._load_task, self._cleaner_task):
-            if task is not None:
-                task.cancel()
+        if self._load_task is not None:
+            self._load_task.cancel()
         self.broker.timers.cancel(_TIMER_KEY)
         self._write_tick()
         self._flush_events()
@@ -424,20 +422,3 @@ class GroupRuntime:
                 )
                 continue
             self.broker.notify_append((GROUP_EVENTS_TOPIC, partition), len(batch))
-
-    # ------------------------------------------------------------------ log cleaner
-    async def _clean_periodically(self) -> None:
-        """Compact ``__consumer_offsets`` in a worker thread, one partition at a time, every
-        ``log.cleaner.backoff.ms``. Appends go on meanwhile: compaction touches only rolled
-        segments (the storage layer's threading rule)."""
-        interval_s = max(self.broker.config.log_cleaner_backoff_ms, 10) / 1000.0
-        loop = asyncio.get_running_loop()
-        await self.loaded.wait()
-        while True:
-            await asyncio.sleep(interval_s)
-            for p in range(self.num_partitions):
-                plog: PartitionLog = self.broker.logs.partition(OFFSETS_TOPIC, p)
-                try:
-                    await loop.run_in_executor(None, plog.compact, self.broker.clock.now_ms())
-                except Exception:
-                    log.exception("%s-%d: compaction failed", OFFSETS_TOPIC, p)

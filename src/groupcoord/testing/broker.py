@@ -695,6 +695,9 @@ def _abandon_flusher(app: Any) -> None:
     broker = getattr(app, "broker", None)
     if broker is not None:
         broker.flusher.abandon()
+        # A crashed process's cleaner dies too: a pass in progress ends after its current
+        # partition (waited for), so it cannot touch the data dir the restart opens.
+        broker.cleaner.abandon()
 
 
 def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
