@@ -12,7 +12,7 @@ requests of that tick go into the same round; the thread takes everything pendin
 fsyncs, and completes the round's futures with a single ``call_soon_threadsafe`` per event
 loop (not one per waiter). An fsync error fails every future of its round.
 
-A round over several partitions runs their fsyncs at once (up to :data:`FSYNC_PARALLELISM`,
+A round over several partitions runs their fsyncs at once (in up to :data:`FSYNC_PARALLELISM` lanes,
 the flusher thread plus helper threads) and ends when the last one returns: ext4, like most
 journaling file systems, commits concurrent fsyncs of different files in one journal
 transaction, so a round over the 50 partitions of ``__consumer_offsets`` costs about one fsync
@@ -160,17 +160,20 @@ class Flusher:
             _complete_from_thread(waiters, error)
 
     def _flush_all(self, parts: list[Flushable]) -> None:
-        """fsync ``parts`` at once: the first on this thread, the others on helpers; the first error wins."""
+        """fsync ``parts`` at once, in up to :data:`FSYNC_PARALLELISM` lanes: the first on this
+        thread, the others on helpers, one hand-off per lane (not per partition); every
+        partition is tried, and the first error wins."""
         if len(parts) <= 1:
             for part in parts:
                 part.flush()
             return
         if self._helpers is None:
             self._helpers = ThreadPoolExecutor(FSYNC_PARALLELISM - 1, thread_name_prefix="groupcoord-fsync")
-        others = [self._helpers.submit(part.flush) for part in parts[1:]]
+        lanes = min(len(parts), FSYNC_PARALLELISM)
+        others = [self._helpers.submit(_flush_lane, parts[i::lanes]) for i in range(1, lanes)]
         error: BaseException | None = None
         try:
-            parts[0].flush()
+            _flush_lane(parts[0::lanes])
         except Exception as exc:
             error = exc
         for fut in others:
@@ -180,6 +183,18 @@ class Flusher:
                 error = error or exc
         if error is not None:
             raise error
+
+
+def _flush_lane(parts: list[Flushable]) -> None:
+    """fsync each of ``parts`` in turn, all of them even after an error; the first error is raised."""
+    error: BaseException | None = None
+    for part in parts:
+        try:
+            part.flush()
+        except Exception as exc:
+            error = error or exc
+    if error is not None:
+        raise error
 
 
 class _FlusherExecutor(Executor):
@@ -226,4 +241,3 @@ def _complete(waiters: list[asyncio.Future[None]], error: BaseException | None) 
             fut.set_result(None)
         else:
             fut.set_exception(error)
-

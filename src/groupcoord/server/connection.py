@@ -361,10 +361,16 @@ class KafkaConnection(asyncio.Protocol):
             self.abort(f"handler for {messages.name} v{api_version} failed: {exc!r}", exc=exc)
             return
 
-        if inspect.isawaitable(result):
+        # Cheap tests first: a plain future (a commit waiting for its write), an answer now.
+        if isinstance(result, asyncio.Future):
+            task: asyncio.Future[Any] | None = result
+        elif result is None or type(result) is PreEncoded or not inspect.isawaitable(result):
+            task = None
+        else:
+            task = asyncio.ensure_future(result)
+        if task is not None:
             slot = _Slot()
             self._pending.append(slot)
-            task = asyncio.ensure_future(result)
             self._tasks.add(task)
             self._unanswered += 1
             overlap = self.dispatcher.overlap_class(api_key)
