@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from groupcoord import clock
 from groupcoord.admin_client import (
     DEFAULT_BOOTSTRAP,
     DELETE_GROUPS,
@@ -269,18 +270,10 @@ def canonical_state(text: str) -> str:
 
 def parse_time_ms(text: str) -> int:
     """Epoch milliseconds, or an ISO-8601 date/time (UTC unless it names a zone)."""
-    from datetime import UTC, datetime
-
-    s = text.strip()
-    if s.lstrip("-").isdigit():
-        return int(s)
     try:
-        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"not a time: {text!r} (use ISO-8601 or epoch ms)") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+        return clock.parse_time_ms(text)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -41,3 +41,23 @@ class ManualClock:
         if now_ms < self._now:
             raise ValueError("time does not go backwards")
         self._now = now_ms
+
+
+def parse_time_ms(text: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 date/time (UTC unless it names a zone), as epoch ms.
+
+    Raises:
+        ValueError: neither (the message names the text and both forms).
+    """
+    from datetime import UTC, datetime
+
+    s = text.strip()
+    if s.lstrip("-").isdigit():
+        return int(s)
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"not a time: {text!r} (use ISO-8601 or epoch ms)") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)

@@ -13,25 +13,20 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from groupcoord import clock
 
 log = logging.getLogger(__name__)
 
 
 def parse_time_ms(text: str) -> int:
     """Epoch milliseconds, or an ISO-8601 date/time (UTC unless it names a zone)."""
-    s = text.strip()
-    if s.lstrip("-").isdigit():
-        return int(s)
     try:
-        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+        return clock.parse_time_ms(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a time: {text!r} (use ISO-8601 or epoch ms)") from exc
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 class ProgressDisplay:
