@@ -100,6 +100,10 @@ class BrokerConfig:
     offsets_load_buffer_size: int = 5242880
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
+    # Transaction coordinator (Kafka's TransactionStateManagerConfig defaults).
+    transaction_max_timeout_ms: int = 900000
+    transactional_id_expiration_ms: int = 604800000
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = 3600000
     offsets_commit_timeout_ms: int = 5000
     offset_metadata_max_bytes: int = 4096
     # Prometheus endpoint (docs/operations.md): HOST:PORT, or None for none.
@@ -363,6 +367,15 @@ PROPERTIES: dict[str, PropertySpec] = {
     "offsets.retention.minutes": PropertySpec(field="offsets_retention_minutes", **_int_at_least(1, INT_MAX)),
     "offsets.retention.check.interval.ms": PropertySpec(
         field="offsets_retention_check_interval_ms", **_int_at_least(1)
+    ),
+    "transaction.max.timeout.ms": PropertySpec(
+        field="transaction_max_timeout_ms", **_int_at_least(1, INT_MAX)
+    ),
+    "transactional.id.expiration.ms": PropertySpec(
+        field="transactional_id_expiration_ms", **_int_at_least(1, INT_MAX)
+    ),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": PropertySpec(
+        field="transaction_remove_expired_transaction_cleanup_interval_ms", **_int_at_least(1, INT_MAX)
     ),
     "offsets.commit.timeout.ms": PropertySpec(field="offsets_commit_timeout_ms", **_int_at_least(1, INT_MAX)),
     "offset.metadata.max.bytes": PropertySpec(field="offset_metadata_max_bytes", **_int_at_least(0, INT_MAX)),

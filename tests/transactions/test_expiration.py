@@ -9,9 +9,16 @@ Kafka: ``TransactionStateManager.removeExpiredTransactionalIds`` (run every
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
+from groupcoord.broker.state import Broker
+from groupcoord.clock import ManualClock
+from groupcoord.config import BrokerConfig
 from groupcoord.errors import ErrorCode
+from groupcoord.runtime.txn_runtime import TxnRuntime
 from groupcoord.transactions.records import decode_key
 from groupcoord.transactions.shard import TxnConfig
 
@@ -98,3 +105,31 @@ def test_an_id_used_again_before_the_expiration_is_kept() -> None:
     assert h.end(T, pid, epoch, commit=True).error is ErrorCode.NONE
     h.advance(EXPIRY - INTERVAL)
     assert h.state(T) == "CompleteCommit"
+
+
+def test_the_broker_settings_reach_the_transaction_coordinator(tmp_path: Path) -> None:
+    """``transaction.max.timeout.ms``, ``transactional.id.expiration.ms`` and
+    ``transaction.remove.expired.transaction.cleanup.interval.ms`` (Kafka's names) configure the
+    coordinator; InitProducerId over the limit is INVALID_TRANSACTION_TIMEOUT."""
+    config = BrokerConfig.load(
+        None,
+        [
+            "transaction.max.timeout.ms=5000",
+            "transactional.id.expiration.ms=20000",
+            "transaction.remove.expired.transaction.cleanup.interval.ms=700",
+        ],
+    )
+    broker = Broker.open(config, tmp_path, ManualClock())
+    try:
+        rt = TxnRuntime(broker)
+        c = rt.shard.config
+        assert (c.max_timeout_ms, c.transactional_id_expiration_ms, c.remove_expired_interval_ms) == (
+            5000,
+            20000,
+            700,
+        )
+    finally:
+        asyncio.run(broker.close())
+    h = Harness(config=c)
+    assert h.init(T, timeout_ms=5001).error is ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    assert h.init(T, timeout_ms=5000).error is ErrorCode.NONE

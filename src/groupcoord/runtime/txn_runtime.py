@@ -56,8 +56,12 @@ class TxnRuntime:
     ) -> None:
         self.broker = broker
         self._on_offsets_marker = on_offsets_marker
+        c = broker.config
         self.config = config or TxnConfig(
-            offsets_partitions=int(getattr(broker.config, "offsets_topic_num_partitions", 50))
+            offsets_partitions=c.offsets_topic_num_partitions,
+            max_timeout_ms=c.transaction_max_timeout_ms,
+            transactional_id_expiration_ms=c.transactional_id_expiration_ms,
+            remove_expired_interval_ms=c.transaction_remove_expired_transaction_cleanup_interval_ms,
         )
         self.shard = TransactionCoordinatorShard(
             clock=broker.clock, allocate_producer_id=broker.producer_ids.allocate, config=self.config
