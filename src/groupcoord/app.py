@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib.metadata
 import logging
 import os
@@ -84,9 +85,17 @@ def routes(
     runtime the table leaves out every API of :data:`GROUP_APIS`; without a transaction
     runtime, those of :data:`TXN_APIS` (and InitProducerId serves idempotent producers only).
     """
+    base = _ROUTES if txn_runtime is None else tuple(_verifying(r, txn_runtime) for r in _ROUTES)
     if group_runtime is None:
-        return _table([*(r for r in _ROUTES if r.api_key not in GROUP_APIS), *_txn_routes(txn_runtime)])
-    return _table([*_ROUTES, *_group_routes(group_runtime, txn_runtime), *_txn_routes(txn_runtime)])
+        return _table([*(r for r in base if r.api_key not in GROUP_APIS), *_txn_routes(txn_runtime)])
+    return _table([*base, *_group_routes(group_runtime, txn_runtime), *_txn_routes(txn_runtime)])
+
+
+def _verifying(route: Route[Broker], rt: TxnRuntime) -> Route[Broker]:
+    """Produce verifies transactional batches with the transaction runtime (KIP-890 part 1)."""
+    if route.api_key is not K.PRODUCE:
+        return route
+    return dataclasses.replace(route, handler=partial(produce.handle, verify_txn=rt.shard.verify_partition))
 
 
 #: The routes whose handlers need no runtime. ``overlap``: requests of one class may wait

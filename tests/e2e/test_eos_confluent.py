@@ -282,3 +282,59 @@ def test_txn_offset_commit_every_version_over_the_wire_and_an_older_epoch_is_rej
         while fetch(c, stable=True) != (14, ErrorCode.NONE):
             assert time.monotonic() < deadline, fetch(c, stable=True)
             time.sleep(0.02)
+
+
+PRODUCE, ADD_PARTITIONS_TO_TXN = 0, 24
+
+
+def test_a_transactional_batch_to_a_partition_not_in_the_transaction_is_invalid_txn_state(
+    eos_broker: BrokerProcess,
+) -> None:
+    """KIP-890 part 1 (Kafka 3.6+ ``ReplicaManager.appendRecords`` verifying with the transaction
+    coordinator): a transactional batch for a partition AddPartitionsToTxn did not add is refused
+    with INVALID_TXN_STATE, so it cannot leave a transaction no marker will ever end; once the
+    partition is added the same batch is appended."""
+    from groupcoord.errors import ErrorCode
+    from groupcoord.protocol.client import WireClient
+    from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
+
+    bootstrap = eos_broker.bootstrap
+    create_topic(bootstrap, "eos-v-out", 1)
+    tid = "eos-v-tid"
+    with WireClient("127.0.0.1", eos_broker.port, client_id="eos-verify") as c:
+        init = c.call(INIT_PRODUCER_ID, 4, transactional_id=tid, transaction_timeout=60000)
+        pid, epoch = int(init.producer_id), int(init.producer_epoch)
+        batch = build_batch(
+            [(None, b"x", ())],
+            timestamp_ms=int(time.time() * 1000),
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=0,
+            attributes=ATTR_TRANSACTIONAL,
+        )
+
+        def produce() -> tuple[int, int]:
+            r = c.call(
+                PRODUCE,
+                9,
+                transactional_id=tid,
+                acks=-1,
+                timeout=30000,
+                topic_data=[{"name": "eos-v-out", "partition_data": [{"index": 0, "records": batch}]}],
+            )
+            p = r.responses[0].partition_responses[0]
+            return int(p.error_code), int(p.base_offset)
+
+        assert produce()[0] == ErrorCode.INVALID_TXN_STATE
+        add = c.call(
+            ADD_PARTITIONS_TO_TXN,
+            3,
+            v3_and_below_transactional_id=tid,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[{"name": "eos-v-out", "partitions": [0]}],
+        )
+        assert int(add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code) == 0
+        assert produce() == (ErrorCode.NONE, 0)
+        end = c.call(END_TXN, 3, transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=False)
+        assert int(end.error_code) == ErrorCode.NONE

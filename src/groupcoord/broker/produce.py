@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from groupcoord.broker.durability import Flushable
@@ -77,6 +77,11 @@ def _keyless_records(
     return None
 
 
+#: KIP-890 part 1: ``(producer_id, producer_epoch, (topic, partition))`` -> whether the
+#: partition is in that producer's ongoing transaction (the transaction coordinator answers).
+TxnVerifier = Callable[[int, int, tuple[str, int]], ErrorCode]
+
+
 def _produce_partition(
     broker: Broker,
     topic: str,
@@ -84,6 +89,7 @@ def _produce_partition(
     records: bytes | None,
     dirty: dict[Hashable, Flushable],
     version: int = 3,
+    verify: TxnVerifier | None = None,
 ) -> _PartitionResult:
     try:
         plog = broker.logs.partition(topic, partition)
@@ -134,6 +140,13 @@ def _produce_partition(
         fenced = plog.producer_state().check(batches[0][1])
         if fenced is not ErrorCode.NONE:
             return _PartitionResult(fenced, log_start_offset=plog.log_start_offset)
+        if verify is not None:
+            # KIP-890 part 1 (Kafka 3.6+ ReplicaManager): the partition must be in the producer's
+            # ongoing transaction, or the batch could hang the partition's LSO forever.
+            first = batches[0][1]
+            error = verify(first.producer_id, first.producer_epoch, (topic, partition))
+            if error is not ErrorCode.NONE:
+                return _PartitionResult(error, log_start_offset=plog.log_start_offset)
 
     if plog.config.compact:
         refused = _keyless_records(topic, partition, records, batches)
@@ -195,8 +208,24 @@ def _produce_partition(
     )
 
 
-def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def handle(
+    broker: Broker,
+    ctx: RequestContext,
+    request: Any,
+    *,
+    verify_txn: Callable[[str, int, int, tuple[str, int]], ErrorCode] | None = None,
+) -> Any:
+    """``verify_txn``: the transaction coordinator's ``(transactional_id, producer id, epoch,
+    partition)`` check (KIP-890 part 1) that transactional batches are verified with."""
     acks = int(request.acks)
+    tid = getattr(request, "transactional_id", None)
+    verify: TxnVerifier | None = None
+    if verify_txn is not None and tid is not None:
+        check_txn = verify_txn
+
+        def verify(pid: int, epoch: int, tp: tuple[str, int]) -> ErrorCode:
+            return check_txn(str(tid), pid, epoch, tp)
+
     results: list[tuple[str, list[tuple[int, _PartitionResult]]]] = []
     dirty: dict[Hashable, Flushable] = {}
     if getattr(request, "transactional_id", None) is not None and not broker.serves_transactions:
@@ -229,7 +258,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     (
                         int(p.index),
                         _produce_partition(
-                            broker, topic.name, int(p.index), p.records, dirty, ctx.api_version
+                            broker, topic.name, int(p.index), p.records, dirty, ctx.api_version, verify
                         ),
                     )
                 )
