@@ -7,10 +7,11 @@ Per partition, each producer id keeps its epoch and its last five batches (first
 sequence and offsets). A retried batch that matches one of them is a duplicate: it is not
 appended again and is answered with the offsets it got the first time, as Kafka does. A
 sequence that does not follow the last one is OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is
-INVALID_PRODUCER_EPOCH. The table lives in memory and is rebuilt from the idempotent batches
-at the tail of the log on a partition's first produce after a restart (Kafka keeps producer
-snapshots instead); a producer with no batch in that window is accepted at whatever sequence
-it carries, as Kafka does for an unknown producer id.
+INVALID_PRODUCER_EPOCH. The table lives in memory; on a partition's first produce after a
+restart it is seeded from the partition's producer state, which the log loaded from its
+producer snapshot when it opened (``Broker.producers_for``), so nothing is read then; a
+producer the partition has no state for is accepted at whatever sequence it carries, as Kafka
+does for an unknown producer id.
 """
 
 from __future__ import annotations

@@ -183,41 +183,37 @@ class Broker:
             return None
         return meta
 
-    #: How far back (in offsets) producer state is rebuilt from the log on a partition's first produce.
-    PRODUCER_REBUILD_WINDOW = 10_000
-
     def producers_for(self, tp: TopicPartition) -> PartitionProducers:
         table = self.producers.get(tp)
         if table is None:
-            table = self.producers[tp] = self._rebuild_producers(tp)
+            table = self.producers[tp] = self._seed_producers(tp)
         return table
 
-    def _rebuild_producers(self, tp: TopicPartition) -> PartitionProducers:
-        """Sequence state from the idempotent batches at the log's tail.
+    def _seed_producers(self, tp: TopicPartition) -> PartitionProducers:
+        """Sequence state of the partition's idempotent producers, from its producer state.
 
         After a restart a producer retries the batches it had in flight; the ones that reached
         the log before the crash are then recognised as duplicates instead of being appended
-        twice. Kafka keeps producer snapshots for this; reading the tail is our equivalent.
+        twice. The log loaded its producer state when it was opened (the newest ``.snapshot``
+        and the batches after it, :mod:`groupcoord.storage.producer_state`), so nothing is read
+        here: each producer's recent batches come from it (after a clean shutdown only the last
+        one, which the snapshot holds; after a crash up to five, replayed after the snapshot, as
+        Kafka's ``ProducerStateManager``).
         """
         table = PartitionProducers()
         plog = self.logs.partition(*tp)
-        start = max(plog.log_start_offset, plog.log_end_offset - self.PRODUCER_REBUILD_WINDOW)
-        batches = 0
-        for header, _data in plog.iter_batches_from(start):
-            if header.producer_id < 0 or header.base_sequence < 0 or header.is_control:
-                continue
-            table.record(
-                header.producer_id,
-                header.producer_epoch,
-                header.base_sequence,
-                header.record_count,
-                header.base_offset,
-                header.last_offset,
-                header.max_timestamp if header.timestamp_type == 1 else -1,
-            )
-            batches += 1
-        if batches:
-            log.info("rebuilt idempotent-producer state of %s-%d from %d batches", tp[0], tp[1], batches)
+        log_append_time = plog.config.log_append_time
+        for entry in plog.producer_state().producers():
+            for b in entry.recent:
+                table.record(
+                    entry.producer_id,
+                    entry.epoch,
+                    b.first_seq,
+                    b.last_offset - b.base_offset + 1,
+                    b.base_offset,
+                    b.last_offset,
+                    b.max_timestamp if log_append_time else -1,
+                )
         return table
 
     def forget_topic(self, topic: str) -> None:

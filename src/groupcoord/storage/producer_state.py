@@ -2,7 +2,9 @@
 
 Kafka's ``ProducerStateManager`` in small. For every producer id that wrote to the partition it
 keeps the epoch, the last sequence and offset of its latest data batch, the coordinator epoch of
-its latest marker, and the first offset of its open transaction, if any. From the open
+its latest marker, the first offset of its open transaction, if any, and its last five data
+batches with sequences (what the broker's duplicate detection starts from after a restart,
+:meth:`groupcoord.broker.state.Broker.producers_for`). From the open
 transactions follows the **last stable offset** (LSO): the first offset of the earliest open
 transaction, or the log end when none is open (a single node: the high watermark is the log
 end). A read_committed consumer reads only below it.
@@ -30,7 +32,8 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import crc32c as _crc32c
@@ -42,7 +45,9 @@ from .control import ControlType, EndTxnMarker
 from .txnindex import AbortedTxn
 
 __all__ = [
+    "RECENT_BATCHES",
     "SNAPSHOT_SUFFIX",
+    "BatchSeq",
     "CompletedTxn",
     "CorruptSnapshotError",
     "ProducerEntry",
@@ -59,6 +64,20 @@ _SNAPSHOT_VERSION = 1
 _SNAP_HEAD = struct.Struct(">hI")
 _SNAP_COUNT = struct.Struct(">i")
 _SNAP_ENTRY = struct.Struct(">qhiqiqiq")  # 46 bytes
+#: Data batches of its current epoch kept per producer for duplicate detection (Kafka's
+#: ``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``).
+RECENT_BATCHES = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchSeq:
+    """One data batch of an idempotent producer: its sequences, offsets and timestamp."""
+
+    first_seq: int
+    last_seq: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
 
 
 @dataclass(slots=True, kw_only=True)
@@ -74,6 +93,11 @@ class ProducerEntry:
     coordinator_epoch: int = -1
     #: first offset of the producer's open transaction on this partition
     current_txn_first_offset: int | None = None
+    #: the producer's latest data batches with sequences, oldest first (at most
+    #: :data:`RECENT_BATCHES`): every one appended or replayed since the log was opened; a
+    #: snapshot holds only the last one (Kafka's format), so after a load from a snapshot that
+    #: one alone is known, as in Kafka
+    recent: deque[BatchSeq] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES), compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +149,16 @@ class ProducerStateManager:
     def load_entries(self, entries: list[ProducerEntry]) -> None:
         """Start from a snapshot's producers (their open transactions included)."""
         for e in entries:
+            if not e.recent and e.last_offset >= 0 and e.last_sequence >= 0:
+                e.recent.append(
+                    BatchSeq(
+                        first_seq=(e.last_sequence - e.offset_delta) % _SEQ_WRAP,
+                        last_seq=e.last_sequence,
+                        base_offset=e.last_offset - e.offset_delta,
+                        last_offset=e.last_offset,
+                        max_timestamp=e.last_timestamp,
+                    )
+                )
             self._producers[e.producer_id] = e
             if e.current_txn_first_offset is not None:
                 self._ongoing[e.producer_id] = e.current_txn_first_offset
@@ -180,6 +214,7 @@ class ProducerStateManager:
             entry.last_sequence = -1  # a new epoch starts its sequences again
             entry.last_offset = -1  # and has written no data batch yet (Kafka clears its batches)
             entry.offset_delta = 0
+            entry.recent.clear()
         entry.last_timestamp = h.max_timestamp
         if h.is_control:
             if marker is None:
@@ -209,6 +244,15 @@ class ProducerStateManager:
             return done
         if h.base_sequence >= 0:
             entry.last_sequence = (h.base_sequence + h.last_offset_delta) % _SEQ_WRAP
+            entry.recent.append(
+                BatchSeq(
+                    first_seq=h.base_sequence,
+                    last_seq=entry.last_sequence,
+                    base_offset=h.base_offset,
+                    last_offset=h.last_offset,
+                    max_timestamp=h.max_timestamp,
+                )
+            )
         entry.last_offset = h.last_offset
         entry.offset_delta = h.last_offset_delta
         if h.is_transactional and entry.current_txn_first_offset is None:
