@@ -101,7 +101,7 @@ class BrokerCleaner:
         self._executor: ThreadPoolExecutor | None = None
         self._running: Future[CleanerPass] | None = None
         self._closed = False
-        #: Passes completed since start (read by tests and the metrics endpoint).
+        #: Passes completed since start (read by tests).
         self.passes = 0
         self.last_pass: CleanerPass | None = None
 
