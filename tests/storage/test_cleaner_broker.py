@@ -251,7 +251,7 @@ def test_topic_switched_to_compact_at_run_time_is_cleaned_and_old_fetches_skip_e
     batch (its aborted one) is kept as a header with no records (``LogCleanerTest
     .testEmptyBatchRemovalWithSequenceReuse``'s layout), so its epoch survives; Fetch v2 (magic 1,
     down-converted) leaves that empty batch and the control batches out, as Kafka's
-    ``RecordsUtil.downConvert`` does."""
+    ``RecordsUtil.downConvert`` does. A restarted broker serves the cleaned log as it was."""
     topic = "compact-altered"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     config = {"segment.ms": str(SEGMENT_S * 1000), "delete.retention.ms": str(DELETE_RETENTION_S * 1000)}
@@ -298,4 +298,12 @@ def test_topic_switched_to_compact_at_run_time_is_cleaned_and_old_fetches_skip_e
     old = fetch(client, 2, topic, 11)
     assert [(m.offset, m.magic, m.key, m.value) for m in iter_messages(bytes(old.records))] == [
         (11, 1, b"k5", b"e1")
+    ]
+    # the cleaned segments are what a restarted broker opens and serves
+    broker.restart()
+    assert [(off, v) for off, _k, v in consume_all(broker.bootstrap, topic)] == [
+        (4, b"b2"),
+        (5, b"a3"),
+        (6, b"c2"),
+        (11, b"e1"),
     ]
