@@ -12,7 +12,7 @@ requests of that tick go into the same round; the thread takes everything pendin
 fsyncs, and completes the round's futures with a single ``call_soon_threadsafe`` per event
 loop (not one per waiter). An fsync error fails every future of its round.
 
-A round over several partitions runs their fsyncs at once (in up to :data:`FSYNC_PARALLELISM` lanes,
+A round over several partitions runs their fsyncs at once (up to :data:`FSYNC_PARALLELISM`,
 the flusher thread plus helper threads) and ends when the last one returns: ext4, like most
 journaling file systems, commits concurrent fsyncs of different files in one journal
 transaction, so a round over the 50 partitions of ``__consumer_offsets`` costs about one fsync
@@ -160,20 +160,21 @@ class Flusher:
             _complete_from_thread(waiters, error)
 
     def _flush_all(self, parts: list[Flushable]) -> None:
-        """fsync ``parts`` at once, in up to :data:`FSYNC_PARALLELISM` lanes: the first on this
-        thread, the others on helpers, one hand-off per lane (not per partition); every
-        partition is tried, and the first error wins."""
+        """fsync ``parts`` at once: the first on this thread, the others on helpers; the first error wins.
+
+        One hand-off per partition, not one per lane of several: static lanes were tried
+        (issue 16) and were no better in three alternating depth-1 runs (a slow fsync holds up
+        the rest of its lane; a free helper takes the next partition here)."""
         if len(parts) <= 1:
             for part in parts:
                 part.flush()
             return
         if self._helpers is None:
             self._helpers = ThreadPoolExecutor(FSYNC_PARALLELISM - 1, thread_name_prefix="groupcoord-fsync")
-        lanes = min(len(parts), FSYNC_PARALLELISM)
-        others = [self._helpers.submit(_flush_lane, parts[i::lanes]) for i in range(1, lanes)]
+        others = [self._helpers.submit(part.flush) for part in parts[1:]]
         error: BaseException | None = None
         try:
-            _flush_lane(parts[0::lanes])
+            parts[0].flush()
         except Exception as exc:
             error = exc
         for fut in others:
@@ -183,18 +184,6 @@ class Flusher:
                 error = error or exc
         if error is not None:
             raise error
-
-
-def _flush_lane(parts: list[Flushable]) -> None:
-    """fsync each of ``parts`` in turn, all of them even after an error; the first error is raised."""
-    error: BaseException | None = None
-    for part in parts:
-        try:
-            part.flush()
-        except Exception as exc:
-            error = error or exc
-    if error is not None:
-        raise error
 
 
 class _FlusherExecutor(Executor):
