@@ -247,7 +247,8 @@ def test_a_stalled_event_loop_does_not_hang_a_scrape(
         assert value(stalled, "groupcoord_groups", state="Stable") is None
         assert value(stalled, "groupcoord_request_duration_seconds_count", request="Heartbeat") is not None
         assert value(stalled, "process_cpu_seconds_total") is not None
-        assert [r.getMessage() for r in caplog.records] == [
+        # only the endpoint's records: the broker's own (e.g. its loader's) may land meanwhile
+        assert [r.getMessage() for r in caplog.records if r.name == "groupcoord.metrics.endpoint"] == [
             "metrics scrape: the event loop gave no snapshot within 0.2 s"
         ]
     finally:
