@@ -34,7 +34,9 @@ docs: $(STAMP_TEST)
 	$(BIN)/python scripts/gen_client_state_machine.py --write docs/client-state-machine.md
 	$(BIN)/python scripts/gen_txn_state_machine.py --write docs/transactions-state-machine.md
 
-# The whole suite. pytest exit code 5 (no tests collected) is a failure here, never a pass.
+# The whole suite, on two pytest-xdist workers: every test file runs whole on one worker and the
+# Spark tests together on one (tests/conftest.py groups them); on 2 cores this takes about two
+# thirds of a serial run. pytest exit code 5 (no tests collected) is a failure here, never a pass.
 test: $(STAMP_TEST)
 	@# the report's browser test (tests/pipeline/test_report_browser.py) needs headless Chromium
 	@test -x /usr/bin/chromium || apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)
@@ -43,7 +45,7 @@ test: $(STAMP_TEST)
 	$(BIN)/python scripts/gen_state_machine.py --check docs/state-machine.md
 	$(BIN)/python scripts/gen_client_state_machine.py --check docs/client-state-machine.md
 	$(BIN)/python scripts/gen_txn_state_machine.py --check docs/transactions-state-machine.md
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 bench: $(STAMP_TEST)
