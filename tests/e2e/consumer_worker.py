@@ -396,6 +396,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.client.startswith("groupcoord"):
         _log_ours()
+    else:  # their warnings (coordinator lost, join failed) reach the harness's stderr tail
+        logging.basicConfig(
+            level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
+        )
     runner = {
         "groupcoord": run_groupcoord,
         "groupcoord-async": run_groupcoord_async,
