@@ -16,6 +16,12 @@ descriptors; swapping a cleaned segment in), never while fsyncing or while readi
 segments. Compaction reads rolled segments through descriptors of its own and swaps a cleaned
 segment in only if that segment is still part of the log and unchanged, so retention, truncation
 and record deletion may run meanwhile. At most one compaction runs at a time per log.
+
+One piece (about 950 lines) on purpose: :class:`PartitionLog` is one object whose methods all
+work on the same segment list, offsets and lock under the rule above; what could stand alone
+(segment files and indexes, recovery, the cleaner, settings) already lives in the modules named
+above. The producer-state rebuild (``_load_producer_state``) is the part that could still move
+to :mod:`groupcoord.storage.producer_state`.
 """
 
 from __future__ import annotations
