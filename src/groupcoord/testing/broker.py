@@ -60,6 +60,9 @@ from groupcoord.testing.control import (
 from groupcoord.testing.faults import FaultInjector
 from groupcoord.testing.wire import GroupState, Record, TopicPartition
 
+if typing.TYPE_CHECKING:
+    from groupcoord.app import BrokerApp
+
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_SETTINGS", "AdvancingClock", "Broker"]
@@ -194,7 +197,7 @@ class Broker:
         # in-process
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._app: Any = None
+        self._app: BrokerApp | None = None
         self._stop_event: asyncio.Event | None = None
         self._started = threading.Event()
         self._start_error: BaseException | None = None
@@ -376,6 +379,7 @@ class Broker:
         """On the loop: close the listening socket and every connection's socket, then stop
         the loop where it is. Nothing else runs: no answers, no flush, no close."""
         app = self._app
+        assert app is not None, "a crash needs a running in-process broker"
         # The server's listening socket must go now, so that the restart can bind its port.
         listener = getattr(app.server, "_server", None)
         if listener is None:
@@ -503,6 +507,7 @@ class Broker:
         self.clock.advance(round(seconds * 1000))
 
         async def fire() -> None:
+            assert self._app is not None
             timers = self._app.broker.timers
             # Timers that complete writes may arm further timers due now: fire until quiet.
             for _ in range(5):
@@ -576,6 +581,7 @@ class Broker:
 
         def sever() -> int:
             n = 0
+            assert self._app is not None
             live = self._app.server.connections
             self._injector.retain_connections({conn.connection_id for conn in live})
             for conn in live:
