@@ -60,7 +60,7 @@ def test_cleaner_keeps_only_the_latest_commit_per_key_and_offsets_survive_restar
     def compacted() -> bool:
         return len([r for r in offsets_log(bs) if r[1] == key]) < COMMITS // 10
 
-    wait_until(compacted, 30, "the cleaner to compact __consumer_offsets")
+    wait_until(compacted, 120, "the cleaner to compact __consumer_offsets")
     remaining = [(off, value) for off, k, value in offsets_log(bs) if k == key]
     offsets = [off for off, _ in remaining]
     assert offsets == sorted(offsets), "compaction must not reorder offsets"
