@@ -74,6 +74,17 @@ def java_string_length(s: str) -> int:
     return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
 
 
+def committed_offset(value: OffsetCommitValue) -> CommittedOffset:
+    """The offset a commit record's value stands for (plain or pending a transaction)."""
+    return CommittedOffset(
+        offset=value.offset,
+        leader_epoch=value.leader_epoch,
+        metadata=value.metadata,
+        commit_timestamp=value.commit_timestamp,
+        expire_timestamp=value.expire_timestamp,
+    )
+
+
 def expired_offsets(
     group: ClassicGroup,
     now_ms: int,
@@ -194,21 +205,9 @@ class OffsetHandlers(ClassicGroupHandlers):
         def all_fail(error: ErrorCode) -> None:
             self._respond(reply, _commit_response(req, lambda _t, _p: error))
 
-        status = self._status(req.group_id)
-        if status is not None:
-            all_fail(status)
-            return
-        group = self._groups.get(req.group_id)
+        missing = ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION
+        group = self._commit_target(req, all_fail, missing)
         if group is None:
-            if req.generation_id >= 0:
-                all_fail(ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION)
-                return
-            group = ClassicGroup(req.group_id, self._now())  # a "simple" group: offsets only
-            self._groups[req.group_id] = group
-            self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
-        error = self._validate_offset_commit(group, req)
-        if error is not None:
-            all_fail(error)
             return
         member = group.members.get(req.member_id)
         if member is not None and group.state in (STABLE, PREPARING):
@@ -224,6 +223,34 @@ class OffsetHandlers(ClassicGroupHandlers):
 
         commits = [(k.topic, k.partition) for k in (r.key for r in records) if isinstance(k, OffsetCommitKey)]
         self._append_offset_write(req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
+
+    def _commit_target(
+        self,
+        req: OffsetCommitRequest | TxnOffsetCommitRequest,
+        all_fail: Callable[[ErrorCode], None],
+        missing: ErrorCode,
+    ) -> ClassicGroup | None:
+        """The group a commit (plain or transactional) writes to, or None once ``all_fail`` has
+        answered: the shard's status, then ``missing`` for a generation naming a group that is
+        not there (no generation makes a "simple" group, offsets only), then the commit's own
+        checks (:meth:`_validate_offset_commit`)."""
+        status = self._status(req.group_id)
+        if status is not None:
+            all_fail(status)
+            return None
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                all_fail(missing)
+                return None
+            group = ClassicGroup(req.group_id, self._now())  # a "simple" group: offsets only
+            self._groups[req.group_id] = group
+            self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
+        error = self._validate_offset_commit(group, req)
+        if error is not None:
+            all_fail(error)
+            return None
+        return group
 
     def _commit_records(
         self, req: OffsetCommitRequest | TxnOffsetCommitRequest, expire: int | None
@@ -275,21 +302,7 @@ class OffsetHandlers(ClassicGroupHandlers):
         if not req.group_id:
             all_fail(ErrorCode.INVALID_GROUP_ID)  # GroupCoordinatorService: isGroupIdNotEmpty
             return
-        status = self._status(req.group_id)
-        if status is not None:
-            all_fail(status)
-            return
-        group = self._groups.get(req.group_id)
-        if group is None:
-            if req.generation_id >= 0:
-                all_fail(ErrorCode.ILLEGAL_GENERATION)
-                return
-            group = ClassicGroup(req.group_id, self._now())  # a "simple" group: offsets only
-            self._groups[req.group_id] = group
-            self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
-        error = self._validate_offset_commit(group, req)
-        if error is not None:
-            all_fail(error)
+        if self._commit_target(req, all_fail, ErrorCode.ILLEGAL_GENERATION) is None:
             return
         results, records = self._commit_records(req, None)
         if not records:
@@ -330,20 +343,18 @@ class OffsetHandlers(ClassicGroupHandlers):
             self._replay(record)
             return
         if key.group not in self._groups:
-            group = ClassicGroup(key.group, value.commit_timestamp)
-            group.state_timestamp = None
-            self._groups[key.group] = group
+            self._replayed_offsets_group(key.group, value)
         pending = self._txn_offsets.setdefault(producer_id, {}).setdefault(key.group, {})
-        pending[(key.topic, key.partition)] = PendingTxnOffset(
-            CommittedOffset(
-                offset=value.offset,
-                leader_epoch=value.leader_epoch,
-                metadata=value.metadata,
-                commit_timestamp=value.commit_timestamp,
-                expire_timestamp=value.expire_timestamp,
-            )
-        )
+        pending[(key.topic, key.partition)] = PendingTxnOffset(committed_offset(value))
         self._open_txns.setdefault(key.group, set()).add(producer_id)
+
+    def _replayed_offsets_group(self, group_id: str, value: OffsetCommitValue) -> ClassicGroup:
+        """The group a replayed commit of an unknown group makes: offsets only, with no state
+        timestamp (it was not created now but at the record's commit)."""
+        group = ClassicGroup(group_id, value.commit_timestamp)
+        group.state_timestamp = None
+        self._groups[group_id] = group
+        return group
 
     def _plain_offset_replayed(self, group_id: str, key: tuple[str, int], tombstone: bool) -> None:
         """A plain commit or a tombstone of ``key`` replayed while transactions of the group

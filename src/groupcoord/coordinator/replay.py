@@ -25,6 +25,7 @@ from groupcoord.coordinator.group import (
     CommittedOffset,
     Member,
 )
+from groupcoord.coordinator.offsets import committed_offset
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
     GroupMetadataKey,
@@ -58,20 +59,10 @@ class ReplayHandlers(AdminHandlers):
             if not isinstance(value, OffsetCommitValue):
                 raise IllegalStateError(f"offset commit key with value {type(value).__name__}")
             if group is None:
-                group = ClassicGroup(key.group, value.commit_timestamp)
-                group.state_timestamp = None
-                self._groups[key.group] = group
+                group = self._replayed_offsets_group(key.group, value)
             # Numbers and a string, alive until the next commit of the partition: the cyclic
             # collector would only walk it (groupcoord.gcutil).
-            group.offsets[(key.topic, key.partition)] = untrack(
-                CommittedOffset(
-                    offset=value.offset,
-                    leader_epoch=value.leader_epoch,
-                    metadata=value.metadata,
-                    commit_timestamp=value.commit_timestamp,
-                    expire_timestamp=value.expire_timestamp,
-                )
-            )
+            group.offsets[(key.topic, key.partition)] = untrack(committed_offset(value))
             return
         if not isinstance(key, GroupMetadataKey):
             log.warning("skipping record with unknown key type %s", type(key).__name__)
