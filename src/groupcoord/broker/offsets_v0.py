@@ -19,15 +19,13 @@ from typing import Any
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
-from groupcoord.protocol.entities import child, err, make
+from groupcoord.protocol.entities import child, err, make, offset_commit_entities
 
 Handler = Callable[[Broker, RequestContext, Any], Any]
 
 
 def offset_commit_v0(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
-    topic_t = child(resp_t, "topics")
-    part_t = child(topic_t, "partitions")
     topics = broker.logs.topics()
 
     def known(name: str, index: int) -> bool:
@@ -35,28 +33,8 @@ def offset_commit_v0(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         return meta is not None and 0 <= index < meta.partitions
 
     any_known = any(known(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions)
-    return make(
-        resp_t,
-        topics=tuple(
-            make(
-                topic_t,
-                name=t.name,
-                partitions=tuple(
-                    make(
-                        part_t,
-                        partition_index=p.partition_index,
-                        error_code=err(
-                            ErrorCode.UNSUPPORTED_VERSION
-                            if any_known
-                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        ),
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in request.topics
-        ),
-    )
+    code = ErrorCode.UNSUPPORTED_VERSION if any_known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return offset_commit_entities(resp_t, request, lambda _t, _p: code)
 
 
 def offset_fetch_v0(broker: Broker, ctx: RequestContext, request: Any) -> Any:

@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode as KioErrorCode
@@ -77,6 +78,35 @@ def child(cls: type[Any], field_name: str) -> type[Any]:
 
 def err(code: ErrorCode | int) -> KioErrorCode:
     return KioErrorCode(int(code))
+
+
+def offset_commit_entities(
+    resp_t: type[Any], request: Any, code: Callable[[str, int], ErrorCode], **top: Any
+) -> Any:
+    """An OffsetCommit response of class ``resp_t`` answering every partition of ``request`` with
+    ``code(topic, partition)``; ``top`` holds the response's own fields (``make`` drops those the
+    version lacks)."""
+    topic_t = child(resp_t, "topics")
+    part_t = child(topic_t, "partitions")
+    return make(
+        resp_t,
+        **top,
+        topics=tuple(
+            make(
+                topic_t,
+                name=t.name,
+                partitions=tuple(
+                    make(
+                        part_t,
+                        partition_index=p.partition_index,
+                        error_code=err(code(t.name, int(p.partition_index))),
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in request.topics
+        ),
+    )
 
 
 def ms(delta: datetime.timedelta | int | None) -> int:

@@ -21,7 +21,7 @@ from groupcoord.broker.state import Broker
 from groupcoord.coordinator import api
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import PreEncoded, RequestContext
-from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms, offset_commit_entities
 from groupcoord.protocol.group_responses import join_group_response, sync_group_response
 from groupcoord.protocol.hot import offset_commit_response
 from groupcoord.protocol.registry import ApiMessages
@@ -280,30 +280,12 @@ def _commit_encoder(
 ) -> Callable[[api.OffsetCommitResponse], Any]:
     """Encodes a commit's answer for the request's version, per partition of the request."""
     resp_t = response_type(broker, ctx)
-    topic_t = child(resp_t, "topics")
-    part_t = child(topic_t, "partitions")
 
     def encode(r: api.OffsetCommitResponse) -> Any:
         codes = {(t.name, p.partition): p.error for t in r.topics for p in t.partitions}
         codes.update(unknown)
-        return make(
-            resp_t,
-            throttle_time=NO_THROTTLE,
-            topics=tuple(
-                make(
-                    topic_t,
-                    name=t.name,
-                    partitions=tuple(
-                        make(
-                            part_t,
-                            partition_index=p.partition_index,
-                            error_code=err(codes.get((t.name, int(p.partition_index)), ErrorCode.NONE)),
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in request.topics
-            ),
+        return offset_commit_entities(
+            resp_t, request, lambda t, p: codes.get((t, p), ErrorCode.NONE), throttle_time=NO_THROTTLE
         )
 
     return encode
