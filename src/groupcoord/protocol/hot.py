@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from groupcoord.protocol.framing import MalformedRequestError
+from groupcoord.protocol.guard import _Bad, _uvarint  # one varint reader: refused alike
 
 __all__ = [
     "HeartbeatIn",
@@ -81,28 +82,7 @@ class HeartbeatIn(NamedTuple):
     group_instance_id: str | None
 
 
-class _Bad(Exception):
-    pass
-
-
 # ---------------------------------------------------------------------------- primitives
-def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """As the guard reads it: at most five bytes."""
-    value = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise _Bad("truncated varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise _Bad("varint too long")
-
-
 def _string(buf: bytes, pos: int, end: int, nullable: bool, field: str) -> tuple[str | None, int]:
     if pos + 2 > end:
         raise _Bad("truncated")
