@@ -160,6 +160,24 @@ def _fixed(buf: bytes, pos: int, end: int, s: struct.Struct) -> tuple[Any, ...]:
     return s.unpack_from(buf, pos)
 
 
+_StringReader = Callable[[bytes, int, int, bool, str], tuple[str | None, int]]
+
+
+def _member_fields(
+    buf: bytes, pos: int, end: int, string: _StringReader, has_instance: bool
+) -> tuple[str | None, int, str | None, str | None, int]:
+    """The fields OffsetCommit and Heartbeat both open with: group id, generation, member id
+    and (from the version that has it) group instance id; then the position after them."""
+    group_id, pos = string(buf, pos, end, False, "group_id")
+    (generation,) = _fixed(buf, pos, end, _I32)
+    pos += 4
+    member_id, pos = string(buf, pos, end, False, "member_id")
+    instance: str | None = None
+    if has_instance:
+        instance, pos = string(buf, pos, end, True, "group_instance_id")
+    return group_id, generation, member_id, instance, pos
+
+
 # ---------------------------------------------------------------------------- OffsetCommit
 def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
     flexible = version >= 8
@@ -171,13 +189,7 @@ def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
 
     def read(buf: bytes, pos: int) -> OffsetCommitIn:
         end = len(buf)
-        group_id, pos = string(buf, pos, end, False, "group_id")
-        (generation,) = _fixed(buf, pos, end, _I32)
-        pos += 4
-        member_id, pos = string(buf, pos, end, False, "member_id")
-        instance: str | None = None
-        if has_instance:
-            instance, pos = string(buf, pos, end, True, "group_instance_id")
+        group_id, generation, member_id, instance, pos = _member_fields(buf, pos, end, string, has_instance)
         retention: datetime.timedelta | None = None
         if has_retention:
             (retention_ms,) = _fixed(buf, pos, end, _I64)
@@ -225,13 +237,7 @@ def _heartbeat(version: int) -> Callable[[bytes, int], HeartbeatIn]:
 
     def read(buf: bytes, pos: int) -> HeartbeatIn:
         end = len(buf)
-        group_id, pos = string(buf, pos, end, False, "group_id")
-        (generation,) = _fixed(buf, pos, end, _I32)
-        pos += 4
-        member_id, pos = string(buf, pos, end, False, "member_id")
-        instance: str | None = None
-        if has_instance:
-            instance, pos = string(buf, pos, end, True, "group_instance_id")
+        group_id, generation, member_id, instance, pos = _member_fields(buf, pos, end, string, has_instance)
         if flexible:
             pos = _skip_tags(buf, pos, end)
         return HeartbeatIn(group_id, generation, member_id, instance)  # type: ignore[arg-type]
