@@ -96,10 +96,7 @@ class Flusher:
                 self._start_locked()
             thread = self._thread
             self._cond.notify()
-        if thread is not None:
-            thread.join()
-        if self._helpers is not None:
-            self._helpers.shutdown()
+        self._join(thread)
 
     def abandon(self) -> None:
         """As in a crash: drop what is queued without flushing it and let the thread end.
@@ -111,6 +108,11 @@ class Flusher:
             self._jobs.clear()
             thread = self._thread
             self._cond.notify()
+        self._join(thread)
+
+    def _join(self, thread: threading.Thread | None) -> None:
+        """The end of :meth:`close` and :meth:`abandon`, outside the lock: wait for the thread
+        they woke, then shut the helpers down."""
         if thread is not None:
             thread.join()
         if self._helpers is not None:
