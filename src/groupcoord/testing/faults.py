@@ -196,17 +196,7 @@ class FaultInjector:
         group: str | None = None,
         client_id: str | None = None,
     ) -> None:
-        if count < 1:
-            raise ValueError("count must be at least 1")
-        rule = _Rule(
-            api_key=api_key_of(api),
-            group=group,
-            client_id=client_id,
-            remaining=count,
-            error=error_code_of(error),
-        )
-        with self._lock:
-            self._fail.append(rule)
+        self._add(self._fail, api, count, group, client_id, error=error)
 
     def delay(
         self,
@@ -219,13 +209,7 @@ class FaultInjector:
     ) -> None:
         if seconds < 0:
             raise ValueError("a delay cannot be negative")
-        if count is not None and count < 1:
-            raise ValueError("count must be at least 1")
-        rule = _Rule(
-            api_key=api_key_of(api), group=group, client_id=client_id, remaining=count, delay_s=seconds
-        )
-        with self._lock:
-            self._delay.append(rule)
+        self._add(self._delay, api, count, group, client_id, delay_s=seconds)
 
     def disconnect_next(
         self,
@@ -236,11 +220,32 @@ class FaultInjector:
         client_id: str | None = None,
     ) -> None:
         """Sever the connection of the next ``count`` matching requests instead of handling them."""
-        if count < 1:
+        self._add(self._sever, api, count, group, client_id)
+
+    def _add(
+        self,
+        rules: list[_Rule],
+        api: str | int,
+        count: int | None,
+        group: str | None,
+        client_id: str | None,
+        *,
+        error: str | int | ErrorCode | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
+        """A rule for the next ``count`` matching requests (None: until cleared) onto ``rules``."""
+        if count is not None and count < 1:
             raise ValueError("count must be at least 1")
-        rule = _Rule(api_key=api_key_of(api), group=group, client_id=client_id, remaining=count)
+        rule = _Rule(
+            api_key=api_key_of(api),
+            group=group,
+            client_id=client_id,
+            remaining=count,
+            error=None if error is None else error_code_of(error),
+            delay_s=delay_s,
+        )
         with self._lock:
-            self._sever.append(rule)
+            rules.append(rule)
 
     def drop_heartbeats(self, group: str, member_or_client_id: str) -> None:
         with self._lock:
