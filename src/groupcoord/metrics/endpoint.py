@@ -295,21 +295,29 @@ def _offset_metrics(snap: Snapshot) -> Iterator[Metric]:
     yield committed
     yield lag
     yield time_lag
-    end = GaugeMetricFamily(
-        "groupcoord_partition_log_end_offset",
-        "A partition's log end offset (its high watermark: one replica).",
-        labels=["topic", "partition"],
+    yield from _partition_ends(
+        snap,
+        (
+            "groupcoord_partition_log_end_offset",
+            "A partition's log end offset (its high watermark: one replica).",
+        ),
+        (
+            "groupcoord_partition_log_start_offset",
+            "A partition's log start offset (the earliest offset a fetch can read).",
+        ),
     )
-    start = GaugeMetricFamily(
-        "groupcoord_partition_log_start_offset",
-        "A partition's log start offset (the earliest offset a fetch can read).",
-        labels=["topic", "partition"],
-    )
+
+
+def _partition_ends(snap: Snapshot, end: tuple[str, str], start: tuple[str, str]) -> Iterator[Metric]:
+    """Two gauges by topic and partition, each a (name, help): the log end offset, then the
+    log start offset (groupcoord's names and kafka_exporter's)."""
+    ends = GaugeMetricFamily(*end, labels=["topic", "partition"])
+    starts = GaugeMetricFamily(*start, labels=["topic", "partition"])
     for p in snap.partitions:
-        end.add_metric([p.topic, str(p.partition)], p.log_end)
-        start.add_metric([p.topic, str(p.partition)], p.log_start)
-    yield end
-    yield start
+        ends.add_metric([p.topic, str(p.partition)], p.log_end)
+        starts.add_metric([p.topic, str(p.partition)], p.log_start)
+    yield ends
+    yield starts
 
 
 def _server_metrics(snap: Snapshot) -> Iterator[Metric]:
@@ -346,21 +354,11 @@ def _kafka_exporter_metrics(snap: Snapshot) -> Iterator[Metric]:
     for topic, n in sorted(per_topic.items()):
         partitions.add_metric([topic], n)
     yield partitions
-    current = GaugeMetricFamily(
-        "kafka_topic_partition_current_offset",
-        "Current offset (log end) of a partition.",
-        labels=["topic", "partition"],
+    yield from _partition_ends(
+        snap,
+        ("kafka_topic_partition_current_offset", "Current offset (log end) of a partition."),
+        ("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a partition."),
     )
-    oldest = GaugeMetricFamily(
-        "kafka_topic_partition_oldest_offset",
-        "Oldest offset (log start) of a partition.",
-        labels=["topic", "partition"],
-    )
-    for p in snap.partitions:
-        current.add_metric([p.topic, str(p.partition)], p.log_end)
-        oldest.add_metric([p.topic, str(p.partition)], p.log_start)
-    yield current
-    yield oldest
     ctp = ["consumergroup", "topic", "partition"]
     offset = GaugeMetricFamily(
         "kafka_consumergroup_current_offset", "Committed offset of a group at a partition.", labels=ctp
