@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from conftest import BrokerProcess
 
 TOPIC = "rs-orders"
