@@ -234,3 +234,36 @@ def read_to_sentinel(
 
 def duplicates(records: list[tuple[bytes, bytes]]) -> dict[bytes, int]:
     return {k: n for k, n in Counter(k for k, _ in records).items() if n > 1}
+
+
+def chaos_outputs_every_result_exactly_once(
+    *, client: str, bootstrap: str, name: str, seed: int, log_dir: Path
+) -> None:
+    """The body of each client's SIGKILL test: ROUNDS workers of ``client`` killed at random
+    moments (``seed``), then one run to the end, over topics and a group named after ``name``;
+    asserts every input record's result is read_committed exactly once, the group's committed
+    offsets are the input's end offsets, and read_uncommitted sees at least as much."""
+    partitions, records = 2, max(120, 8 * ROUNDS)
+    source, sink, keys = setup_topics(bootstrap, name, partitions, records)
+    end_offsets = [records // partitions] * partitions
+    result = run_chaos(
+        client=client,
+        bootstrap=bootstrap,
+        group=f"{name}-group",
+        source=source,
+        sink=sink,
+        partitions=partitions,
+        end_offsets=end_offsets,
+        transactional_id=f"{name}-tid",
+        rounds=ROUNDS,
+        seed=seed,
+        log_dir=log_dir,
+    )
+    assert result.killed_after_txns + result.killed_at_random_time == ROUNDS
+    out = read_to_sentinel(bootstrap, sink, partitions, "read_committed")
+    assert duplicates(out) == {}
+    assert sorted(k for k, _ in out) == sorted(keys)
+    assert all(v == b"v" + k + b":out" for k, v in out)
+    assert committed(bootstrap, f"{name}-group", source, partitions) == end_offsets
+    everything = read_to_sentinel(bootstrap, sink, partitions, "read_uncommitted")
+    assert {k for k, _ in everything} == set(keys) and len(everything) >= len(out)

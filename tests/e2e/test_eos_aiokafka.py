@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import ProducerFenced
-from conftest import BrokerProcess
-from eos_harness import ROUNDS, committed, duplicates, read_to_sentinel, run_chaos, setup_topics
+from eos_harness import chaos_outputs_every_result_exactly_once, committed, read_to_sentinel
 from test_produce_consume_confluent import create_topic
+
+from conftest import BrokerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -103,28 +104,6 @@ def test_aiokafka_consume_transform_produce_killed_at_random_points_outputs_ever
 ) -> None:
     """As the confluent-kafka test of the same name, with aiokafka's consumer and
     transactional producer in the worker."""
-    bootstrap = eos_broker.bootstrap
-    partitions, records = 2, max(120, 8 * ROUNDS)
-    source, sink, keys = setup_topics(bootstrap, "eos-chaos-a", partitions, records)
-    end_offsets = [records // partitions] * partitions
-    result = run_chaos(
-        client="aiokafka",
-        bootstrap=bootstrap,
-        group="eos-chaos-a-group",
-        source=source,
-        sink=sink,
-        partitions=partitions,
-        end_offsets=end_offsets,
-        transactional_id="eos-chaos-a-tid",
-        rounds=ROUNDS,
-        seed=4747,
-        log_dir=tmp_path,
+    chaos_outputs_every_result_exactly_once(
+        client="aiokafka", bootstrap=eos_broker.bootstrap, name="eos-chaos-a", seed=4747, log_dir=tmp_path
     )
-    assert result.killed_after_txns + result.killed_at_random_time == ROUNDS
-    out = read_to_sentinel(bootstrap, sink, partitions, "read_committed")
-    assert duplicates(out) == {}
-    assert sorted(k for k, _ in out) == sorted(keys)
-    assert all(v == b"v" + k + b":out" for k, v in out)
-    assert committed(bootstrap, "eos-chaos-a-group", source, partitions) == end_offsets
-    everything = read_to_sentinel(bootstrap, sink, partitions, "read_uncommitted")
-    assert {k for k, _ in everything} == set(keys) and len(everything) >= len(out)

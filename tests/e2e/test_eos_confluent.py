@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from eos_harness import ROUNDS, committed, duplicates, read_to_sentinel, run_chaos, setup_topics
+from eos_harness import chaos_outputs_every_result_exactly_once, committed, read_to_sentinel
 from test_produce_consume_confluent import create_topic
 
 from conftest import BrokerProcess
@@ -137,31 +137,9 @@ def test_consume_transform_produce_killed_at_random_points_outputs_every_result_
     read_committed reader sees every input record's result exactly once, the group's committed
     offsets are the input's end offsets, and read_uncommitted sees at least as much (the killed
     workers' aborted output included)."""
-    bootstrap = eos_broker.bootstrap
-    partitions, records = 2, max(120, 8 * ROUNDS)
-    source, sink, keys = setup_topics(bootstrap, "eos-chaos-c", partitions, records)
-    end_offsets = [records // partitions] * partitions
-    result = run_chaos(
-        client="confluent",
-        bootstrap=bootstrap,
-        group="eos-chaos-c-group",
-        source=source,
-        sink=sink,
-        partitions=partitions,
-        end_offsets=end_offsets,
-        transactional_id="eos-chaos-c-tid",
-        rounds=ROUNDS,
-        seed=1717,
-        log_dir=tmp_path,
+    chaos_outputs_every_result_exactly_once(
+        client="confluent", bootstrap=eos_broker.bootstrap, name="eos-chaos-c", seed=1717, log_dir=tmp_path
     )
-    assert result.killed_after_txns + result.killed_at_random_time == ROUNDS
-    out = read_to_sentinel(bootstrap, sink, partitions, "read_committed")
-    assert duplicates(out) == {}
-    assert sorted(k for k, _ in out) == sorted(keys)
-    assert all(v == b"v" + k + b":out" for k, v in out)
-    assert committed(bootstrap, "eos-chaos-c-group", source, partitions) == end_offsets
-    everything = read_to_sentinel(bootstrap, sink, partitions, "read_uncommitted")
-    assert {k for k, _ in everything} == set(keys) and len(everything) >= len(out)
 
 
 INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT, OFFSET_FETCH = 22, 25, 26, 28, 9
