@@ -302,6 +302,22 @@ def run_kafka_python(args: argparse.Namespace, control: Control) -> None:
             progress.lost(lost)
 
     consumer.subscribe([args.topic], listener=Listener())
+    # Know the topic's partitions before the first poll joins the group. Without this the leader
+    # of kafka-python 3.0.12 assigns from metadata that lacks the topic (its bootstrap metadata asks
+    # for no topics), gets the topic a moment later and rejoins because its assignment snapshot no
+    # longer matches its metadata snapshot. If that second join outlives the poll's timeout, the
+    # leader's _perform_assignment sets the assignment snapshot to the new metadata while the
+    # SyncGroup is still in flight; need_rejoin() turns False, no later poll awaits the pending join
+    # task, and the member stays in the group (its heartbeats succeed) with no partitions for good.
+    # Java keeps completing a pending join: AbstractCoordinator.rejoinNeededOrPending() is
+    # ``rejoinNeeded || joinFuture != null``. With the partitions known here, the first generation
+    # assigns them all and no metadata-driven rejoin follows. partitions_for_topic fetches metadata
+    # (through the listener that rebuilds the snapshot) when the topic is not known yet.
+    while not consumer.partitions_for_topic(args.topic):
+        if control.should_close():
+            consumer.close()
+            emit({"e": "closed"})
+            return
     while not control.should_close():
         for tp, records in consumer.poll(timeout_ms=100, max_records=500).items():
             for rec in records:
@@ -398,7 +414,9 @@ def main() -> None:
         _log_ours()
     else:  # their warnings (coordinator lost, join failed) reach the harness's stderr tail
         logging.basicConfig(
-            level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
+            level=logging.DEBUG if os.environ.get("GROUPCOORD_WORKER_DEBUG") else logging.WARNING,
+            stream=sys.stderr,
+            format="%(asctime)s %(name)s %(message)s",
         )
     runner = {
         "groupcoord": run_groupcoord,

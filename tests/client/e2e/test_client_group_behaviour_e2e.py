@@ -98,6 +98,33 @@ def test_async_consumer_heartbeats_from_a_task_named_like_the_thread_and_starts_
     assert not new_threads
 
 
+def test_kafka_python_member_on_a_just_created_topic_gets_every_partition_in_its_first_assignment(
+    client_broker: ClientBroker,
+) -> None:
+    """The worker's kafka-python member knows the topic before it joins, so it never relies on
+    a metadata-driven rejoin.
+
+    kafka-python 3.0.12 joins with bootstrap metadata that names no topics; as leader it then
+    assigns nothing, learns the topic and rejoins. When that rejoin outlives a poll's timeout, its
+    ``_perform_assignment`` makes the assignment snapshot equal to the metadata snapshot while the
+    SyncGroup is in flight, ``need_rejoin()`` turns False and no poll ever completes the pending
+    join: the member heartbeats in generation 2 owning nothing (the SIGKILL test below saw
+    ``owned=[] recs=0`` so, about one run in ten beside a CPU burner). Java's consumer keeps
+    completing a pending join (``AbstractCoordinator.rejoinNeededOrPending``: ``rejoinNeeded ||
+    joinFuture != null``). The worker waits for the topic's partitions before its first poll;
+    without that its first assignment is empty in most runs and this test fails.
+    """
+    topic = make_topic(client_broker.bootstrap, 4)
+    member = Member("kafka-python", client_broker.bootstrap, new_name("first"), topic, "range")
+    try:
+        wait_for(lambda: member.owned() == {0, 1, 2, 3}, what=lambda: describe([member]) + member.tail())
+        first = member.first("assigned")
+        assert first is not None and first["partitions"] == [0, 1, 2, 3]
+        assert member.close() == 0, member.tail()
+    finally:
+        member.kill()
+
+
 #: The members' session timeout: long enough that a pure-Python client's heartbeats on a busy CI
 #: machine do not miss it before the kill (at 3 s a lone kafka-python member was seen never to settle).
 SESSION_MS = 6000
