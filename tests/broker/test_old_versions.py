@@ -21,6 +21,7 @@ from broker_harness import Env, run_broker
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.client import WireClient
 from groupcoord.testing import Broker
+from wire_testing import WireReader, wire_client
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = 8, 9, 19, 20, 32
@@ -38,8 +39,7 @@ def broker() -> Iterator[Broker]:
 
 @pytest.fixture
 def client(broker: Broker) -> Iterator[WireClient]:
-    host, port = broker.bootstrap.split(":")
-    with WireClient(host, int(port)) as c:
+    with wire_client(broker) as c:
         yield c
 
 
@@ -56,33 +56,13 @@ def _frame(api_key: int, version: int, correlation: int, body: bytes, client_id:
     return struct.pack(">i", len(header) + len(body)) + header + body
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return int(value)
-
-    def string(self) -> str:
-        n = self.take(">h")
-        s = self.data[self.pos : self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def done(self) -> bool:
-        return self.pos == len(self.data)
-
-
-def _exchange(broker: Broker, frame: bytes) -> _Reader:
+def _exchange(broker: Broker, frame: bytes) -> WireReader:
     host, port = broker.bootstrap.split(":")
     with socket.create_connection((host, int(port)), timeout=15) as sock:
         sock.sendall(frame)
         f = sock.makefile("rb")
         (size,) = struct.unpack(">i", f.read(4))
-        return _Reader(f.read(size))
+        return WireReader(f.read(size))
 
 
 def _list_offsets_v0(broker: Broker, asks: list[tuple[int, int, int]]) -> list[tuple[int, int, list[int]]]:

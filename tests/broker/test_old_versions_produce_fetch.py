@@ -33,6 +33,7 @@ from groupcoord.storage.batch import (
 )
 from groupcoord.storage.message_format import LegacyMessage, inner_messages, iter_messages, write_message_set
 from groupcoord.testing import Broker
+from wire_testing import WireReader, fetch_partition, wire_client
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT = 0, 1, 2, 3, 8
 MAX = 1 << 20
@@ -46,8 +47,7 @@ def broker() -> Iterator[Broker]:
 
 @pytest.fixture
 def client(broker: Broker) -> Iterator[WireClient]:
-    host, port = broker.bootstrap.split(":")
-    with WireClient(host, int(port)) as c:
+    with wire_client(broker) as c:
         yield c
 
 
@@ -69,26 +69,7 @@ def produce(client: WireClient, version: int, topic: str, data: bytes) -> Any:
 
 
 def fetch(client: WireClient, version: int, topic: str, offset: int) -> Any:
-    r = client.call(
-        FETCH,
-        version,
-        replica_id=-1,
-        max_wait=0,
-        min_bytes=1,
-        max_bytes=MAX,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        forgotten_topics_data=[],
-        rack_id="",
-        topics=[
-            {
-                "topic": topic,
-                "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": MAX}],
-            }
-        ],
-    )
-    return r.responses[0].partitions[0]
+    return fetch_partition(client, version, topic, offset)
 
 
 def flat(data: bytes) -> list[LegacyMessage]:
@@ -269,27 +250,6 @@ def _call(broker: Broker, api_key: int, version: int, body: bytes) -> bytes:
     return answer[4:]
 
 
-class _Buf:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def int(self, fmt: str) -> int:
-        (v,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return int(v)
-
-    def string(self) -> str:
-        n = self.int(">h")
-        s = self.data[self.pos : self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def raw(self, n: int) -> bytes:
-        b = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return b
-
-
 def _fetch_offsets_topic(broker: Broker, version: int) -> bytes:
     """sarama's FetchRequest for ``__consumer_offsets`` partition 0 from offset 0; the records
     (a magic 0/1 message set below v4, v2 batches from v4)."""
@@ -304,20 +264,20 @@ def _fetch_offsets_topic(broker: Broker, version: int) -> bytes:
         + struct.pack(">i", 1)
         + struct.pack(">iqi", 0, 0, MAX)
     )
-    r = _Buf(_call(broker, FETCH, version, body))
+    r = WireReader(_call(broker, FETCH, version, body))
     if version >= 1:
-        assert r.int(">i") == 0  # throttle
-    assert (r.int(">i"), r.string(), r.int(">i")) == (1, "__consumer_offsets", 1)
-    partition, error, _hw = r.int(">i"), r.int(">h"), r.int(">q")
+        assert r.take(">i") == 0  # throttle
+    assert (r.take(">i"), r.string(), r.take(">i")) == (1, "__consumer_offsets", 1)
+    partition, error, _hw = r.take(">i"), r.take(">h"), r.take(">q")
     assert (partition, error) == (0, ErrorCode.NONE)
     if version >= 4:
-        r.int(">q")  # last stable offset
-        assert r.int(">i") == -1  # no aborted transactions (null) for read_uncommitted
-    return r.raw(r.int(">i"))
+        r.take(">q")  # last stable offset
+        assert r.take(">i") == -1  # no aborted transactions (null) for read_uncommitted
+    return r.raw(r.take(">i"))
 
 
-def _nullable_string(b: _Buf) -> str | None:
-    n = b.int(">h")
+def _nullable_string(b: WireReader) -> str | None:
+    n = b.take(">h")
     if n < 0:
         return None
     b.pos -= 2
@@ -329,28 +289,28 @@ def _metadata(broker: Broker, version: int, topic: str) -> tuple[tuple[int, str,
     body = struct.pack(">i", 1) + _string(topic)
     if version >= 4:
         body += b"\x01"  # allow_auto_topic_creation
-    m = _Buf(_call(broker, METADATA, version, body))
+    m = WireReader(_call(broker, METADATA, version, body))
     if version >= 3:
-        assert m.int(">i") == 0  # throttle
-    assert m.int(">i") == 1
-    node = (m.int(">i"), m.string(), m.int(">i"))
+        assert m.take(">i") == 0  # throttle
+    assert m.take(">i") == 1
+    node = (m.take(">i"), m.string(), m.take(">i"))
     if version >= 1:
         assert _nullable_string(m) is None  # rack
     if version >= 2:
         assert _nullable_string(m)  # cluster id
     if version >= 1:
-        assert m.int(">i") == node[0]  # controller
-    assert m.int(">i") == 1
-    assert (m.int(">h"), m.string()) == (ErrorCode.NONE, topic)
+        assert m.take(">i") == node[0]  # controller
+    assert m.take(">i") == 1
+    assert (m.take(">h"), m.string()) == (ErrorCode.NONE, topic)
     if version >= 1:
-        assert m.int(">b") == 0  # not internal
+        assert m.take(">b") == 0  # not internal
     leaders = {}
-    for _ in range(m.int(">i")):
-        error, index, leader = m.int(">h"), m.int(">i"), m.int(">i")
-        replicas = [m.int(">i") for _ in range(m.int(">i"))]
-        isr = [m.int(">i") for _ in range(m.int(">i"))]
+    for _ in range(m.take(">i")):
+        error, index, leader = m.take(">h"), m.take(">i"), m.take(">i")
+        replicas = [m.take(">i") for _ in range(m.take(">i"))]
+        isr = [m.take(">i") for _ in range(m.take(">i"))]
         if version >= 5:
-            assert [m.int(">i") for _ in range(m.int(">i"))] == []  # offline replicas
+            assert [m.take(">i") for _ in range(m.take(">i"))] == []  # offline replicas
         assert (error, replicas, isr) == (ErrorCode.NONE, [leader], [leader])
         leaders[index] = leader
     assert m.pos == len(m.data)
@@ -370,14 +330,14 @@ def _burrow_commits(message_set: bytes) -> list[tuple[str, str, int, int]]:
     for raw_key, raw_value in entries:
         if raw_key is None or raw_value is None:
             continue
-        key = _Buf(raw_key)
-        if key.int(">h") not in (0, 1):
+        key = WireReader(raw_key)
+        if key.take(">h") not in (0, 1):
             continue  # group metadata (2) and anything else
-        group, topic, partition = key.string(), key.string(), key.int(">i")
-        value = _Buf(raw_value)
-        version = value.int(">h")
+        group, topic, partition = key.string(), key.string(), key.take(">i")
+        value = WireReader(raw_value)
+        version = value.take(">h")
         assert version in (0, 1, 3), f"Burrow 1.2.1 cannot read offset value version {version}"
-        offset = value.int(">q")
+        offset = value.take(">q")
         out.append((group, topic, partition, offset))
     return out
 
@@ -429,7 +389,9 @@ def test_burrow_sees_commits_and_log_end_offsets(
     # the log end offsets Burrow computes lag from
     body = struct.pack(">i", -1) + struct.pack(">i", 1) + _string(topic) + struct.pack(">i", 2)
     body += struct.pack(">iqi", 0, -1, 1) + struct.pack(">iqi", 1, -1, 1)
-    lo = _Buf(_call(broker, LIST_OFFSETS, 0, body))
-    assert (lo.int(">i"), lo.string(), lo.int(">i")) == (1, topic, 2)
-    answers = [(lo.int(">i"), lo.int(">h"), [lo.int(">q") for _ in range(lo.int(">i"))]) for _ in range(2)]
+    lo = WireReader(_call(broker, LIST_OFFSETS, 0, body))
+    assert (lo.take(">i"), lo.string(), lo.take(">i")) == (1, topic, 2)
+    answers = [
+        (lo.take(">i"), lo.take(">h"), [lo.take(">q") for _ in range(lo.take(">i"))]) for _ in range(2)
+    ]
     assert answers == [(0, 0, [4]), (1, 0, [1])]

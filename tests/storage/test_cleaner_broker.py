@@ -28,11 +28,10 @@ from groupcoord.protocol.client import WireClient
 from groupcoord.storage.batch import iter_batches
 from groupcoord.storage.message_format import iter_messages
 from groupcoord.testing import Broker
+from wire_testing import fetch_partition, wire_client
 
 pytestmark = pytest.mark.e2e
 
-FETCH = 1
-MAX = 1 << 20
 BACKOFF_S = 60  # log.cleaner.backoff.ms: far above the test's real duration
 SEGMENT_S = 3600  # segment.ms of the topics
 DELETE_RETENTION_S = 600  # delete.retention.ms of the topics
@@ -47,8 +46,7 @@ def broker() -> Iterator[Broker]:
 
 @pytest.fixture
 def client(broker: Broker) -> Iterator[WireClient]:
-    host, port = broker.bootstrap.split(":")
-    with WireClient(host, int(port)) as c:
+    with wire_client(broker) as c:
         yield c
 
 
@@ -61,26 +59,7 @@ def wait_until(pred: Callable[[], bool], what: str, timeout: float = 30.0) -> No
 
 
 def fetch(client: WireClient, version: int, topic: str, offset: int = 0) -> Any:
-    r = client.call(
-        FETCH,
-        version,
-        replica_id=-1,
-        max_wait=0,
-        min_bytes=1,
-        max_bytes=MAX,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        forgotten_topics_data=[],
-        rack_id="",
-        topics=[
-            {
-                "topic": topic,
-                "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": MAX}],
-            }
-        ],
-    )
-    part = r.responses[0].partitions[0]
+    part = fetch_partition(client, version, topic, offset)
     assert part.error_code == ErrorCode.NONE
     return part
 
