@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_testing import confluent_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from groupcoord.storage.recovery import CLEAN_SHUTDOWN_FILE
@@ -71,17 +72,6 @@ class Polled:
         self.consumer.close()
 
 
-def config(broker: Broker, group: str, client_id: str, **extra: object) -> dict[str, object]:
-    return {
-        "bootstrap.servers": broker.bootstrap,
-        "group.id": group,
-        "client.id": client_id,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        **extra,
-    }
-
-
 def test_advance_expires_a_45s_session_in_each_mode(broker: Broker, names: Callable[[str], str]) -> None:
     """advance(46) fires the session timer of a confluent-kafka member with a 45 s session
     (Kafka: GroupCoordinator ``onExpireHeartbeat``); the group moves to the next generation."""
@@ -89,7 +79,8 @@ def test_advance_expires_a_45s_session_in_each_mode(broker: Broker, names: Calla
     broker.create_topic(topic, 1)
     # Heartbeats every 200 ms: the client learns of its expiry soon after (its own clock).
     member = Polled(
-        config(broker, group, "c1", **{"session.timeout.ms": 45_000, "heartbeat.interval.ms": 200}), topic
+        confluent_config(broker, group, "c1", **{"session.timeout.ms": 45_000, "heartbeat.interval.ms": 200}),
+        topic,
     )
     try:
         before = broker.wait_for_group(group, members=1)
@@ -150,7 +141,7 @@ def test_fail_next_reaches_a_confluent_commit_and_a_confluent_producer_in_each_m
     assert broker.faults.pending_failures() == 0
     assert [r.value for r in broker.records(topic)] == [b"a"]
 
-    consumer = Consumer(config(broker, group, "c1"))
+    consumer = Consumer(confluent_config(broker, group, "c1"))
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + 30
@@ -175,7 +166,7 @@ def test_delay_and_disconnect_in_each_mode(broker: Broker, names: Callable[[str]
     connection of its next request of one API, unhandled (an idempotent producer resends it)."""
     topic, group = names("orders"), names("app")
     broker.create_topic(topic, 1)
-    consumer = Consumer(config(broker, group, "slow"))
+    consumer = Consumer(confluent_config(broker, group, "slow"))
     try:
         broker.delay("OffsetCommit", 0.5, count=1, client_id="slow")
         started = time.monotonic()
@@ -209,8 +200,8 @@ def test_drop_heartbeats_and_clear_faults_in_each_mode(broker: Broker, names: Ca
     topic, group = names("orders"), names("app")
     broker.create_topic(topic, 2)
     fast = {"session.timeout.ms": 1_000, "heartbeat.interval.ms": 100}
-    a = Polled(config(broker, group, "a", **fast), topic)
-    b = Polled(config(broker, group, "b", **fast), topic)
+    a = Polled(confluent_config(broker, group, "a", **fast), topic)
+    b = Polled(confluent_config(broker, group, "b", **fast), topic)
     try:
         state = broker.wait_for_group(group, members=2)
         assert state.generation is not None
