@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import ProducerFenced
+from conftest import BrokerProcess
 from eos_harness import chaos_outputs_every_result_exactly_once, committed, read_to_sentinel
 from test_produce_consume_confluent import create_topic
-
-from conftest import BrokerProcess
 
 pytestmark = pytest.mark.e2e
 

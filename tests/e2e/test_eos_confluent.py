@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from conftest import BrokerProcess
 from eos_harness import chaos_outputs_every_result_exactly_once, committed, read_to_sentinel
 from test_produce_consume_confluent import create_topic
-
-from conftest import BrokerProcess
 
 pytestmark = pytest.mark.e2e
 
