@@ -320,19 +320,8 @@ class OffsetHandlers(ClassicGroupHandlers):
     def _txn_offset_commit_written(
         self, write: TxnOffsetCommitWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
     ) -> None:
-        results = write.results
-        if error is ErrorCode.NONE:
-            for record in records:
-                self._replay_transactional(record, write.request.producer_id)
-            self._respond(write.reply, _commit_response(write.request, lambda t, p: results[(t, p)]))
-            return
-        mapped = map_offset_write_error(error)
-        self._respond(
-            write.reply,
-            _commit_response(
-                write.request, lambda t, p: mapped if results[(t, p)] is ErrorCode.NONE else results[(t, p)]
-            ),
-        )
+        producer_id = write.request.producer_id
+        self._commit_written(write, records, error, lambda r: self._replay_transactional(r, producer_id))
 
     def _replay_transactional(self, record: CoordinatorRecord, producer_id: int) -> None:
         """A record of a transactional batch of ``producer_id`` (Kafka 4.x
@@ -406,10 +395,22 @@ class OffsetHandlers(ClassicGroupHandlers):
     def _offset_commit_written(
         self, write: OffsetCommitWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
     ) -> None:
+        self._commit_written(write, records, error, self._replay)
+
+    def _commit_written(
+        self,
+        write: OffsetCommitWrite | TxnOffsetCommitWrite,
+        records: Sequence[CoordinatorRecord],
+        error: ErrorCode,
+        replay: Callable[[CoordinatorRecord], None],
+    ) -> None:
+        """A commit's write finished: on success replay its records (plainly, or pending for a
+        transaction) and answer each partition its code before the write; on failure the
+        partitions that had none get the write's error, mapped as Kafka maps it."""
         results = write.results
         if error is ErrorCode.NONE:
             for record in records:
-                self._replay(record)
+                replay(record)
             self._respond(write.reply, _commit_response(write.request, lambda t, p: results[(t, p)]))
             return
         mapped = map_offset_write_error(error)
