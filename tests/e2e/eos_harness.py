@@ -21,10 +21,14 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from conftest import BrokerProcess
 from test_produce_consume_confluent import create_topic
 
 WORKER = Path(__file__).with_name("eos_worker.py")
@@ -267,3 +271,16 @@ def chaos_outputs_every_result_exactly_once(
     assert committed(bootstrap, f"{name}-group", source, partitions) == end_offsets
     everything = read_to_sentinel(bootstrap, sink, partitions, "read_uncommitted")
     assert {k for k, _ in everything} == set(keys) and len(everything) >= len(out)
+
+
+@contextmanager
+def eos_broker_process(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[BrokerProcess]:
+    """A broker process for an exactly-once test module (no initial rebalance delay), its data
+    under a temporary folder named ``name``; stopped on exit."""
+    base = tmp_path_factory.mktemp(name)
+    b = BrokerProcess(base / "data", settings=("group.initial.rebalance.delay.ms=0",))
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()

@@ -16,23 +16,21 @@ import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import ProducerFenced
 from conftest import BrokerProcess
-from eos_harness import chaos_outputs_every_result_exactly_once, committed, read_to_sentinel
+from eos_harness import (
+    chaos_outputs_every_result_exactly_once,
+    committed,
+    eos_broker_process,
+    read_to_sentinel,
+)
 from test_produce_consume_confluent import create_topic
 
 pytestmark = pytest.mark.e2e
 
-SETTINGS = ("group.initial.rebalance.delay.ms=0",)
-
 
 @pytest.fixture(scope="module")
 def eos_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    base = tmp_path_factory.mktemp("eos-aiokafka")
-    b = BrokerProcess(base / "data", settings=SETTINGS)
-    b.start()
-    try:
+    with eos_broker_process(tmp_path_factory, "eos-aiokafka") as b:
         yield b
-    finally:
-        b.stop()
 
 
 def test_aiokafka_offsets_sent_to_a_committed_transaction_count_and_an_aborted_ones_do_not(

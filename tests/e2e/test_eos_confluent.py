@@ -17,23 +17,21 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from conftest import BrokerProcess
-from eos_harness import chaos_outputs_every_result_exactly_once, committed, read_to_sentinel
+from eos_harness import (
+    chaos_outputs_every_result_exactly_once,
+    committed,
+    eos_broker_process,
+    read_to_sentinel,
+)
 from test_produce_consume_confluent import create_topic
 
 pytestmark = pytest.mark.e2e
 
-SETTINGS = ("group.initial.rebalance.delay.ms=0",)
-
 
 @pytest.fixture(scope="module")
 def eos_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    base = tmp_path_factory.mktemp("eos-confluent")
-    b = BrokerProcess(base / "data", settings=SETTINGS)
-    b.start()
-    try:
+    with eos_broker_process(tmp_path_factory, "eos-confluent") as b:
         yield b
-    finally:
-        b.stop()
 
 
 def _consumer(bootstrap: str, group: str, topic: str) -> Consumer:
