@@ -23,7 +23,8 @@ It commits synchronously after every batch it consumed and before partitions are
 lost ones: they may be another member's already), so a group that rebalances consumes every
 record exactly once. Commands on stdin: ``close`` (leave the group and exit 0), ``stall`` (stop
 calling poll until ``resume``: the poll interval runs out while heartbeats go on). SIGKILL is how
-tests simulate a crash.
+tests simulate a crash. Every client logs to stderr (warnings; with ``GROUPCOORD_WORKER_DEBUG`` set,
+debug logs, and for ours every decoded answer): the client harness keeps a tail of it.
 """
 
 from __future__ import annotations
