@@ -1,8 +1,9 @@
 """confluent-kafka read_committed against a log holding committed, aborted and open transactions.
 
 The transactional batches and their COMMIT / ABORT markers are written into the partition's
-log on disk while the broker is stopped (the transaction coordinator is not wired to the wire
-yet, see docs/transactions.md); the broker then serves them to a real client. Kafka:
+log on disk while the broker is stopped, so the log holds exactly the interleaving the test
+needs, an open transaction included (the wire path, a transactional producer, is
+tests/e2e/test_transactions_confluent.py); the broker then serves them to a real client. Kafka:
 ``UnifiedLog.read`` with ``FetchIsolation.TXN_COMMITTED`` (stop at the LSO, attach
 ``collectAbortedTransactions``), ``ListOffsets`` latest under READ_COMMITTED answers the LSO;
 librdkafka drops aborted records using the Fetch response's ``aborted_transactions``.

@@ -14,8 +14,9 @@ Complete state. When a transaction must be aborted by the coordinator rather tha
 (a new producer instance called ``InitProducerId``, or the transaction timed out) the epoch is
 bumped first, fencing the old producer: **PrepareEpochFence**, an in-memory step Kafka never
 writes to the log, which continues at once to PrepareAbort. **Dead** is the state of an id
-removed after ``transactional.id.expiration.ms`` (not yet implemented here; see
-docs/transactions.md).
+idle for ``transactional.id.expiration.ms`` in Empty or a Complete state: the coordinator's
+timer writes its tombstone and forgets it
+(``TransactionCoordinatorShard._expire_transactional_ids``).
 
 :data:`VALID_PREVIOUS_STATES` is the rule every transition checks; :data:`TRANSITION_CAUSES`
 says what drives each edge and feeds the generated page (docs/transactions-state-machine.md).
