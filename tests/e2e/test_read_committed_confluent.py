@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from conftest import BrokerProcess
 from test_produce_consume_confluent import create_topic
+from test_transactions_confluent import read_isolated
 
 from groupcoord.clock import SystemClock
 from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
@@ -51,30 +51,6 @@ def _marker(pid: int, commit: bool) -> bytes:
     )
 
 
-def _consume(bootstrap: str, isolation: str, done: Callable[[list[str]], bool]) -> list[str]:
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"rc-{isolation}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-        }
-    )
-    c.assign([TopicPartition(TOPIC, 0, 0)])
-    got: list[str] = []
-    deadline = time.monotonic() + 30
-    try:
-        while not done(got) and time.monotonic() < deadline:
-            for m in c.consume(num_messages=100, timeout=0.5):
-                if m.error() is None:
-                    got.append(m.value().decode())
-        _lo, hi = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10, cached=False)
-        got.append(f"hi={hi}")
-    finally:
-        c.close()
-    return got
-
-
 def test_read_committed_skips_aborted_and_stops_at_the_open_transaction(
     broker_factory: Callable[..., BrokerProcess],
 ) -> None:
@@ -94,8 +70,12 @@ def test_read_committed_skips_aborted_and_stops_at_the_open_transaction(
     plog.close()
     broker.start()
 
-    committed = _consume(broker.bootstrap, "read_committed", lambda got: "plain-1" in got)
+    committed = read_isolated(
+        broker.bootstrap, TOPIC, "read_committed", lambda got: "plain-1" in got, with_high_watermark=True
+    )
     assert committed == ["plain-0", "c-0", "c-1", "plain-1", "hi=8"]
 
-    everything = _consume(broker.bootstrap, "read_uncommitted", lambda got: "plain-2" in got)
+    everything = read_isolated(
+        broker.bootstrap, TOPIC, "read_uncommitted", lambda got: "plain-2" in got, with_high_watermark=True
+    )
     assert everything == ["plain-0", "c-0", "c-1", "a-0", "a-1", "plain-1", "open-0", "plain-2", "hi=10"]

@@ -28,7 +28,17 @@ def _producer(bootstrap: str, tid: str) -> Producer:
     return Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5})
 
 
-def _read(bootstrap: str, topic: str, isolation: str, done: Callable[[list[str]], bool]) -> list[str]:
+def read_isolated(
+    bootstrap: str,
+    topic: str,
+    isolation: str,
+    done: Callable[[list[str]], bool],
+    *,
+    with_high_watermark: bool = False,
+) -> list[str]:
+    """The values of ``topic``'s partition 0 read from offset 0 at ``isolation`` until ``done``
+    (or 30 s); ``with_high_watermark`` appends ``hi=N``, the end this isolation level sees
+    (the LSO for read_committed), asked of the same consumer."""
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -45,6 +55,9 @@ def _read(bootstrap: str, topic: str, isolation: str, done: Callable[[list[str]]
             for m in c.consume(num_messages=100, timeout=0.5):
                 if m.error() is None:
                     got.append(m.value().decode())
+        if with_high_watermark:
+            _lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
+            got.append(f"hi={hi}")
     finally:
         c.close()
     return got
@@ -71,9 +84,9 @@ def test_committed_records_are_read_once_and_aborted_ones_only_uncommitted(
     p.produce(topic, value=b"c3", partition=0)
     p.commit_transaction(30)
 
-    committed = _read(broker.bootstrap, topic, "read_committed", lambda got: "c3" in got)
+    committed = read_isolated(broker.bootstrap, topic, "read_committed", lambda got: "c3" in got)
     assert committed == ["c0", "c1", "c2", "c3"]
-    everything = _read(broker.bootstrap, topic, "read_uncommitted", lambda got: "c3" in got)
+    everything = read_isolated(broker.bootstrap, topic, "read_uncommitted", lambda got: "c3" in got)
     assert everything == ["c0", "c1", "c2", "a0", "a1", "c3"]
 
 
@@ -97,7 +110,7 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(
         zombie.commit_transaction(30)
     error = info.value.args[0]
     assert (error.code(), error.fatal()) == (KafkaError._FENCED, True)
-    committed = _read(broker.bootstrap, topic, "read_committed", lambda got: "successor" in got)
+    committed = read_isolated(broker.bootstrap, topic, "read_committed", lambda got: "successor" in got)
     assert committed == ["successor"]
 
 
@@ -155,8 +168,11 @@ def test_an_open_transaction_survives_a_broker_kill_and_is_aborted_by_the_next_i
     second.begin_transaction()
     second.produce(topic, value=b"after", partition=0)
     second.commit_transaction(30)
-    assert _read(broker.bootstrap, topic, "read_committed", lambda got: "after" in got) == ["after"]
-    assert _read(broker.bootstrap, topic, "read_uncommitted", lambda got: "after" in got) == ["lost", "after"]
+    assert read_isolated(broker.bootstrap, topic, "read_committed", lambda got: "after" in got) == ["after"]
+    assert read_isolated(broker.bootstrap, topic, "read_uncommitted", lambda got: "after" in got) == [
+        "lost",
+        "after",
+    ]
     index = broker.data_dir / f"{topic}-0" / "00000000000000000000.txnindex"
     assert len(index.read_bytes()) == 34  # one AbortedTxn entry
 
