@@ -178,14 +178,9 @@ class TransactionCoordinatorShard:
         turns PRODUCER_FENCED into INVALID_PRODUCER_EPOCH and TRANSACTION_ABORTABLE, "not in
         the transaction", into INVALID_TXN_STATE for those versions).
         """
-        error = self._partition_error(transactional_id)
-        if error is not ErrorCode.NONE:
-            return error
-        meta = self._txns.get(transactional_id)
-        if meta is None or meta.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        if meta.producer_epoch != producer_epoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
+        error, meta = self._owned_transaction(transactional_id, producer_id, producer_epoch)
+        if meta is None:
+            return ErrorCode.INVALID_PRODUCER_EPOCH if error is ErrorCode.PRODUCER_FENCED else error
         if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if meta.state is S.ONGOING and partition in meta.partitions:
@@ -335,6 +330,23 @@ class TransactionCoordinatorShard:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE
 
+    def _owned_transaction(
+        self, tid: str, producer_id: int, producer_epoch: int
+    ) -> tuple[ErrorCode, TransactionMetadata | None]:
+        """``tid``'s transaction if this producer id and epoch own it, else the error: the checks
+        Kafka's coordinator makes, in this order, before AddPartitions/AddOffsets, EndTxn and a
+        partition verification (its partition served and loaded, the id, then the epoch: any
+        other epoch is PRODUCER_FENCED)."""
+        error = self._partition_error(tid)
+        if error is not ErrorCode.NONE:
+            return error, None
+        meta = self._txns.get(tid)
+        if meta is None or meta.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
+        if meta.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED, None
+        return ErrorCode.NONE, meta
+
     def _write(self, meta: TransactionMetadata, value: TransactionLogValue, completion: object) -> None:
         meta.pending = value.state
         self._out.log_writes.append(
@@ -475,16 +487,9 @@ class TransactionCoordinatorShard:
         if not tid:
             answer(ErrorCode.INVALID_REQUEST)
             return
-        error = self._partition_error(tid)
-        if error is not ErrorCode.NONE:
+        error, meta = self._owned_transaction(tid, producer_id, producer_epoch)
+        if meta is None:
             answer(error)
-            return
-        meta = self._txns.get(tid)
-        if meta is None or meta.producer_id != producer_id:
-            answer(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-            return
-        if meta.producer_epoch != producer_epoch:
-            answer(ErrorCode.PRODUCER_FENCED)
             return
         if meta.pending is not None or meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             answer(ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -509,16 +514,9 @@ class TransactionCoordinatorShard:
         if not tid:
             answer(ErrorCode.INVALID_REQUEST)
             return
-        error = self._partition_error(tid)
-        if error is not ErrorCode.NONE:
+        error, meta = self._owned_transaction(tid, req.producer_id, req.producer_epoch)
+        if meta is None:
             answer(error)
-            return
-        meta = self._txns.get(tid)
-        if meta is None or meta.producer_id != req.producer_id:
-            answer(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-            return
-        if req.producer_epoch != meta.producer_epoch:
-            answer(ErrorCode.PRODUCER_FENCED)
             return
         if meta.pending is not None:
             answer(ErrorCode.CONCURRENT_TRANSACTIONS)
