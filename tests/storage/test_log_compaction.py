@@ -175,3 +175,38 @@ def test_a_segment_emptied_by_compaction_stays_readable_and_reopens(tmp_path: Pa
         assert [r.offset for r in decode_records(again.read(1, 1).data)] == [4, 5]
         if marker:
             again.close()
+
+
+def test_a_segment_rolled_while_a_pass_runs_is_cleaned_by_the_next_pass(tmp_path: Path) -> None:
+    """A pass that saw segments A..B must not mark a segment rolled during it as clean: the
+    next pass cleans it (Kafka's cleaner checkpoints only the offsets it actually cleaned,
+    ``LogCleanerManager.doneCleaning``). Seen as a broker whose __consumer_offsets stopped being
+    compacted when commits rolled a segment in the middle of a pass."""
+    plog = compacted_log(tmp_path)
+    i = 0
+    while plog.segment_count < 3:  # two rolled segments of key "a", one active
+        put(plog, ("a", f"a{i}"))
+        i += 1
+    original_swap = plog.swap_cleaned
+    rolled_during_pass = False
+
+    def swap_then_roll(*args: object, **kwargs: object) -> bool:
+        nonlocal rolled_during_pass
+        done = original_swap(*args, **kwargs)  # type: ignore[arg-type]
+        if not rolled_during_pass:  # appends while the pass is still running roll a segment
+            rolled_during_pass = True
+            segments = plog.segment_count
+            while plog.segment_count == segments:
+                put(plog, ("a", "a-late"))
+        return done
+
+    plog.swap_cleaned = swap_then_roll  # type: ignore[method-assign]
+    assert plog.compact(T0).segments_cleaned >= 1
+    assert rolled_during_pass
+    plog.swap_cleaned = original_swap  # type: ignore[method-assign]
+    # Nothing changes between the two passes: only the segment rolled during the first is dirty.
+    second = plog.compact(T0)
+    assert not second.skipped
+    assert second.records_removed >= 1
+    keys = [k for _off, k, _v in contents(plog)]
+    assert keys.count(b"a") == 2  # the last in the rolled segments, and the active segment's one

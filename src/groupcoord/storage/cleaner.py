@@ -236,9 +236,14 @@ class LogCleaner:
                     after += len(out.data)
                 else:
                     complete = False
+            rolled_after = plog.rolled_segments(check_open=False)
+            if {s.base_offset for s, _ in rolled_after} - {s.base_offset for s, _ in snapshot}:
+                # a segment rolled while this pass ran: it is in the log's signature but was not
+                # cleaned, so the pass must not mark that signature as done
+                complete = False
             after_signature = (
                 delete_retention_ms,
-                tuple((s.base_offset, size) for s, size in plog.rolled_segments(check_open=False)),
+                tuple((s.base_offset, size) for s, size in rolled_after),
                 producers,
             )
             self._mark = (after_signature, due) if complete else None
