@@ -14,10 +14,13 @@ __all__ = [
     "LONG_MAX",
     "MAX_TOPIC_NAME_LENGTH",
     "OFFSETS_TOPIC",
+    "TRANSACTION_STATE_TOPIC",
 ]
 
 #: Where the group coordinator writes its records (Kafka's ``Topic.GROUP_METADATA_TOPIC_NAME``).
 OFFSETS_TOPIC = "__consumer_offsets"
+#: Where the transaction coordinator writes its records (Kafka's ``Topic.TRANSACTION_STATE_TOPIC_NAME``).
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 #: Our own internal topic: one record per coordinator event (joins, rebalances, expiries).
 GROUP_EVENTS_TOPIC = "__group_events"
 #: Topic names starting with this are internal (hidden from ``exclude.internal.topics`` readers).

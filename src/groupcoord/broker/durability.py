@@ -20,6 +20,10 @@ instead of 50 in a row (``bench/fsync_bench.py`` on this machine: 50-170 ms in a
 at once). The promise is unchanged: no waiter of a round is released before every partition of
 the round is fsynced.
 
+A partition with a ``journal`` (the coordinators' partitions, see
+:mod:`groupcoord.storage.journal`) is made durable by that journal instead: a round syncs the
+journal once, one ``write`` and one ``fdatasync``, for all such partitions it covers.
+
 :attr:`Flusher.executor` runs other disk jobs (the periodic ``log.flush.*`` check) on that
 same thread, so no two fsyncs of a partition ever run at once.
 """
@@ -71,7 +75,14 @@ class Flusher:
             if self._closed:
                 fut.set_exception(RuntimeError("the flusher is closed"))
                 return fut
-            self._dirty.update(parts)
+            for key, part in parts.items():
+                # A partition journaled by the log manager is made durable by syncing the shared
+                # journal: the round holds that once, however many such partitions it covers.
+                journal = getattr(part, "journal", None)
+                if journal is None:
+                    self._dirty[key] = part
+                else:
+                    self._dirty[journal] = journal
             self._waiters.append(fut)
             schedule = not self._wake_scheduled
             self._wake_scheduled = True

@@ -22,10 +22,12 @@ from groupcoord.broker.log_cleaner import BrokerCleaner
 from groupcoord.broker.producers import PartitionProducers, ProducerIdAllocator
 from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
+from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from groupcoord.errors import DataDirError
 from groupcoord.loop_timers import LoopTimers
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.registry import ApiRegistry
+from groupcoord.storage.journal import Journal
 from groupcoord.storage.log_config import log_config_for
 from groupcoord.storage.manager import LogManager, TopicMeta
 
@@ -167,7 +169,11 @@ class Broker:
     @classmethod
     def open(cls, config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:
         data_dir.mkdir(parents=True, exist_ok=True)
-        logs = LogManager.open(data_dir, log_config_for(config), clock)
+        # The coordinators' partitions are made durable through one shared journal (one sync
+        # per flush round instead of one per partition); under an explicit log.flush.* policy
+        # nothing waits for a sync, and their segments follow that policy like any other.
+        journaled = () if config.flush_policy_explicit else (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
+        logs = LogManager.open(data_dir, log_config_for(config), clock, journaled_topics=journaled)
         try:
             return cls(config, data_dir, clock, logs)
         except BaseException:  # e.g. an unreadable meta.properties: leave the logs closed cleanly
@@ -255,7 +261,12 @@ class Broker:
 
     def _flush_check(self) -> None:
         now = self.clock.now_ms()
-        due = [plog for plog in self.logs.partitions().values() if plog.config.flush_interval_ms is not None]
+        due: list[Any] = [
+            plog for plog in self.logs.partitions().values() if plog.config.flush_interval_ms is not None
+        ]
+        journal = self.logs.journal
+        if journal is not None and journal.pending_bytes:
+            due.append(_JournalSync(journal))  # appends no flush round waited for (acks=1, say)
         if due:
             loop = asyncio.get_running_loop()
             fut = loop.run_in_executor(self.flusher.executor, _maybe_flush_all, due, now)
@@ -273,6 +284,17 @@ class Broker:
 def _maybe_flush_all(parts: list[Any], now_ms: int) -> None:
     for plog in parts:
         plog.maybe_flush(now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class _JournalSync:
+    """The journal in the periodic flush check, which calls ``maybe_flush`` on what it is given."""
+
+    journal: Journal
+
+    def maybe_flush(self, _now_ms: int) -> bool:
+        self.journal.flush()
+        return True
 
 
 def _log_flush_failure(fut: asyncio.Future[None]) -> None:

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.constants import OFFSETS_TOPIC
+from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from groupcoord.errors import ErrorCode
 from groupcoord.runtime.answers import now_or_later
 from groupcoord.storage.batch import build_batch, decode_records
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 _TIMER_KEY = ("transaction-coordinator",)
 
 class TxnRuntime:

@@ -51,6 +51,7 @@ from .batch import (
 )
 from .cleaner import CompactionReport, LogCleaner
 from .control import EndTxnMarker, decode_marker
+from .journal import Journal
 from .log_config import LogConfig
 from .producer_state import (
     CorruptSnapshotError,
@@ -151,6 +152,10 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = clock.now_ms()
         self._flushed_offset = 0
+        #: the shared write-ahead journal this log's appends also go to (see
+        #: :mod:`groupcoord.storage.journal`), set by the log manager; None: fsync the segments
+        self.journal: Journal | None = None
+        self._journal_key = b""
         self._checkpoints = LogCheckpoints(self.dir)
         self._cleaner = LogCleaner(self.dir)
         self._segments, self._log_start, self.recovery_report = recover(
@@ -328,6 +333,12 @@ class PartitionLog:
     def _write_log_start_checkpoint(self) -> None:
         self._checkpoints.write_log_start(self._log_start, self._bases[0])
 
+    def attach_journal(self, journal: Journal, key: bytes) -> None:
+        """From now on every append is also queued in ``journal`` under ``key``; a flush round
+        then syncs the journal instead of this log's segments."""
+        self.journal = journal
+        self._journal_key = key
+
     # -- append ------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
@@ -414,6 +425,8 @@ class PartitionLog:
                 )
                 self._track_producers(buf, headers, planned, i, j)  # before a roll snapshots it
                 i = j
+            if self.journal is not None:
+                self.journal.record(self, self._journal_key, buf)
             self._unflushed_messages += records
             info = AppendInfo(
                 base_offset=planned[0][2],
@@ -766,6 +779,9 @@ class PartitionLog:
     def truncate_to(self, offset: int) -> int:
         """Remove every batch holding offsets >= ``offset``; a batch that straddles ``offset`` goes
         entirely (batches are never split). Returns the new log end offset."""
+        if self.journal is not None and offset < self.log_end_offset:
+            # The journal's entries past ``offset`` must not come back at a replay.
+            self.journal.checkpoint()
         with self._lock:
             self._check_open()
             if offset >= self.log_end_offset:

@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ from groupcoord.clock import Clock
 from groupcoord.constants import MAX_TOPIC_NAME_LENGTH
 from groupcoord.errors import DataDirError, ErrorCode, KafkaError
 
+from .journal import JOURNAL_FILE, Journal, ReplayReport
 from .log import PartitionLog
 from .log_config import DynamicDefault, LogConfig, dynamic_topic_defaults
 from .recovery import RecoveryReport
@@ -100,7 +101,7 @@ def validate_topic_name(name: str) -> None:
     if not name:
         raise InvalidTopicError("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise InvalidTopicError(
             f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
@@ -108,7 +109,7 @@ def validate_topic_name(name: str) -> None:
         )
     if not _LEGAL_TOPIC.match(name):
         raise InvalidTopicError(
-            f"Topic name \"{name}\" is illegal, it contains a character other than "
+            f'Topic name "{name}" is illegal, it contains a character other than '
             "ASCII alphanumerics, '.', '_' and '-'"
         )
 
@@ -154,7 +155,14 @@ class LogManager:
     Called from one owner thread; :meth:`flush_all` may run in a worker thread.
     """
 
-    def __init__(self, data_dir: Path, default_config: LogConfig, clock: Clock) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        default_config: LogConfig,
+        clock: Clock,
+        *,
+        journaled_topics: Collection[str] = (),
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.default_config = default_config
         self._clock = clock
@@ -167,14 +175,28 @@ class LogManager:
         #: dynamic broker configs by level: "default" (cluster-wide, resource name "") and "node"
         self._broker_configs: dict[str, dict[str, str]] = {"default": {}, "node": {}}
         self.recovery_reports: dict[tuple[str, int], RecoveryReport] = {}
+        #: topics whose partitions are made durable through :attr:`journal`
+        self.journaled_topics = frozenset(journaled_topics)
+        self.journal: Journal | None = None
+        self.journal_report: ReplayReport | None = None
         self._closed = False
 
     @classmethod
-    def open(cls, data_dir: Path, default_config: LogConfig, clock: Clock) -> LogManager:
+    def open(
+        cls,
+        data_dir: Path,
+        default_config: LogConfig,
+        clock: Clock,
+        *,
+        journaled_topics: Collection[str] = (),
+    ) -> LogManager:
         """Load every topic from ``data_dir`` (created if absent) and recover its partitions.
 
-        The recovery reports are logged and kept in :attr:`recovery_reports`."""
-        manager = cls(data_dir, default_config, clock)
+        The recovery reports are logged and kept in :attr:`recovery_reports`. With
+        ``journaled_topics``, those topics' partitions are made durable through the shared
+        write-ahead journal (:mod:`groupcoord.storage.journal`), which is replayed here, after
+        the partitions' own recovery."""
+        manager = cls(data_dir, default_config, clock, journaled_topics=journaled_topics)
         manager._load()
         return manager
 
@@ -182,6 +204,8 @@ class LogManager:
 
     def _load(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.journaled_topics:
+            self.journal = Journal(self.data_dir / JOURNAL_FILE)
         for leftover in self.data_dir.glob("*" + DELETE_SUFFIX):
             shutil.rmtree(leftover, ignore_errors=True)
         path = self.data_dir / TOPICS_FILE
@@ -214,9 +238,7 @@ class LogManager:
         self._by_id = {m.topic_id: m.name for m in self._topics.values()}
         self.default_config = self._effective_default(self._broker_configs)
         self._topics_view = MappingProxyType(dict(self._topics))
-        known = {
-            partition_dir_name(m.name, p) for m in self._topics.values() for p in range(m.partitions)
-        }
+        known = {partition_dir_name(m.name, p) for m in self._topics.values() for p in range(m.partitions)}
         for child in self.data_dir.iterdir():
             if child.is_dir() and parse_partition_dir(child.name) and child.name not in known:
                 log.warning("ignoring partition directory %s: its topic is not in %s", child, TOPICS_FILE)
@@ -227,6 +249,10 @@ class LogManager:
                 for p in range(meta.partitions)
             ]
         )
+        if self.journal is not None:
+            self.journal_report = self.journal.replay(self._journaled_log, _append_keeping_offsets)
+        elif (self.data_dir / JOURNAL_FILE).exists():
+            self._replay_without_journaling()
         reports = self.recovery_reports.values()
         log.info(
             "opened %d partitions of %d topics in %s: %d after an unclean shutdown, %d truncated "
@@ -240,6 +266,23 @@ class LogManager:
             sum(1 for r in reports if r.indexes_rebuilt),
             sum(1 for r in reports if r.gaps),
         )
+
+    def _journaled_log(self, key: bytes) -> PartitionLog | None:
+        """The partition an entry of the journal names, if its topic still exists."""
+        topic_id, partition = uuid.UUID(bytes=key[:16]), int.from_bytes(key[16:20], "big", signed=True)
+        name = self._by_id.get(topic_id)
+        return None if name is None else self._logs.get((name, partition))
+
+    def _replay_without_journaling(self) -> None:
+        """A journal left by a run that journaled (this one does not, e.g. under an explicit
+        ``log.flush.*`` policy): replay it once, then remove it."""
+        journal = Journal(self.data_dir / JOURNAL_FILE)
+        try:
+            self.journal_report = journal.replay(self._journaled_log, _append_keeping_offsets)
+        finally:
+            journal.close()
+        (self.data_dir / JOURNAL_FILE).unlink()
+        fsync_dir(self.data_dir)
 
     def _topics_from_partition_dirs(self) -> dict[str, TopicMeta]:
         found: dict[str, tuple[uuid.UUID, int]] = {}
@@ -275,6 +318,8 @@ class LogManager:
             opened = [self._open_files(*job) for job in jobs]
         out = []
         for (meta, partition, _), (plog, report) in zip(jobs, opened, strict=True):
+            if self.journal is not None and meta.name in self.journaled_topics:
+                plog.attach_journal(self.journal, Journal.key(meta.topic_id, partition))
             self._logs[(meta.name, partition)] = plog
             self.recovery_reports[(meta.name, partition)] = report
             out.append(plog)
@@ -482,4 +527,10 @@ class LogManager:
             return
         for plog in self._logs.values():
             plog.close()
+        if self.journal is not None:
+            self.journal.close()  # every partition is fsynced: nothing left to replay
         self._closed = True
+
+
+def _append_keeping_offsets(plog: PartitionLog, batch: bytes) -> None:
+    plog.append(batch, assign_offsets=False)

@@ -701,6 +701,8 @@ def _abandon_flusher(app: Any) -> None:
     broker = getattr(app, "broker", None)
     if broker is not None:
         broker.flusher.abandon()
+        if broker.logs.journal is not None:  # its file is closed as the kernel would
+            broker.logs.journal.abandon()
         # A crashed process's cleaner dies too: a pass in progress ends after its current
         # partition (waited for), so it cannot touch the data dir the restart opens.
         broker.cleaner.abandon()
