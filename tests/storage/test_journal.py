@@ -65,7 +65,7 @@ def fifty_partitions(tmp_path: Path) -> tuple[LogManager, list[PartitionLog]]:
     return m, [m.partition(TOPIC, p) for p in range(50)]
 
 
-def test_a_round_over_fifty_journaled_partitions_is_one_journal_sync_and_no_segment_fsync(tmp_path: Path) -> None:
+def test_a_round_over_fifty_journaled_partitions_is_one_journal_sync_and_no_fsync(tmp_path: Path) -> None:
     m, logs = fifty_partitions(tmp_path)
     assert m.journal is not None
     for p, plog in enumerate(logs):
@@ -180,7 +180,7 @@ def test_a_truncated_partition_does_not_get_its_truncated_batches_back(tmp_path:
     again.close()
 
 
-def test_entries_of_a_deleted_topic_are_not_replayed_into_a_new_topic_of_the_same_name(tmp_path: Path) -> None:
+def test_a_deleted_topics_entries_are_not_replayed_into_a_new_topic_of_its_name(tmp_path: Path) -> None:
     m = open_manager(tmp_path, journaled=("t",))
     m.create_topic("t", 1, {})
     assert m.journal is not None
