@@ -1,4 +1,5 @@
-"""One flush round over many files: fsync each in a row, at once on threads, or one syncfs.
+"""One flush round over many files: fsync each in a row, at once on threads, one syncfs, or the
+shared write-ahead journal (``groupcoord.storage.journal``: one write and one fdatasync).
 
 Plain script, not a test. Models a flush round of ``__consumer_offsets`` with commits spread over
 all its partitions: ``--files`` files (50) each get a small append (150 bytes, one offset-commit
@@ -20,12 +21,14 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench
+from groupcoord.storage.journal import Journal
 
 
 def main() -> None:
@@ -34,6 +37,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--journal-capacity", type=int, default=None, help="bytes (default: the broker's)")
     ap.add_argument("--out", default=str(group_bench.RESULTS / "fsync_bench.json"))
     args = ap.parse_args()
     d = tempfile.mkdtemp(prefix="groupcoord-fsync-", dir=args.dir)
@@ -43,6 +47,29 @@ def main() -> None:
     ]
     pool = ThreadPoolExecutor(args.threads)
     libc = ctypes.CDLL(None, use_errno=True)
+    journal = Journal(Path(d) / "write-ahead.journal")
+    if args.journal_capacity:
+        journal.capacity = args.journal_capacity
+    journal.replay(lambda _key: None, lambda _log, _batch: None)  # writes the first header
+
+    class _File:
+        """A partition file as the journal sees it (a checkpoint would fsync it)."""
+
+        def __init__(self, fd: int) -> None:
+            self.fd = fd
+            self.log_end_offset = 0
+
+        def flush(self) -> None:
+            os.fsync(self.fd)
+
+    files = [_File(fd) for fd in fds]
+    keys = [Journal.key(uuid.UUID(int=1), i) for i in range(args.files)]
+    record = b"x" * 150
+
+    def journal_round() -> None:
+        for f, key in zip(files, keys, strict=True):
+            journal.record(f, key, record)
+        journal.flush()
 
     def syncfs() -> None:
         if libc.syncfs(fds[0]) != 0:
@@ -54,6 +81,7 @@ def main() -> None:
         f"fsync each, {args.threads} threads at once": lambda: list(pool.map(os.fsync, fds)),
         f"fdatasync each, {args.threads} threads at once": lambda: list(pool.map(os.fdatasync, fds)),
         "one syncfs (the whole file system)": syncfs,
+        "write-ahead journal: one write, one fdatasync": journal_round,
     }
     times: dict[str, list[float]] = {name: [] for name in strategies}
     cpu: dict[str, list[float]] = {name: [] for name in strategies}
@@ -69,6 +97,7 @@ def main() -> None:
                     times[name].append(time.perf_counter() - t)
                     cpu[name].append(time.process_time() - c)
     finally:
+        journal.close()
         for fd in fds:
             os.close(fd)
         pool.shutdown()
