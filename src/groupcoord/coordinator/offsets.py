@@ -71,6 +71,8 @@ log = logging.getLogger(__name__)
 
 def java_string_length(s: str) -> int:
     """Java ``String.length()``: UTF-16 code units (astral characters count twice)."""
+    if s.isascii():  # almost every metadata string: one unit per character
+        return len(s)
     return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
 
 
@@ -155,7 +157,10 @@ class OffsetHandlers(ClassicGroupHandlers):
         epoch) makes it a transactional write (TxnOffsetCommit).
         """
         token = next(self._write_tokens)
-        self._offset_writes.setdefault(group_id, set()).add(token)
+        tokens = self._offset_writes.get(group_id)
+        if tokens is None:
+            tokens = self._offset_writes[group_id] = set()
+        tokens.add(token)
         if commits:
             pending = self._pending_commits.setdefault(group_id, {})
             for key in commits:
@@ -202,11 +207,8 @@ class OffsetHandlers(ClassicGroupHandlers):
         self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
     ) -> None:
 
-        def all_fail(error: ErrorCode) -> None:
-            self._respond(reply, _commit_response(req, lambda _t, _p: error))
-
         missing = ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION
-        group = self._commit_target(req, all_fail, missing)
+        group = self._commit_target(req, reply, missing)
         if group is None:
             return
         member = group.members.get(req.member_id)
@@ -216,57 +218,58 @@ class OffsetHandlers(ClassicGroupHandlers):
         expire: int | None = None
         if 2 <= req.version <= 4 and req.retention_time_ms != -1:
             expire = self._now() + req.retention_time_ms
-        results, records = self._commit_records(req, expire)
+        results, records, commits = self._commit_records(req, expire)
         if not records:
-            self._respond(reply, _commit_response(req, lambda t, p: results[(t, p)]))
+            self._respond(reply, _commit_response(req, results))
             return
-
-        commits = [(k.topic, k.partition) for k in (r.key for r in records) if isinstance(k, OffsetCommitKey)]
         self._append_offset_write(req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
 
     def _commit_target(
         self,
         req: OffsetCommitRequest | TxnOffsetCommitRequest,
-        all_fail: Callable[[ErrorCode], None],
+        reply: Callable[[OffsetCommitResponse], None],
         missing: ErrorCode,
     ) -> ClassicGroup | None:
-        """The group a commit (plain or transactional) writes to, or None once ``all_fail`` has
-        answered: the shard's status, then ``missing`` for a generation naming a group that is
-        not there (no generation makes a "simple" group, offsets only), then the commit's own
-        checks (:meth:`_validate_offset_commit`)."""
+        """The group a commit (plain or transactional) writes to, or None once ``reply`` has
+        been answered with one code for every partition: the shard's status, then ``missing``
+        for a generation naming a group that is not there (no generation makes a "simple"
+        group, offsets only), then the commit's own checks (:meth:`_validate_offset_commit`)."""
         status = self._status(req.group_id)
         if status is not None:
-            all_fail(status)
+            self._respond(reply, _commit_response_all(req, status))
             return None
         group = self._groups.get(req.group_id)
         if group is None:
             if req.generation_id >= 0:
-                all_fail(missing)
+                self._respond(reply, _commit_response_all(req, missing))
                 return None
             group = ClassicGroup(req.group_id, self._now())  # a "simple" group: offsets only
             self._groups[req.group_id] = group
             self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
         error = self._validate_offset_commit(group, req)
         if error is not None:
-            all_fail(error)
+            self._respond(reply, _commit_response_all(req, error))
             return None
         return group
 
     def _commit_records(
         self, req: OffsetCommitRequest | TxnOffsetCommitRequest, expire: int | None
-    ) -> tuple[dict[tuple[str, int], ErrorCode], list[CoordinatorRecord]]:
-        """Each partition's code before the write, and the commit records to write."""
+    ) -> tuple[dict[tuple[str, int], ErrorCode], list[CoordinatorRecord], list[tuple[str, int]]]:
+        """Each partition's code before the write, the commit records to write, and the
+        (topic, partition) of each record."""
         now = self._now()
         max_md = self._config.offset_metadata_max_bytes
         results: dict[tuple[str, int], ErrorCode] = {}
         records: list[CoordinatorRecord] = []
+        commits: list[tuple[str, int]] = []
         for topic in req.topics:
             for p in topic.partitions:
                 metadata = p.metadata or ""
+                key = (topic.name, p.partition)
                 if java_string_length(metadata) > max_md:
-                    results[(topic.name, p.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    results[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                     continue
-                results[(topic.name, p.partition)] = ErrorCode.NONE
+                results[key] = ErrorCode.NONE
                 epoch = p.leader_epoch if p.leader_epoch is not None and p.leader_epoch >= 0 else None
                 records.append(
                     new_offset_commit_record(
@@ -282,7 +285,8 @@ class OffsetHandlers(ClassicGroupHandlers):
                         ),
                     )
                 )
-        return results, records
+                commits.append(key)
+        return results, records, commits
 
     # ================================================================== TxnOffsetCommit
     def _handle_txn_offset_commit(
@@ -296,19 +300,16 @@ class OffsetHandlers(ClassicGroupHandlers):
         (INVALID_PRODUCER_EPOCH for a fenced producer), as Kafka's append does.
         """
 
-        def all_fail(error: ErrorCode) -> None:
-            self._respond(reply, _commit_response(req, lambda _t, _p: error))
-
         if not req.group_id:
-            all_fail(ErrorCode.INVALID_GROUP_ID)  # GroupCoordinatorService: isGroupIdNotEmpty
+            # GroupCoordinatorService: isGroupIdNotEmpty
+            self._respond(reply, _commit_response_all(req, ErrorCode.INVALID_GROUP_ID))
             return
-        if self._commit_target(req, all_fail, ErrorCode.ILLEGAL_GENERATION) is None:
+        if self._commit_target(req, reply, ErrorCode.ILLEGAL_GENERATION) is None:
             return
-        results, records = self._commit_records(req, None)
+        results, records, commits = self._commit_records(req, None)
         if not records:
-            self._respond(reply, _commit_response(req, lambda t, p: results[(t, p)]))
+            self._respond(reply, _commit_response(req, results))
             return
-        commits = [(k.topic, k.partition) for k in (r.key for r in records) if isinstance(k, OffsetCommitKey)]
         self._append_offset_write(
             req.group_id,
             records,
@@ -411,13 +412,13 @@ class OffsetHandlers(ClassicGroupHandlers):
         if error is ErrorCode.NONE:
             for record in records:
                 replay(record)
-            self._respond(write.reply, _commit_response(write.request, lambda t, p: results[(t, p)]))
+            self._respond(write.reply, _commit_response(write.request, results))
             return
         mapped = map_offset_write_error(error)
         self._respond(
             write.reply,
             _commit_response(
-                write.request, lambda t, p: mapped if results[(t, p)] is ErrorCode.NONE else results[(t, p)]
+                write.request, {k: mapped if code is ErrorCode.NONE else code for k, code in results.items()}
             ),
         )
 
@@ -652,15 +653,37 @@ class OffsetHandlers(ClassicGroupHandlers):
 
 
 def _commit_response(
-    req: OffsetCommitRequest | TxnOffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
+    req: OffsetCommitRequest | TxnOffsetCommitRequest, results: dict[tuple[str, int], ErrorCode]
 ) -> OffsetCommitResponse:
+    """Each partition of the request answered with its code in ``results``."""
     return OffsetCommitResponse(
         topics=tuple(
             OffsetCommitTopicResponse(
                 name=t.name,
                 partitions=tuple(
-                    OffsetCommitPartitionResponse(partition=p.partition, error=error_of(t.name, p.partition))
-                    for p in t.partitions
+                    [
+                        OffsetCommitPartitionResponse(
+                            partition=p.partition, error=results[(t.name, p.partition)]
+                        )
+                        for p in t.partitions
+                    ]
+                ),
+            )
+            for t in req.topics
+        )
+    )
+
+
+def _commit_response_all(
+    req: OffsetCommitRequest | TxnOffsetCommitRequest, error: ErrorCode
+) -> OffsetCommitResponse:
+    """Every partition of the request answered ``error``."""
+    return OffsetCommitResponse(
+        topics=tuple(
+            OffsetCommitTopicResponse(
+                name=t.name,
+                partitions=tuple(
+                    [OffsetCommitPartitionResponse(partition=p.partition, error=error) for p in t.partitions]
                 ),
             )
             for t in req.topics

@@ -314,6 +314,8 @@ def new_offset_commit_tombstone(group_id: str, topic: str, partition: int) -> Co
 
 
 _OFFSET_KEY_HEAD = struct.Struct(">hh")
+_OFFSET_VALUE_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+_VALUE_I64 = struct.Struct(">q")
 _KEY_I16 = struct.Struct(">h")
 _KEY_I32 = struct.Struct(">i")
 
@@ -404,11 +406,27 @@ def encode_value(
     """
     if value is None:
         return None
+    if version is None and type(value) is OffsetCommitValue and value.expire_timestamp is None:
+        # The hot path (every commit): v3 packed directly; anything a checked writer would
+        # refuse (a field out of range, metadata too long or not encodable) takes it instead.
+        metadata = value.metadata
+        if type(metadata) is str:
+            try:
+                raw = metadata.encode()
+                if len(raw) <= 0x7FFF:
+                    epoch = value.leader_epoch
+                    head = _OFFSET_VALUE_V3_HEAD.pack(
+                        3, value.offset, -1 if epoch is None else epoch, len(raw)
+                    )
+                    return head + raw + _VALUE_I64.pack(value.commit_timestamp)
+            except (UnicodeEncodeError, struct.error):
+                pass
     if version is None:
         version = default_value_version(value)
         if isinstance(value, OffsetCommitValue) and version == 1 and value.leader_epoch is not None:
-            log.debug("offset commit with expire timestamp written as v1 drops leader epoch %d",
-                      value.leader_epoch)
+            log.debug(
+                "offset commit with expire timestamp written as v1 drops leader epoch %d", value.leader_epoch
+            )
             value = OffsetCommitValue(
                 offset=value.offset,
                 leader_epoch=None,

@@ -245,7 +245,8 @@ class GroupCoordinatorShard(ReplayHandlers):
                 self._offset_expiry_written(then, write.records, error)
             else:
                 self._group_deletion_written(then, write.records, error)
-            self._wake_stable_fetches(done.token, done.group_id, error)
+            if self._stable_fetches:  # a require_stable OffsetFetch waits for some write
+                self._wake_stable_fetches(done.token, done.group_id, error)
         elif isinstance(done, AssignmentWrite):
             self._assignment_written(done, write.records, error)
         elif isinstance(done, EmptyGroupWrite):

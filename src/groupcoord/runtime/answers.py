@@ -18,6 +18,7 @@ from groupcoord.broker.state import Broker
 from groupcoord.handling import RequestContext
 
 R = TypeVar("R")
+A = TypeVar("A")
 
 
 def response_type(broker: Broker, ctx: RequestContext) -> Any:
@@ -34,6 +35,23 @@ def now_or_later(
 ) -> Any:
     """Call ``invoke(reply)``, then ``after()``; the encoded reply if it came meanwhile, else a
     future of it. With ``ctx``, a reply that is not immediate mutes the connection until sent."""
+    return call_now_or_later(_invoke, invoke, encode, after=after, ctx=ctx)
+
+
+def _invoke(invoke: Callable[[Callable[[R], None]], object], reply: Callable[[R], None]) -> object:
+    return invoke(reply)
+
+
+def call_now_or_later(
+    call: Callable[[A, Callable[[R], None]], object],
+    arg: A,
+    encode: Callable[[R], Any],
+    *,
+    after: Callable[[], None] | None = None,
+    ctx: RequestContext | None = None,
+) -> Any:
+    """As :func:`now_or_later` for ``call(arg, reply)`` (a coordinator method and its request),
+    without a closure per request to bind them."""
     immediate: list[R] = []
     fut: asyncio.Future[Any] | None = None
 
@@ -50,7 +68,7 @@ def now_or_later(
         except Exception as exc:
             fut.set_exception(exc)
 
-    invoke(reply)
+    call(arg, reply)
     if after is not None:
         after()
     if immediate:

@@ -25,11 +25,12 @@ from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, mak
 from groupcoord.protocol.group_responses import join_group_response, sync_group_response
 from groupcoord.protocol.hot import offset_commit_response
 from groupcoord.protocol.registry import ApiMessages
-from groupcoord.runtime.answers import now_or_later, response_type
+from groupcoord.runtime.answers import call_now_or_later, response_type
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
 
 R = TypeVar("R")
+A = TypeVar("A")
 
 #: FindCoordinator key types.
 KEY_TYPE_GROUP = 0
@@ -38,14 +39,15 @@ KEY_TYPE_TRANSACTION = 1
 
 def _call(
     runtime: GroupRuntime,
-    invoke: Callable[[Callable[[R], None]], None],
+    call: Callable[[A, Callable[[R], None]], None],
+    arg: A,
     encode: Callable[[R], Any],
     ctx: RequestContext | None = None,
 ) -> Any:
-    """Run one coordinator handler; the encoded reply now, or an awaitable of it later
-    (:func:`~groupcoord.runtime.answers.now_or_later`). With ``ctx`` given, a reply that is
-    not immediate mutes the connection until it is sent."""
-    return now_or_later(invoke, encode, after=runtime.kick, ctx=ctx)
+    """Run one coordinator handler, ``call(arg, reply)``; the encoded reply now, or an
+    awaitable of it later (:func:`~groupcoord.runtime.answers.call_now_or_later`). With
+    ``ctx`` given, a reply that is not immediate mutes the connection until it is sent."""
+    return call_now_or_later(call, arg, encode, after=runtime.kick, ctx=ctx)
 
 
 # ------------------------------------------------------------------------ FindCoordinator
@@ -130,7 +132,7 @@ def join_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, reque
         )
         return PreEncoded(pieces=(body,))
 
-    return _call(runtime, lambda reply: runtime.coordinator.join_group(req, reply), encode, ctx)
+    return _call(runtime, runtime.coordinator.join_group, req, encode, ctx)
 
 
 # ------------------------------------------------------------------------ SyncGroup
@@ -168,7 +170,7 @@ def sync_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, reque
         )
         return PreEncoded(pieces=(body,))
 
-    return _call(runtime, lambda reply: runtime.coordinator.sync_group(req, reply), encode, ctx)
+    return _call(runtime, runtime.coordinator.sync_group, req, encode, ctx)
 
 
 # ------------------------------------------------------------------------ Heartbeat
@@ -203,7 +205,7 @@ def heartbeat(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, reques
     def encode(r: api.HeartbeatResponse) -> Any:
         return _heartbeat_answer(messages, r.error)
 
-    return _call(runtime, lambda reply: runtime.coordinator.heartbeat(req, reply), encode)
+    return _call(runtime, runtime.coordinator.heartbeat, req, encode)
 
 
 # ------------------------------------------------------------------------ LeaveGroup
@@ -241,7 +243,7 @@ def leave_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
             ),
         )
 
-    return _call(runtime, lambda reply: runtime.coordinator.leave_group(req, reply), encode)
+    return _call(runtime, runtime.coordinator.leave_group, req, encode)
 
 
 # ------------------------------------------------------------------------ OffsetCommit
@@ -298,6 +300,17 @@ def _hot_commit_encoder(
     :func:`~groupcoord.protocol.hot.offset_commit_response` (no kio entities per commit)."""
 
     def encode(r: api.OffsetCommitResponse) -> PreEncoded:
+        if not unknown and len(r.topics) == len(request.topics):
+            # Every partition was committable (the usual case): the coordinator answered the
+            # request's topics and partitions in the request's order.
+            return PreEncoded(
+                pieces=(
+                    offset_commit_response(
+                        version,
+                        [(t.name, [(p.partition, int(p.error)) for p in t.partitions]) for t in r.topics],
+                    ),
+                )
+            )
         codes = {(t.name, p.partition): p.error for t in r.topics for p in t.partitions}
         codes.update(unknown)
         topics = [
@@ -335,7 +348,7 @@ def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
         # As in Kafka's request layer: with nothing committable the coordinator is not asked,
         # so no group is created and no membership is checked.
         return encode(api.OffsetCommitResponse(topics=()))
-    return _call(runtime, lambda reply: runtime.coordinator.offset_commit(req, reply), encode)
+    return _call(runtime, runtime.coordinator.offset_commit, req, encode)
 
 
 def txn_offset_commit(
@@ -378,7 +391,7 @@ def txn_offset_commit(
     encode = _commit_encoder(broker, ctx, request, unknown)
     if not known_topics:
         return encode(api.OffsetCommitResponse(topics=()))
-    return _call(runtime, lambda reply: runtime.coordinator.txn_offset_commit(req, reply), encode)
+    return _call(runtime, runtime.coordinator.txn_offset_commit, req, encode)
 
 
 # ------------------------------------------------------------------------ OffsetFetch
@@ -480,7 +493,7 @@ def offset_fetch(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, req
             topics=encode_topics(topic_t, g),
         )
 
-    return _call(runtime, lambda reply: runtime.coordinator.offset_fetch(req, reply), encode)
+    return _call(runtime, runtime.coordinator.offset_fetch, req, encode)
 
 
 # ------------------------------------------------------------------------ admin
@@ -520,7 +533,7 @@ def describe_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, 
         )
 
     group_ids = tuple(str(g) for g in request.groups)
-    return _call(runtime, lambda reply: runtime.coordinator.describe_groups(group_ids, reply), encode)
+    return _call(runtime, runtime.coordinator.describe_groups, group_ids, encode)
 
 
 def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -549,7 +562,7 @@ def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
             ),
         )
 
-    return _call(runtime, lambda reply: runtime.coordinator.list_groups(states or None, reply), encode)
+    return _call(runtime, runtime.coordinator.list_groups, states or None, encode)
 
 
 def delete_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -564,7 +577,7 @@ def delete_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
             results=tuple(make(result_t, group_id=x.group_id, error_code=err(x.error)) for x in r.results),
         )
 
-    return _call(runtime, lambda reply: runtime.coordinator.delete_groups(names, reply), encode)
+    return _call(runtime, runtime.coordinator.delete_groups, names, encode)
 
 
 def offset_delete(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -598,7 +611,7 @@ def offset_delete(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
             ),
         )
 
-    return _call(runtime, lambda reply: runtime.coordinator.offset_delete(req, reply), encode)
+    return _call(runtime, runtime.coordinator.offset_delete, req, encode)
 
 
 __all__ = ["OFFSETS_TOPIC"]
