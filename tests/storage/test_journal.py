@@ -17,6 +17,7 @@ import pytest
 
 from groupcoord.broker.durability import Flusher
 from groupcoord.clock import ManualClock
+from groupcoord.errors import DataDirError
 from groupcoord.storage.batch import build_batch, decode_records, iter_batches
 from groupcoord.storage.journal import HEADER_SIZE, JOURNAL_FILE, Journal
 from groupcoord.storage.log import PartitionLog
@@ -257,3 +258,21 @@ def test_journal_key_names_topic_id_and_partition() -> None:
 
     tid = uuid.UUID(int=7)
     assert Journal.key(tid, 3) == tid.bytes + (3).to_bytes(4, "big")
+
+
+def test_an_entry_whose_batch_does_not_append_stops_the_open_naming_the_journal(tmp_path: Path) -> None:
+    """The entry's own CRC checks but the batch inside it is damaged (its batch CRC fails): the
+    open stops with a message naming the journal and the batch, and leaves the file as it is."""
+    m, logs = fifty_partitions(tmp_path)
+    journal = m.journal
+    assert journal is not None
+    batch = bytearray(build_batch([(b"k", b"v", ())], timestamp_ms=T0))
+    batch[-1] ^= 0xFF  # a record byte: the batch CRC no longer matches
+    journal.record(logs[0], Journal.key(m.topics()[TOPIC].topic_id, 0), batch)
+    journal.flush()
+    power_loss(m)
+    before = (tmp_path / JOURNAL_FILE).read_bytes()
+    expected = r"write-ahead\.journal: could not replay batch 0-0 \(CorruptBatchError"
+    with pytest.raises(DataDirError, match=expected):
+        open_manager(tmp_path)
+    assert (tmp_path / JOURNAL_FILE).read_bytes() == before

@@ -53,6 +53,8 @@ from typing import Protocol, TypeVar
 
 import crc32c as _crc32c
 
+from groupcoord.errors import DataDirError
+
 from .batch import iter_batches
 from .segment import fsync_dir, write_all
 
@@ -249,7 +251,13 @@ class Journal:
                             end,
                         )
                         continue
-                    append(plog, batches[pos : pos + h.size])
+                    try:
+                        append(plog, batches[pos : pos + h.size])
+                    except Exception as exc:  # the entry checked, so its batch should append
+                        raise DataDirError(
+                            f"journal {self.path}: could not replay batch {h.base_offset}-{h.last_offset} "
+                            f"({type(exc).__name__}: {exc}); the journal is left as it is"
+                        ) from None
                     touched[id(plog)] = plog
                     appended += 1
             for plog in touched.values():
@@ -303,6 +311,8 @@ class Journal:
                 return
             self._closed = True
             os.close(self.fd)
+        if self._helpers is not None:
+            self._helpers.shutdown(wait=False)
 
 
 def _seal(data: bytearray, prefix: int) -> None:
