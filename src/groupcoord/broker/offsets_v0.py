@@ -63,12 +63,23 @@ def offset_fetch_v0(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def old_or(v0: Handler, current: Handler) -> Handler:
-    """A handler that answers version 0 with ``v0`` and every other version with ``current``."""
+class old_or:  # lower case: called as the function it used to be
+    """A handler that answers version 0 with ``v0`` and every other version with ``current``.
 
-    def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    The dispatcher asks :meth:`for_version` once per version, so a request of version 1 or
+    later goes straight to ``current``.
+    """
+
+    __slots__ = ("current", "v0")
+
+    def __init__(self, v0: Handler, current: Handler) -> None:
+        self.v0 = v0
+        self.current = current
+
+    def __call__(self, broker: Broker, ctx: RequestContext, request: Any) -> Any:
         if ctx.api_version == 0:
-            return v0(broker, ctx, request)
-        return current(broker, ctx, request)
+            return self.v0(broker, ctx, request)
+        return self.current(broker, ctx, request)
 
-    return handle
+    def for_version(self, version: int) -> Handler:
+        return self.v0 if version == 0 else self.current

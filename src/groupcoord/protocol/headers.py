@@ -19,6 +19,7 @@ __all__ = [
     "decode_request_header",
     "encode_response_header",
     "peek_request",
+    "read_request_header",
 ]
 
 _PEEK = struct.Struct(">hhi")
@@ -39,10 +40,10 @@ def peek_request(frame: bytes) -> tuple[int, int, int]:
     if len(frame) < _PEEK.size:
         raise MalformedRequestError(f"frame of {len(frame)} bytes is too short for a request header")
     key, version, correlation_id = _PEEK.unpack_from(frame, 0)
-    return int(key), int(version), int(correlation_id)
+    return key, version, correlation_id
 
 
-_FIXED = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_CLIENT_ID_LENGTH = struct.Struct(">h")  # after api key, api version and correlation id
 _CORRELATION = struct.Struct(">i")
 
 
@@ -52,9 +53,24 @@ def decode_request_header(frame: bytes, header_version: int) -> RequestHeaderInf
     Every length is checked against the frame before anything is read; the result is the
     same as kio's header readers give (tested against them), without building an entity.
     """
+    client_id, body_offset = read_request_header(frame, header_version)
+    api_key, api_version, correlation_id = _PEEK.unpack_from(frame, 0)
+    return RequestHeaderInfo(
+        api_key=api_key,
+        api_version=api_version,
+        correlation_id=correlation_id,
+        client_id=client_id,
+        header_version=header_version,
+        body_offset=body_offset,
+    )
+
+
+def read_request_header(frame: bytes, header_version: int) -> tuple[str | None, int]:
+    """As :func:`decode_request_header`, for the connection's hot path: only the client id and
+    the offset of the body (the fixed fields come from :func:`peek_request`)."""
     if len(frame) < 10:
         raise MalformedRequestError(f"frame of {len(frame)} bytes is too short for a request header")
-    api_key, api_version, correlation_id, length = _FIXED.unpack_from(frame, 0)
+    (length,) = _CLIENT_ID_LENGTH.unpack_from(frame, 8)
     client_id: str | None
     if length < 0:
         if length != -1:
@@ -71,14 +87,7 @@ def decode_request_header(frame: bytes, header_version: int) -> RequestHeaderInf
             raise MalformedRequestError(f"bad request header v{header_version}: {exc!r}") from exc
     if header_version == 2:
         pos = check_header_tags(frame, pos)
-    return RequestHeaderInfo(
-        api_key=api_key,
-        api_version=api_version,
-        correlation_id=correlation_id,
-        client_id=client_id,
-        header_version=header_version,
-        body_offset=pos,
-    )
+    return client_id, pos
 
 
 def encode_response_header(correlation_id: int, header_version: int) -> bytes:

@@ -74,9 +74,9 @@ from groupcoord.protocol.entities import err
 from groupcoord.protocol.framing import FrameDecoder, FrameError, encode_frame
 from groupcoord.protocol.headers import (
     MalformedRequestError,
-    decode_request_header,
     encode_response_header,
     peek_request,
+    read_request_header,
 )
 from groupcoord.protocol.registry import (
     API_VERSIONS_KEY,
@@ -93,6 +93,9 @@ MAX_IN_FLIGHT = 256
 
 _write_api_versions_v0 = entity_writer(ApiVersionsResponseV0)
 _SIZE = struct.Struct(">i")
+#: size prefix and response header v0 (correlation id) / v1 (plus no tagged fields)
+_HEAD_V0 = struct.Struct(">ii")
+_HEAD_V1 = struct.Struct(">iiB")
 
 
 def _release(pieces: Iterable[Piece]) -> None:
@@ -319,25 +322,26 @@ class KafkaConnection(asyncio.Protocol):
         )
 
     def _handle_frame(self, frame: bytes) -> None:
-        registry = self.dispatcher.registry
+        dispatcher = self.dispatcher
         try:
             api_key, api_version, correlation_id = peek_request(frame)
             try:
-                messages = registry.lookup(api_key, api_version)
+                entry = dispatcher.entry(api_key, api_version)
             except UnsupportedVersionError:
                 if api_key != API_VERSIONS_KEY:
                     raise
                 slot = _Slot()
-                slot.data = unsupported_api_versions_answer(correlation_id, registry.ranges())
+                slot.data = unsupported_api_versions_answer(correlation_id, dispatcher.registry.ranges())
                 slot.done = True
                 self._pending.append(slot)
                 return
-            header = decode_request_header(frame, messages.request_header_version)
+            messages = entry.messages
+            client_id, body_offset = read_request_header(frame, messages.request_header_version)
             hot = messages.hot_reader
             if hot is not None:  # OffsetCommit, Heartbeat: hand-written (protocol/hot.py)
-                request = hot(frame, header.body_offset)
+                request = hot(frame, body_offset)
             else:
-                request = messages.decode_request(frame, header.body_offset)
+                request = messages.decode_request(frame, body_offset)
         except (MalformedRequestError, UnknownApiError, UnsupportedVersionError) as exc:
             self.abort(str(exc))
             return
@@ -347,16 +351,20 @@ class KafkaConnection(asyncio.Protocol):
 
         ctx = RequestContext(
             connection_id=self.connection_id,
-            client_id=header.client_id or "",
+            client_id=client_id or "",
             client_host=self.client_host,
             api_key=api_key,
             api_version=api_version,
             correlation_id=correlation_id,
         )
-        observe = self.dispatcher.observe
+        observe = dispatcher.observe
         started = time.perf_counter() if observe is not None else 0.0
         try:
-            result = self.dispatcher.call(ctx, request)
+            handler = entry.handler
+            if handler is None or dispatcher.interceptor is not None:
+                result = dispatcher.call(ctx, request)
+            else:
+                result = handler(dispatcher.state, ctx, request)
         except Exception as exc:
             self.abort(f"handler for {messages.name} v{api_version} failed: {exc!r}", exc=exc)
             return
@@ -373,7 +381,7 @@ class KafkaConnection(asyncio.Protocol):
             self._pending.append(slot)
             self._tasks.add(task)
             self._unanswered += 1
-            overlap = self.dispatcher.overlap_class(api_key)
+            overlap = entry.overlap
             if ctx.muted or overlap is None:
                 slot.barrier = True
                 self._barriers += 1
@@ -625,8 +633,13 @@ def _api_key(frame: bytes) -> int:
 def _frame_pieces(messages: ApiMessages, correlation_id: int, response: PreEncoded) -> bytes | list[Piece]:
     """Size prefix and response header in front of a pre-encoded body; plain bytes when the
     body holds no file region."""
-    header = encode_response_header(correlation_id, messages.response_header_version)
     pieces = response.pieces
+    if len(pieces) == 1 and type(pieces[0]) is bytes:  # one encoded body: most answers
+        body = pieces[0]
+        if messages.response_header_version == 1:
+            return _HEAD_V1.pack(len(body) + 5, correlation_id, 0) + body
+        return _HEAD_V0.pack(len(body) + 4, correlation_id) + body
+    header = encode_response_header(correlation_id, messages.response_header_version)
     size = len(header)
     regions = False
     for piece in pieces:

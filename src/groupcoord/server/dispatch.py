@@ -38,16 +38,29 @@ from typing import Any, Generic, TypeVar
 
 from groupcoord.handling import Handler, HandlerResult, Interceptor, RequestContext, Route
 from groupcoord.protocol.api_keys import ApiKey
-from groupcoord.protocol.registry import ApiRegistry
+from groupcoord.protocol.registry import ApiMessages, ApiRegistry
 
 S = TypeVar("S")
 
-__all__ = ["Dispatcher", "Handler", "HandlerResult", "RequestObserver", "Route"]
+__all__ = ["Dispatcher", "Handler", "HandlerResult", "RequestObserver", "Route", "RouteEntry"]
 
 #: Told of every answered request: its API key and the seconds from the handler's call until
 #: its answer was ready (the metrics endpoint's request histograms). Runs on the event loop,
 #: once per request: keep it cheap.
 RequestObserver = Callable[[int, float], None]
+
+
+class RouteEntry:
+    """What the connection needs to handle a request of one (api key, version)
+    (:meth:`Dispatcher.entry`): its messages, its handler (None: no route, so
+    :meth:`Dispatcher.call` reports it), and its overlap class."""
+
+    __slots__ = ("handler", "messages", "overlap")
+
+    def __init__(self, messages: ApiMessages, handler: Handler[Any] | None, overlap: str | None) -> None:
+        self.messages = messages
+        self.handler = handler
+        self.overlap = overlap
 
 
 class Dispatcher(Generic[S]):
@@ -78,12 +91,15 @@ class Dispatcher(Generic[S]):
         self.observe: RequestObserver | None = None
         self._routes: dict[int, Route[S]] = {}
         self._overlap: dict[int, str] = {}
+        #: (api key, version) -> what the connection needs per request, made on first use
+        self._entries: dict[int, RouteEntry] = {}
         for route in routes:
             self.add_route(route)
 
     def add_route(self, route: Route[S]) -> None:
         key = int(route.api_key)
         self.registry.register(key, route.min_version, route.max_version)
+        self._entries.clear()
         self._routes[key] = route
         if route.overlap is not None:
             self._overlap[key] = route.overlap
@@ -115,6 +131,29 @@ class Dispatcher(Generic[S]):
 
     def route(self, api_key: int) -> Route[S]:
         return self._routes[api_key]
+
+    def entry(self, api_key: int, api_version: int) -> RouteEntry:
+        """One (api key, version)'s messages, handler and overlap class, in one look-up.
+
+        Raises the registry's :class:`~groupcoord.protocol.registry.UnknownApiError` or
+        :class:`~groupcoord.protocol.registry.UnsupportedVersionError` as its ``lookup`` does.
+        A handler with a ``for_version(version)`` method (one that answers some versions
+        differently, e.g. ``broker.offsets_v0.old_or``) is asked once here for the handler of
+        this version, so a request goes straight to it.
+        """
+        slot = (api_key << 16) | (api_version & 0xFFFF)
+        entry = self._entries.get(slot)
+        if entry is None:
+            messages = self.registry.lookup(api_key, api_version)
+            route = self._routes.get(api_key)
+            handler: Handler[S] | None = None
+            if route is not None:
+                handler = route.handler
+                for_version = getattr(handler, "for_version", None)
+                if for_version is not None:
+                    handler = for_version(api_version)
+            entry = self._entries[slot] = RouteEntry(messages, handler, self._overlap.get(api_key))
+        return entry
 
     def call(self, ctx: RequestContext, request: Any) -> HandlerResult:
         if self.interceptor is not None:
