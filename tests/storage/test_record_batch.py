@@ -293,3 +293,42 @@ def test_damaged_records_decode_to_eight_records_or_raise_corrupt_batch(cut: int
     except CorruptBatchError:
         outcome = "corrupt"
     assert outcome in (8, "corrupt")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    records=st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.binary(max_size=40)),
+            st.one_of(st.none(), st.binary(max_size=2000)),
+            st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=5))), max_size=2),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    base_offset=st.integers(0, 2**40),
+    ts=st.integers(0, 2**45),
+    producer=st.tuples(st.integers(-1, 2**40), st.integers(-1, 30000), st.integers(-1, 2**30)),
+    attributes=st.sampled_from([0, 0x10, 0x20, 0x30]),
+)
+def test_the_uncompressed_one_timestamp_fast_path_frames_the_same_bytes_as_the_general_one(
+    records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    base_offset: int,
+    ts: int,
+    producer: tuple[int, int, int],
+    attributes: int,
+) -> None:
+    """``build_batch`` without ``timestamps`` frames uncompressed batches itself; with the same
+    timestamp given per record it takes the general framing: the bytes must be equal."""
+    pid, epoch, seq = producer
+    kw = dict(base_offset=base_offset, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+    fast = build_batch(records, timestamp_ms=ts, attributes=attributes, **kw)  # type: ignore[arg-type]
+    general = build_batch(
+        records,
+        timestamp_ms=ts,
+        timestamps=[ts] * len(records),
+        attributes=attributes,
+        **kw,  # type: ignore[arg-type]
+    )
+    assert fast == general
+    assert validate_batch(fast).record_count == len(records)

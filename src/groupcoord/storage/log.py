@@ -34,6 +34,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from groupcoord.clock import Clock
 from groupcoord.constants import INT32_MAX
@@ -101,8 +102,10 @@ class LogClosedError(RuntimeError):
     """The log was closed (or its topic deleted)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AppendInfo:
+class AppendInfo(NamedTuple):
+    """What an append did. A named tuple: one is built per append (every offset commit's), and a
+    frozen dataclass's ``__init__`` cost about 1 µs of it."""
+
     base_offset: int
     last_offset: int
     log_append_time: int

@@ -111,7 +111,11 @@ def read_batches(
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
-    view = memoryview(data)
+    n = os.pwrite(fd, data, position)
+    if n == len(data):  # the usual case: no view, no loop
+        return
+    view = memoryview(data)[n:]
+    position += n
     while view:
         n = os.pwrite(fd, view, position)
         view = view[n:]
