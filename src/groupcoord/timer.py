@@ -44,7 +44,7 @@ _SEQ_MASK = (1 << _SEQ_BITS) - 1
 
 
 class KeyedTimer(Generic[K, T]):
-    __slots__ = ("_heap", "_keys", "_live", "_payloads", "_seq")
+    __slots__ = ("_head", "_heap", "_keys", "_live", "_payloads", "_seq")
 
     def __init__(self) -> None:
         self._heap: list[int] = []  # deadline << _SEQ_BITS | seq
@@ -52,6 +52,11 @@ class KeyedTimer(Generic[K, T]):
         self._live: dict[K, int] = {}  # key -> its live entry
         self._payloads: dict[K, T] = {}  # key -> payload, for live timers with one
         self._seq = 0
+        #: the earliest live entry, as :meth:`next_deadline` last found it; -1: not known.
+        #: Every caller asks for the next deadline after each request (to re-arm its wake-up),
+        #: and most requests push out a deadline that is not the earliest: this spares them
+        #: the look-ups of the heap's top.
+        self._head = -1
 
     def __len__(self) -> int:
         return len(self._live)
@@ -65,9 +70,17 @@ class KeyedTimer(Generic[K, T]):
         if seq > _SEQ_MASK:
             seq = self._renumber()
         entry = (deadline_ms << _SEQ_BITS) | seq
-        self._live[key] = entry
+        live = self._live
+        head = self._head
+        if head >= 0:
+            if entry < head:
+                self._head = entry
+            elif live.get(key) == head:
+                self._head = -1  # the earliest timer moved later
+        live[key] = entry
         if payload is None:
-            self._payloads.pop(key, None)
+            if self._payloads:
+                self._payloads.pop(key, None)
         else:
             self._payloads[key] = payload
         self._keys[seq] = key
@@ -84,7 +97,12 @@ class KeyedTimer(Generic[K, T]):
     def cancel(self, key: K) -> bool:
         """Disarm ``key``; returns whether it was armed."""
         self._payloads.pop(key, None)
-        return self._live.pop(key, None) is not None
+        entry = self._live.pop(key, None)
+        if entry is None:
+            return False
+        if entry == self._head:
+            self._head = -1
+        return True
 
     def deadline(self, key: K) -> int | None:
         entry = self._live.get(key)
@@ -95,6 +113,9 @@ class KeyedTimer(Generic[K, T]):
 
     def next_deadline(self) -> int | None:
         """The earliest live deadline, or None when nothing is armed."""
+        head = self._head
+        if head >= 0:
+            return head >> _SEQ_BITS
         heap = self._heap
         live = self._live
         keys = self._keys
@@ -102,6 +123,7 @@ class KeyedTimer(Generic[K, T]):
             entry = heap[0]
             key = keys[entry & _SEQ_MASK]
             if live.get(key) == entry:
+                self._head = entry
                 return entry >> _SEQ_BITS
             heapq.heappop(heap)
             del keys[entry & _SEQ_MASK]
@@ -120,6 +142,7 @@ class KeyedTimer(Generic[K, T]):
         heap = self._heap
         # Every entry with a deadline <= now_ms is below this bound, whatever its sequence number.
         bound = (now_ms + 1) << _SEQ_BITS
+        self._head = -1
         # A schedule() made by the consumer while we are suspended may compact or renumber:
         # both rebuild the heap and the key index in place, so these names stay valid.
         while heap and heap[0] < bound:
@@ -128,10 +151,12 @@ class KeyedTimer(Generic[K, T]):
             if live.get(key) != entry:
                 continue  # superseded or cancelled: a stale firing
             del live[key]
+            self._head = -1
             yield key, payloads.pop(key, None)  # type: ignore[misc]
 
     def _compact(self) -> None:
         """Drop the superseded entries: the heap and the key index keep only live timers."""
+        self._head = -1
         self._heap[:] = self._live.values()
         heapq.heapify(self._heap)
         self._keys.clear()
@@ -140,6 +165,7 @@ class KeyedTimer(Generic[K, T]):
     def _renumber(self) -> int:
         """Give the live timers fresh sequence numbers 1..n, in their firing order, once the
         numbers run out (after 2**40 schedules); returns the next free one."""
+        self._head = -1
         order = sorted(self._live.items(), key=lambda item: item[1])
         self._live.clear()
         self._keys.clear()

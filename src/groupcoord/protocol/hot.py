@@ -187,6 +187,9 @@ def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
     string = _compact_string if flexible else _string
     part_struct = _I32_I64_I32 if has_epoch else _I32_I64
 
+    if flexible:
+        return _read_flexible_commit
+
     def read(buf: bytes, pos: int) -> OffsetCommitIn:
         end = len(buf)
         group_id, generation, member_id, instance, pos = _member_fields(buf, pos, end, string, has_instance)
@@ -229,11 +232,117 @@ def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
     return read
 
 
+def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
+    """OffsetCommit v8-9 (flexible, with instance id and leader epoch, no retention).
+
+    As the general reader above with the usual case of each field written out inline: a
+    compact string whose length fits one byte and lies within the frame, a null instance id,
+    no tagged fields. Anything else at a field goes to the same helper as there, from the
+    same position, so the bytes accepted and refused (and the values read) are the same.
+    """
+    end = len(buf)
+    n = buf[pos] if pos < end else 0
+    if 0 < n < 0x80 and pos + n <= end:
+        group_id: str | None = buf[pos + 1 : pos + n].decode("utf-8")
+        pos += n
+    else:
+        group_id, pos = _compact_string(buf, pos, end, False, "group_id")
+    if pos + 4 > end:
+        raise _Bad("truncated")
+    (generation,) = _I32.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos] if pos < end else 0
+    if 0 < n < 0x80 and pos + n <= end:
+        member_id: str | None = buf[pos + 1 : pos + n].decode("utf-8")
+        pos += n
+    else:
+        member_id, pos = _compact_string(buf, pos, end, False, "member_id")
+    if pos < end and buf[pos] == 0:
+        instance: str | None = None
+        pos += 1
+    else:
+        instance, pos = _compact_string(buf, pos, end, True, "group_instance_id")
+    n_topics, pos = _count(buf, pos, end, True, "topics")
+    topics = []
+    part_struct = _I32_I64_I32
+    for _ in range(n_topics):
+        n = buf[pos] if pos < end else 0
+        if 0 < n < 0x80 and pos + n <= end:
+            name: str | None = buf[pos + 1 : pos + n].decode("utf-8")
+            pos += n
+        else:
+            name, pos = _compact_string(buf, pos, end, False, "name")
+        n_parts, pos = _count(buf, pos, end, True, "partitions")
+        parts = []
+        for _ in range(n_parts):
+            if pos + 16 > end:
+                raise _Bad("truncated")
+            index, offset, epoch = part_struct.unpack_from(buf, pos)
+            pos += 16
+            n = buf[pos] if pos < end else 0
+            if 0 < n < 0x80 and pos + n <= end:
+                metadata: str | None = buf[pos + 1 : pos + n].decode("utf-8")
+                pos += n
+            else:
+                metadata, pos = _compact_string(buf, pos, end, True, "committed_metadata")
+            if pos < end and buf[pos] == 0:
+                pos += 1
+            else:
+                pos = _skip_tags(buf, pos, end)
+            parts.append(OffsetCommitPartitionIn(index, offset, epoch, metadata))
+        if pos < end and buf[pos] == 0:
+            pos += 1
+        else:
+            pos = _skip_tags(buf, pos, end)
+        topics.append(OffsetCommitTopicIn(name, tuple(parts)))  # type: ignore[arg-type]
+    if not (pos < end and buf[pos] == 0):
+        _skip_tags(buf, pos, end)
+    return OffsetCommitIn(
+        group_id,  # type: ignore[arg-type]
+        generation,
+        member_id,  # type: ignore[arg-type]
+        instance,
+        None,
+        tuple(topics),
+    )
+
+
 # ---------------------------------------------------------------------------- Heartbeat
+def _read_flexible_heartbeat(buf: bytes, pos: int) -> HeartbeatIn:
+    """Heartbeat v4, with the usual case of each field inline (see :func:`_read_flexible_commit`)."""
+    end = len(buf)
+    n = buf[pos] if pos < end else 0
+    if 0 < n < 0x80 and pos + n <= end:
+        group_id: str | None = buf[pos + 1 : pos + n].decode("utf-8")
+        pos += n
+    else:
+        group_id, pos = _compact_string(buf, pos, end, False, "group_id")
+    if pos + 4 > end:
+        raise _Bad("truncated")
+    (generation,) = _I32.unpack_from(buf, pos)
+    pos += 4
+    n = buf[pos] if pos < end else 0
+    if 0 < n < 0x80 and pos + n <= end:
+        member_id: str | None = buf[pos + 1 : pos + n].decode("utf-8")
+        pos += n
+    else:
+        member_id, pos = _compact_string(buf, pos, end, False, "member_id")
+    if pos < end and buf[pos] == 0:
+        instance: str | None = None
+        pos += 1
+    else:
+        instance, pos = _compact_string(buf, pos, end, True, "group_instance_id")
+    if not (pos < end and buf[pos] == 0):
+        _skip_tags(buf, pos, end)
+    return HeartbeatIn(group_id, generation, member_id, instance)  # type: ignore[arg-type]
+
+
 def _heartbeat(version: int) -> Callable[[bytes, int], HeartbeatIn]:
     flexible = version >= 4
     has_instance = version >= 3
     string = _compact_string if flexible else _string
+    if flexible:
+        return _read_flexible_heartbeat
 
     def read(buf: bytes, pos: int) -> HeartbeatIn:
         end = len(buf)
@@ -273,8 +382,18 @@ def hot_reader(api_key: int, version: int, name: str) -> Callable[[bytes, int], 
 # ---------------------------------------------------------------------------- answers
 def offset_commit_response(version: int, topics: Iterable[tuple[str, Iterable[tuple[int, int]]]]) -> bytes:
     """The body of an OffsetCommit answer (throttle time 0): ``(topic, [(partition, error code)])``."""
-    out = bytearray()
     topics = list(topics)
+    if version >= 8 and len(topics) == 1:
+        name, parts = topics[0]
+        plist = list(parts)
+        raw = name.encode("utf-8")
+        if len(plist) == 1 and len(raw) < 0x7F:  # one partition of one topic: every short count is one byte
+            index, code = plist[0]
+            return b"".join(
+                (b"\0\0\0\0\x02", bytes((len(raw) + 1,)), raw, b"\x02", _I32_I16.pack(index, code), b"\0\0\0")
+            )
+        topics = [(name, plist)]
+    out = bytearray()
     if version >= 8:
         out += b"\0\0\0\0"
         out += _uvarint_bytes(len(topics) + 1)
