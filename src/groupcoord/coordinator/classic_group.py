@@ -68,6 +68,9 @@ from groupcoord.errors import ErrorCode, IllegalStateError
 
 log = logging.getLogger(__name__)
 
+#: One (immutable) Heartbeat answer per code: a stable group's most frequent response.
+_HEARTBEAT_RESPONSES = {code: HeartbeatResponse(error=code) for code in ErrorCode}
+
 
 class ClassicGroupHandlers(ShardBase):
     # ================================================================== JoinGroup
@@ -798,38 +801,38 @@ class ClassicGroupHandlers(ShardBase):
     # ================================================================== Heartbeat
     def handle_heartbeat(self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]) -> None:
         if not req.group_id:
-            self._respond(reply, HeartbeatResponse(error=ErrorCode.INVALID_GROUP_ID))
+            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.INVALID_GROUP_ID])
             return
         status = self._status(req.group_id)
         if status is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            self._respond(reply, HeartbeatResponse(error=ErrorCode.NONE))  # respond blindly while loading
+            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.NONE])  # respond blindly while loading
             return
         if status is not None:
-            self._respond(reply, HeartbeatResponse(error=status))
+            self._respond(reply, _HEARTBEAT_RESPONSES[status])
             return
         group = self._groups.get(req.group_id)
         if group is None:
-            self._respond(reply, HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
+            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.UNKNOWN_MEMBER_ID])
             return
         if group.state is DEAD:
-            self._respond(reply, HeartbeatResponse(error=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.COORDINATOR_NOT_AVAILABLE])
             return
         error = self.validate_current_member(group, req.member_id, req.group_instance_id)
         if error is not None:
-            self._respond(reply, HeartbeatResponse(error=error))
+            self._respond(reply, _HEARTBEAT_RESPONSES[error])
             return
         if req.generation_id != group.generation:
-            self._respond(reply, HeartbeatResponse(error=ErrorCode.ILLEGAL_GENERATION))
+            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.ILLEGAL_GENERATION])
             return
         member = group.members[req.member_id]
         if group.state is EMPTY:
-            self._respond(reply, HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
+            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.UNKNOWN_MEMBER_ID])
         elif group.state is PREPARING:
             self.complete_and_schedule_next_heartbeat_expiration(group, member)
-            self._respond(reply, HeartbeatResponse(error=ErrorCode.REBALANCE_IN_PROGRESS))
+            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.REBALANCE_IN_PROGRESS])
         else:
             self.complete_and_schedule_next_heartbeat_expiration(group, member)
-            self._respond(reply, HeartbeatResponse(error=ErrorCode.NONE))
+            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.NONE])
 
     # ================================================================== LeaveGroup
     def handle_leave_group(self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]) -> None:

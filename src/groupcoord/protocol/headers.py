@@ -86,6 +86,8 @@ def read_request_header(frame: bytes, header_version: int) -> tuple[str | None, 
         except UnicodeDecodeError as exc:
             raise MalformedRequestError(f"bad request header v{header_version}: {exc!r}") from exc
     if header_version == 2:
+        if pos < len(frame) and frame[pos] == 0:  # no tagged fields: almost always
+            return client_id, pos + 1
         pos = check_header_tags(frame, pos)
     return client_id, pos
 

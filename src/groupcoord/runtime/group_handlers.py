@@ -174,37 +174,48 @@ def sync_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, reque
 
 
 # ------------------------------------------------------------------------ Heartbeat
-_HEARTBEAT_ANSWERS: dict[tuple[int, ErrorCode], PreEncoded] = {}
-
-
-def _heartbeat_answer(messages: ApiMessages, error: ErrorCode) -> PreEncoded:
-    """The encoded body of a Heartbeat answer: one per (version, error), made once.
+class _HeartbeatAnswers:
+    """The encoded bodies of one version's Heartbeat answers: one per error code, made once.
 
     A heartbeat answer carries nothing but its error code (and a zero throttle time), and
     heartbeats are the most frequent request of a stable group.
     """
-    key = (messages.version, error)
-    answer = _HEARTBEAT_ANSWERS.get(key)
-    if answer is None:
-        buf = io.BytesIO()
-        messages.writer(buf, make(messages.response_type, throttle_time=NO_THROTTLE, error_code=err(error)))
-        answer = _HEARTBEAT_ANSWERS[key] = PreEncoded(pieces=(buf.getvalue(),))
-    return answer
+
+    __slots__ = ("_answers", "_messages")
+
+    def __init__(self, messages: ApiMessages) -> None:
+        self._messages = messages
+        self._answers: dict[ErrorCode, PreEncoded] = {}
+
+    def encode(self, r: api.HeartbeatResponse) -> PreEncoded:
+        answer = self._answers.get(r.error)
+        if answer is None:
+            messages = self._messages
+            buf = io.BytesIO()
+            messages.writer(
+                buf, make(messages.response_type, throttle_time=NO_THROTTLE, error_code=err(r.error))
+            )
+            answer = self._answers[r.error] = PreEncoded(pieces=(buf.getvalue(),))
+        return answer
+
+
+#: Heartbeat version -> the encoder of its answers (the bytes depend on the version only).
+_HEARTBEAT_ENCODERS: dict[int, Callable[[api.HeartbeatResponse], PreEncoded]] = {}
 
 
 def heartbeat(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
+    version = ctx.api_version
+    encode = _HEARTBEAT_ENCODERS.get(version)
+    if encode is None:
+        messages = broker.registry.lookup(ctx.api_key, version)
+        encode = _HEARTBEAT_ENCODERS[version] = _HeartbeatAnswers(messages).encode
     req = api.HeartbeatRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id),
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
-        version=ctx.api_version,
+        version=version,
     )
-
-    def encode(r: api.HeartbeatResponse) -> Any:
-        return _heartbeat_answer(messages, r.error)
-
     return _call(runtime, runtime.coordinator.heartbeat, req, encode)
 
 
