@@ -656,22 +656,15 @@ def _commit_response(
     req: OffsetCommitRequest | TxnOffsetCommitRequest, results: dict[tuple[str, int], ErrorCode]
 ) -> OffsetCommitResponse:
     """Each partition of the request answered with its code in ``results``."""
-    return OffsetCommitResponse(
-        topics=tuple(
-            OffsetCommitTopicResponse(
-                name=t.name,
-                partitions=tuple(
-                    [
-                        OffsetCommitPartitionResponse(
-                            partition=p.partition, error=results[(t.name, p.partition)]
-                        )
-                        for p in t.partitions
-                    ]
-                ),
-            )
-            for t in req.topics
-        )
-    )
+    topics = []
+    for t in req.topics:
+        name = t.name
+        partitions = [
+            OffsetCommitPartitionResponse(partition=p.partition, error=results[(name, p.partition)])
+            for p in t.partitions
+        ]
+        topics.append(OffsetCommitTopicResponse(name=name, partitions=tuple(partitions)))
+    return OffsetCommitResponse(topics=tuple(topics))
 
 
 def _commit_response_all(

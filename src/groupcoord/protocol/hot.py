@@ -232,6 +232,11 @@ def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
     return read
 
 
+#: A named tuple made from a plain one without its generated ``__new__`` (a Python function):
+#: the same object, built by ``tuple.__new__`` directly.
+_new: Callable[..., Any] = tuple.__new__
+
+
 def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
     """OffsetCommit v8-9 (flexible, with instance id and leader epoch, no retention).
 
@@ -289,22 +294,15 @@ def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
                 pos += 1
             else:
                 pos = _skip_tags(buf, pos, end)
-            parts.append(OffsetCommitPartitionIn(index, offset, epoch, metadata))
+            parts.append(_new(OffsetCommitPartitionIn, (index, offset, epoch, metadata)))
         if pos < end and buf[pos] == 0:
             pos += 1
         else:
             pos = _skip_tags(buf, pos, end)
-        topics.append(OffsetCommitTopicIn(name, tuple(parts)))  # type: ignore[arg-type]
+        topics.append(_new(OffsetCommitTopicIn, (name, tuple(parts))))
     if not (pos < end and buf[pos] == 0):
         _skip_tags(buf, pos, end)
-    return OffsetCommitIn(
-        group_id,  # type: ignore[arg-type]
-        generation,
-        member_id,  # type: ignore[arg-type]
-        instance,
-        None,
-        tuple(topics),
-    )
+    return _new(OffsetCommitIn, (group_id, generation, member_id, instance, None, tuple(topics)))  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------- Heartbeat
@@ -334,7 +332,7 @@ def _read_flexible_heartbeat(buf: bytes, pos: int) -> HeartbeatIn:
         instance, pos = _compact_string(buf, pos, end, True, "group_instance_id")
     if not (pos < end and buf[pos] == 0):
         _skip_tags(buf, pos, end)
-    return HeartbeatIn(group_id, generation, member_id, instance)  # type: ignore[arg-type]
+    return _new(HeartbeatIn, (group_id, generation, member_id, instance))  # type: ignore[no-any-return]
 
 
 def _heartbeat(version: int) -> Callable[[bytes, int], HeartbeatIn]:
