@@ -162,7 +162,9 @@ class OffsetHandlers(ClassicGroupHandlers):
             tokens = self._offset_writes[group_id] = set()
         tokens.add(token)
         if commits:
-            pending = self._pending_commits.setdefault(group_id, {})
+            pending = self._pending_commits.get(group_id)
+            if pending is None:
+                pending = self._pending_commits[group_id] = {}
             for key in commits:
                 pending[key] = pending.get(key, 0) + 1
         completion = OffsetWrite(token, group_id, tuple(commits), then)

@@ -158,7 +158,9 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = "?"
         self._decoder = FrameDecoder(max_frame_bytes)
         self._transport: asyncio.Transport | None = None
-        self._pending: deque[_Slot] = deque()
+        #: answers owed, in request order: a slot per awaited answer, the encoded answer itself
+        #: for one that was ready at once
+        self._pending: deque[_Slot | bytes | list[Piece]] = deque()
         self._tasks: set[asyncio.Future[Any]] = set()
         #: requests handed to their handler whose answer is not ready yet ...
         self._unanswered = 0
@@ -316,7 +318,7 @@ class KafkaConnection(asyncio.Protocol):
         """Whether the one thing stopping the reading is a full queue whose head is ready."""
         return (
             len(self._pending) >= MAX_IN_FLIGHT
-            and self._pending[0].done
+            and _ready(self._pending[0])
             and not (self._closing or self._draining or self._write_paused or self._sender is not None)
             and self._barriers == 0
         )
@@ -330,10 +332,9 @@ class KafkaConnection(asyncio.Protocol):
             except UnsupportedVersionError:
                 if api_key != API_VERSIONS_KEY:
                     raise
-                slot = _Slot()
-                slot.data = unsupported_api_versions_answer(correlation_id, dispatcher.registry.ranges())
-                slot.done = True
-                self._pending.append(slot)
+                self._pending.append(
+                    unsupported_api_versions_answer(correlation_id, dispatcher.registry.ranges())
+                )
                 return
             messages = entry.messages
             client_id, body_offset = read_request_header(frame, messages.request_header_version)
@@ -392,12 +393,10 @@ class KafkaConnection(asyncio.Protocol):
         if observe is not None:
             observe(api_key, time.perf_counter() - started)
         if result is not None:
-            slot = _Slot()
-            slot.data = self._encode(messages, correlation_id, result)
-            if slot.data is None:
+            data = self._encode(messages, correlation_id, result)
+            if data is None:
                 return
-            slot.done = True
-            self._pending.append(slot)
+            self._pending.append(data)
 
     def _encode(
         self, messages: ApiMessages, correlation_id: int, response: Any
@@ -468,8 +467,15 @@ class KafkaConnection(asyncio.Protocol):
         # While a region is being sent nothing may be written around it: everything queues.
         behind = self._sender is not None
         size = 0
-        while pending and pending[0].done:
-            data = pending.popleft().data
+        while pending:
+            head = pending[0]
+            if isinstance(head, _Slot):
+                if not head.done:
+                    break
+                data = head.data
+            else:
+                data = head
+            pending.popleft()
             if data is None:
                 continue
             if isinstance(data, bytes):
@@ -564,9 +570,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def _drop_output(self) -> None:
         """Forget every answer not yet written, closing their file regions."""
-        for slot in self._pending:
-            if isinstance(slot.data, list):
-                _release(slot.data)
+        for entry in self._pending:
+            data = entry.data if isinstance(entry, _Slot) else entry
+            if isinstance(data, list):
+                _release(data)
         self._pending.clear()
         _release(self._out)
         self._out.clear()
@@ -619,6 +626,11 @@ class KafkaConnection(asyncio.Protocol):
     def close_now(self) -> None:
         if self._transport is not None and not self._transport.is_closing():
             self._transport.abort()
+
+
+def _ready(entry: _Slot | bytes | list[Piece]) -> bool:
+    """Whether an entry of the answers owed is ready to be written."""
+    return entry.done if isinstance(entry, _Slot) else True
 
 
 def _monotonic_ms() -> int:
