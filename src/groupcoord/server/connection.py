@@ -378,17 +378,7 @@ class KafkaConnection(asyncio.Protocol):
         else:
             task = asyncio.ensure_future(result)
         if task is not None:
-            slot = _Slot()
-            self._pending.append(slot)
-            self._tasks.add(task)
-            self._unanswered += 1
-            overlap = entry.overlap
-            if ctx.muted or overlap is None:
-                slot.barrier = True
-                self._barriers += 1
-            else:
-                self._run_class = overlap
-            task.add_done_callback(lambda t: self._on_done(t, slot, messages, correlation_id, started))
+            self._await(task, ctx.muted, entry.overlap, messages, correlation_id, started)
             return
         if observe is not None:
             observe(api_key, time.perf_counter() - started)
@@ -397,6 +387,29 @@ class KafkaConnection(asyncio.Protocol):
             if data is None:
                 return
             self._pending.append(data)
+
+    def _await(
+        self,
+        task: asyncio.Future[Any],
+        muted: bool,
+        overlap: str | None,
+        messages: ApiMessages,
+        correlation_id: int,
+        started: float,
+    ) -> None:
+        """Owe the answer ``task`` will give: a slot in the queue of answers, filled when it is
+        done (a method of its own, so that the request path's answers given at once build no
+        closure cells)."""
+        slot = _Slot()
+        self._pending.append(slot)
+        self._tasks.add(task)
+        self._unanswered += 1
+        if muted or overlap is None:
+            slot.barrier = True
+            self._barriers += 1
+        else:
+            self._run_class = overlap
+        task.add_done_callback(lambda t: self._on_done(t, slot, messages, correlation_id, started))
 
     def _encode(
         self, messages: ApiMessages, correlation_id: int, response: Any
