@@ -654,10 +654,35 @@ class OffsetHandlers(ClassicGroupHandlers):
         self._drop_group(group.group_id)
 
 
+#: (topic, partition, code) -> the answer of a one-partition commit (see _commit_response).
+_ONE_PARTITION_ANSWERS: dict[tuple[str, int, ErrorCode], OffsetCommitResponse] = {}
+#: Entries kept before that cache starts over (bounds it when many partitions commit).
+_ANSWER_CACHE_SIZE = 10_000
+
+
 def _commit_response(
     req: OffsetCommitRequest | TxnOffsetCommitRequest, results: dict[tuple[str, int], ErrorCode]
 ) -> OffsetCommitResponse:
     """Each partition of the request answered with its code in ``results``."""
+    if len(req.topics) == 1 and len(req.topics[0].partitions) == 1:
+        # One partition of one topic: the answer depends on its name, index and code only,
+        # and answers are immutable, so each is made once.
+        t = req.topics[0]
+        partition = t.partitions[0].partition
+        key = (t.name, partition, results[(t.name, partition)])
+        answer = _ONE_PARTITION_ANSWERS.get(key)
+        if answer is None:
+            if len(_ONE_PARTITION_ANSWERS) >= _ANSWER_CACHE_SIZE:
+                _ONE_PARTITION_ANSWERS.clear()
+            answer = _ONE_PARTITION_ANSWERS[key] = OffsetCommitResponse(
+                topics=(
+                    OffsetCommitTopicResponse(
+                        name=key[0],
+                        partitions=(OffsetCommitPartitionResponse(partition=partition, error=key[2]),),
+                    ),
+                )
+            )
+        return answer
     topics = []
     for t in req.topics:
         name = t.name

@@ -304,6 +304,12 @@ def _commit_encoder(
     return encode
 
 
+#: (version, topic, partition, code) -> the encoded answer of a one-partition commit.
+_ONE_PARTITION_COMMIT_ANSWERS: dict[tuple[int, str, int, ErrorCode], PreEncoded] = {}
+#: Entries kept before that cache starts over (bounds it when many partitions commit).
+_ANSWER_CACHE_SIZE = 10_000
+
+
 def _hot_commit_encoder(
     version: int, request: Any, unknown: dict[tuple[str, int], ErrorCode]
 ) -> Callable[[api.OffsetCommitResponse], Any]:
@@ -311,6 +317,19 @@ def _hot_commit_encoder(
     :func:`~groupcoord.protocol.hot.offset_commit_response` (no kio entities per commit)."""
 
     def encode(r: api.OffsetCommitResponse) -> PreEncoded:
+        if not unknown and len(r.topics) == len(request.topics) == 1 and len(r.topics[0].partitions) == 1:
+            # One partition of one topic (a consumer committing as it goes): one answer per
+            # (version, topic, partition, code), made once.
+            t = r.topics[0]
+            p = t.partitions[0]
+            key = (version, t.name, p.partition, p.error)
+            answer = _ONE_PARTITION_COMMIT_ANSWERS.get(key)
+            if answer is None:
+                if len(_ONE_PARTITION_COMMIT_ANSWERS) >= _ANSWER_CACHE_SIZE:
+                    _ONE_PARTITION_COMMIT_ANSWERS.clear()
+                body = offset_commit_response(version, [(t.name, [(p.partition, int(p.error))])])
+                answer = _ONE_PARTITION_COMMIT_ANSWERS[key] = PreEncoded(pieces=(body,))
+            return answer
         if not unknown and len(r.topics) == len(request.topics):
             # Every partition was committable (the usual case): the coordinator answered the
             # request's topics and partitions in the request's order.
