@@ -300,10 +300,23 @@ def new_group_metadata_tombstone(group_id: str) -> CoordinatorRecord:
     return CoordinatorRecord(key=GroupMetadataKey(group=group_id), value=None)
 
 
+#: (group, topic, partition) -> its OffsetCommitKey, and -> the key's bytes: a group commits
+#: the same partitions again and again, and both are immutable. Each cache starts over when
+#: it reaches _KEY_CACHE_SIZE entries.
+_COMMIT_KEYS: dict[tuple[str, str, int], OffsetCommitKey] = {}
+_COMMIT_KEY_BYTES: dict[tuple[str, str, int], bytes] = {}
+_KEY_CACHE_SIZE = 100_000
+
+
 def new_offset_commit_record(
     group_id: str, topic: str, partition: int, value: OffsetCommitValue
 ) -> CoordinatorRecord:
-    key = OffsetCommitKey(group=group_id, topic=topic, partition=partition)
+    ident = (group_id, topic, partition)
+    key = _COMMIT_KEYS.get(ident)
+    if key is None:
+        if len(_COMMIT_KEYS) >= _KEY_CACHE_SIZE:
+            _COMMIT_KEYS.clear()
+        key = _COMMIT_KEYS[ident] = OffsetCommitKey(group=group_id, topic=topic, partition=partition)
     return CoordinatorRecord(key=key, value=value)
 
 
@@ -328,13 +341,17 @@ def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     cannot carry) takes the checked writer, which raises its usual error.
     """
     if type(key) is OffsetCommitKey:
+        ident = (key.group, key.topic, key.partition)
+        data = _COMMIT_KEY_BYTES.get(ident)
+        if data is not None:
+            return data
         try:
             group = key.group.encode()
             topic = key.topic.encode()
         except UnicodeEncodeError:
             return _encode_key_checked(key)
         if len(group) <= 0x7FFF and len(topic) <= 0x7FFF and -0x80000000 <= key.partition <= 0x7FFFFFFF:
-            return b"".join(
+            data = b"".join(
                 (
                     _OFFSET_KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(group)),
                     group,
@@ -343,6 +360,10 @@ def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
                     _KEY_I32.pack(key.partition),
                 )
             )
+            if len(_COMMIT_KEY_BYTES) >= _KEY_CACHE_SIZE:
+                _COMMIT_KEY_BYTES.clear()
+            _COMMIT_KEY_BYTES[ident] = data
+            return data
     return _encode_key_checked(key)
 
 
