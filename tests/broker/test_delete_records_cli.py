@@ -26,6 +26,7 @@ def broker() -> Iterator[Broker]:
             for partition in (0, 1):
                 p.produce("cli-t", value=f"v{i}".encode(), partition=partition)
         assert p.flush(20) == 0
+        del p  # destroyed now: a live producer would retry the stopped broker for the rest of the run
         yield b
 
 
