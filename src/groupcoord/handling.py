@@ -9,7 +9,8 @@ runtime's handlers, and the composition root (:mod:`groupcoord.app`) all meet he
 * :class:`PreEncoded`: a response body a handler encoded itself, possibly with
   :class:`FileRegion` pieces the connection sends with ``sendfile``;
 * :data:`Interceptor`: a hook the composition root may put in front of every handler
-  (``groupcoord.testing`` uses it to inject faults).
+  (``groupcoord.testing`` uses it to inject faults);
+* :class:`Later`: an answer completed later by a callback (a cheaper future).
 
 A handler is called as ``handler(state, ctx, request)`` and returns the response entity (of
 the request's version), ``None`` for "no response on the wire" (Produce with acks=0), or an
@@ -19,13 +20,17 @@ broker). The ordering rules a route's ``overlap`` class relaxes are in ``server.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from groupcoord.protocol.api_keys import ApiKey
+
+log = logging.getLogger(__name__)
 
 S = TypeVar("S")
 
@@ -144,3 +149,99 @@ class PreEncoded:
     sent or dropped."""
 
     pieces: tuple[Piece, ...]
+
+
+class Later:
+    """An answer a handler gives later, completed by a callback instead of through the event
+    loop: what the coordinators' handlers return for a commit waiting for its write or a
+    parked join (``runtime.answers``).
+
+    It behaves as much of an :class:`asyncio.Future` as the connection uses (``done``,
+    ``cancelled``, ``cancel``, ``result``, ``exception``, ``add_done_callback``), with one
+    difference: callbacks run at once when it completes (or at once when added to one that
+    is complete), not from the next turn of the loop. A future costs a loop callback per
+    answer; these answers come in batches (one flush round confirms many commits), and the
+    connection defers its writing to the end of the batch anyway. Awaiting one (an
+    interceptor may) awaits an :class:`asyncio.Future` made for it on demand.
+    """
+
+    __slots__ = ("_callbacks", "_cancelled", "_done", "_exception", "_result")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._cancelled = False
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._callbacks: list[Callable[[Later], object]] = []
+
+    def done(self) -> bool:
+        return self._done
+
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def result(self) -> Any:
+        if self._cancelled:
+            raise asyncio.CancelledError()
+        if not self._done:
+            raise asyncio.InvalidStateError("result is not set")
+        if self._exception is not None:
+            raise self._exception
+        return self._result
+
+    def exception(self) -> BaseException | None:
+        if self._cancelled:
+            raise asyncio.CancelledError()
+        if not self._done:
+            raise asyncio.InvalidStateError("exception is not set")
+        return self._exception
+
+    def set_result(self, result: Any) -> None:
+        if self._done:
+            raise asyncio.InvalidStateError("already done")
+        self._result = result
+        self._complete()
+
+    def set_exception(self, exception: BaseException) -> None:
+        if self._done:
+            raise asyncio.InvalidStateError("already done")
+        self._exception = exception
+        self._complete()
+
+    def cancel(self) -> bool:
+        if self._done:
+            return False
+        self._cancelled = True
+        self._complete()
+        return True
+
+    def add_done_callback(self, callback: Callable[[Later], object]) -> None:
+        if self._done:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    def _complete(self) -> None:
+        self._done = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:  # as the event loop does for a future's callback: log, go on
+                log.exception("a callback of an answer given later failed")
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def copy(later: Later) -> None:
+            if future.done():
+                return  # the awaiting task was cancelled meanwhile
+            if later._cancelled:
+                future.cancel()
+            elif later._exception is not None:
+                future.set_exception(later._exception)
+            else:
+                future.set_result(later._result)
+
+        self.add_done_callback(copy)
+        return (yield from future.__await__())

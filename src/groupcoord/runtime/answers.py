@@ -1,21 +1,20 @@
-"""What the coordinators' wire handlers share: answering now, or later through a future.
+"""What the coordinators' wire handlers share: answering now, or later.
 
 A coordinator (group or transaction) answers through a reply callable it is given. Most
 answers come before the call into the coordinator returns (a heartbeat, a commit with nothing
-to write, a describe); those are encoded and returned at once, with no future. Only when the
-coordinator keeps the reply (a write in flight, a parked JoinGroup) is a future made, completed
-when the reply is finally given; a cancelled future means the client went away, and the reply
-is dropped.
+to write, a describe); those are encoded and returned at once. Only when the coordinator keeps
+the reply (a write in flight, a parked JoinGroup) is a :class:`~groupcoord.handling.Later` made
+(a future completed by a callback), completed when the reply is finally given; a cancelled one
+means the client went away, and the reply is dropped.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from groupcoord.broker.state import Broker
-from groupcoord.handling import RequestContext
+from groupcoord.handling import Later, RequestContext
 
 R = TypeVar("R")
 A = TypeVar("A")
@@ -34,7 +33,8 @@ def now_or_later(
     ctx: RequestContext | None = None,
 ) -> Any:
     """Call ``invoke(reply)``, then ``after()``; the encoded reply if it came meanwhile, else a
-    future of it. With ``ctx``, a reply that is not immediate mutes the connection until sent."""
+    :class:`~groupcoord.handling.Later` of it. With ``ctx``, a reply that is not immediate
+    mutes the connection until sent."""
     return call_now_or_later(_invoke, invoke, encode, after=after, ctx=ctx)
 
 
@@ -53,16 +53,16 @@ def call_now_or_later(
     """As :func:`now_or_later` for ``call(arg, reply)`` (a coordinator method and its request),
     without a closure per request to bind them."""
     immediate: list[R] = []
-    fut: asyncio.Future[Any] | None = None
+    fut: Later | None = None
 
     def reply(response: R) -> None:
         if fut is None:
             immediate.append(response)
             return
-        # Encoded when the coordinator hands the reply out: the connection gets a plain future
-        # (no task, no coroutine per parked request).
+        # Encoded when the coordinator hands the reply out: the connection gets a Later, which
+        # tells it at once (no task, no coroutine, no loop callback per answer).
         if fut.done():
-            return
+            return  # cancelled: the client went away
         try:
             fut.set_result(encode(response))
         except Exception as exc:
@@ -73,7 +73,7 @@ def call_now_or_later(
         after()
     if immediate:
         return encode(immediate[0])
-    fut = asyncio.get_running_loop().create_future()
+    fut = Later()
     if ctx is not None:
         ctx.mute()
     return fut

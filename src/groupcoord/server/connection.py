@@ -69,7 +69,7 @@ from kio.serial import entity_writer
 from kio.static.primitive import i16
 
 from groupcoord.errors import ErrorCode
-from groupcoord.handling import FileRegion, Piece, PreEncoded, RequestContext
+from groupcoord.handling import FileRegion, Later, Piece, PreEncoded, RequestContext
 from groupcoord.protocol.entities import err
 from groupcoord.protocol.framing import FrameDecoder, FrameError, encode_frame
 from groupcoord.protocol.headers import (
@@ -161,7 +161,7 @@ class KafkaConnection(asyncio.Protocol):
         #: answers owed, in request order: a slot per awaited answer, the encoded answer itself
         #: for one that was ready at once
         self._pending: deque[_Slot | bytes | list[Piece]] = deque()
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self._tasks: set[asyncio.Future[Any] | Later] = set()
         #: requests handed to their handler whose answer is not ready yet ...
         self._unanswered = 0
         #: the overlap class of the run of requests unanswered now (None: no such run)
@@ -370,9 +370,10 @@ class KafkaConnection(asyncio.Protocol):
             self.abort(f"handler for {messages.name} v{api_version} failed: {exc!r}", exc=exc)
             return
 
-        # Cheap tests first: a plain future (a commit waiting for its write), an answer now.
-        if isinstance(result, asyncio.Future):
-            task: asyncio.Future[Any] | None = result
+        # Cheap tests first: a Later or a plain future (a commit waiting for its write), an
+        # answer now.
+        if type(result) is Later or isinstance(result, asyncio.Future):
+            task: asyncio.Future[Any] | Later | None = result
         elif result is None or type(result) is PreEncoded or not inspect.isawaitable(result):
             task = None
         else:
@@ -390,7 +391,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def _await(
         self,
-        task: asyncio.Future[Any],
+        task: asyncio.Future[Any] | Later,
         muted: bool,
         overlap: str | None,
         messages: ApiMessages,
@@ -426,7 +427,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def _on_done(
         self,
-        task: asyncio.Future[Any],
+        task: asyncio.Future[Any] | Later,
         slot: _Slot,
         messages: ApiMessages,
         correlation_id: int,
