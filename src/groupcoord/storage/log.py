@@ -404,6 +404,17 @@ class PartitionLog:
                 next_offset = last + 1
             view = memoryview(buf)
             i = 0
+            if len(planned) == 1:  # one batch (a coordinator write, most produces): no splitting
+                _pos, size, base, last, batch_ts = planned[0]
+                seg = self._segments[-1]
+                if self._should_roll(seg, size, last, now):
+                    seg = self._roll(base, now)
+                if seg.size == 0:
+                    seg.created_ms = now
+                seg.append(view, [(0, size, last, batch_ts)], cfg.index_interval_bytes)
+                if headers[0][1].producer_id >= 0:
+                    self._track_producers(buf, headers, planned, 0, 1)
+                i = 1
             while i < len(planned):
                 seg = self._segments[-1]
                 first_pos, first_size, first_base, first_last, _ = planned[i]
@@ -431,13 +442,8 @@ class PartitionLog:
             if self.journal is not None:
                 self.journal.record(self, self._journal_key, buf)
             self._unflushed_messages += records
-            info = AppendInfo(
-                base_offset=planned[0][2],
-                last_offset=planned[-1][3],
-                log_append_time=now if log_append else -1,
-                log_start_offset=self._log_start,
-                record_count=records,
-                max_timestamp=max_ts,
+            info = AppendInfo(  # base, last, log append time, log start, records, max timestamp
+                planned[0][2], planned[-1][3], now if log_append else -1, self._log_start, records, max_ts
             )
             due = self._unflushed_messages >= cfg.flush_interval_messages or (
                 cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
