@@ -175,6 +175,9 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         #: a _pump is due at the end of this batch of completed answers (see _on_done)
         self._pump_scheduled = False
+        # The loop the connection runs on, taken once: asyncio.get_running_loop() makes a getpid
+        # system call each time (its fork check), and an awaited answer needed it per batch.
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self._draining = False
         self._on_close = on_close
@@ -464,7 +467,10 @@ class KafkaConnection(asyncio.Protocol):
         # connection, instead of one send per answer.
         if not self._pump_scheduled:
             self._pump_scheduled = True
-            asyncio.get_running_loop().call_soon(self._deferred_pump)
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self._deferred_pump)
 
     def _deferred_pump(self) -> None:
         self._pump_scheduled = False
