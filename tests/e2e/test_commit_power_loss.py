@@ -15,14 +15,13 @@ groupcoord broker has no replicas, so it keeps its "durable before answered" pro
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from groupcoord.storage.batch import iter_batches
 from groupcoord.testing import Broker
+from power_loss import cut_segment_to
 
 GROUPS = 12
 
@@ -35,14 +34,7 @@ def _cut_offsets_topic_to_recovery_points(data_dir: Path) -> int:
         rp_file = pdir / "recovery-point.checkpoint"
         floor = int(rp_file.read_text()) if rp_file.exists() else 0
         for seg in sorted(pdir.glob("*.log")):
-            data = seg.read_bytes()
-            keep = 0
-            for pos, h in iter_batches(data):
-                if h.base_offset >= floor:
-                    break
-                keep = pos + h.size
-            removed += len(data) - keep
-            os.truncate(seg, keep)
+            removed += cut_segment_to(seg, floor)
     return removed
 
 

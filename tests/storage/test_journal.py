@@ -18,11 +18,12 @@ import pytest
 from groupcoord.broker.durability import Flusher
 from groupcoord.clock import ManualClock
 from groupcoord.errors import DataDirError
-from groupcoord.storage.batch import build_batch, decode_records, iter_batches
+from groupcoord.storage.batch import build_batch, decode_records
 from groupcoord.storage.journal import HEADER_SIZE, JOURNAL_FILE, Journal
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig
 from groupcoord.storage.manager import LogManager
+from power_loss import cut_segment_to
 
 T0 = 1_700_000_000_000
 TOPIC = "__consumer_offsets"
@@ -49,15 +50,8 @@ def power_loss(manager: LogManager) -> None:
     if manager.journal is not None:
         manager.journal.abandon()
     for plog in manager.partitions().values():
-        flushed = plog.flushed_offset
         for path in plog.segment_files():
-            data = path.read_bytes()
-            keep = 0
-            for pos, h in iter_batches(data):
-                if h.base_offset >= flushed:
-                    break
-                keep = pos + h.size
-            os.truncate(path, keep)
+            cut_segment_to(path, plog.flushed_offset)
 
 
 def fifty_partitions(tmp_path: Path) -> tuple[LogManager, list[PartitionLog]]:
