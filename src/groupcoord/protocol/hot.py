@@ -237,15 +237,10 @@ def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
 _new: Callable[..., Any] = tuple.__new__
 
 
-def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
-    """OffsetCommit v8-9 (flexible, with instance id and leader epoch, no retention).
-
-    As the general reader above with the usual case of each field written out inline: a
-    compact string whose length fits one byte and lies within the frame, a null instance id,
-    no tagged fields. Anything else at a field goes to the same helper as there, from the
-    same position, so the bytes accepted and refused (and the values read) are the same.
-    """
-    end = len(buf)
+def _flexible_member(buf: bytes, pos: int, end: int) -> tuple[str | None, int, str | None, str | None, int]:
+    """Group id, generation, member id and instance id of a flexible OffsetCommit (v8+) or
+    Heartbeat (v4), the first fields of both, and the position after them: the usual case of
+    each field inline, anything else through the general helpers from the same position."""
     n = buf[pos] if pos < end else 0
     if 0 < n < 0x80 and pos + n <= end:
         group_id: str | None = buf[pos + 1 : pos + n].decode("utf-8")
@@ -263,10 +258,21 @@ def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
     else:
         member_id, pos = _compact_string(buf, pos, end, False, "member_id")
     if pos < end and buf[pos] == 0:
-        instance: str | None = None
-        pos += 1
-    else:
-        instance, pos = _compact_string(buf, pos, end, True, "group_instance_id")
+        return group_id, generation, member_id, None, pos + 1
+    instance, pos = _compact_string(buf, pos, end, True, "group_instance_id")
+    return group_id, generation, member_id, instance, pos
+
+
+def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
+    """OffsetCommit v8-9 (flexible, with instance id and leader epoch, no retention).
+
+    As the general reader above with the usual case of each field written out inline: a
+    compact string whose length fits one byte and lies within the frame, a null instance id,
+    no tagged fields. Anything else at a field goes to the same helper as there, from the
+    same position, so the bytes accepted and refused (and the values read) are the same.
+    """
+    end = len(buf)
+    group_id, generation, member_id, instance, pos = _flexible_member(buf, pos, end)
     n_topics, pos = _count(buf, pos, end, True, "topics")
     topics = []
     part_struct = _I32_I64_I32
@@ -309,27 +315,7 @@ def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
 def _read_flexible_heartbeat(buf: bytes, pos: int) -> HeartbeatIn:
     """Heartbeat v4, with the usual case of each field inline (see :func:`_read_flexible_commit`)."""
     end = len(buf)
-    n = buf[pos] if pos < end else 0
-    if 0 < n < 0x80 and pos + n <= end:
-        group_id: str | None = buf[pos + 1 : pos + n].decode("utf-8")
-        pos += n
-    else:
-        group_id, pos = _compact_string(buf, pos, end, False, "group_id")
-    if pos + 4 > end:
-        raise _Bad("truncated")
-    (generation,) = _I32.unpack_from(buf, pos)
-    pos += 4
-    n = buf[pos] if pos < end else 0
-    if 0 < n < 0x80 and pos + n <= end:
-        member_id: str | None = buf[pos + 1 : pos + n].decode("utf-8")
-        pos += n
-    else:
-        member_id, pos = _compact_string(buf, pos, end, False, "member_id")
-    if pos < end and buf[pos] == 0:
-        instance: str | None = None
-        pos += 1
-    else:
-        instance, pos = _compact_string(buf, pos, end, True, "group_instance_id")
+    group_id, generation, member_id, instance, pos = _flexible_member(buf, pos, end)
     if not (pos < end and buf[pos] == 0):
         _skip_tags(buf, pos, end)
     return _new(HeartbeatIn, (group_id, generation, member_id, instance))  # type: ignore[no-any-return]
