@@ -120,13 +120,16 @@ def test_a_torn_last_round_is_ignored_and_the_rounds_before_it_replay(
     assert m.journal is not None
     put(logs[0], b"synced")
     m.journal.flush()
-    size = (tmp_path / JOURNAL_FILE).stat().st_size
+    size = m.journal.end
     put(logs[0], b"torn")
     m.journal.flush()
+    second = m.journal.end - size
     power_loss(m)
-    # The second round's entry was only half written when the power went.
-    second = (tmp_path / JOURNAL_FILE).stat().st_size - size
-    os.truncate(tmp_path / JOURNAL_FILE, size + second // 2)
+    # The second round's entry was only half written when the power went: its second half is
+    # still the zeros the file was extended with.
+    with open(tmp_path / JOURNAL_FILE, "r+b") as f:
+        f.seek(size + second // 2)
+        f.write(bytes(second - second // 2))
     with caplog.at_level(logging.INFO, logger="groupcoord.storage.journal"):
         again = open_manager(tmp_path)
     assert values(again.partition(TOPIC, 0)) == [(0, b"synced")]
@@ -326,4 +329,28 @@ def test_appends_racing_flushes_and_checkpoints_on_another_thread_lose_nothing_a
         assert [off for off, _v in got] == list(range(len(got)))  # no gap, no duplicate
         assert [v for _o, v in got] == [b"%d" % i for i in range(p, total, 5)][: len(got)]
         assert len(got) >= len(range(p, covered, 5))
+    again.close()
+
+
+def test_the_file_grows_ahead_of_its_entries_so_rounds_overwrite_in_place(tmp_path: Path) -> None:
+    """A round that extends the file changes its size (a file-system journal commit at every
+    sync); the journal extends it a step ahead, so the next rounds only overwrite zeros, and a
+    replay stops at those zeros."""
+    from groupcoord.storage.journal import GROW_STEP
+
+    m, logs = fifty_partitions(tmp_path)
+    journal = m.journal
+    assert journal is not None
+    put(logs[1], b"v0")
+    journal.flush()
+    path = tmp_path / JOURNAL_FILE
+    assert path.stat().st_size == HEADER_SIZE + GROW_STEP
+    for i in range(1, 11):
+        put(logs[1], b"v%d" % i)
+        journal.flush()
+    assert path.stat().st_size == HEADER_SIZE + GROW_STEP  # ten more rounds, no growth
+    power_loss(m)
+    again = open_manager(tmp_path)
+    assert values(again.partition(TOPIC, 1)) == [(i, b"v%d" % i) for i in range(11)]
+    assert again.journal_report is not None and again.journal_report.entries == 11
     again.close()

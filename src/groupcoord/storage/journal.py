@@ -65,6 +65,8 @@ JOURNAL_FILE = "write-ahead.journal"
 #: Bytes the journal may hold before a write checkpoints it instead (the file never grows past
 #: this plus one round).
 DEFAULT_CAPACITY = 32 * 1024 * 1024
+#: The journal file grows by at least this much at a time (see :meth:`Journal._grow`).
+GROW_STEP = 1024 * 1024
 #: Most partition fsyncs one checkpoint runs at the same time.
 CHECKPOINT_PARALLELISM = 8
 
@@ -119,6 +121,9 @@ class Journal:
         # (and the flusher thread takes the GIL back once, not twice: under load that wait is
         # part of every round's latency).
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _O_DSYNC, 0o644)
+        #: bytes of the file already written (zeros past the entries): a round that stays below
+        #: this overwrites blocks in place, so its sync commits no file-system metadata
+        self._allocated = os.fstat(self.fd).st_size
         #: journal syncs and checkpoints done (read by tests and benchmarks)
         self.syncs = 0
         self.checkpoints = 0
@@ -143,6 +148,11 @@ class Journal:
     def pending_bytes(self) -> int:
         return len(self._buf)
 
+    @property
+    def end(self) -> int:
+        """Where the next round's entries go: the header plus this generation's entries."""
+        return self._pos
+
     # ------------------------------------------------------------------ flusher side
     def flush(self) -> None:
         """Make every entry queued so far durable: one write and one ``fdatasync`` (or a
@@ -162,6 +172,8 @@ class Journal:
                 return
             _seal(data, self._crc_prefix)
             try:
+                if self._pos + len(data) > self._allocated:
+                    self._grow(self._pos + len(data))
                 write_all(self.fd, data, self._pos)
                 if not _O_DSYNC:
                     os.fdatasync(self.fd)
@@ -170,6 +182,19 @@ class Journal:
                 raise
             self._pos += len(data)
             self.syncs += 1
+
+    def _grow(self, needed: int) -> None:
+        """Extend the file with zeros in steps of :data:`GROW_STEP` (one synchronous write).
+
+        A write that extends the file changes its size, and syncing that is a file-system
+        journal commit, which also holds up every other writer on the file system (the event
+        loop's segment appends among them). Extending ahead of need makes the following rounds
+        plain overwrites of written blocks, which sync without a commit."""
+        target = min(max(needed, self._allocated + GROW_STEP), max(needed, self.capacity + HEADER_SIZE))
+        write_all(self.fd, bytes(target - self._allocated), self._allocated)
+        if not _O_DSYNC:
+            os.fdatasync(self.fd)
+        self._allocated = target
 
     def checkpoint(self) -> None:
         """fsync every partition with entries in this generation (and those queued), then start
@@ -217,6 +242,7 @@ class Journal:
             raise
         self._generation = generation
         self._crc_prefix = _crc32c.crc32c(struct.pack(">Q", generation))
+        self._allocated = max(self._allocated, HEADER_SIZE)
         self._pos = HEADER_SIZE
         self._broken = False
 
