@@ -239,26 +239,13 @@ _new: Callable[..., Any] = tuple.__new__
 
 def _flexible_member(buf: bytes, pos: int, end: int) -> tuple[str | None, int, str | None, str | None, int]:
     """Group id, generation, member id and instance id of a flexible OffsetCommit (v8+) or
-    Heartbeat (v4), the first fields of both, and the position after them: the usual case of
-    each field inline, anything else through the general helpers from the same position."""
-    n = buf[pos] if pos < end else 0
-    if 0 < n < 0x80 and pos + n <= end:
-        group_id: str | None = buf[pos + 1 : pos + n].decode("utf-8")
-        pos += n
-    else:
-        group_id, pos = _compact_string(buf, pos, end, False, "group_id")
+    Heartbeat (v4), the first fields of both, and the position after them."""
+    group_id, pos = _compact_string(buf, pos, end, False, "group_id")
     if pos + 4 > end:
         raise _Bad("truncated")
     (generation,) = _I32.unpack_from(buf, pos)
     pos += 4
-    n = buf[pos] if pos < end else 0
-    if 0 < n < 0x80 and pos + n <= end:
-        member_id: str | None = buf[pos + 1 : pos + n].decode("utf-8")
-        pos += n
-    else:
-        member_id, pos = _compact_string(buf, pos, end, False, "member_id")
-    if pos < end and buf[pos] == 0:
-        return group_id, generation, member_id, None, pos + 1
+    member_id, pos = _compact_string(buf, pos, end, False, "member_id")
     instance, pos = _compact_string(buf, pos, end, True, "group_instance_id")
     return group_id, generation, member_id, instance, pos
 
@@ -266,10 +253,9 @@ def _flexible_member(buf: bytes, pos: int, end: int) -> tuple[str | None, int, s
 def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
     """OffsetCommit v8-9 (flexible, with instance id and leader epoch, no retention).
 
-    As the general reader above with the usual case of each field written out inline: a
-    compact string whose length fits one byte and lies within the frame, a null instance id,
-    no tagged fields. Anything else at a field goes to the same helper as there, from the
-    same position, so the bytes accepted and refused (and the values read) are the same.
+    As the general reader above, with the loops written for the flexible layout and the usual
+    empty tagged fields skipped inline; every field goes through the same helpers as there, so
+    the bytes accepted and refused (and the values read) are the same.
     """
     end = len(buf)
     group_id, generation, member_id, instance, pos = _flexible_member(buf, pos, end)
@@ -277,12 +263,7 @@ def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
     topics = []
     part_struct = _I32_I64_I32
     for _ in range(n_topics):
-        n = buf[pos] if pos < end else 0
-        if 0 < n < 0x80 and pos + n <= end:
-            name: str | None = buf[pos + 1 : pos + n].decode("utf-8")
-            pos += n
-        else:
-            name, pos = _compact_string(buf, pos, end, False, "name")
+        name, pos = _compact_string(buf, pos, end, False, "name")
         n_parts, pos = _count(buf, pos, end, True, "partitions")
         parts = []
         for _ in range(n_parts):
@@ -290,12 +271,7 @@ def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
                 raise _Bad("truncated")
             index, offset, epoch = part_struct.unpack_from(buf, pos)
             pos += 16
-            n = buf[pos] if pos < end else 0
-            if 0 < n < 0x80 and pos + n <= end:
-                metadata: str | None = buf[pos + 1 : pos + n].decode("utf-8")
-                pos += n
-            else:
-                metadata, pos = _compact_string(buf, pos, end, True, "committed_metadata")
+            metadata, pos = _compact_string(buf, pos, end, True, "committed_metadata")
             if pos < end and buf[pos] == 0:
                 pos += 1
             else:
@@ -313,7 +289,7 @@ def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
 
 # ---------------------------------------------------------------------------- Heartbeat
 def _read_flexible_heartbeat(buf: bytes, pos: int) -> HeartbeatIn:
-    """Heartbeat v4, with the usual case of each field inline (see :func:`_read_flexible_commit`)."""
+    """Heartbeat v4, written for the flexible layout (see :func:`_read_flexible_commit`)."""
     end = len(buf)
     group_id, generation, member_id, instance, pos = _flexible_member(buf, pos, end)
     if not (pos < end and buf[pos] == 0):
