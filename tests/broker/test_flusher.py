@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from groupcoord.broker.durability import Flushable, Flusher
+from groupcoord.broker.durability import Flusher
+from groupcoord.storage.segment import Flushable
 
 WAIT_S = 10.0
 

@@ -354,3 +354,32 @@ def test_the_file_grows_ahead_of_its_entries_so_rounds_overwrite_in_place(tmp_pa
     assert values(again.partition(TOPIC, 1)) == [(i, b"v%d" % i) for i in range(11)]
     assert again.journal_report is not None and again.journal_report.entries == 11
     again.close()
+
+
+def test_a_failed_checkpoint_of_one_partition_makes_the_next_flush_checkpoint_again(tmp_path: Path) -> None:
+    """A checkpoint whose partition fsync fails fails its round, and the journal is not trusted
+    until a checkpoint succeeds: the next flush fsyncs the partition again (with one partition
+    in the generation as with many)."""
+    m, logs = fifty_partitions(tmp_path)
+    journal = m.journal
+    assert journal is not None
+    journal.capacity = HEADER_SIZE  # every round that holds something checkpoints
+    real_flush = logs[6].flush
+    calls: list[str] = []
+
+    def failing_once() -> int:
+        calls.append("flush")
+        if len(calls) == 1:
+            raise OSError(5, "injected fsync failure")
+        return real_flush()
+
+    logs[6].flush = failing_once  # type: ignore[method-assign]
+    put(logs[6], b"a")
+    with pytest.raises(OSError, match="injected"):
+        journal.flush()
+    assert journal.checkpoints == 0
+    journal.capacity = 1 << 20  # room again: only the failure can make the next round checkpoint
+    put(logs[6], b"b")
+    journal.flush()
+    assert (journal.checkpoints, journal.syncs, len(calls)) == (1, 0, 2)
+    assert logs[6].flushed_offset == 2

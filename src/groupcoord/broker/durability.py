@@ -36,7 +36,9 @@ import threading
 from collections import deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, ParamSpec, TypeVar
+
+from groupcoord.storage.segment import Flushable, flush_at_once
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +46,6 @@ P = ParamSpec("P")
 #: Most fsyncs one round runs at the same time.
 FSYNC_PARALLELISM = 8
 T = TypeVar("T")
-
-
-class Flushable(Protocol):
-    def flush(self) -> object: ...
 
 
 class Flusher:
@@ -178,25 +176,9 @@ class Flusher:
         One hand-off per partition, not one per lane of several: static lanes were tried
         (issue 16) and were no better in three alternating depth-1 runs (a slow fsync holds up
         the rest of its lane; a free helper takes the next partition here)."""
-        if len(parts) <= 1:
-            for part in parts:
-                part.flush()
-            return
-        if self._helpers is None:
+        if len(parts) > 1 and self._helpers is None:
             self._helpers = ThreadPoolExecutor(FSYNC_PARALLELISM - 1, thread_name_prefix="groupcoord-fsync")
-        others = [self._helpers.submit(part.flush) for part in parts[1:]]
-        error: BaseException | None = None
-        try:
-            parts[0].flush()
-        except Exception as exc:
-            error = exc
-        for fut in others:
-            try:
-                fut.result()
-            except Exception as exc:
-                error = error or exc
-        if error is not None:
-            raise error
+        flush_at_once(parts, self._helpers)
 
 
 class _FlusherExecutor(Executor):

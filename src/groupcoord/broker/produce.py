@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from groupcoord.broker.durability import Flushable
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
@@ -22,6 +21,7 @@ from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, mak
 from groupcoord.storage.batch import CorruptBatchError, decode_records, iter_batches, parse_header
 from groupcoord.storage.log import RecordTooLargeError
 from groupcoord.storage.message_format import MAGIC_V0, MAGIC_V1, MessageFormatError, magic_of, upconvert
+from groupcoord.storage.segment import Flushable
 
 log = logging.getLogger(__name__)
 

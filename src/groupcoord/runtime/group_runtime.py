@@ -40,8 +40,8 @@ from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.storage.log import PartitionLog
 
 if TYPE_CHECKING:
-    from groupcoord.broker.durability import Flushable
     from groupcoord.broker.state import Broker
+    from groupcoord.storage.segment import Flushable
 
 log = logging.getLogger(__name__)
 

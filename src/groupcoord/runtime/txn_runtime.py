@@ -30,8 +30,8 @@ from groupcoord.transactions.result import MarkerWrite, TxnLogWrite, TxnResult
 from groupcoord.transactions.shard import TransactionCoordinatorShard, TxnConfig
 
 if TYPE_CHECKING:
-    from groupcoord.broker.durability import Flushable
     from groupcoord.broker.state import Broker
+    from groupcoord.storage.segment import Flushable
 
 log = logging.getLogger(__name__)
 

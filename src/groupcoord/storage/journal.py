@@ -56,7 +56,7 @@ import crc32c as _crc32c
 from groupcoord.errors import DataDirError
 
 from .batch import iter_batches
-from .segment import fsync_dir, write_all
+from .segment import flush_at_once, fsync_dir, write_all
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +155,8 @@ class Journal:
 
     # ------------------------------------------------------------------ flusher side
     def flush(self) -> None:
-        """Make every entry queued so far durable: one write and one ``fdatasync`` (or a
-        checkpoint, when the file would pass its capacity). Raises the OSError of a failed write
+        """Make every entry queued so far durable: one ``O_DSYNC`` write (or a checkpoint, when
+        the file would pass its capacity). Raises the OSError of a failed write
         or sync; the round that called it fails, and the next flush checkpoints."""
         with self._io_lock:
             with self._lock:
@@ -209,24 +209,15 @@ class Journal:
 
     def _checkpoint_locked(self) -> None:
         logs = list(self._gen_logs.values())
-        if len(logs) > 1:
-            if self._helpers is None:
-                self._helpers = ThreadPoolExecutor(
-                    CHECKPOINT_PARALLELISM, thread_name_prefix="groupcoord-journal"
-                )
-            results = [self._helpers.submit(plog.flush) for plog in logs]
-            error: BaseException | None = None
-            for fut in results:
-                try:
-                    fut.result()
-                except Exception as exc:
-                    error = error or exc
-            if error is not None:
-                self._broken = True
-                raise error
-        else:
-            for plog in logs:
-                plog.flush()
+        if len(logs) > 1 and self._helpers is None:
+            self._helpers = ThreadPoolExecutor(
+                CHECKPOINT_PARALLELISM - 1, thread_name_prefix="groupcoord-journal"
+            )
+        try:
+            flush_at_once(logs, self._helpers)
+        except Exception:
+            self._broken = True
+            raise
         self._start_generation(self._generation + 1)
         self._gen_logs = {}
         self.checkpoints += 1

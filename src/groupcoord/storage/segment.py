@@ -25,8 +25,10 @@ import logging
 import os
 import struct
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
+from typing import Protocol
 
 from groupcoord.constants import INT32_MAX
 
@@ -78,9 +80,7 @@ class TornBatch(Exception):
         self.reason = reason
 
 
-def read_batches(
-    fd: int, start: int, end: int, chunk: int = _READ_CHUNK
-) -> Iterator[tuple[int, memoryview]]:
+def read_batches(fd: int, start: int, end: int, chunk: int = _READ_CHUNK) -> Iterator[tuple[int, memoryview]]:
     """``(file position, batch bytes)`` of each batch in ``[start, end)``, read in chunks.
 
     Raises :class:`TornBatch` at the first batch that is cut short or has an impossible length.
@@ -128,6 +128,33 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class Flushable(Protocol):
+    def flush(self) -> object: ...
+
+
+def flush_at_once(parts: Sequence[Flushable], helpers: Executor | None) -> None:
+    """Call ``flush`` on every part at once (the first on this thread, the others on
+    ``helpers``, needed only for more than one part) and return when all have; the first error
+    wins. A file system with a journal commits concurrent fsyncs of different files together,
+    so this costs about one fsync."""
+    if len(parts) > 1 and helpers is None:
+        raise ValueError("flushing several parts at once needs helper threads")
+    others = [helpers.submit(part.flush) for part in parts[1:]] if helpers is not None else []
+    error: BaseException | None = None
+    try:
+        if parts:
+            parts[0].flush()
+    except Exception as exc:
+        error = exc
+    for fut in others:
+        try:
+            fut.result()
+        except Exception as exc:
+            error = error or exc
+    if error is not None:
+        raise error
 
 
 def segment_name(base_offset: int) -> str:
