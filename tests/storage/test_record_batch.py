@@ -311,15 +311,15 @@ def test_damaged_records_decode_to_eight_records_or_raise_corrupt_batch(cut: int
     producer=st.tuples(st.integers(-1, 2**40), st.integers(-1, 30000), st.integers(-1, 2**30)),
     attributes=st.sampled_from([0, 0x10, 0x20, 0x30]),
 )
-def test_the_uncompressed_one_timestamp_fast_path_frames_the_same_bytes_as_the_general_one(
+def test_one_timestamp_for_all_records_frames_as_the_same_timestamp_given_per_record(
     records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
     base_offset: int,
     ts: int,
     producer: tuple[int, int, int],
     attributes: int,
 ) -> None:
-    """``build_batch`` without ``timestamps`` frames uncompressed batches itself; with the same
-    timestamp given per record it takes the general framing: the bytes must be equal."""
+    """``build_batch`` with one timestamp for all records and with the same timestamp given per
+    record (the per-record delta path) must frame the same bytes."""
     pid, epoch, seq = producer
     kw = dict(base_offset=base_offset, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
     fast = build_batch(records, timestamp_ms=ts, attributes=attributes, **kw)  # type: ignore[arg-type]

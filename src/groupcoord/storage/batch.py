@@ -639,18 +639,10 @@ def encode_batch(
             raise ValueError(f"record offset {r.offset} is outside the batch starting at {base_offset}")
         _encode_record(body, delta, r.timestamp - base_timestamp, r.key, r.value, r.headers)
     return _frame(
-        bytes(body),
-        base_offset=base_offset,
-        partition_leader_epoch=partition_leader_epoch,
-        attributes=(attributes & ~ATTR_COMPRESSION_MASK) | compression,
-        last_offset_delta=last_offset_delta,
-        base_timestamp=base_timestamp,
-        max_timestamp=max_timestamp,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        record_count=len(records),
-    )
+        body, base_offset, partition_leader_epoch, (attributes & ~ATTR_COMPRESSION_MASK) | compression,
+        last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+        len(records),
+    )  # fmt: skip
 
 
 def build_batch(
@@ -675,47 +667,25 @@ def build_batch(
         raise ValueError("a record batch holds at least one record")
     if timestamps is not None and len(timestamps) != len(records):
         raise ValueError("timestamps must give one timestamp per record")
-    if timestamps is None:
-        body = bytearray()
+    body = bytearray()
+    if timestamps is None:  # one timestamp (every coordinator write): no per-record deltas
         for i, (key, value, headers) in enumerate(records):
             _encode_record(body, i, 0, key, value, headers)
-        if compression == COMPRESSION_NONE and not attributes & ATTR_COMPRESSION_MASK:
-            # Uncompressed, one timestamp (every coordinator write): framed here without the
-            # keyword-argument call and the codec dispatch of _frame; the same bytes.
-            out = bytearray(BATCH_HEADER_SIZE)
-            out += body
-            n = len(records)
-            _HEADER.pack_into(
-                out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, CURRENT_MAGIC, 0,
-                attributes, n - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch, base_sequence, n,
-            )  # fmt: skip
-            _U32.pack_into(out, CRC_OFFSET, _crc32c.crc32c(memoryview(out)[CRC_START:]))
-            return bytes(out)
-        ts_list = [timestamp_ms] * len(records)
+        base_ts = max_ts = timestamp_ms
     else:
-        ts_list = list(timestamps)
-        body = bytearray()
+        base_ts, max_ts = timestamps[0], max(timestamps)
         for i, (key, value, headers) in enumerate(records):
-            _encode_record(body, i, ts_list[i] - ts_list[0], key, value, headers)
-    base_ts = ts_list[0]
+            _encode_record(body, i, timestamps[i] - base_ts, key, value, headers)
+    n = len(records)
+    attributes = (attributes & ~ATTR_COMPRESSION_MASK) | compression
     return _frame(
-        bytes(body),
-        base_offset=base_offset,
-        partition_leader_epoch=partition_leader_epoch,
-        attributes=(attributes & ~ATTR_COMPRESSION_MASK) | compression,
-        last_offset_delta=len(records) - 1,
-        base_timestamp=base_ts,
-        max_timestamp=max(ts_list),
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        record_count=len(records),
-    )
+        body, base_offset, partition_leader_epoch, attributes, n - 1, base_ts, max_ts,
+        producer_id, producer_epoch, base_sequence, n,
+    )  # fmt: skip
 
 
 def _frame(
-    body: bytes,
-    *,
+    body: bytes | bytearray,
     base_offset: int,
     partition_leader_epoch: int,
     attributes: int,
@@ -727,28 +697,22 @@ def _frame(
     base_sequence: int,
     record_count: int,
 ) -> bytes:
-    if not 0 <= attributes & ATTR_COMPRESSION_MASK <= COMPRESSION_ZSTD:
-        raise ValueError(f"unknown compression codec {attributes & ATTR_COMPRESSION_MASK}")
-    payload = compress(attributes & ATTR_COMPRESSION_MASK, body)
-    size = BATCH_HEADER_SIZE + len(payload)
-    out = bytearray(size)
+    """The header in front of ``body`` (compressed by the codec in ``attributes``), the CRC
+    filled in. Positional, and without the codec dispatch for an uncompressed body: every
+    offset commit's batch is framed here."""
+    codec = attributes & ATTR_COMPRESSION_MASK
+    if codec == COMPRESSION_NONE:
+        payload: bytes | bytearray = body
+    elif codec <= COMPRESSION_ZSTD:
+        payload = compress(codec, bytes(body))
+    else:
+        raise ValueError(f"unknown compression codec {codec}")
+    out = bytearray(BATCH_HEADER_SIZE)
+    out += payload
     _HEADER.pack_into(
-        out,
-        0,
-        base_offset,
-        size - LOG_OVERHEAD,
-        partition_leader_epoch,
-        CURRENT_MAGIC,
-        0,
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        record_count,
-    )
-    out[BATCH_HEADER_SIZE:] = payload
-    _U32.pack_into(out, CRC_OFFSET, batch_crc(out, 0, size))
+        out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, CURRENT_MAGIC, 0,
+        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+        base_sequence, record_count,
+    )  # fmt: skip
+    _U32.pack_into(out, CRC_OFFSET, batch_crc(out, 0, len(out)))
     return bytes(out)
