@@ -303,18 +303,12 @@ class GroupRuntime:
     ) -> list[tuple[bytes, list[Callable[[ErrorCode], None]]]]:
         """One batch for a partition's writes of a tick; one per write if together they would
         pass ``max.message.bytes`` (a write too large alone then fails alone)."""
-        entries: list[Entry] = []
+        entries: list[Entry] = [entry for write_entries, _now, _done in writes for entry in write_entries]
         first = writes[0][1]
-        if all(w[1] == first for w in writes):  # one millisecond: the one-timestamp framing
-            for write_entries, _now, _done in writes:
-                entries.extend(write_entries)
-            batch = build_batch(entries, timestamp_ms=first)
-        else:
-            timestamps: list[int] = []
-            for write_entries, now, _done in writes:
-                entries.extend(write_entries)
-                timestamps.extend([now] * len(write_entries))
-            batch = build_batch(entries, timestamp_ms=first, timestamps=timestamps)
+        timestamps = None  # one millisecond (the usual tick): no per-record timestamps
+        if any(now != first for _e, now, _d in writes):
+            timestamps = [now for write_entries, now, _done in writes for _ in write_entries]
+        batch = build_batch(entries, timestamp_ms=first, timestamps=timestamps)
         if len(batch) <= plog.config.max_message_bytes:
             return [(batch, [w[2] for w in writes])]
         return [(build_batch(e, timestamp_ms=now), [done]) for e, now, done in writes]
