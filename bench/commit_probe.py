@@ -5,7 +5,8 @@ tree with ``--src``, or the peer with ``--broker tansu``), forms the groups, run
 ``group_bench.many_groups_loop`` and reads the broker's ``/proc/PID/task/*/stat`` before and after
 the measured window, so the figures are CPU time, not wall time: on a shared machine they hold
 where throughput does not. With ``--profile`` it attaches py-spy to the broker for the measured
-window and writes a flame graph (and the raw collapsed stacks) under ``bench/results/``.
+window and writes a flame graph (and the raw collapsed stacks) under ``bench/results/``; with
+``--native`` the stacks go down into C (system calls, uvloop, the cyclic collector).
 
     .venv/bin/python bench/commit_probe.py --kind commit --depth 1 --seconds 5 [--profile NAME]
 """
@@ -65,7 +66,10 @@ async def probe(host: str, port: int, b: peer.BrokerProcess, args: argparse.Name
                         [
                             str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(b.pid),
                             "--rate", "250", "--duration", str(int(args.seconds)), "--threads",
-                            "--nonblocking", "--output", str(out), "--format", fmt,
+                            # --native pauses the broker to unwind C frames (throughput drops); the
+                            # share of each frame is what it is for.
+                            "--native" if args.native else "--nonblocking",
+                            "--output", str(out), "--format", fmt,
                         ],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     )
@@ -108,6 +112,10 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], help="broker property key=value")
     ap.add_argument("--profile", help="py-spy flame graph name under bench/results/")
     ap.add_argument("--raw", action="store_true", help="with --profile: collapsed stacks (.txt), not svg")
+    ap.add_argument(
+        "--native", action="store_true",
+        help="with --profile: C frames too (uvloop, libc, the interpreter's gc); pauses the broker to sample",
+    )  # fmt: skip
     ap.add_argument("--out", help="append the JSON result to this file (one line per run)")
     args = ap.parse_args()
     name = args.broker
