@@ -104,6 +104,9 @@ class BrokerConfig:
     transaction_max_timeout_ms: int = 900000
     transactional_id_expiration_ms: int = 604800000
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3600000
+    # Idempotent producers' state per partition (Kafka's ProducerStateManagerConfig defaults).
+    producer_id_expiration_ms: int = 86400000
+    producer_id_expiration_check_interval_ms: int = 600000
     offsets_commit_timeout_ms: int = 5000
     offset_metadata_max_bytes: int = 4096
     # Prometheus endpoint (docs/operations.md): HOST:PORT, or None for none.
@@ -376,6 +379,10 @@ PROPERTIES: dict[str, PropertySpec] = {
     ),
     "transaction.remove.expired.transaction.cleanup.interval.ms": PropertySpec(
         field="transaction_remove_expired_transaction_cleanup_interval_ms", **_int_at_least(1, INT_MAX)
+    ),
+    "producer.id.expiration.ms": PropertySpec(field="producer_id_expiration_ms", **_int_at_least(1, INT_MAX)),
+    "producer.id.expiration.check.interval.ms": PropertySpec(
+        field="producer_id_expiration_check_interval_ms", **_int_at_least(1, INT_MAX)
     ),
     "offsets.commit.timeout.ms": PropertySpec(field="offsets_commit_timeout_ms", **_int_at_least(1, INT_MAX)),
     "offset.metadata.max.bytes": PropertySpec(field="offset_metadata_max_bytes", **_int_at_least(0, INT_MAX)),

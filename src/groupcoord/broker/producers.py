@@ -106,6 +106,11 @@ class PartitionProducers:
                 return SequenceCheck(error=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
         return SequenceCheck()
 
+    def forget(self, producer_ids: list[int]) -> None:
+        """Drop expired producers (their next batch is then checked as an unknown producer's)."""
+        for pid in producer_ids:
+            self._entries.pop(pid, None)
+
     def record(
         self,
         producer_id: int,

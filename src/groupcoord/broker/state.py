@@ -235,18 +235,51 @@ class Broker:
     # ------------------------------------------------------------------ background work
     RETENTION_KEY = ("log", "retention")
     FLUSH_KEY = ("log", "flush-check")
+    PRODUCER_EXPIRATION_KEY = ("log", "producer-expiration")
     #: How often partitions with a flush.ms policy are checked.
     FLUSH_CHECK_MS = 1000
 
     def start_maintenance(self) -> None:
-        """Retention every log.retention.check.interval.ms, flush.ms checks and the log cleaner
-        every log.cleaner.backoff.ms, on the keyed timers."""
+        """Retention every log.retention.check.interval.ms, flush.ms checks, the log cleaner
+        every log.cleaner.backoff.ms and producer expiration every
+        producer.id.expiration.check.interval.ms, on the keyed timers.
+
+        Producers already expired are forgotten at once: Kafka leaves them out when it loads a
+        partition's producer snapshot; here the partitions were loaded before the clock was
+        read, so the first check runs now (it also forgets expired producers rebuilt from the
+        batches after the snapshot, which Kafka keeps until its first periodic check).
+        """
         now = self.clock.now_ms()
         self.timers.schedule(
             self.RETENTION_KEY, now + self.config.log_retention_check_interval_ms, self._retention
         )
         self.timers.schedule(self.FLUSH_KEY, now + self.FLUSH_CHECK_MS, self._flush_check)
         self.cleaner.start()
+        self._expire_producers()
+
+    def _expire_producers(self) -> None:
+        """Kafka's ``PeriodicProducerExpirationCheck``: every partition forgets its producers idle
+        for producer.id.expiration.ms (none with an open transaction), and so does the
+        partition's sequence table; such a producer's next batch is accepted at any sequence."""
+        now = self.clock.now_ms()
+        try:
+            expired = self.logs.remove_expired_producers(now, self.config.producer_id_expiration_ms)
+            for tp, ids in expired.items():
+                table = self.producers.get(tp)
+                if table is not None:
+                    table.forget(ids)
+            if expired:
+                log.info(
+                    "expired %d idle producer ids in %d partitions",
+                    sum(len(ids) for ids in expired.values()),
+                    len(expired),
+                )
+        finally:
+            self.timers.schedule(
+                self.PRODUCER_EXPIRATION_KEY,
+                now + self.config.producer_id_expiration_check_interval_ms,
+                self._expire_producers,
+            )
 
     def _retention(self) -> None:
         now = self.clock.now_ms()

@@ -727,6 +727,13 @@ class PartitionLog:
         seg.delete_files()
         return size
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget the producers idle for ``producer.id.expiration.ms`` (see
+        :meth:`ProducerStateManager.remove_expired`); their ids."""
+        with self._lock:
+            self._check_open()
+            return self._pstate.remove_expired(now_ms, expiration_ms)
+
     def apply_retention(self, now_ms: int) -> int:
         """Delete rolled segments past retention.ms or beyond retention.bytes (and those wholly
         below the log start offset); returns the bytes deleted. Only for cleanup.policy delete."""

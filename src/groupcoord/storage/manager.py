@@ -516,6 +516,16 @@ class LogManager:
         self._check_open()
         return sum(plog.apply_retention(now_ms) for plog in list(self._logs.values()))
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> dict[tuple[str, int], list[int]]:
+        """Expire idle producers in every partition: (topic, partition) -> the ids forgotten there."""
+        self._check_open()
+        out: dict[tuple[str, int], list[int]] = {}
+        for tp, plog in list(self._logs.items()):
+            ids = plog.remove_expired_producers(now_ms, expiration_ms)
+            if ids:
+                out[tp] = ids
+        return out
+
     def flush_all(self) -> None:
         """fsync every partition (safe from a worker thread)."""
         for plog in list(self._logs.values()):

@@ -200,6 +200,25 @@ class ProducerStateManager:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         return ErrorCode.NONE
 
+    # -- expiration ----------------------------------------------------------------------------
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget the producers idle for ``expiration_ms`` or more at ``now_ms``; their ids.
+
+        Kafka's ``ProducerStateManager.removeExpiredProducers`` for ``producer.id.expiration.ms``:
+        a producer's age counts from the timestamp of its last batch or marker (the batch's max
+        timestamp, not the time of the append), and a producer with a transaction open on this
+        partition never expires. A forgotten producer's next batch is accepted at any sequence,
+        as an unknown producer's is.
+        """
+        expired = [
+            pid
+            for pid, e in self._producers.items()
+            if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= expiration_ms
+        ]
+        for pid in expired:
+            del self._producers[pid]
+        return expired
+
     # -- updates -------------------------------------------------------------------------------
     def update(self, h: BatchHeader, marker: EndTxnMarker | None = None) -> CompletedTxn | None:
         """Account for a batch appended at ``h.base_offset`` (``marker``: its control record)."""
