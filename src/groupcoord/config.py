@@ -80,6 +80,7 @@ class BrokerConfig:
     log_flush_interval_ms: int | None = None
     log_cleanup_policy: str = "delete"
     log_cleaner_delete_retention_ms: int = 86400000
+    log_cleaner_min_compaction_lag_ms: int = 0
     log_cleaner_backoff_ms: int = 15000
     log_cleaner_enable: bool = True
     log_message_timestamp_type: str = "CreateTime"
@@ -334,6 +335,9 @@ PROPERTIES: dict[str, PropertySpec] = {
     "log.cleanup.policy": PropertySpec(field="log_cleanup_policy", **_choice("delete", "compact")),
     "log.cleaner.delete.retention.ms": PropertySpec(
         field="log_cleaner_delete_retention_ms", **_int_at_least(0)
+    ),
+    "log.cleaner.min.compaction.lag.ms": PropertySpec(
+        field="log_cleaner_min_compaction_lag_ms", **_int_at_least(0)
     ),
     "log.cleaner.backoff.ms": PropertySpec(field="log_cleaner_backoff_ms", **_int_at_least(0)),
     "log.cleaner.enable": PropertySpec(field="log_cleaner_enable", **_BOOL),

@@ -182,27 +182,49 @@ class LogCleaner:
         self._mark: tuple[object, int | None] | None = None
 
     def compact(
-        self, plog: CleanableLog, now_ms: int, *, delete_retention_ms: int, index_interval_bytes: int
+        self,
+        plog: CleanableLog,
+        now_ms: int,
+        *,
+        delete_retention_ms: int,
+        index_interval_bytes: int,
+        min_compaction_lag_ms: int = 0,
     ) -> CompactionReport:
-        """One pass; skipped when nothing changed since the last complete one."""
+        """One pass; skipped when nothing changed since the last complete one.
+
+        With ``min_compaction_lag_ms``, the pass stops before the first rolled segment holding a
+        record younger than that (its newest timestamp, or its file's modification time when it
+        has none): neither that segment nor any after it is cleaned or read for the key map, so
+        no record is removed for a newer one still inside the lag (Kafka's
+        ``LogCleanerManager.cleanableOffsets``, the first uncleanable dirty offset).
+        """
         nothing = CompactionReport(
             segments_cleaned=0, records_removed=0, tombstones_removed=0, bytes_before=0, bytes_after=0
         )
         with self._lock:
-            snapshot = plog.rolled_segments(check_open=True)
-            if not snapshot:
+            rolled = plog.rolled_segments(check_open=True)
+            if not rolled:
                 return nothing
             aborted, last_records = plog.transactions_for_cleaner()
             producers = frozenset(last_records.items())  # a newer batch frees a producer's old one
-            signature = (delete_retention_ms, tuple((s.base_offset, size) for s, size in snapshot), producers)
+            signature = (
+                delete_retention_ms,
+                min_compaction_lag_ms,
+                tuple((s.base_offset, size) for s, size in rolled),
+                producers,
+            )
             mark = self._mark
             if mark is not None and mark[0] == signature and (mark[1] is None or now_ms < mark[1]):
                 return replace(nothing, skipped=True)
+            snapshot, ripe = _outside_lag(rolled, now_ms, min_compaction_lag_ms)
+            due: int | None = ripe  # when a kept tombstone or marker may go, or a young segment ages
+            if not snapshot:
+                self._mark = (signature, due)
+                return nothing
             latest = key_map(snapshot, aborted)
             horizon = now_ms - delete_retention_ms
             txn = TxnCleanState(aborted)
             cleaned = removed = tombstones = before = after = 0
-            due: int | None = None  # when a kept tombstone or marker may go
             complete = True
             for seg, size in snapshot:
                 end = seg.next_offset
@@ -237,12 +259,13 @@ class LogCleaner:
                 else:
                     complete = False
             rolled_after = plog.rolled_segments(check_open=False)
-            if {s.base_offset for s, _ in rolled_after} - {s.base_offset for s, _ in snapshot}:
+            if {s.base_offset for s, _ in rolled_after} - {s.base_offset for s, _ in rolled}:
                 # a segment rolled while this pass ran: it is in the log's signature but was not
                 # cleaned, so the pass must not mark that signature as done
                 complete = False
             after_signature = (
                 delete_retention_ms,
+                min_compaction_lag_ms,
                 tuple((s.base_offset, size) for s, size in rolled_after),
                 producers,
             )
@@ -284,6 +307,20 @@ class LogCleaner:
             new.delete_files()
             raise
         return new
+
+
+def _outside_lag(
+    rolled: list[tuple[Segment, int]], now_ms: int, min_compaction_lag_ms: int
+) -> tuple[list[tuple[Segment, int]], int | None]:
+    """The rolled segments a pass may clean under ``min.compaction.lag.ms``: those before the
+    first one whose newest record is younger than the lag; and when that one ages out of it."""
+    if min_compaction_lag_ms <= 0:
+        return rolled, None
+    for i, (seg, _size) in enumerate(rolled):
+        newest = seg.max_ts if seg.max_ts >= 0 else int(os.fstat(seg.fd).st_mtime * 1000)
+        if newest > now_ms - min_compaction_lag_ms:
+            return rolled[:i], newest + min_compaction_lag_ms
+    return rolled, None
 
 
 def key_map(snapshot: list[tuple[Segment, int]], aborted: list[AbortedTxn] | None = None) -> dict[bytes, int]:

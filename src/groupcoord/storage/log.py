@@ -860,6 +860,7 @@ class PartitionLog:
             now_ms,
             delete_retention_ms=self.config.delete_retention_ms,
             index_interval_bytes=self.config.index_interval_bytes,
+            min_compaction_lag_ms=self.config.min_compaction_lag_ms,
         )
 
     def rolled_segments(self, *, check_open: bool) -> list[tuple[Segment, int]]:

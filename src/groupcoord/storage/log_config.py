@@ -56,6 +56,7 @@ TOPIC_CONFIG_FIELDS: Mapping[str, str] = {
     "cleanup.policy": "cleanup_policy",
     "delete.retention.ms": "delete_retention_ms",
     "message.timestamp.type": "message_timestamp_type",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
 }
 
 
@@ -74,6 +75,10 @@ class LogConfig:
     cleanup_policy: str = "delete"
     delete_retention_ms: int = 86400000
     message_timestamp_type: str = "CreateTime"
+    #: Records younger than this are not compacted: a rolled segment whose newest timestamp is
+    #: within it, and every segment after it, are left out of a pass (Kafka's
+    #: ``LogCleanerManager.cleanableOffsets``).
+    min_compaction_lag_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:
@@ -96,6 +101,8 @@ class LogConfig:
             raise InvalidConfigError(f"max.message.bytes must be >= 0, got {self.max_message_bytes}")
         if self.delete_retention_ms < 0:
             raise InvalidConfigError(f"delete.retention.ms must be >= 0, got {self.delete_retention_ms}")
+        if self.min_compaction_lag_ms < 0:
+            raise InvalidConfigError(f"min.compaction.lag.ms must be >= 0, got {self.min_compaction_lag_ms}")
         policies = {p.strip() for p in self.cleanup_policy.split(",") if p.strip()}
         if not policies or not policies <= {"delete", "compact"}:
             raise InvalidConfigError(
@@ -177,6 +184,7 @@ def log_config_for(config: BrokerConfig) -> LogConfig:
         cleanup_policy=config.log_cleanup_policy,
         delete_retention_ms=config.log_cleaner_delete_retention_ms,
         message_timestamp_type=config.log_message_timestamp_type,
+        min_compaction_lag_ms=config.log_cleaner_min_compaction_lag_ms,
     )
 
 
@@ -491,7 +499,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigSpec] = {
             TYPE_LONG,
             _int_check(0),
             "an integer >= 0",
-            _const("0"),
+            _prop("log.cleaner.min.compaction.lag.ms"),
         ),
         _spec(
             "min.insync.replicas",
