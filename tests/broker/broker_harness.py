@@ -7,6 +7,7 @@ the test advances, and ``broker.timers.run_due()`` fires whatever became due.
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,26 @@ class Env:
     async def connect(self) -> Conn:
         r, w = await asyncio.open_connection("127.0.0.1", self.server.port)
         return Conn(r, w, client_id="harness")
+
+
+async def produce_all(env: Env, records: bytes, topic: str = "t", partition: int = 0) -> Any:
+    """One Produce v9 (acks=-1) of ``records`` to one partition, on a connection of its own; the
+    partition's response."""
+    part_t = nested(PRODUCE_KEY, 9, "topic_data", "partition_data")
+    topic_t = nested(PRODUCE_KEY, 9, "topic_data")
+    c = await env.connect()
+    try:
+        resp = await c.call(
+            PRODUCE_KEY,
+            9,
+            transactional_id=None,
+            acks=-1,
+            timeout=datetime.timedelta(seconds=5),
+            topic_data=(topic_t(name=topic, partition_data=(part_t(index=partition, records=records),)),),
+        )
+    finally:
+        c.close()
+    return resp.responses[0].partition_responses[0]
 
 
 def req_type(key: int, version: int) -> type[Any]:

@@ -12,17 +12,14 @@ producer is active again). Before the expiration the same batch is OUT_OF_ORDER_
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
-from typing import Any
 
-from broker_harness import Env, nested, run_broker
+from broker_harness import Env, produce_all, run_broker
 
 from groupcoord.clock import ManualClock
 from groupcoord.errors import ErrorCode
 from groupcoord.storage.batch import build_batch
 
-PRODUCE = 0
 T0 = 1_700_000_000_000
 PID = 42
 EXPIRATION_MS = 60_000
@@ -43,22 +40,8 @@ def idem(seq: int, n: int = 1, ts: int = T0) -> bytes:
     )
 
 
-async def produce(env: Env, records: bytes) -> Any:
-    part_t = nested(PRODUCE, 9, "topic_data", "partition_data")
-    topic_t = nested(PRODUCE, 9, "topic_data")
-    c = await env.connect()
-    try:
-        resp = await c.call(
-            PRODUCE,
-            9,
-            transactional_id=None,
-            acks=-1,
-            timeout=datetime.timedelta(seconds=5),
-            topic_data=(topic_t(name="t", partition_data=(part_t(index=0, records=records),)),),
-        )
-    finally:
-        c.close()
-    p = resp.responses[0].partition_responses[0]
+async def produce(env: Env, records: bytes) -> tuple[ErrorCode, int]:
+    p = await produce_all(env, records)
     return ErrorCode(p.error_code), p.base_offset
 
 

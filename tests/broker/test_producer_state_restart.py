@@ -12,17 +12,16 @@ sequence is OUT_OF_ORDER_SEQUENCE_NUMBER (``ProducerAppendInfo.checkSequence``).
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 from typing import Any
 
-from broker_harness import Env, nested, run_broker
+from broker_harness import Env, run_broker
+from broker_harness import produce_all as produce
 
 from groupcoord.errors import ErrorCode
 from groupcoord.storage.batch import build_batch
 from groupcoord.storage.producer_state import list_snapshots
 
-PRODUCE = 0
 T0 = 1_700_000_000_000
 PID = 42
 
@@ -35,24 +34,6 @@ def batch(n: int, *, start: int = 0, **kw: Any) -> bytes:
 
 def idem(seq: int, n: int) -> bytes:
     return batch(n, start=seq, producer_id=PID, producer_epoch=0, base_sequence=seq)
-
-
-async def produce(env: Env, records: bytes) -> Any:
-    part_t = nested(PRODUCE, 9, "topic_data", "partition_data")
-    topic_t = nested(PRODUCE, 9, "topic_data")
-    c = await env.connect()
-    try:
-        resp = await c.call(
-            PRODUCE,
-            9,
-            transactional_id=None,
-            acks=-1,
-            timeout=datetime.timedelta(seconds=5),
-            topic_data=(topic_t(name="t", partition_data=(part_t(index=0, records=records),)),),
-        )
-    finally:
-        c.close()
-    return resp.responses[0].partition_responses[0]
 
 
 def test_duplicate_far_behind_the_log_end_is_answered_with_its_offset_after_a_restart(tmp_path: Path) -> None:

@@ -11,25 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from test_log_compaction import contents, put
+
 from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
-from groupcoord.storage.batch import build_batch, decode_records
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import TOPIC_CONFIGS, LogConfig, log_config_for
 
 T0 = 1_700_000_000_000
 LAG = 60_000
-
-
-def put(plog: PartitionLog, key: str, value: str, ts: int) -> int:
-    return plog.append(build_batch([(key.encode(), value.encode(), ())], timestamp_ms=ts)).base_offset
-
-
-def contents(plog: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
-    out = []
-    for _h, raw in plog.iter_batches_from(0):
-        out += [(r.offset, r.key, r.value) for r in decode_records(raw)]
-    return out
 
 
 def test_a_young_segment_stops_the_pass_and_its_records_shadow_nothing_until_they_age(tmp_path: Path) -> None:
@@ -40,11 +30,11 @@ def test_a_young_segment_stops_the_pass_and_its_records_shadow_nothing_until_the
         ManualClock(T0),
     )
     try:
-        put(plog, "a", "a1", T0)  # 0
-        put(plog, "b", "b1", T0)  # 1
-        put(plog, "a", "a2", T0 + 30_000)  # 2: inside the lag until T0 + 90 s
-        put(plog, "b", "b2", T0)  # 3: old, but after the young segment
-        put(plog, "c", "c1", T0)  # 4: the active segment, never cleaned
+        put(plog, ("a", "a1"), ts=T0)  # 0
+        put(plog, ("b", "b1"), ts=T0)  # 1
+        put(plog, ("a", "a2"), ts=T0 + 30_000)  # 2: inside the lag until T0 + 90 s
+        put(plog, ("b", "b2"), ts=T0)  # 3: old, but after the young segment
+        put(plog, ("c", "c1"), ts=T0)  # 4: the active segment, never cleaned
         assert plog.segment_base_offsets() == [0, 1, 2, 3, 4]
         everything = [
             (0, b"a", b"a1"),
@@ -72,11 +62,11 @@ def test_without_a_lag_the_same_log_is_compacted_at_once(tmp_path: Path) -> None
         tmp_path / "c-0", LogConfig(cleanup_policy="compact", segment_bytes=100), ManualClock(T0)
     )
     try:
-        put(plog, "a", "a1", T0)
-        put(plog, "b", "b1", T0)
-        put(plog, "a", "a2", T0 + 30_000)
-        put(plog, "b", "b2", T0)
-        put(plog, "c", "c1", T0)
+        put(plog, ("a", "a1"), ts=T0)
+        put(plog, ("b", "b1"), ts=T0)
+        put(plog, ("a", "a2"), ts=T0 + 30_000)
+        put(plog, ("b", "b2"), ts=T0)
+        put(plog, ("c", "c1"), ts=T0)
         assert plog.compact(T0).records_removed == 2
     finally:
         plog.close()
