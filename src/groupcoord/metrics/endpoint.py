@@ -1,4 +1,4 @@
-"""The broker's Prometheus endpoint: instruments, the scrape-time collector, the HTTP server.
+"""The broker's Prometheus endpoint: instruments, the scrape-time families, the HTTP server.
 
 :class:`BrokerMetrics` is built by the composition root (``groupcoord.app``) when
 ``metrics.listen`` is set, and installs itself on the broker's parts:
@@ -10,10 +10,14 @@
   (:mod:`groupcoord.metrics.rebalances`);
 * the server's :class:`~groupcoord.server.connection.Traffic` totals, read at scrape time.
 
-Everything else is read when Prometheus scrapes: a custom collector asks the broker's loop for
-a :class:`~groupcoord.metrics.snapshot.Snapshot` (waiting at most :data:`SNAPSHOT_TIMEOUT_S`)
-and renders it. The HTTP server is ``prometheus_client``'s, on its own daemon threads, with
-its own registry (several brokers in one process, as in tests, each have their own).
+Everything else is read when Prometheus scrapes. The handler asks the broker's loop for a
+:class:`~groupcoord.metrics.snapshot.Snapshot` (waiting at most :data:`SNAPSHOT_TIMEOUT_S`). It
+answers in the format the scraper asks for (``Accept``: the text format 0.0.4 or OpenMetrics, gzip
+if accepted, ``?name[]=`` filters): the instruments rendered by ``prometheus_client``, then the
+snapshot's families written by :mod:`groupcoord.metrics.exposition`, several times faster than
+``prometheus_client``'s generic path and the same bytes. The HTTP server is a threading WSGI
+server on a daemon thread of its own, with its own registry of instruments (several brokers in
+one process, as in tests, each have their own).
 
 Every metric is listed, with its labels and meaning, in ``docs/operations.md``.
 """
@@ -22,24 +26,21 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gzip
 import logging
+import socket
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
-from wsgiref.simple_server import WSGIServer
+from urllib.parse import parse_qs
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import (
-    CollectorRegistry,
-    Histogram,
-    PlatformCollector,
-    ProcessCollector,
-    start_http_server,
-)
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client import CollectorRegistry, Histogram, PlatformCollector, ProcessCollector
+from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gzip_accepted
 
 from groupcoord.broker.state import Broker
+from groupcoord.metrics.exposition import Family, render
 from groupcoord.metrics.rebalances import DURATION_BUCKETS, RebalanceCounter
 from groupcoord.metrics.snapshot import Snapshot, TimestampCache, take_snapshot
 from groupcoord.protocol.api_keys import ApiKey
@@ -116,23 +117,25 @@ class BrokerMetrics:
         self.address: tuple[str, int] | None = None
         #: how long a scrape waits for the loop's snapshot
         self.snapshot_timeout_s = SNAPSHOT_TIMEOUT_S
-        self.registry = CollectorRegistry()
-        ProcessCollector(registry=self.registry)
-        PlatformCollector(registry=self.registry)
+        #: The instruments and process collectors, rendered by ``prometheus_client``; the
+        #: snapshot's families are rendered by :mod:`groupcoord.metrics.exposition` and added.
+        self._instruments = CollectorRegistry()
+        ProcessCollector(registry=self._instruments)
+        PlatformCollector(registry=self._instruments)
         self.requests = Histogram(
             "groupcoord_request_duration_seconds",
             "Time from a request's handling to its answer being ready, by API (Kafka's name); "
             "_count is the number of requests answered.",
             ["request"],
             buckets=REQUEST_BUCKETS,
-            registry=self.registry,
+            registry=self._instruments,
         )
         self.rebalance_durations = Histogram(
             "groupcoord_rebalance_duration_seconds",
             "How long a group stopped for a rebalance: from entering PreparingRebalance "
             "until Stable again (coordinator clock).",
             buckets=DURATION_BUCKETS,
-            registry=self.registry,
+            registry=self._instruments,
         )
         self.rebalances = RebalanceCounter(self.rebalance_durations)
         self._observers: dict[int, Callable[[float], None]] = {}
@@ -140,7 +143,6 @@ class BrokerMetrics:
             self._observers[key] = self.requests.labels(request_name(key)).observe
         dispatcher.observe = self._observe
         groups.event_listeners.append(self.rebalances.on_event)
-        self.registry.register(_SnapshotCollector(self))
         self._cache: TimestampCache = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._httpd: WSGIServer | None = None
@@ -158,8 +160,11 @@ class BrokerMetrics:
     def start(self) -> tuple[str, int]:
         """Listen (on the broker's loop); the bound (host, port). Raises OSError."""
         self._loop = asyncio.get_running_loop()
-        httpd, thread = start_http_server(self.port, addr=self.host, registry=self.registry)
-        thread.name = f"groupcoord-metrics-{httpd.server_address[1]}"
+        httpd = _serve_wsgi(self.host, self.port, self._app)
+        thread = threading.Thread(
+            target=httpd.serve_forever, name=f"groupcoord-metrics-{httpd.server_address[1]}", daemon=True
+        )
+        thread.start()
         self._httpd, self._thread = httpd, thread
         self.address = (self.host, int(httpd.server_address[1]))
         log.info("metrics on http://%s:%d/metrics", *_url_host(self.address))
@@ -177,6 +182,36 @@ class BrokerMetrics:
             await asyncio.to_thread(thread.join, 5.0)
 
     # ------------------------------------------------------------------ scrape (HTTP thread)
+    def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        """The /metrics answer (any path but /favicon.ico, as ``prometheus_client``'s app): the
+        instruments through ``prometheus_client``, in the format the scraper asks for, and the
+        snapshot's families rendered directly in the same format."""
+        if environ.get("PATH_INFO") == "/favicon.ico":
+            start_response("200 OK", [])
+            return [b""]
+        accept = environ.get("HTTP_ACCEPT", "")
+        encoder, content_type = choose_encoder(accept)
+        openmetrics = content_type.startswith("application/openmetrics-text")
+        names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
+        instruments = self._instruments if not names else self._instruments.restricted_registry(names)
+        snap = self.snapshot()
+        families = snapshot_families(snap) if snap is not None else []
+        if names:  # ?name[]=...: only the families named (as a family or by their samples)
+            wanted = set(names)
+            families = [f for f in families if f.name in wanted or f"{f.name}_total" in wanted]
+        head = encoder(instruments)
+        text = render(families, openmetrics=openmetrics).encode("utf-8")
+        if openmetrics:
+            body = (head[: -len(_EOF)] if head.endswith(_EOF) else head) + text + _EOF
+        else:
+            body = head + text
+        headers = [("Content-Type", content_type)]
+        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+            body = gzip.compress(body)
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [body]
+
     def snapshot(self) -> Snapshot | None:
         """The loop's snapshot, or None (the loop is gone, or busy past the timeout)."""
         loop = self._loop
@@ -216,183 +251,217 @@ def _url_host(address: tuple[str, int]) -> tuple[str, int]:
     return (f"[{host}]" if ":" in host else host or "0.0.0.0"), port
 
 
-class _SnapshotCollector(Collector):
-    """The metrics read at scrape time, from one snapshot of the loop's state."""
-
-    def __init__(self, metrics: BrokerMetrics) -> None:
-        self._metrics = metrics
-
-    def describe(self) -> list[Metric]:
-        return []  # names vary with the snapshot: registered without a describe-time check
-
-    def collect(self) -> Iterator[Metric]:
-        snap = self._metrics.snapshot()
-        if snap is None:
-            return
-        yield from _group_metrics(snap)
-        yield from _offset_metrics(snap)
-        yield from _server_metrics(snap)
-        yield from _kafka_exporter_metrics(snap)
+_EOF = b"# EOF\n"
 
 
-def _group_metrics(snap: Snapshot) -> Iterator[Metric]:
-    by_state = GaugeMetricFamily(
-        "groupcoord_groups", "Groups the coordinator holds, by state.", labels=["state"]
-    )
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # a line per scrape on stderr is noise
+
+
+def _serve_wsgi(host: str, port: int, app: Callable[..., list[bytes]]) -> WSGIServer:
+    """A threading WSGI server bound to (host, port), IPv6 if the host is (OSError if it cannot bind)."""
+    family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+
+    class _Server(ThreadingWSGIServer):
+        address_family = family
+
+    return make_server(host, port, app, _Server, handler_class=_QuietHandler)
+
+
+def snapshot_families(snap: Snapshot) -> list[Family]:
+    """Every family a scrape reads from the loop's snapshot, in the order they are exposed."""
+    return [
+        *_group_metrics(snap),
+        *_offset_metrics(snap),
+        *_server_metrics(snap),
+        *_kafka_exporter_metrics(snap),
+    ]
+
+
+def _gauge(name: str, doc: str, value: float) -> Family:
+    return Family(name, doc, "gauge", (), [((), value)])
+
+
+def _counter(name: str, doc: str, value: float) -> Family:
+    return Family(name, doc, "counter", (), [((), value)])
+
+
+def _group_metrics(snap: Snapshot) -> list[Family]:
     counts = Counter(g.state for g in snap.groups)
-    for name in GROUP_STATES:
-        by_state.add_metric([name], counts.get(name, 0))
-    yield by_state
-    members = GaugeMetricFamily("groupcoord_group_members", "Members of a group.", labels=["group"])
-    generation = GaugeMetricFamily(
-        "groupcoord_group_generation", "A group's generation id.", labels=["group"]
-    )
-    state = GaugeMetricFamily(
-        "groupcoord_group_state",
-        "1 for a group's current state (one series per group).",
-        labels=["group", "state", "protocol_type"],
-    )
-    for g in snap.groups:
-        members.add_metric([g.group_id], g.members)
-        generation.add_metric([g.group_id], g.generation)
-        state.add_metric([g.group_id, g.state, g.protocol_type], 1)
-    yield members
-    yield generation
-    yield state
-    rebalances = CounterMetricFamily(
-        "groupcoord_group_rebalances",
-        "Rebalances begun, by group and cause (the reason of the group's move to "
-        "PreparingRebalance, as in __group_events).",
-        labels=["group", "cause"],
-    )
-    for (group, cause), n in sorted(snap.rebalances.items()):
-        rebalances.add_metric([group, cause], n)
-    yield rebalances
-
-
-def _offset_metrics(snap: Snapshot) -> Iterator[Metric]:
-    gtp = ["group", "topic", "partition"]
-    committed = GaugeMetricFamily(
-        "groupcoord_group_committed_offset", "A group's committed offset of a partition.", labels=gtp
-    )
-    lag = GaugeMetricFamily(
-        "groupcoord_group_offset_lag",
-        "Records a group has yet to consume: the log end offset minus the committed offset.",
-        labels=gtp,
-    )
-    time_lag = GaugeMetricFamily(
-        "groupcoord_group_time_lag_seconds",
-        "How long the first record a group has not consumed has been in the log (0: caught up).",
-        labels=gtp,
-    )
-    for o in snap.offsets:
-        labels = [o.group_id, o.topic, str(o.partition)]
-        committed.add_metric(labels, o.committed)
-        if o.lag is not None:
-            lag.add_metric(labels, o.lag)
-        if o.time_lag_s is not None:
-            time_lag.add_metric(labels, o.time_lag_s)
-    yield committed
-    yield lag
-    yield time_lag
-    yield from _partition_ends(
-        snap,
-        (
-            "groupcoord_partition_log_end_offset",
-            "A partition's log end offset (its high watermark: one replica).",
+    groups = snap.groups
+    return [
+        Family(
+            "groupcoord_groups",
+            "Groups the coordinator holds, by state.",
+            "gauge",
+            ("state",),
+            [((name,), counts.get(name, 0)) for name in GROUP_STATES],
         ),
-        (
-            "groupcoord_partition_log_start_offset",
-            "A partition's log start offset (the earliest offset a fetch can read).",
+        Family(
+            "groupcoord_group_members",
+            "Members of a group.",
+            "gauge",
+            ("group",),
+            [((g.group_id,), g.members) for g in groups],
         ),
-    )
+        Family(
+            "groupcoord_group_generation",
+            "A group's generation id.",
+            "gauge",
+            ("group",),
+            [((g.group_id,), g.generation) for g in groups],
+        ),
+        Family(
+            "groupcoord_group_state",
+            "1 for a group's current state (one series per group).",
+            "gauge",
+            ("group", "state", "protocol_type"),
+            [((g.group_id, g.state, g.protocol_type), 1) for g in groups],
+        ),
+        Family(
+            "groupcoord_group_rebalances",
+            "Rebalances begun, by group and cause (the reason of the group's move to "
+            "PreparingRebalance, as in __group_events).",
+            "counter",
+            ("group", "cause"),
+            [((group, cause), n) for (group, cause), n in sorted(snap.rebalances.items())],
+        ),
+    ]
 
 
-def _partition_ends(snap: Snapshot, end: tuple[str, str], start: tuple[str, str]) -> Iterator[Metric]:
+def _offset_metrics(snap: Snapshot) -> list[Family]:
+    gtp = ("group", "topic", "partition")
+    rows = [((o.group_id, o.topic, str(o.partition)), o) for o in snap.offsets]
+    return [
+        Family(
+            "groupcoord_group_committed_offset",
+            "A group's committed offset of a partition.",
+            "gauge",
+            gtp,
+            [(labels, o.committed) for labels, o in rows],
+        ),
+        Family(
+            "groupcoord_group_offset_lag",
+            "Records a group has yet to consume: the log end offset minus the committed offset.",
+            "gauge",
+            gtp,
+            [(labels, o.lag) for labels, o in rows if o.lag is not None],
+        ),
+        Family(
+            "groupcoord_group_time_lag_seconds",
+            "How long the first record a group has not consumed has been in the log (0: caught up).",
+            "gauge",
+            gtp,
+            [(labels, o.time_lag_s) for labels, o in rows if o.time_lag_s is not None],
+        ),
+        *_partition_ends(
+            snap,
+            (
+                "groupcoord_partition_log_end_offset",
+                "A partition's log end offset (its high watermark: one replica).",
+            ),
+            (
+                "groupcoord_partition_log_start_offset",
+                "A partition's log start offset (the earliest offset a fetch can read).",
+            ),
+        ),
+    ]
+
+
+def _partition_ends(snap: Snapshot, end: tuple[str, str], start: tuple[str, str]) -> list[Family]:
     """Two gauges by topic and partition, each a (name, help): the log end offset, then the
     log start offset (groupcoord's names and kafka_exporter's)."""
-    ends = GaugeMetricFamily(*end, labels=["topic", "partition"])
-    starts = GaugeMetricFamily(*start, labels=["topic", "partition"])
-    for p in snap.partitions:
-        ends.add_metric([p.topic, str(p.partition)], p.log_end)
-        starts.add_metric([p.topic, str(p.partition)], p.log_start)
-    yield ends
-    yield starts
+    tp = ("topic", "partition")
+    rows = [((p.topic, str(p.partition)), p) for p in snap.partitions]
+    return [
+        Family(*end, "gauge", tp, [(labels, p.log_end) for labels, p in rows]),
+        Family(*start, "gauge", tp, [(labels, p.log_start) for labels, p in rows]),
+    ]
 
 
-def _server_metrics(snap: Snapshot) -> Iterator[Metric]:
-    yield GaugeMetricFamily("groupcoord_connections", "Client connections open.", value=snap.connections)
-    yield CounterMetricFamily(
-        "groupcoord_connections_accepted", "Client connections accepted.", value=snap.connections_accepted
-    )
-    yield CounterMetricFamily(
-        "groupcoord_connections_refused",
-        "Client connections closed at once because max.connections were open.",
-        value=snap.connections_refused,
-    )
-    yield CounterMetricFamily(
-        "groupcoord_received_bytes", "Bytes received from clients (requests).", value=snap.bytes_in
-    )
-    yield CounterMetricFamily(
-        "groupcoord_sent_bytes",
-        "Bytes of answers sent to clients (fetched records included).",
-        value=snap.bytes_out,
-    )
-    yield GaugeMetricFamily(
-        "groupcoord_metrics_snapshot_seconds",
-        "Event-loop time the last scrape's snapshot took.",
-        value=snap.took_s,
-    )
+def _server_metrics(snap: Snapshot) -> list[Family]:
+    return [
+        _gauge("groupcoord_connections", "Client connections open.", snap.connections),
+        _counter(
+            "groupcoord_connections_accepted", "Client connections accepted.", snap.connections_accepted
+        ),
+        _counter(
+            "groupcoord_connections_refused",
+            "Client connections closed at once because max.connections were open.",
+            snap.connections_refused,
+        ),
+        _counter("groupcoord_received_bytes", "Bytes received from clients (requests).", snap.bytes_in),
+        _counter(
+            "groupcoord_sent_bytes",
+            "Bytes of answers sent to clients (fetched records included).",
+            snap.bytes_out,
+        ),
+        _gauge(
+            "groupcoord_metrics_snapshot_seconds",
+            "Event-loop time the last scrape's snapshot took.",
+            snap.took_s,
+        ),
+    ]
 
 
-def _kafka_exporter_metrics(snap: Snapshot) -> Iterator[Metric]:
+def _kafka_exporter_metrics(snap: Snapshot) -> list[Family]:
     """The names and labels of kafka_exporter (danielqsj/kafka_exporter) that its Grafana
     dashboards plot, so they work unchanged against groupcoord (docs/operations.md)."""
-    yield GaugeMetricFamily("kafka_brokers", "Number of brokers in the cluster.", value=1)
-    partitions = GaugeMetricFamily("kafka_topic_partitions", "Partitions of a topic.", labels=["topic"])
     per_topic = Counter(p.topic for p in snap.partitions)
-    for topic, n in sorted(per_topic.items()):
-        partitions.add_metric([topic], n)
-    yield partitions
-    yield from _partition_ends(
-        snap,
-        ("kafka_topic_partition_current_offset", "Current offset (log end) of a partition."),
-        ("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a partition."),
-    )
-    ctp = ["consumergroup", "topic", "partition"]
-    offset = GaugeMetricFamily(
-        "kafka_consumergroup_current_offset", "Committed offset of a group at a partition.", labels=ctp
-    )
-    lag = GaugeMetricFamily("kafka_consumergroup_lag", "Lag of a group at a partition.", labels=ctp)
+    ctp = ("consumergroup", "topic", "partition")
+    offsets: list[tuple[tuple[str, str, str], float]] = []
+    lags: list[tuple[tuple[str, str, str], float]] = []
     offset_sum: defaultdict[tuple[str, str], int] = defaultdict(int)
     lag_sum: defaultdict[tuple[str, str], int] = defaultdict(int)
     for o in snap.offsets:
-        offset.add_metric([o.group_id, o.topic, str(o.partition)], o.committed)
+        labels = (o.group_id, o.topic, str(o.partition))
+        offsets.append((labels, o.committed))
         offset_sum[o.group_id, o.topic] += o.committed
         if o.lag is not None:
-            lag.add_metric([o.group_id, o.topic, str(o.partition)], o.lag)
+            lags.append((labels, o.lag))
             lag_sum[o.group_id, o.topic] += o.lag
-    yield offset
-    yield lag
-    offset_sum_family = GaugeMetricFamily(
-        "kafka_consumergroup_current_offset_sum",
-        "Sum of a group's committed offsets over a topic's partitions.",
-        labels=["consumergroup", "topic"],
-    )
-    for (group, topic), n in sorted(offset_sum.items()):
-        offset_sum_family.add_metric([group, topic], n)
-    yield offset_sum_family
-    lag_sum_family = GaugeMetricFamily(
-        "kafka_consumergroup_lag_sum",
-        "Sum of a group's lag over a topic's partitions.",
-        labels=["consumergroup", "topic"],
-    )
-    for (group, topic), n in sorted(lag_sum.items()):
-        lag_sum_family.add_metric([group, topic], n)
-    yield lag_sum_family
-    members = GaugeMetricFamily(
-        "kafka_consumergroup_members", "Members of a group.", labels=["consumergroup"]
-    )
-    for g in snap.groups:
-        members.add_metric([g.group_id], g.members)
-    yield members
+    return [
+        _gauge("kafka_brokers", "Number of brokers in the cluster.", 1),
+        Family(
+            "kafka_topic_partitions",
+            "Partitions of a topic.",
+            "gauge",
+            ("topic",),
+            [((topic,), n) for topic, n in sorted(per_topic.items())],
+        ),
+        *_partition_ends(
+            snap,
+            ("kafka_topic_partition_current_offset", "Current offset (log end) of a partition."),
+            ("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a partition."),
+        ),
+        Family(
+            "kafka_consumergroup_current_offset",
+            "Committed offset of a group at a partition.",
+            "gauge",
+            ctp,
+            offsets,
+        ),
+        Family("kafka_consumergroup_lag", "Lag of a group at a partition.", "gauge", ctp, lags),
+        Family(
+            "kafka_consumergroup_current_offset_sum",
+            "Sum of a group's committed offsets over a topic's partitions.",
+            "gauge",
+            ("consumergroup", "topic"),
+            [(key, n) for key, n in sorted(offset_sum.items())],
+        ),
+        Family(
+            "kafka_consumergroup_lag_sum",
+            "Sum of a group's lag over a topic's partitions.",
+            "gauge",
+            ("consumergroup", "topic"),
+            [(key, n) for key, n in sorted(lag_sum.items())],
+        ),
+        Family(
+            "kafka_consumergroup_members",
+            "Members of a group.",
+            "gauge",
+            ("consumergroup",),
+            [((g.group_id,), g.members) for g in snap.groups],
+        ),
+    ]
