@@ -193,10 +193,10 @@ class LogCleaner:
         """One pass; skipped when nothing changed since the last complete one.
 
         With ``min_compaction_lag_ms``, the pass stops before the first rolled segment holding a
-        record younger than that (its newest timestamp, or its file's modification time when it
-        has none): neither that segment nor any after it is cleaned or read for the key map, so
-        no record is removed for a newer one still inside the lag (Kafka's
-        ``LogCleanerManager.cleanableOffsets``, the first uncleanable dirty offset).
+        record younger than that (:meth:`Segment.largest_timestamp`): neither that segment nor
+        any after it is cleaned or read for the key map, so no record is removed for a newer one
+        still inside the lag (Kafka's ``LogCleanerManager.cleanableOffsets``, the first
+        uncleanable dirty offset).
         """
         nothing = CompactionReport(
             segments_cleaned=0, records_removed=0, tombstones_removed=0, bytes_before=0, bytes_after=0
@@ -317,7 +317,7 @@ def _outside_lag(
     if min_compaction_lag_ms <= 0:
         return rolled, None
     for i, (seg, _size) in enumerate(rolled):
-        newest = seg.max_ts if seg.max_ts >= 0 else int(os.fstat(seg.fd).st_mtime * 1000)
+        newest = seg.largest_timestamp()
         if newest > now_ms - min_compaction_lag_ms:
             return rolled[:i], newest + min_compaction_lag_ms
     return rolled, None

@@ -748,8 +748,7 @@ class PartitionLog:
             if cfg.delete and cfg.retention_ms >= 0:
                 while len(self._segments) > 1:
                     seg = self._segments[0]
-                    newest = seg.max_ts if seg.max_ts >= 0 else int(os.fstat(seg.fd).st_mtime * 1000)
-                    if now_ms - newest <= cfg.retention_ms:
+                    if now_ms - seg.largest_timestamp() <= cfg.retention_ms:
                         break
                     deleted += self._drop_segment(seg)
                     removed += 1

@@ -231,6 +231,13 @@ class Segment:
         self.bytes_since_index += size
         self.next_offset = last_offset + 1
 
+    def largest_timestamp(self) -> int:
+        """The newest record timestamp, or the file's modification time (ms) when no batch has
+        one (Kafka's ``LogSegment.largestTimestamp``): what retention and the compaction lag age."""
+        if self.max_ts >= 0:
+            return self.max_ts
+        return int(os.fstat(self.fd).st_mtime * 1000)
+
     def _maybe_time_entry(self) -> bool:
         if self.max_ts >= 0 and (not self.tidx_ts or self.max_ts > self.tidx_ts[-1]):
             self.tidx_ts.append(self.max_ts)
