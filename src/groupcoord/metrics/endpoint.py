@@ -42,7 +42,7 @@ from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gz
 from groupcoord.broker.state import Broker
 from groupcoord.metrics.exposition import Family, render
 from groupcoord.metrics.rebalances import DURATION_BUCKETS, RebalanceCounter
-from groupcoord.metrics.snapshot import Snapshot, TimestampCache, take_snapshot
+from groupcoord.metrics.snapshot import OffsetRow, PartitionRow, Snapshot, TimestampCache, take_snapshot
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.server.app import KafkaServer
@@ -269,13 +269,23 @@ def _serve_wsgi(host: str, port: int, app: Callable[..., list[bytes]]) -> WSGISe
     return make_server(host, port, app, _Server, handler_class=_QuietHandler)
 
 
+#: (label values, row): an offset's (group, topic, partition), a partition's (topic, partition)
+_Offsets = list[tuple[tuple[str, str, str], OffsetRow]]
+_Partitions = list[tuple[tuple[str, str], PartitionRow]]
+
+
 def snapshot_families(snap: Snapshot) -> list[Family]:
-    """Every family a scrape reads from the loop's snapshot, in the order they are exposed."""
+    """Every family a scrape reads from the loop's snapshot, in the order they are exposed.
+
+    The label values of each offset and partition are made once and shared by groupcoord's
+    families and kafka_exporter's, which label the same rows."""
+    offsets: _Offsets = [((o.group_id, o.topic, str(o.partition)), o) for o in snap.offsets]
+    partitions: _Partitions = [((p.topic, str(p.partition)), p) for p in snap.partitions]
     return [
         *_group_metrics(snap),
-        *_offset_metrics(snap),
+        *_offset_metrics(offsets, partitions),
         *_server_metrics(snap),
-        *_kafka_exporter_metrics(snap),
+        *_kafka_exporter_metrics(snap, offsets, partitions),
     ]
 
 
@@ -330,9 +340,8 @@ def _group_metrics(snap: Snapshot) -> list[Family]:
     ]
 
 
-def _offset_metrics(snap: Snapshot) -> list[Family]:
+def _offset_metrics(rows: _Offsets, partitions: _Partitions) -> list[Family]:
     gtp = ("group", "topic", "partition")
-    rows = [((o.group_id, o.topic, str(o.partition)), o) for o in snap.offsets]
     return [
         Family(
             "groupcoord_group_committed_offset",
@@ -356,7 +365,7 @@ def _offset_metrics(snap: Snapshot) -> list[Family]:
             [(labels, o.time_lag_s) for labels, o in rows if o.time_lag_s is not None],
         ),
         *_partition_ends(
-            snap,
+            partitions,
             (
                 "groupcoord_partition_log_end_offset",
                 "A partition's log end offset (its high watermark: one replica).",
@@ -369,11 +378,10 @@ def _offset_metrics(snap: Snapshot) -> list[Family]:
     ]
 
 
-def _partition_ends(snap: Snapshot, end: tuple[str, str], start: tuple[str, str]) -> list[Family]:
+def _partition_ends(rows: _Partitions, end: tuple[str, str], start: tuple[str, str]) -> list[Family]:
     """Two gauges by topic and partition, each a (name, help): the log end offset, then the
     log start offset (groupcoord's names and kafka_exporter's)."""
     tp = ("topic", "partition")
-    rows = [((p.topic, str(p.partition)), p) for p in snap.partitions]
     return [
         Family(*end, "gauge", tp, [(labels, p.log_end) for labels, p in rows]),
         Family(*start, "gauge", tp, [(labels, p.log_start) for labels, p in rows]),
@@ -405,7 +413,7 @@ def _server_metrics(snap: Snapshot) -> list[Family]:
     ]
 
 
-def _kafka_exporter_metrics(snap: Snapshot) -> list[Family]:
+def _kafka_exporter_metrics(snap: Snapshot, rows: _Offsets, partitions: _Partitions) -> list[Family]:
     """The names and labels of kafka_exporter (danielqsj/kafka_exporter) that its Grafana
     dashboards plot, so they work unchanged against groupcoord (docs/operations.md)."""
     per_topic = Counter(p.topic for p in snap.partitions)
@@ -414,8 +422,7 @@ def _kafka_exporter_metrics(snap: Snapshot) -> list[Family]:
     lags: list[tuple[tuple[str, str, str], float]] = []
     offset_sum: defaultdict[tuple[str, str], int] = defaultdict(int)
     lag_sum: defaultdict[tuple[str, str], int] = defaultdict(int)
-    for o in snap.offsets:
-        labels = (o.group_id, o.topic, str(o.partition))
+    for labels, o in rows:
         offsets.append((labels, o.committed))
         offset_sum[o.group_id, o.topic] += o.committed
         if o.lag is not None:
@@ -431,7 +438,7 @@ def _kafka_exporter_metrics(snap: Snapshot) -> list[Family]:
             [((topic,), n) for topic, n in sorted(per_topic.items())],
         ),
         *_partition_ends(
-            snap,
+            partitions,
             ("kafka_topic_partition_current_offset", "Current offset (log end) of a partition."),
             ("kafka_topic_partition_oldest_offset", "Oldest offset (log start) of a partition."),
         ),

@@ -75,31 +75,21 @@ def render(families: Iterable[Family], *, openmetrics: bool) -> str:
         head = sample_name + "{"
         pieces = [f'{f.labels[i]}="' for i in order]
         joins = [pieces[0]] + ['",' + p for p in pieces[1:]]
-        if len(order) == 1:
-            (a,) = order
-            (ja,) = joins
-            out.extend(f'{head}{ja}{_escape(vals[a])}"}} {_value(v)}\n' for vals, v in f.samples)
-        elif len(order) == 2:
-            a, b = order
-            ja, jb = joins
-            out.extend(
-                f'{head}{ja}{_escape(vals[a])}{jb}{_escape(vals[b])}"}} {_value(v)}\n'
-                for vals, v in f.samples
-            )
-        elif len(order) == 3:
+        if len(order) == 3:
+            # (group, topic, partition): the offsets' families, most of a large scrape's series.
+            # Written out, this is a third faster than the general line below.
             a, b, c = order
             ja, jb, jc = joins
             out.extend(
                 f'{head}{ja}{_escape(vals[a])}{jb}{_escape(vals[b])}{jc}{_escape(vals[c])}"}} {_value(v)}\n'
                 for vals, v in f.samples
             )
-        else:
-            out.extend(
-                head
-                + "".join(j + _escape(vals[i]) for j, i in zip(joins, order, strict=True))
-                + f'"}} {_value(v)}\n'
-                for vals, v in f.samples
-            )
+            continue
+        pairs = list(zip(joins, order, strict=True))
+        out.extend(
+            head + "".join([j + _escape(vals[i]) for j, i in pairs]) + f'"}} {_value(v)}\n'
+            for vals, v in f.samples
+        )
     return "".join(out)
 
 
