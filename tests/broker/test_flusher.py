@@ -127,7 +127,7 @@ def test_close_flushes_what_is_pending_joins_the_thread_and_refuses_new_work() -
         assert a.calls == 1
         # this flusher's own thread (started by close for the pending round): other
         # brokers in the process may run threads of the same name
-        thread = flusher._thread
+        thread = flusher._worker
         assert thread is not None and not thread.is_alive()
         await asyncio.wait_for(fut, WAIT_S)
         late = flusher.flush(parts(a))

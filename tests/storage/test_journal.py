@@ -356,24 +356,30 @@ def test_the_file_grows_ahead_of_its_entries_so_rounds_overwrite_in_place(tmp_pa
     again.close()
 
 
-def test_a_failed_checkpoint_of_one_partition_makes_the_next_flush_checkpoint_again(tmp_path: Path) -> None:
+def test_a_failed_checkpoint_of_one_partition_makes_the_next_flush_checkpoint_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A checkpoint whose partition fsync fails fails its round, and the journal is not trusted
     until a checkpoint succeeds: the next flush fsyncs the partition again (with one partition
-    in the generation as with many)."""
+    in the generation as with many). The failure is the operating system's: ``os.fsync`` of
+    that partition's segment file fails once."""
     m, logs = fifty_partitions(tmp_path)
     journal = m.journal
     assert journal is not None
     journal.capacity = HEADER_SIZE  # every round that holds something checkpoints
-    real_flush = logs[6].flush
+    (segment_file,) = logs[6].dir.glob("*.log")
+    inode = segment_file.stat().st_ino
+    real_fsync = os.fsync
     calls: list[str] = []
 
-    def failing_once() -> int:
-        calls.append("flush")
-        if len(calls) == 1:
-            raise OSError(5, "injected fsync failure")
-        return real_flush()
+    def failing_once(fd: int) -> None:
+        if os.fstat(fd).st_ino == inode:
+            calls.append("flush")
+            if len(calls) == 1:
+                raise OSError(5, "injected fsync failure")
+        real_fsync(fd)
 
-    logs[6].flush = failing_once  # type: ignore[method-assign]
+    monkeypatch.setattr(os, "fsync", failing_once)
     put(logs[6], b"a")
     with pytest.raises(OSError, match="injected"):
         journal.flush()

@@ -163,7 +163,7 @@ def test_restart_hard_keeps_committed_offsets_and_a_consumer_resumes_from_them(
     port = kafka_broker.port
     # the commit was fsynced, so the crashed broker's fsync thread is running
     crashed_flusher = kafka_broker._app.broker.flusher  # type: ignore[union-attr]
-    crashed_thread = crashed_flusher._thread
+    crashed_thread = crashed_flusher._worker
 
     kafka_broker.restart(hard=True)
 

@@ -58,7 +58,7 @@ class Flusher:
         self._wake_scheduled = False
         self._jobs: deque[tuple[Future[Any], Callable[[], Any]]] = deque()
         self._closed = False
-        self._thread: threading.Thread | None = None
+        self._worker: threading.Thread | None = None
         self._helpers: ThreadPoolExecutor | None = None  # created and used by the flusher thread only
         #: Flush rounds completed (read by tests and benchmarks).
         self.rounds = 0
@@ -103,7 +103,7 @@ class Flusher:
             if self._waiters:
                 self._ready = True
                 self._start_locked()
-            thread = self._thread
+            thread = self._worker
             self._cond.notify()
         self._join(thread)
 
@@ -115,7 +115,7 @@ class Flusher:
             self._ready = False
             self._dirty, self._waiters = {}, []
             self._jobs.clear()
-            thread = self._thread
+            thread = self._worker
             self._cond.notify()
         self._join(thread)
 
@@ -129,9 +129,9 @@ class Flusher:
 
     # ------------------------------------------------------------------ flusher thread
     def _start_locked(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="groupcoord-fsync", daemon=True)
-            self._thread.start()
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._run, name="groupcoord-fsync", daemon=True)
+            self._worker.start()
 
     def _submit(self, job: Callable[[], T]) -> Future[T]:
         result: Future[T] = Future()

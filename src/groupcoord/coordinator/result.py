@@ -45,7 +45,7 @@ class PendingWrite:
     partition: int
     records: tuple[CoordinatorRecord, ...]
     #: Handed back to the shard's ``complete_write`` with the write's outcome.
-    completion: object
+    completion: Any
     #: A transactional write (TxnOffsetCommit): the records go in a transactional batch of
     #: this producer id and epoch; -1 for every other write.
     producer_id: int = -1

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from groupcoord.clock import Clock
 from groupcoord.coordinator.api import (
@@ -72,7 +72,6 @@ class RecordSink(Protocol):
         ...
 
 
-@runtime_checkable
 class TransactionalRecordSink(Protocol):
     def append_transactional(
         self,
@@ -87,6 +86,12 @@ class TransactionalRecordSink(Protocol):
         A sink without this method takes transactional writes through ``append``.
         """
         ...
+
+
+#: :meth:`TransactionalRecordSink.append_transactional` as a bound method.
+TransactionalAppend = Callable[
+    [int, Sequence[CoordinatorRecord], int, int, Callable[[ErrorCode], None]], None
+]
 
 
 class CoordinatorRuntime:
@@ -132,8 +137,13 @@ class CoordinatorRuntime:
         if result.responses:
             self._replies.extend(result.responses)
         for write in result.writes:
-            if write.producer_id >= 0 and isinstance(self._sink, TransactionalRecordSink):
-                self._sink.append_transactional(
+            # Looked up, not isinstance-checked: a runtime-checkable protocol is not usable from
+            # compiled code (setup.py), and a sink need not declare the protocol it implements.
+            append_transactional: TransactionalAppend | None = (
+                getattr(self._sink, "append_transactional", None) if write.producer_id >= 0 else None
+            )
+            if append_transactional is not None:
+                append_transactional(
                     write.partition,
                     write.records,
                     write.producer_id,

@@ -346,8 +346,8 @@ class KafkaConnection(asyncio.Protocol):
                 request = hot(frame, body_offset)
             else:
                 request = messages.decode_request(frame, body_offset)
-        except (MalformedRequestError, UnknownApiError, UnsupportedVersionError) as exc:
-            self.abort(str(exc))
+        except (MalformedRequestError, UnknownApiError, UnsupportedVersionError) as refused:
+            self.abort(str(refused))
             return
         except Exception as exc:  # a decoder bug must cost one connection, not the server
             self.abort(f"cannot decode request: {exc!r}", exc=exc)

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from mypy_extensions import mypyc_attr
+
 from groupcoord.clock import Clock
 from groupcoord.constants import INT32_MAX
 from groupcoord.errors import ErrorCode, KafkaError
@@ -98,6 +100,8 @@ class InvalidOffsetError(ValueError):
     """A batch appended with ``assign_offsets=False`` does not come after the log end."""
 
 
+# A RuntimeError subclass cannot be a compiled (native) class; it stays an ordinary one.
+@mypyc_attr(native_class=False)
 class LogClosedError(RuntimeError):
     """The log was closed (or its topic deleted)."""
 
@@ -233,12 +237,12 @@ class PartitionLog:
                 off, path = usable.pop()
                 try:
                     entries = read_snapshot(path)
-                except CorruptSnapshotError as exc:
+                except CorruptSnapshotError as unusable:
                     log.warning(
                         "log %s: producer snapshot %s is unusable (%s); deleted, rebuilding from %s",
                         self.dir,
                         path.name,
-                        exc,
+                        unusable,
                         f"the snapshot at {usable[-1][0]}" if usable else f"the log start {self._log_start}",
                     )
                     delete_snapshot(path)

@@ -409,8 +409,8 @@ class Segment:
             for pos, view in read_batches(self.fd, 0, self.size):
                 try:
                     h = validate_batch(view, 0) if validate else parse_header(view)
-                except CorruptBatchError as exc:
-                    raise TornBatch(pos, str(exc)) from None
+                except CorruptBatchError as corrupt:
+                    raise TornBatch(pos, str(corrupt)) from None
                 if h.base_offset < expected_next or h.last_offset - self.base_offset > INT32_MAX:
                     raise TornBatch(pos, f"batch base offset {h.base_offset} is out of order")
                 self._note_batch(pos, h.size, h.last_offset, h.max_timestamp, interval)
