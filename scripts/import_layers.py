@@ -42,6 +42,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "clock": ("Clock protocol, system and manual clocks", ()),
     "constants": ("internal topic names, Java integer limits", ()),
     "gcutil": ("garbage-collector tuning", ()),
+    "native": ("whether the request path runs compiled; the stale-build guard", ()),
     "timer": ("the keyed timer (pure)", ("clock",)),
     "config": ("broker config keyed by Kafka's property names", ("constants", "errors")),
     "protocol": (

@@ -34,6 +34,7 @@ from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 
+from groupcoord import native
 from groupcoord.broker import (
     alter_configs,
     api_versions,
@@ -409,6 +410,7 @@ async def run(
         raise
     broker = app.broker
     log.info("event loop: %s", event_loop_name(asyncio.get_running_loop()))
+    log.info("request path: %s", native.status().describe())
     log.info(
         "listening on %s:%d (cluster %s, node %d, data %s) after %.0f ms",
         host,
