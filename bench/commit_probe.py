@@ -133,6 +133,8 @@ def main() -> None:
     keys = ("per_second", "broker_us_per_request", "broker_user_us_per_request", "broker_sys_us_per_request")
     print(name, args.kind, f"d{args.depth}", {k: round(r[k], 1) for k in keys if r.get(k) is not None},
           "load", [round(x, 1) for x in r["loadavg"]], r.get("error", ""))  # fmt: skip
+    if r.get("broker_request_path"):
+        print(f"    request path: {r['broker_request_path']}")
     threads = r.get("broker_threads_us_per_request") or {}
     for tname, v in sorted(threads.items(), key=lambda kv: -(kv[1]["user"] + kv[1]["sys"])):
         if v["user"] + v["sys"] > 0.5:

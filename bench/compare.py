@@ -360,6 +360,14 @@ def main() -> None:
 
         print(f"{fig:<32}{show(gc):>14}{show(pe):>14}{show(ratio):>32}")
     print(f"session timeout {args.session_ms} ms for both brokers; peer: {peer_version}")
+    # What each groupcoord's start log said of its request path: compiled (mypyc) or pure Python.
+    out["request_paths"] = {
+        b: sorted({str(r.get("broker_request_path")) for rs in runs.values() for r in rs[b]} - {"None"})
+        for b in brokers
+        if b != "tansu"
+    }
+    for b, paths in out["request_paths"].items():
+        print(f"{b} request path: {', '.join(paths) or 'not reported'}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n")
     print(f"wrote {args.out}")

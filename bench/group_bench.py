@@ -926,6 +926,8 @@ def run_on(
         out: dict[str, Any] = asyncio.run(workload(broker.host, broker.port, broker))
         out["broker_rss_bytes"] = broker.rss_bytes()
         out["broker_alive_after"] = broker.alive()
+        if "request_path" in broker.extra:  # groupcoord: compiled (mypyc) or pure Python
+            out["broker_request_path"] = broker.extra["request_path"]
         return out
     except Exception as exc:
         return {"ok": False, "error": repr(exc)}

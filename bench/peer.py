@@ -181,8 +181,20 @@ def start_groupcoord(
         proc=proc,
         data_dir=data_dir,
         log_path=log_path,
-        extra={"owns_data_dir": "1" if owns else "0"},
+        extra={"owns_data_dir": "1" if owns else "0", "request_path": _request_path(log_path)},
     )
+
+
+_REQUEST_PATH = re.compile(r"request path: (.*)")
+
+
+def _request_path(log_path: Path) -> str:
+    """What the broker's start log says of its request path: compiled (mypyc) or pure Python.
+
+    Logged before the port is announced (app.py); a tree from before the compiled build says
+    nothing, and ran as Python."""
+    m = _REQUEST_PATH.search(log_path.read_text(errors="replace"))
+    return m.group(1).strip() if m else "pure Python (a tree without the compiled build)"
 
 
 def tansu_binary() -> Path:
