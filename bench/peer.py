@@ -181,20 +181,32 @@ def start_groupcoord(
         proc=proc,
         data_dir=data_dir,
         log_path=log_path,
-        extra={"owns_data_dir": "1" if owns else "0", "request_path": _request_path(log_path)},
+        extra={"owns_data_dir": "1" if owns else "0", "request_path": request_path(python, env)},
     )
 
 
-_REQUEST_PATH = re.compile(r"request path: (.*)")
+_DESCRIBE = (
+    "try:\n"
+    "    from groupcoord import native\n"
+    "except ImportError:\n"
+    "    print('pure Python (a tree without the compiled build)')\n"
+    "else:\n"
+    "    print(native.status().describe())\n"
+)
 
 
-def _request_path(log_path: Path) -> str:
-    """What the broker's start log says of its request path: compiled (mypyc) or pure Python.
-
-    Logged before the port is announced (app.py); a tree from before the compiled build says
-    nothing, and ran as Python."""
-    m = _REQUEST_PATH.search(log_path.read_text(errors="replace"))
-    return m.group(1).strip() if m else "pure Python (a tree without the compiled build)"
+def request_path(python: str | None = None, env: dict[str, str] | None = None) -> str:
+    """Whether a groupcoord started with this interpreter and environment runs its request path
+    compiled (mypyc) or as Python: what its start log says (``request path: ...``), asked of a
+    separate interpreter because the benchmarks run the broker at log level warning."""
+    done = subprocess.run(
+        [python or sys.executable, "-c", _DESCRIBE],
+        env={**os.environ, **env} if env else None,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.strip() or f"unknown ({done.stderr.strip()[-200:]})"
 
 
 def tansu_binary() -> Path:
