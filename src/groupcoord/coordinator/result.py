@@ -28,7 +28,6 @@ calls ``poll`` when it is due.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.coordinator.events import GroupEvent
@@ -38,18 +37,38 @@ from groupcoord.coordinator.records import CoordinatorRecord
 Reply = Callable[[Any], None]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class PendingWrite:
-    """Records to append to one ``__consumer_offsets`` partition, and what they were for."""
+    """Records to append to one ``__consumer_offsets`` partition, and what they were for.
 
-    partition: int
-    records: tuple[CoordinatorRecord, ...]
-    #: Handed back to the shard's ``complete_write`` with the write's outcome.
-    completion: Any
-    #: A transactional write (TxnOffsetCommit): the records go in a transactional batch of
-    #: this producer id and epoch; -1 for every other write.
-    producer_id: int = -1
-    producer_epoch: int = -1
+    A plain class, not a dataclass: every write makes one, and compiled (setup.py) a plain
+    class's ``__init__`` is native while a dataclass's stays the interpreted one it generates.
+    """
+
+    __slots__ = ("completion", "partition", "producer_epoch", "producer_id", "records")
+
+    def __init__(
+        self,
+        partition: int,
+        records: tuple[CoordinatorRecord, ...],
+        completion: Any,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> None:
+        self.partition = partition
+        self.records = records
+        #: Handed back to the shard's ``complete_write`` with the write's outcome.
+        self.completion = completion
+        #: A transactional write (TxnOffsetCommit): the records go in a transactional batch of
+        #: this producer id and epoch; -1 for every other write.
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+
+    def __repr__(self) -> str:
+        return (
+            f"PendingWrite(partition={self.partition}, records={self.records!r}, "
+            f"completion={self.completion!r}, producer_id={self.producer_id}, "
+            f"producer_epoch={self.producer_epoch})"
+        )
 
 
 class CoordinatorResult:

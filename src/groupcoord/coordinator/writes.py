@@ -55,13 +55,27 @@ class StaticMemberReplacementWrite:
     join_version: int
 
 
-@dataclass(slots=True, eq=False)
 class OffsetCommitWrite:
-    """An OffsetCommit's records; ``results`` holds each partition's code before the write."""
+    """An OffsetCommit's records; ``results`` holds each partition's code before the write.
 
-    reply: Callable[[Any], None]
-    request: OffsetCommitRequest
-    results: dict[tuple[str, int], ErrorCode]
+    A plain class for the reason :class:`~groupcoord.coordinator.result.PendingWrite` is one:
+    every commit makes one, and only a plain class's ``__init__`` is compiled.
+    """
+
+    __slots__ = ("reply", "request", "results")
+
+    def __init__(
+        self,
+        reply: Callable[[Any], None],
+        request: OffsetCommitRequest,
+        results: dict[tuple[str, int], ErrorCode],
+    ) -> None:
+        self.reply = reply
+        self.request = request
+        self.results = results
+
+    def __repr__(self) -> str:
+        return f"OffsetCommitWrite(request={self.request!r}, results={self.results!r})"
 
 
 @dataclass(slots=True, eq=False)
@@ -125,18 +139,29 @@ OffsetWriteKind = (
 )
 
 
-@dataclass(slots=True, eq=False)
 class OffsetWrite:
     """Wraps a write that changes a group's offsets, tracked while it is in flight.
 
     Meanwhile ``commits`` count as pending commits (Kafka's ``pendingOffsetCommits``) and a
-    require_stable OffsetFetch of the group waits for ``token``.
+    require_stable OffsetFetch of the group waits for ``token``. A plain class, as
+    :class:`OffsetCommitWrite`.
     """
 
-    token: int
-    group_id: str
-    commits: tuple[tuple[str, int], ...]
-    then: OffsetWriteKind
+    __slots__ = ("commits", "group_id", "then", "token")
+
+    def __init__(
+        self, token: int, group_id: str, commits: tuple[tuple[str, int], ...], then: OffsetWriteKind
+    ) -> None:
+        self.token = token
+        self.group_id = group_id
+        self.commits = commits
+        self.then = then
+
+    def __repr__(self) -> str:
+        return (
+            f"OffsetWrite(token={self.token}, group_id={self.group_id!r}, commits={self.commits!r}, "
+            f"then={self.then!r})"
+        )
 
 
 WriteCompletion = AssignmentWrite | EmptyGroupWrite | StaticMemberReplacementWrite | OffsetWrite
