@@ -52,12 +52,33 @@ class InitialDelayedJoin:
     remaining_ms: int
 
 
-@dataclass(frozen=True, slots=True)
 class DelayedHeartbeat:
-    """A member's session deadline, pushed out by every heartbeat."""
+    """A member's session deadline, pushed out by every heartbeat.
 
-    group_id: str
-    member_id: str
+    Equal to a key of the same type with the same group and member, like the dataclasses
+    here. It is written out because every heartbeat and commit hashes it in the timer: compiled
+    (setup.py), this ``__hash__`` is native and kept from the start, where a dataclass's is the
+    interpreted one that ``dataclasses`` generates, recomputed on every call.
+    """
+
+    __slots__ = ("_hash", "group_id", "member_id")
+    __match_args__ = ("group_id", "member_id")
+
+    def __init__(self, group_id: str, member_id: str) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self._hash = hash((group_id, member_id))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not DelayedHeartbeat:
+            return NotImplemented
+        return self.group_id == other.group_id and self.member_id == other.member_id
+
+    def __repr__(self) -> str:
+        return f"DelayedHeartbeat(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 @dataclass(frozen=True, slots=True)
