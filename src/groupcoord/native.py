@@ -133,7 +133,11 @@ def install() -> NativeStatus:
     if not _status.compiled and not _status.modules:
         # No build, a failed one, or no usable manifest: any extension files there are of
         # unknown age, so none of them runs.
-        _status = NativeStatus(False, _extension_modules(_PACKAGE_DIR), _status.reason)
+        leftovers = _extension_modules(_PACKAGE_DIR)
+        reason = _status.reason
+        if leftovers and not manifest_path.exists():
+            reason = "the last build did not finish, and its extension files are ignored; `make` rebuilds it"
+        _status = NativeStatus(False, leftovers, reason)
     if _status.compiled and os.environ.get(PURE_ENV) == "1":
         _status = NativeStatus(False, _status.modules, f"{PURE_ENV}=1")
     if not _status.compiled and _status.modules:
