@@ -124,29 +124,65 @@ class LeaveGroupResponse:
 # --------------------------------------------------------------------------- OffsetCommit
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, init=False)
 class OffsetCommitPartition:
+    # init=False and a written-out __init__: compiled (setup.py), this __init__ is native, where
+    # the one dataclasses generates stays interpreted (docs/benchmarks.md, session 5). Not frozen
+    # for the same reason (a frozen __init__ sets each field through object.__setattr__).
     partition: int
     offset: int
-    leader_epoch: int | None = None
-    metadata: str | None = ""
+    leader_epoch: int | None
+    metadata: str | None
+
+    def __init__(
+        self, *, partition: int, offset: int, leader_epoch: int | None = None, metadata: str | None = ""
+    ) -> None:
+        self.partition = partition
+        self.offset = offset
+        self.leader_epoch = leader_epoch
+        self.metadata = metadata
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, init=False)
 class OffsetCommitTopic:
+    # Written-out __init__: see OffsetCommitPartition.
     name: str
     partitions: tuple[OffsetCommitPartition, ...]
 
+    def __init__(self, *, name: str, partitions: tuple[OffsetCommitPartition, ...]) -> None:
+        self.name = name
+        self.partitions = partitions
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+
+@dataclass(kw_only=True, slots=True, init=False)
 class OffsetCommitRequest:
+    # Written-out __init__: see OffsetCommitPartition.
     group_id: str
     generation_id: int
     member_id: str
     group_instance_id: str | None
     retention_time_ms: int
     topics: tuple[OffsetCommitTopic, ...]
-    version: int = 8
+    version: int
+
+    def __init__(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        retention_time_ms: int,
+        topics: tuple[OffsetCommitTopic, ...],
+        version: int = 8,
+    ) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.retention_time_ms = retention_time_ms
+        self.topics = topics
+        self.version = version
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

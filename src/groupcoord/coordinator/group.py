@@ -31,13 +31,29 @@ SyncReply = Callable[[Any], None]
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, init=False, unsafe_hash=True)
 class CommittedOffset:
+    # Written-out __init__, hashable by value: see records.OffsetCommitValue.
     offset: int
     leader_epoch: int | None
     metadata: str
     commit_timestamp: int
     expire_timestamp: int | None
+
+    def __init__(
+        self,
+        *,
+        offset: int,
+        leader_epoch: int | None,
+        metadata: str,
+        commit_timestamp: int,
+        expire_timestamp: int | None,
+    ) -> None:
+        self.offset = offset
+        self.leader_epoch = leader_epoch
+        self.metadata = metadata
+        self.commit_timestamp = commit_timestamp
+        self.expire_timestamp = expire_timestamp
 
 
 class Member:

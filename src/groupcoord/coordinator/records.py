@@ -95,13 +95,32 @@ class OffsetCommitKey:
     partition: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class OffsetCommitValue:
+    # init=False and a written-out __init__: compiled (setup.py), this __init__ is native, where
+    # the one dataclasses generates stays interpreted (docs/benchmarks.md, session 5). Not frozen
+    # for the same reason (a frozen __init__ sets each field through object.__setattr__); still
+    # hashable by value, as before.
     offset: int
     leader_epoch: int | None
     metadata: str
     commit_timestamp: int
     expire_timestamp: int | None
+
+    def __init__(
+        self,
+        *,
+        offset: int,
+        leader_epoch: int | None,
+        metadata: str,
+        commit_timestamp: int,
+        expire_timestamp: int | None,
+    ) -> None:
+        self.offset = offset
+        self.leader_epoch = leader_epoch
+        self.metadata = metadata
+        self.commit_timestamp = commit_timestamp
+        self.expire_timestamp = expire_timestamp
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,10 +162,17 @@ RecordKey = OffsetCommitKey | GroupMetadataKey
 RecordValue = OffsetCommitValue | GroupMetadataValue
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False, unsafe_hash=True)
 class CoordinatorRecord:
+    # Written-out __init__, hashable by value: see OffsetCommitValue.
     key: OffsetCommitKey | GroupMetadataKey
     value: OffsetCommitValue | GroupMetadataValue | None  # None is a tombstone
+
+    def __init__(
+        self, *, key: OffsetCommitKey | GroupMetadataKey, value: OffsetCommitValue | GroupMetadataValue | None
+    ) -> None:
+        self.key = key
+        self.value = value
 
 
 # --------------------------------------------------------------------------- writer
