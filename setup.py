@@ -33,7 +33,7 @@ SRC = ROOT / "src"
 NATIVE_MODULES = (
     "groupcoord/clock.py",
     "groupcoord/timer.py",
-    "groupcoord/loop_timers.py",
+    "groupcoord/handling/loop_timers.py",
     "groupcoord/protocol/framing.py",
     "groupcoord/protocol/headers.py",
     "groupcoord/protocol/hot.py",
@@ -58,7 +58,7 @@ NATIVE_MODULES = (
     "groupcoord/coordinator/state.py",
     "groupcoord/coordinator/timers.py",
     "groupcoord/coordinator/writes.py",
-    "groupcoord/storage/batch.py",
+    "groupcoord/formats/batch.py",
     "groupcoord/storage/journal.py",
     "groupcoord/storage/log.py",
     "groupcoord/storage/segment.py",

@@ -1,7 +1,7 @@
 """Benchmark: ``groupcoord analyze`` over a data directory with N offset commits on local[2].
 
 The directory is generated fast: ``__consumer_offsets`` batches are built directly with
-``groupcoord.storage.batch.build_batch`` (keys and values with the coordinator's own codecs, keys
+``groupcoord.formats.batch.build_batch`` (keys and values with the coordinator's own codecs, keys
 cached) and written as Kafka segment files; topic logs get one batch every 30 s per partition; each
 group also rebalances every 12 minutes (events on ``__group_events`` and a GroupMetadata record).
 
@@ -22,7 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-from groupcoord.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -33,7 +32,13 @@ from groupcoord.coordinator.records import (
     encode_value,
     partition_for,
 )
-from groupcoord.storage.batch import build_batch
+from groupcoord.formats.batch import build_batch
+from groupcoord.formats.consumer_protocol import (
+    Assignment,
+    Subscription,
+    encode_assignment,
+    encode_subscription,
+)
 
 EPOCH_MS = 1_767_225_600_000
 OFFSETS_PARTITIONS = 50

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groupcoord.consumer_protocol import (
+from groupcoord.formats.consumer_protocol import (
     Assignment,
     Subscription,
     decode_assignment,

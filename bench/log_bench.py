@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from groupcoord.clock import ManualClock
-from groupcoord.storage.batch import build_batch
+from groupcoord.formats.batch import build_batch
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig
 

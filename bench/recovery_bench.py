@@ -48,8 +48,8 @@ from groupcoord.coordinator.records import (
     encode_record,
     partition_for,
 )
+from groupcoord.formats.batch import build_batch
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
-from groupcoord.storage.batch import build_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench

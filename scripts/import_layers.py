@@ -12,8 +12,8 @@ Usage::
     python scripts/import_layers.py --write docs/architecture.md # regenerate the page's table
 
 A *component* is a top-level module (``errors``) or a subpackage (``server``); a target in
-:data:`ALLOWED` is a component, or one module of it (``storage.batch``: the cores may read the
-record-batch format, not the log). Every ``import`` statement counts, including those inside
+:data:`ALLOWED` is a component, or one module of it (``coordinator.records``: a reader may take the
+coordinator's record formats, not the coordinator). Every ``import`` statement counts, including those inside
 functions and under ``if TYPE_CHECKING:``: a deferred import is still a dependency.
 """
 
@@ -32,8 +32,11 @@ SRC = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 #: Leaves every layer may use: wire error codes, time, limits and internal topic names, the
 #: keyed timer, Kafka's property table, the shared request types.
 _BASE = ("errors", "clock", "constants", "timer", "config", "gcutil")
-#: The Kafka formats a core may read: the wire protocol, ConsumerProtocol bytes, record batches.
-_FORMATS = ("protocol", "consumer_protocol", "storage.batch", "storage.varint")
+#: The Kafka formats a core may read: the wire protocol (and its one request codec), and the bytes
+#: broker and client share - record batches, varints, compression, ConsumerProtocol.
+_FORMATS = ("protocol", "formats")
+#: What the member client and the admin tools must never import: the broker side (issue 24).
+BROKER_SIDE = ("storage", "broker", "coordinator", "runtime", "server", "transactions")
 
 #: component -> (what it is, the components or modules it may import besides itself).
 ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
@@ -49,14 +52,17 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "sans-I/O framing, headers, API keys and registry, wire primitives",
         ("constants", "errors"),
     ),
-    "consumer_protocol": ("ConsumerProtocol subscription/assignment bytes", ("errors",)),
-    "handling": (
-        "types every layer shares: RequestContext, Route, PreEncoded, FileRegion",
-        ("protocol.api_keys",),
+    "formats": (
+        "the bytes broker and client share: record batches, varints, compression, ConsumerProtocol",
+        ("errors",),
     ),
-    "loop_timers": ("the keyed timer driven by the event loop", ("clock", "timer")),
+    "handling": (
+        "serving a request on the event loop: RequestContext, Route, PreEncoded, FileRegion; "
+        "the loop-driven keyed timer (handling.loop_timers)",
+        ("clock", "timer", "protocol.api_keys"),
+    ),
     # ---- storage
-    "storage": ("segmented log in Kafka's on-disk layout, record-batch walker", (*_BASE, "handling")),
+    "storage": ("segmented log in Kafka's on-disk layout", (*_BASE, "formats", "handling")),
     # ---- sans-I/O cores
     "coordinator": ("the group coordinator shard: handlers return results", (*_BASE, *_FORMATS)),
     "transactions": ("the transaction coordinator, same shape as the coordinator", (*_BASE, *_FORMATS)),
@@ -64,22 +70,20 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     # ---- the server knows framing, ordering and transport only
     "server": (
         "asyncio TCP server: framing, per-connection ordering, transport",
-        (*_BASE, "protocol", "handling", "loop_timers"),
+        (*_BASE, "protocol", "handling"),
     ),
     # ---- the broker's own APIs
     "broker": (
         "topics and partitions; produce, fetch, metadata and admin handlers",
-        (*_BASE, "protocol", "consumer_protocol", "handling", "loop_timers", "storage"),
+        (*_BASE, *_FORMATS, "handling", "storage"),
     ),
     # ---- the coordinator runtime: drives the shard on the broker's loop and log
     "runtime": (
         "applies the shard's results: replay, append, complete on durability, timers",
         (
             *_BASE,
-            "protocol",
-            "consumer_protocol",
+            *_FORMATS,
             "handling",
-            "loop_timers",
             "storage",
             "coordinator",
             "transactions",
@@ -89,7 +93,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     # ---- the Prometheus endpoint: hooks on the server and the runtime, state read on the loop
     "metrics": (
         "the Prometheus endpoint (metrics.listen): request and rebalance instruments, scrape-time snapshot",
-        (*_BASE, "protocol", "storage", "coordinator", "broker", "runtime", "server"),
+        (*_BASE, *_FORMATS, "storage", "coordinator", "broker", "runtime", "server"),
     ),
     # ---- the two cores meeting in one process (no sockets)
     "member_bridge": (
@@ -99,19 +103,11 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     # ---- offline readers
     "pipeline": (
         "PySpark over the log: storage formats and coordinator records",
-        (*_BASE, "consumer_protocol", "storage", "coordinator.records"),
-    ),
-    "admin_client": (
-        "the admin tools' wire client: negotiated versions, leaders, offsets, partition reads",
-        (*_BASE, *_FORMATS),
+        (*_BASE, "formats", "storage", "coordinator.records"),
     ),
     "admin": (
-        "`groupcoord groups`: groups over the wire and the offsets log",
-        (*_BASE, *_FORMATS, "admin_client", "coordinator.records"),
-    ),
-    "admin_topics": (
-        "`groupcoord topics`: topics over the wire, through the admin client",
-        (*_BASE, *_FORMATS, "admin", "admin_client"),
+        "the CLI verbs (`groupcoord groups`, `groupcoord topics`) and their wire client",
+        (*_BASE, *_FORMATS, "coordinator.records"),
     ),
     # ---- composition roots: they alone wire everything
     "app": ("the composition root: route table, BrokerApp, serve", ("*",)),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from groupcoord.storage.batch import iter_batches
+from groupcoord.formats.batch import iter_batches
 
 
 def cut_segment_to(path: Path, floor: int) -> int:

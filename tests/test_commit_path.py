@@ -24,12 +24,12 @@ from groupcoord.coordinator.records import (
     encode_key,
     encode_value,
 )
+from groupcoord.formats.batch import _encode_record, _encode_record_general, build_batch, decode_records
 from groupcoord.protocol.client import decode_response, encode_request
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.server.connection import KafkaConnection
-from groupcoord.storage.batch import _encode_record, _encode_record_general, build_batch, decode_records
 
 names = st.one_of(
     st.text(max_size=40),

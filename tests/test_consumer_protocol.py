@@ -19,7 +19,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as KpAss
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as KpSubscription
 from kafka.structs import TopicPartition
 
-from groupcoord.consumer_protocol import (
+from groupcoord.formats.consumer_protocol import (
     Assignment,
     ConsumerProtocolError,
     Subscription,

@@ -99,16 +99,48 @@ def test_a_core_may_read_the_batch_format_but_not_the_log(tmp_path: Path) -> Non
     pkg = _tree(
         tmp_path,
         {
-            "storage/batch.py": "",
+            "formats/batch.py": "",
             "storage/log.py": "",
             "coordinator/replay.py": (
-                "from groupcoord.storage import batch\nfrom groupcoord.storage import log\n"
+                "from groupcoord.formats import batch\nfrom groupcoord.storage import log\n"
             ),
         },
     )
     assert layers.violations(layers.scan(pkg)) == [
         "coordinator.replay:2 imports storage.log (coordinator may not import storage)"
     ]
+
+
+def test_the_client_imports_nothing_of_the_broker_side(tmp_path: Path) -> None:
+    """The member client stands alone (issue 24): the formats it shares with the broker live in
+    ``formats``; every broker-side component is out of its reach."""
+    broker_side = ("storage", "broker", "coordinator", "runtime", "server", "transactions")
+    files = {f"{c}/x.py": "" for c in broker_side}
+    files["formats/batch.py"] = ""
+    files["protocol/codec.py"] = ""
+    files["client/fetcher.py"] = "".join(
+        f"from groupcoord.{c} import x\n" for c in ("formats", "protocol", *broker_side)
+    )
+    pkg = _tree(tmp_path, files)
+    assert layers.violations(layers.scan(pkg)) == [
+        f"client.fetcher:{line} imports {c}.x (client may not import {c})"
+        for line, c in enumerate(broker_side, start=3)
+    ]
+
+
+def test_the_client_row_of_the_table_reaches_nothing_of_the_broker_side() -> None:
+    allowed = layers.ALLOWED["client"][1]
+    assert [c for c in layers.BROKER_SIDE if layers._matches(f"{c}.x", allowed)] == []
+
+
+def test_the_real_client_package_imports_only_leaves_formats_and_protocol() -> None:
+    allowed = ("errors", "clock", "constants", "timer", "config", "gcutil", "formats", "protocol", "client")
+    found = {
+        layers.component(imp.imported)
+        for imp in layers.scan()
+        if layers.component(imp.importer) == "client"
+    }
+    assert found <= set(allowed), sorted(found - set(allowed))
 
 
 def test_an_import_cycle_is_reported(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from groupcoord import admin, admin_topics
+from groupcoord.admin import groups as admin_groups
+from groupcoord.admin import topics as admin_topics
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import ConfigError
 from groupcoord.pipeline import cli as pipeline_cli
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for register in REGISTRARS:
         register(subparsers)
-    admin.register(subparsers)  # groupcoord groups list|describe|reset-offsets|delete|delete-offsets
+    admin_groups.register(subparsers)  # groupcoord groups list|describe|reset-offsets|delete|delete-offsets
     admin_topics.register(subparsers)  # groupcoord topics list|describe|create|delete|alter
     pipeline_cli.register(subparsers)  # groupcoord analyze|simulate
     return parser

@@ -35,8 +35,8 @@ from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType as KpType
 from kafka.admin import KafkaAdminClient
 
+from groupcoord.formats.batch import build_batch
 from groupcoord.protocol.client import WireClient
-from groupcoord.storage.batch import build_batch
 from groupcoord.storage.log_config import COMPRESSION_TYPES, TOPIC_CONFIGS
 from groupcoord.testing import Broker
 

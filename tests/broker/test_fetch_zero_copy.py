@@ -15,6 +15,7 @@ from broker_harness import Env, nested, run_broker
 
 from groupcoord.broker import fetch
 from groupcoord.clock import ManualClock
+from groupcoord.formats.batch import build_batch
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
 from groupcoord.protocol.fetch_response import (
     MAX_VERSION,
@@ -25,7 +26,6 @@ from groupcoord.protocol.fetch_response import (
 )
 from groupcoord.protocol.headers import encode_response_header
 from groupcoord.protocol.registry import load_messages
-from groupcoord.storage.batch import build_batch
 from groupcoord.storage.log import FileRegion, OffsetOutOfRangeError, PartitionLog
 from groupcoord.storage.log_config import LogConfig
 

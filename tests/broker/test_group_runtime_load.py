@@ -22,9 +22,9 @@ from groupcoord.coordinator.records import (
     OffsetCommitValue,
     encode_record,
 )
+from groupcoord.formats.batch import build_batch
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
-from groupcoord.storage.batch import build_batch
 
 T0 = 1_700_000_000_000
 

@@ -17,10 +17,10 @@ from groupcoord.clock import ManualClock
 from groupcoord.config import BrokerConfig
 from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from groupcoord.coordinator.records import partition_for
+from groupcoord.formats.batch import build_batch
 from groupcoord.protocol.entities import make
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.server.app import KafkaServer
-from groupcoord.storage.batch import build_batch
 
 OFFSET_COMMIT = 8
 TOPIC = "journaled-commits"

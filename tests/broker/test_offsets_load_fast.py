@@ -36,11 +36,7 @@ from groupcoord.coordinator.records import (
     encode_value,
     partition_for,
 )
-from groupcoord.runtime import loader as offsets_load
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
-from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
-from groupcoord.runtime.loader import OffsetsLoader
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
     COMPRESSION_GZIP,
@@ -52,6 +48,10 @@ from groupcoord.storage.batch import (
     decode_record_tuples,
     parse_header,
 )
+from groupcoord.runtime import loader as offsets_load
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
+from groupcoord.runtime.loader import OffsetsLoader
 
 T0 = 1_700_000_000_000
 Entry = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from groupcoord.errors import ErrorCode
-from groupcoord.protocol.client import WireClient
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     COMPRESSION_GZIP,
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
@@ -31,6 +30,7 @@ from groupcoord.storage.batch import (
     iter_batches,
     parse_header,
 )
+from groupcoord.protocol.client import WireClient
 from groupcoord.storage.message_format import LegacyMessage, inner_messages, iter_messages, write_message_set
 from groupcoord.testing import Broker
 from wire_testing import WireReader, fetch_partition, wire_client

@@ -10,7 +10,7 @@ from typing import Any
 from broker_harness import Env, nested, run_broker
 
 from groupcoord.errors import ErrorCode
-from groupcoord.storage.batch import build_batch, decode_records, iter_batches
+from groupcoord.formats.batch import build_batch, decode_records, iter_batches
 
 PRODUCE, FETCH, LIST_OFFSETS, INIT_PID = 0, 1, 2, 22
 T0 = 1_700_000_000_000

@@ -18,7 +18,7 @@ from broker_harness import Env, produce_all, run_broker
 
 from groupcoord.clock import ManualClock
 from groupcoord.errors import ErrorCode
-from groupcoord.storage.batch import build_batch
+from groupcoord.formats.batch import build_batch
 
 T0 = 1_700_000_000_000
 PID = 42

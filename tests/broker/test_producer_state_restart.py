@@ -19,7 +19,7 @@ from broker_harness import Env, run_broker
 from broker_harness import produce_all as produce
 
 from groupcoord.errors import ErrorCode
-from groupcoord.storage.batch import build_batch
+from groupcoord.formats.batch import build_batch
 from groupcoord.storage.producer_state import list_snapshots
 
 T0 = 1_700_000_000_000

@@ -18,7 +18,7 @@ from groupcoord.client.assignors.base import (
     validate_cooperative_assignment,
 )
 from groupcoord.client.types import TopicPartition as TP
-from groupcoord.consumer_protocol import ConsumerProtocolError
+from groupcoord.formats.consumer_protocol import ConsumerProtocolError
 
 
 def hx(*parts: str) -> bytes:

@@ -27,7 +27,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as KpAss
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as KpSubscription
 from sticky_cases import cooperative_violations, tps
 
-from groupcoord.admin_client import DESCRIBE_GROUPS, AdminClient
+from groupcoord.admin.client import DESCRIBE_GROUPS, AdminClient
 from groupcoord.client.assignors import (
     Assignment,
     CooperativeStickyAssignor,

@@ -13,7 +13,6 @@ from __future__ import annotations
 from coord_harness import DELAY, GROUP, Harness, Reply
 
 from groupcoord.clock import ManualClock
-from groupcoord.consumer_protocol import Subscription, encode_subscription
 from groupcoord.coordinator.api import (
     DeleteGroupResult,
     DeleteGroupsResponse,
@@ -36,6 +35,7 @@ from groupcoord.coordinator.api import (
 )
 from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.consumer_protocol import Subscription, encode_subscription
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 
 NONE = ErrorCode.NONE

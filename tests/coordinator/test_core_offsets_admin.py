@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from coord_harness import DELAY, GROUP, Harness, Reply
 
-from groupcoord.consumer_protocol import Subscription, encode_subscription
 from groupcoord.coordinator.api import (
     DeleteGroupResult,
     DeleteGroupsResponse,
@@ -29,6 +28,7 @@ from groupcoord.coordinator.records import (
     OffsetCommitValue,
 )
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.consumer_protocol import Subscription, encode_subscription
 
 NONE = ErrorCode.NONE
 

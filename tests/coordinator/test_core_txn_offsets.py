@@ -36,9 +36,9 @@ from groupcoord.coordinator.records import (
     encode_record,
 )
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch, parse_header
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.runtime.loader import OffsetsLoader
-from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch, parse_header
 from groupcoord.storage.control import build_marker_batch
 
 PID, EPOCH = 4000, 3

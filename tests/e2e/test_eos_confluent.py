@@ -273,8 +273,8 @@ def test_a_transactional_batch_to_a_partition_not_in_the_transaction_is_invalid_
     with INVALID_TXN_STATE, so it cannot leave a transaction no marker will ever end; once the
     partition is added the same batch is appended."""
     from groupcoord.errors import ErrorCode
+    from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch
     from groupcoord.protocol.client import WireClient
-    from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
 
     bootstrap = eos_broker.bootstrap
     create_topic(bootstrap, "eos-v-out", 1)

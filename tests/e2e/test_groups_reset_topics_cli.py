@@ -248,8 +248,8 @@ def test_topic_verbs_create_list_describe_alter_delete(rs_broker: BrokerProcess)
 
 
 def test_topic_alter_config_uses_incremental_alter_configs_or_names_it(rs_broker: BrokerProcess) -> None:
-    from groupcoord.admin_client import INCREMENTAL_ALTER_CONFIGS
-    from groupcoord.admin_client import AdminClient as WireAdmin
+    from groupcoord.admin.client import INCREMENTAL_ALTER_CONFIGS
+    from groupcoord.admin.client import AdminClient as WireAdmin
 
     with WireAdmin(rs_broker.bootstrap) as wire:
         served = wire.bootstrap.serves(INCREMENTAL_ALTER_CONFIGS)

@@ -20,8 +20,13 @@ from typing import Any
 import pytest
 from conftest import BrokerProcess, wait_until
 
-from groupcoord.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.consumer_protocol import (
+    Assignment,
+    Subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from groupcoord.protocol.client import WireClient
 
 # api keys

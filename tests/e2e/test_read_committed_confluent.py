@@ -20,7 +20,7 @@ from test_produce_consume_confluent import create_topic
 from test_transactions_confluent import read_isolated
 
 from groupcoord.clock import SystemClock
-from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
+from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.storage.control import build_marker_batch
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig

@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from groupcoord.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from groupcoord.coordinator.events import EventReason, GroupEvent
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
@@ -31,6 +30,12 @@ from groupcoord.coordinator.records import (
     MemberMetadataRecord,
     OffsetCommitKey,
     OffsetCommitValue,
+)
+from groupcoord.formats.consumer_protocol import (
+    Assignment,
+    Subscription,
+    encode_assignment,
+    encode_subscription,
 )
 from groupcoord.pipeline.datadir import DataDirWriter
 

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import struct
 
-from groupcoord.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -15,6 +14,12 @@ from groupcoord.coordinator.records import (
     OffsetCommitValue,
     encode_key,
     encode_value,
+)
+from groupcoord.formats.consumer_protocol import (
+    Assignment,
+    Subscription,
+    encode_assignment,
+    encode_subscription,
 )
 from groupcoord.pipeline import decoders
 

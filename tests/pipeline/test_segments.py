@@ -6,8 +6,7 @@ import itertools
 from pathlib import Path
 
 from groupcoord.clock import ManualClock
-from groupcoord.pipeline import segments
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     COMPRESSION_GZIP,
     COMPRESSION_LZ4,
     COMPRESSION_SNAPPY,
@@ -15,6 +14,7 @@ from groupcoord.storage.batch import (
     build_batch,
     iter_batches,
 )
+from groupcoord.pipeline import segments
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig
 from groupcoord.storage.manager import parse_partition_dir
@@ -132,7 +132,7 @@ def test_small_segments_can_share_an_input_partition(tmp_path: Path) -> None:
 
 
 def test_lean_key_value_walk_agrees_with_decode_records_on_every_codec(tmp_path: Path) -> None:
-    from groupcoord.storage.batch import (
+    from groupcoord.formats.batch import (
         ATTR_TIMESTAMP_TYPE,
         decode_records,
         records_block,

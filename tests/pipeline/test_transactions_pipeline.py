@@ -21,10 +21,10 @@ import pytest
 
 from groupcoord.clock import ManualClock
 from groupcoord.coordinator.records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.pipeline import commitpass
 from groupcoord.pipeline.lag import lag
 from groupcoord.pipeline.lagmap import NO_TXN, BatchIndex, lag_arrays, transactions, unstable_steps
-from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.storage.control import build_marker_batch
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig

@@ -18,7 +18,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from groupcoord.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -28,10 +27,7 @@ from groupcoord.coordinator.records import (
     encode_key,
     encode_value,
 )
-from groupcoord.pipeline import decoders, rebalances, segments, vectorized
-from groupcoord.pipeline.analyze import TABLES
-from groupcoord.pipeline.lag import lag
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
@@ -42,6 +38,15 @@ from groupcoord.storage.batch import (
     build_batch,
     records_block,
 )
+from groupcoord.formats.consumer_protocol import (
+    Assignment,
+    Subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from groupcoord.pipeline import decoders, rebalances, segments, vectorized
+from groupcoord.pipeline.analyze import TABLES
+from groupcoord.pipeline.lag import lag
 
 from .lag_oracle import lag_mapped, lag_windowed
 

@@ -27,7 +27,7 @@ from groupcoord.clock import ManualClock
 from groupcoord.config import INT_MAX, BrokerConfig
 from groupcoord.errors import ConfigError
 from groupcoord.handling import RequestContext
-from groupcoord.loop_timers import LoopTimers
+from groupcoord.handling.loop_timers import LoopTimers
 from groupcoord.protocol.client import decode_response, encode_request
 from groupcoord.protocol.entities import err, make
 from groupcoord.protocol.registry import load_messages

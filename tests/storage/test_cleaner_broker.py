@@ -24,8 +24,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.batch import iter_batches
 from groupcoord.protocol.client import WireClient
-from groupcoord.storage.batch import iter_batches
 from groupcoord.storage.message_format import iter_messages
 from groupcoord.testing import Broker
 from wire_testing import fetch_partition, wire_client

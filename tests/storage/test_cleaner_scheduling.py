@@ -19,8 +19,8 @@ from pathlib import Path
 
 from groupcoord.broker.log_cleaner import BrokerCleaner
 from groupcoord.clock import ManualClock
-from groupcoord.loop_timers import LoopTimers
-from groupcoord.storage.batch import build_batch, decode_records
+from groupcoord.formats.batch import build_batch, decode_records
+from groupcoord.handling.loop_timers import LoopTimers
 from groupcoord.storage.cleaner import CompactionReport
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from groupcoord.clock import ManualClock
-from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch, decode_records, parse_header
+from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch, decode_records, parse_header
 from groupcoord.storage.cleaner import ATTR_DELETE_HORIZON
 from groupcoord.storage.control import build_marker_batch
 from groupcoord.storage.log import PartitionLog

@@ -18,7 +18,7 @@ import pytest
 from groupcoord.broker.durability import Flusher
 from groupcoord.clock import ManualClock
 from groupcoord.errors import DataDirError
-from groupcoord.storage.batch import build_batch, decode_records
+from groupcoord.formats.batch import build_batch, decode_records
 from groupcoord.storage.journal import HEADER_SIZE, JOURNAL_FILE, Journal
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.clock import ManualClock
-from groupcoord.storage.batch import build_batch as _build
-from groupcoord.storage.batch import decode_records, parse_header
+from groupcoord.formats.batch import build_batch as _build
+from groupcoord.formats.batch import decode_records, parse_header
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig
 

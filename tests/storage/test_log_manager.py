@@ -11,7 +11,7 @@ import pytest
 
 from groupcoord.clock import ManualClock
 from groupcoord.errors import ErrorCode
-from groupcoord.storage.batch import build_batch, decode_records
+from groupcoord.formats.batch import build_batch, decode_records
 from groupcoord.storage.log_config import InvalidConfigError, LogConfig
 from groupcoord.storage.manager import (
     InvalidPartitionsError,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from groupcoord.clock import ManualClock
-from groupcoord.storage.batch import build_batch, decode_records, iter_batches, parse_header
+from groupcoord.formats.batch import build_batch, decode_records, iter_batches, parse_header
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig
 from groupcoord.storage.recovery import RecoveryReport

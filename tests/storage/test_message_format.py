@@ -16,7 +16,7 @@ import lz4.frame
 import pytest
 
 from groupcoord.errors import ErrorCode
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
     COMPRESSION_GZIP,

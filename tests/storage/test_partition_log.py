@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from groupcoord.clock import ManualClock
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     CorruptBatchError,
     build_batch,
     decode_records,

@@ -17,7 +17,7 @@ import crc32c
 import pytest
 
 from groupcoord.clock import ManualClock
-from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
+from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.storage.control import build_marker_batch
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig

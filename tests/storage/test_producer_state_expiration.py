@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from groupcoord.clock import ManualClock
-from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
+from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.storage.control import build_marker_batch
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig

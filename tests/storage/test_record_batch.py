@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     BATCH_HEADER_SIZE,
     CorruptBatchError,
     Record,

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 from groupcoord.clock import ManualClock
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     CorruptBatchError,
     build_batch,
     decode_records,

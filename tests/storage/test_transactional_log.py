@@ -13,7 +13,7 @@ from pathlib import Path
 
 from groupcoord.clock import ManualClock
 from groupcoord.errors import ErrorCode
-from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch, decode_records, parse_header
+from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch, decode_records, parse_header
 from groupcoord.storage.control import ControlType, build_marker_batch, decode_marker
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     COMPRESSION_GZIP,
     CorruptBatchError,
     build_batch,
@@ -15,7 +15,7 @@ from groupcoord.storage.batch import (
     iter_record_spans,
     records_block,
 )
-from groupcoord.storage.varint import VarintError, read_varint, write_varint
+from groupcoord.formats.varint import VarintError, read_varint, write_varint
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 Kafka's ``LogCleaner`` in small. One :class:`BrokerCleaner` per broker runs a *pass* every
 ``log.cleaner.backoff.ms`` of broker time: it is armed on the broker's keyed timers
-(:class:`~groupcoord.loop_timers.LoopTimers`, driven by the broker clock, so a test's
+(:class:`~groupcoord.handling.loop_timers.LoopTimers`, driven by the broker clock, so a test's
 ``Broker.advance()`` or a ManualClock runs it), and the pass itself runs on a thread of its own
 (``groupcoord-cleaner``), never on the event loop. A pass walks the partitions that are
 compacted *at that moment* (``plog.config.compact``: user topics created or altered with

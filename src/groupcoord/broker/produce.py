@@ -16,9 +16,9 @@ from typing import Any
 
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.batch import CorruptBatchError, decode_records, iter_batches, parse_header
 from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
-from groupcoord.storage.batch import CorruptBatchError, decode_records, iter_batches, parse_header
 from groupcoord.storage.log import RecordTooLargeError
 from groupcoord.storage.message_format import MAGIC_V0, MAGIC_V1, MessageFormatError, magic_of, upconvert
 from groupcoord.storage.segment import Flushable

@@ -24,7 +24,7 @@ from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
 from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from groupcoord.errors import DataDirError
-from groupcoord.loop_timers import LoopTimers
+from groupcoord.handling.loop_timers import LoopTimers
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.registry import ApiRegistry
 from groupcoord.storage.journal import Journal

@@ -79,8 +79,8 @@ from groupcoord.client.messages import (
 )
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
-from groupcoord.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 
 log = logging.getLogger(__name__)
 

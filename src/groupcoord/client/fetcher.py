@@ -23,7 +23,7 @@ What it does, as Kafka's Java ``Fetcher`` / ``SubscriptionState`` / ``OffsetFetc
   list: a producer's batches from its ``first_offset`` up to its ABORT marker) and every
   control batch are skipped; the position still moves past them.
 * **Decompression** of gzip, snappy, lz4 and zstd by the project's record-batch reader
-  (:mod:`groupcoord.storage.batch`).
+  (:mod:`groupcoord.formats.batch`).
 * **Errors.** OFFSET_OUT_OF_RANGE resets the partition with the reset policy; leader and
   topic errors (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, ...) ask for a metadata
   refresh and retry.
@@ -43,8 +43,8 @@ from groupcoord.client import wire
 from groupcoord.client.errors import KafkaClientError
 from groupcoord.client.types import Record, TopicPartition
 from groupcoord.errors import ErrorCode
+from groupcoord.formats import batch as rb
 from groupcoord.protocol.api_keys import ApiKey
-from groupcoord.storage import batch as rb
 
 log = logging.getLogger(__name__)
 

@@ -319,7 +319,7 @@ class ClassicGroup:
             return frozenset()
         if self.protocol_name is None:
             return None
-        from groupcoord.consumer_protocol import decode_subscription
+        from groupcoord.formats.consumer_protocol import decode_subscription
 
         topics: set[str] = set()
         for member in self.members.values():

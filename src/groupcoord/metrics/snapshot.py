@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from groupcoord.broker.state import Broker
+from groupcoord.formats.batch import parse_header
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.server.connection import Traffic
-from groupcoord.storage.batch import parse_header
 from groupcoord.storage.log import PartitionLog
 
 log = logging.getLogger(__name__)

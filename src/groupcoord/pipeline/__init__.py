@@ -3,7 +3,8 @@
 Layers (each importable on its own):
 
 - ``decoders``: Spark-free functions turning ``__consumer_offsets`` / ``__group_events`` records into
-  plain rows (dicts), built on ``groupcoord.coordinator.records`` and ``groupcoord.consumer_protocol``.
+  plain rows (dicts), built on ``groupcoord.coordinator.records`` and
+  ``groupcoord.formats.consumer_protocol``.
 - ``segments``: Spark-free planning and reading of Kafka log segments (one split per segment, large
   segments split at offset-index points), producing Arrow record batches.
 - ``source``: the Spark Python data sources ``kafka-log``, ``kafka-log-batches`` and

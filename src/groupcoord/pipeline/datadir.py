@@ -2,7 +2,7 @@
 
 Everything goes through the storage layer (``PartitionLog``), so the files are the
 broker's own: ``<topic>-<partition>/`` directories with segments, offset and time indexes. Records
-are built with ``groupcoord.storage.batch.build_batch`` and the coordinator's record codecs; group
+are built with ``groupcoord.formats.batch.build_batch`` and the coordinator's record codecs; group
 events are the JSON the broker publishes on ``__group_events`` (keyed by group id).
 """
 
@@ -21,7 +21,7 @@ from groupcoord.coordinator.records import (
     encode_record,
     partition_for,
 )
-from groupcoord.storage.batch import build_batch
+from groupcoord.formats.batch import build_batch
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig
 

@@ -1,7 +1,7 @@
 """Spark-free decoders: ``__consumer_offsets`` and ``__group_events`` records to plain rows.
 
 The byte codecs are the coordinator's own (``groupcoord.coordinator.records``) and the client
-protocol's (``groupcoord.consumer_protocol``); this module only flattens what they return into rows
+protocol's (``groupcoord.formats.consumer_protocol``); this module only flattens what they return into rows
 with the column names of the pipeline's tables. Every function here is plain Python so it is unit
 tested without Spark; the Spark data sources call them inside their readers.
 """
@@ -109,7 +109,7 @@ def member_row(member: MemberMetadataRecord, protocol_type: str) -> dict[str, An
     if protocol_type == "consumer":
         # imported here: the consumer-protocol schemas cost ~0.25 s to import, paid by every Spark
         # Python process (data source planners, workers) that imports this module otherwise
-        from groupcoord.consumer_protocol import decode_assignment, decode_subscription
+        from groupcoord.formats.consumer_protocol import decode_assignment, decode_subscription
 
         try:
             topics = list(decode_subscription(member.subscription).topics) if member.subscription else []

@@ -6,7 +6,7 @@ entries of int32 relative offset, int32 byte position). Planning makes one :clas
 segment; a segment larger than ``split_bytes`` is cut at offset-index positions (which are always batch
 boundaries), so a split is a byte range holding whole batches.
 
-Reading a split walks its batches with ``groupcoord.storage.batch``: headers, CRC validation and
+Reading a split walks its batches with ``groupcoord.formats.batch``: headers, CRC validation and
 record decoding (all compressions) live there. A torn or corrupt tail stops the walk of that split and
 is reported as a :class:`CorruptTail` rather than raised, so a crashed broker's directory still reads.
 """
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     BatchHeader,
     CorruptBatchError,
     Record,

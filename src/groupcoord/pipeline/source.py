@@ -39,6 +39,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from groupcoord.constants import OFFSETS_TOPIC
+from groupcoord.formats.batch import BatchHeader, CorruptBatchError, decode_records, records_block
 from groupcoord.pipeline import decoders, vectorized
 from groupcoord.pipeline.segments import (
     DEFAULT_SPLIT_BYTES,
@@ -51,7 +52,6 @@ from groupcoord.pipeline.segments import (
     record_timestamp,
     walk_split,
 )
-from groupcoord.storage.batch import BatchHeader, CorruptBatchError, decode_records, records_block
 from groupcoord.storage.control import control_record_type
 from groupcoord.storage.txnindex import read_txn_index
 

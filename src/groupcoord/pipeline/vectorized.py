@@ -27,9 +27,7 @@ import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
-from groupcoord.pipeline import decoders
-from groupcoord.pipeline.segments import iter_key_values
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     BATCH_HEADER_SIZE,
     COMPRESSION_ZSTD,
     CRC_START,
@@ -39,6 +37,8 @@ from groupcoord.storage.batch import (
     BatchHeader,
     records_block,
 )
+from groupcoord.pipeline import decoders
+from groupcoord.pipeline.segments import iter_key_values
 
 if TYPE_CHECKING:
     import pyarrow as pa

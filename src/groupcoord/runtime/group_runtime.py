@@ -34,9 +34,9 @@ from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, encode_record
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.runtime.loader import OffsetsLoader
-from groupcoord.storage.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.storage.log import PartitionLog
 
 if TYPE_CHECKING:

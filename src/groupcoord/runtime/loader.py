@@ -46,8 +46,7 @@ from groupcoord.coordinator.records import (
     decode_value,
     fast_offset_commit_value,
 )
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     BATCH_HEADER_SIZE,
     BatchHeader,
     CorruptBatchError,
@@ -55,6 +54,7 @@ from groupcoord.storage.batch import (
     decompress,
     iter_record_spans,
 )
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.storage.control import ControlType, decode_marker
 
 log = logging.getLogger(__name__)

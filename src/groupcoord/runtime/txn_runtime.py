@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.batch import build_batch, decode_records
 from groupcoord.runtime.answers import now_or_later
-from groupcoord.storage.batch import build_batch, decode_records
 from groupcoord.storage.control import build_marker_batch
 from groupcoord.transactions.records import TxnRecord, decode_key, decode_value, encode_key, encode_value
 from groupcoord.transactions.result import MarkerWrite, TxnLogWrite, TxnResult

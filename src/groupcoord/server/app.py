@@ -26,7 +26,7 @@ import socket
 from typing import Any
 
 from groupcoord.clock import SystemClock
-from groupcoord.loop_timers import LoopTimers
+from groupcoord.handling.loop_timers import LoopTimers
 from groupcoord.server.connection import KafkaConnection, Traffic
 from groupcoord.server.dispatch import Dispatcher
 

@@ -1,6 +1,6 @@
 """Storage: record batches (magic v2) and a segmented log in Kafka's on-disk layout.
 
-- :mod:`groupcoord.storage.varint` and :mod:`groupcoord.storage.batch`: the record format -
+- :mod:`groupcoord.formats.varint` and :mod:`groupcoord.formats.batch`: the record format -
   zig-zag varints, batch framing, validation, the one record walker, decoding and building.
 - :mod:`groupcoord.storage.log` is one partition's segmented log (append, read, retention,
   truncation), built from :mod:`~groupcoord.storage.segment` (a segment file and its indexes),

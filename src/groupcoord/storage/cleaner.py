@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from .batch import (
+from groupcoord.formats.batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
@@ -48,6 +48,7 @@ from .batch import (
     encode_batch,
     parse_header,
 )
+
 from .control import ControlType, EndTxnMarker, decode_marker
 from .segment import CLEANED_SUFFIX, Segment, read_batches, write_all
 from .txnindex import AbortedTxn

@@ -15,7 +15,7 @@ import enum
 import struct
 from dataclasses import dataclass
 
-from .batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_SEQUENCE, build_batch
+from groupcoord.formats.batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_SEQUENCE, build_batch
 
 __all__ = ["ControlType", "EndTxnMarker", "build_marker_batch", "control_record_type", "decode_marker"]
 

@@ -54,8 +54,8 @@ from typing import Protocol, TypeVar
 import crc32c as _crc32c
 
 from groupcoord.errors import DataDirError
+from groupcoord.formats.batch import iter_batches
 
-from .batch import iter_batches
 from .segment import flush_at_once, fsync_dir, write_all
 
 log = logging.getLogger(__name__)

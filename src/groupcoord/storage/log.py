@@ -41,9 +41,7 @@ from mypy_extensions import mypyc_attr
 from groupcoord.clock import Clock
 from groupcoord.constants import INT32_MAX
 from groupcoord.errors import ErrorCode, KafkaError
-from groupcoord.handling import FileRegion
-
-from .batch import (
+from groupcoord.formats.batch import (
     BatchHeader,
     CorruptBatchError,
     decode_records,
@@ -52,6 +50,8 @@ from .batch import (
     set_log_append_time,
     validate_batch,
 )
+from groupcoord.handling import FileRegion
+
 from .cleaner import CompactionReport, LogCleaner
 from .control import EndTxnMarker, decode_marker
 from .journal import Journal

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import lz4.frame
 
 from groupcoord.errors import ErrorCode
-from groupcoord.storage.batch import (
+from groupcoord.formats.batch import (
     ATTR_TIMESTAMP_TYPE,
     COMPRESSION_LZ4,
     COMPRESSION_NONE,

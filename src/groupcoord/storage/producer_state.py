@@ -39,8 +39,8 @@ from pathlib import Path
 import crc32c as _crc32c
 
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.batch import BatchHeader
 
-from .batch import BatchHeader
 from .control import ControlType, EndTxnMarker
 from .txnindex import AbortedTxn
 

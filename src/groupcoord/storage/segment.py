@@ -31,14 +31,14 @@ from pathlib import Path
 from typing import Protocol
 
 from groupcoord.constants import INT32_MAX
-
-from .batch import (
+from groupcoord.formats.batch import (
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     CorruptBatchError,
     parse_header,
     validate_batch,
 )
+
 from .txnindex import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """What a test reads and writes through the broker's own protocol, with no client library.
 
 Everything here goes over the wire, through the admin tool's client
-(:class:`groupcoord.admin_client.AdminClient` over ``groupcoord.protocol.client``), so it works alike
+(:class:`groupcoord.admin.client.AdminClient` over ``groupcoord.protocol.client``), so it works alike
 for an in-process broker and a subprocess one, and it observes exactly what a client would.
 Partitions and records are the client's own values (:mod:`groupcoord.client.types`).
 """
@@ -12,8 +12,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from groupcoord.admin import committed_offsets, describe_group, topic_partitions
-from groupcoord.admin_client import (
+from groupcoord.admin.client import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     PRODUCE,
@@ -22,13 +21,14 @@ from groupcoord.admin_client import (
     list_offsets,
     read_partition,
 )
-from groupcoord.admin_topics import create_topic as create_topic_over_wire
+from groupcoord.admin.groups import committed_offsets, describe_group, topic_partitions
+from groupcoord.admin.topics import create_topic as create_topic_over_wire
 from groupcoord.client.types import Record, TopicPartition
 from groupcoord.constants import GROUP_EVENTS_TOPIC
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import partition_for
 from groupcoord.errors import ErrorCode
-from groupcoord.storage.batch import build_batch
+from groupcoord.formats.batch import build_batch
 
 __all__ = [
     "GroupMember",

@@ -1,7 +1,7 @@
 """The fetcher's record handling on real record-batch bytes (no broker needed).
 
 The broker under test has no transactions, so read_committed is checked here on batches
-built with the project's batch writer (``groupcoord.storage.batch``) and a Fetch answer built
+built with the project's batch writer (``groupcoord.formats.batch``) and a Fetch answer built
 with kio's own FetchResponse class, exactly as the wire layer hands them to the fetcher.
 Skipping follows Kafka's ``Fetcher`` / ``CompletedFetch`` (``abortedProducerIds``,
 control batches never returned): ``FetcherTest.testReadCommittedWithCommittedAndAbortedTransactions``.
@@ -18,8 +18,8 @@ from groupcoord.client import wire
 from groupcoord.client.fetcher import Fetcher, FetcherConfig
 from groupcoord.client.types import TopicPartition
 from groupcoord.errors import ErrorCode
+from groupcoord.formats import batch as rb
 from groupcoord.protocol.api_keys import ApiKey
-from groupcoord.storage import batch as rb
 
 TP = TopicPartition("t", 0)
 

@@ -44,7 +44,7 @@ Rules, as in Kafka's ``ConsumerPartitionAssignor``:
 
 Wire form
 ---------
-The byte layout of subscriptions and assignments lives in :mod:`groupcoord.consumer_protocol`;
+The byte layout of subscriptions and assignments lives in :mod:`groupcoord.formats.consumer_protocol`;
 :func:`subscription_to_bytes` / :func:`subscription_from_bytes` and
 :func:`assignment_to_bytes` / :func:`assignment_from_bytes` convert these client values to
 and from it. Like Kafka's Java client (``ConsumerProtocol.serializeSubscription``), we write
@@ -63,8 +63,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from groupcoord import consumer_protocol as cp
 from groupcoord.client.types import TopicPartition
+from groupcoord.formats import consumer_protocol as cp
 
 log = logging.getLogger(__name__)
 

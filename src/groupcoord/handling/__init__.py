@@ -1,8 +1,10 @@
-"""The types every layer shares about handling one request.
+"""The types every layer shares about handling one request on the event loop.
 
-This module is a leaf: it imports nothing of groupcoord but the :class:`ApiKey` enum (itself
-a leaf). The server (framing, ordering, transport), the broker's and the coordinator
-runtime's handlers, and the composition root (:mod:`groupcoord.app`) all meet here:
+This package is a leaf: it imports nothing of groupcoord but the :class:`ApiKey` enum and the
+keyed timer (both leaves). Beside the types below, :mod:`groupcoord.handling.loop_timers` drives
+the keyed timer from the event loop (fetch long-polls, idle connections, the log cleaner).
+The server (framing, ordering, transport), the broker's and the coordinator runtime's
+handlers, and the composition root (:mod:`groupcoord.app`) all meet here:
 
 * :class:`RequestContext`: what a handler knows about the request and its connection;
 * :class:`Route`: one line of the route table, an API's version range and handler;

@@ -37,7 +37,7 @@ import lz4.frame
 import snappy
 import zstandard
 
-from groupcoord.storage.varint import VarintError, read_varint, write_varint
+from groupcoord.formats.varint import VarintError, read_varint, write_varint
 
 __all__ = [
     "ATTR_COMPRESSION_MASK",

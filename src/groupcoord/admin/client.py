@@ -4,7 +4,7 @@ speaking the highest version both sides know of each API.
 :class:`AdminClient` holds the bootstrap connection and, on demand, one to each other broker
 (the group's coordinator, a partition's leader). :func:`list_offsets` and
 :func:`read_partition` (Fetch from the log start to a high watermark, record batches walked by
-``groupcoord.storage.batch``) are what ``groupcoord groups``, ``groupcoord topics`` and
+``groupcoord.formats.batch``) are what ``groupcoord groups``, ``groupcoord topics`` and
 ``groupcoord.testing`` read the log with. Errors the user must be told are :class:`AdminError`.
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.batch import BatchHeader, CorruptBatchError, decode_records, iter_batches
+from groupcoord.formats.batch import Record as BatchRecord
 from groupcoord.protocol.client import WireClient, WireError, build_request
 from groupcoord.protocol.registry import ApiMessages, load_messages
-from groupcoord.storage.batch import BatchHeader, CorruptBatchError, decode_records, iter_batches
-from groupcoord.storage.batch import Record as BatchRecord
 
 log = logging.getLogger(__name__)
 

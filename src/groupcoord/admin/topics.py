@@ -4,7 +4,7 @@ kafka-topics.sh (and kafka-delete-records.sh).
 Metadata lists and describes topics (DescribeConfigs adds the settings that differ from the
 broker's defaults), CreateTopics / DeleteTopics create and delete them, CreatePartitions and
 IncrementalAlterConfigs (or AlterConfigs) alter them. Everything goes through
-:class:`groupcoord.admin_client.AdminClient`, so the verbs work against any Kafka-compatible broker; a verb
+:class:`groupcoord.admin.client.AdminClient`, so the verbs work against any Kafka-compatible broker; a verb
 whose API the broker does not serve says which API it needs.
 """
 
@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from groupcoord.admin import _guarded, _table
-from groupcoord.admin_client import (
+from groupcoord.admin.client import (
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
     CREATE_TOPICS,
@@ -35,6 +34,7 @@ from groupcoord.admin_client import (
     check_error,
     error_name,
 )
+from groupcoord.admin.groups import _guarded, _table
 
 log = logging.getLogger(__name__)
 

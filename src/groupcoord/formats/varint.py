@@ -7,7 +7,7 @@ them for every length and delta; at most 10 bytes (a 64-bit value).
 
 Hot loops read a one-byte varint inline (``b < 0x80`` -> ``(b >> 1) ^ -(b & 1)``) and call
 :func:`read_varint` only for longer ones; every reader of records does that through the one
-walker, :func:`groupcoord.storage.batch.iter_record_spans`.
+walker, :func:`groupcoord.formats.batch.iter_record_spans`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 group's state, protocol, generation and leader, its members with their decoded assignments,
 and per partition the committed offset, the log-end offset and the lag.
 
-Everything comes over the Kafka protocol, through :mod:`groupcoord.admin_client` (the raw
+Everything comes over the Kafka protocol, through :mod:`groupcoord.admin.client` (the raw
 codec of ``groupcoord.protocol``, no client library), so the tool works against any broker that
 speaks these APIs:
 
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from groupcoord import clock
-from groupcoord.admin_client import (
+from groupcoord.admin.client import (
     DEFAULT_BOOTSTRAP,
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
@@ -53,13 +53,17 @@ from groupcoord.admin_client import (
     read_partition,
 )
 from groupcoord.constants import OFFSETS_TOPIC
-from groupcoord.consumer_protocol import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
     GroupMetadataValue,
     RecordDecodeError,
     decode_record,
     partition_for,
+)
+from groupcoord.formats.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    ConsumerProtocolError,
+    decode_assignment,
 )
 
 log = logging.getLogger(__name__)
