@@ -51,7 +51,8 @@ from groupcoord.formats.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from groupcoord.protocol.client import PipelinedWireClient, decode_response, encode_request
+from groupcoord.protocol.client import PipelinedWireClient
+from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.entities import make
 from groupcoord.protocol.registry import ApiMessages, load_messages
 

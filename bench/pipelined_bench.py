@@ -36,7 +36,7 @@ from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
 from groupcoord.formats.batch import build_batch
-from groupcoord.protocol.client import encode_request
+from groupcoord.protocol.codec import encode_request
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.runtime.group_runtime import GroupRuntime

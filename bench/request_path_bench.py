@@ -40,7 +40,7 @@ from groupcoord.app import build_dispatcher
 from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
-from groupcoord.protocol.client import decode_response
+from groupcoord.protocol.codec import decode_response
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.server.connection import KafkaConnection
 

@@ -25,7 +25,7 @@ from groupcoord.coordinator.records import (
     encode_value,
 )
 from groupcoord.formats.batch import _encode_record, _encode_record_general, build_batch, decode_records
-from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime

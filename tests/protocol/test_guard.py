@@ -13,7 +13,7 @@ import pytest
 from hypothesis import strategies as st
 from kio.static.primitive import Records, i64Timedelta
 
-from groupcoord.protocol.client import encode_request
+from groupcoord.protocol.codec import encode_request
 from groupcoord.protocol.guard import check_request
 from groupcoord.protocol.headers import MalformedRequestError, decode_request_header
 from groupcoord.protocol.registry import load_messages

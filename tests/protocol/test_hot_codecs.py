@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.static.primitive import i64Timedelta
 
-from groupcoord.protocol.client import encode_request
+from groupcoord.protocol.codec import encode_request
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
 from groupcoord.protocol.headers import MalformedRequestError, decode_request_header
 from groupcoord.protocol.hot import HeartbeatIn, OffsetCommitIn, offset_commit_response

@@ -17,7 +17,7 @@ import pytest
 from kio.schema.errors import ErrorCode as E
 from kio.serial import entity_reader, entity_writer
 
-from groupcoord.protocol.client import build_request
+from groupcoord.protocol.codec import build_request
 from groupcoord.protocol.old_versions import OLD_VERSIONS
 from groupcoord.protocol.registry import load_messages
 

@@ -3,7 +3,7 @@ import datetime
 import pytest
 from kio.schema.metadata.v12.request import MetadataRequest
 
-from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.entities import child, err, make, ms
 from groupcoord.protocol.framing import FrameDecoder
 from groupcoord.protocol.headers import decode_request_header

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from groupcoord.handling import RequestContext
-from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.entities import child, err, make
 from groupcoord.protocol.registry import ApiRegistry, load_messages
 from groupcoord.server.app import KafkaServer

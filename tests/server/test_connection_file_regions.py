@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from groupcoord.handling import PreEncoded, RequestContext
-from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.entities import child, err, make
 from groupcoord.protocol.fetch_response import PartitionOut, TopicOut, encode_fetch_body
 from groupcoord.protocol.registry import load_messages

@@ -28,7 +28,7 @@ from groupcoord.config import INT_MAX, BrokerConfig
 from groupcoord.errors import ConfigError
 from groupcoord.handling import RequestContext
 from groupcoord.handling.loop_timers import LoopTimers
-from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.entities import err, make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.app import KafkaServer

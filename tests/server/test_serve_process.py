@@ -18,7 +18,7 @@ import pytest
 
 from groupcoord.app import run_blocking
 from groupcoord.config import BrokerConfig
-from groupcoord.protocol.client import decode_response, encode_request
+from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
 

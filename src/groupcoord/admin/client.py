@@ -17,8 +17,16 @@ from typing import Any
 from groupcoord.errors import ErrorCode
 from groupcoord.formats.batch import BatchHeader, CorruptBatchError, decode_records, iter_batches
 from groupcoord.formats.batch import Record as BatchRecord
-from groupcoord.protocol.client import WireClient, WireError, build_request
-from groupcoord.protocol.registry import ApiMessages, load_messages
+from groupcoord.protocol.client import WireClient, WireError
+from groupcoord.protocol.codec import (
+    ApiVersionTable,
+    ProtocolDecodeError,
+    UnsupportedApiError,
+    build_request,
+    decode_api_versions,
+    request_messages,
+)
+from groupcoord.protocol.registry import ApiMessages
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +99,7 @@ class Connection:
             self._wire = WireClient(host, port, client_id=client_id, timeout_s=timeout_s)
         except WireError as exc:
             raise AdminError(str(exc)) from exc
-        self._versions: dict[int, int] = {}
-        self._negotiate()
+        self._versions = self._negotiate()
 
     def close(self) -> None:
         self._wire.close()
@@ -103,28 +110,34 @@ class Connection:
         except WireError as exc:
             raise AdminError(str(exc)) from exc
 
-    def _negotiate(self) -> None:
-        response = self._roundtrip(load_messages(API_VERSIONS, 0), {})
-        if int(response.error_code) != 0:
-            raise AdminError(f"{self.address}: ApiVersions failed: {error_name(response.error_code)}")
-        broker = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
-        for key, (lo, hi) in _CLIENT_RANGES.items():
-            theirs = broker.get(key)
-            if theirs is not None and max(lo, theirs[0]) <= min(hi, theirs[1]):
-                self._versions[key] = min(hi, theirs[1])
+    def _negotiate(self) -> ApiVersionTable:
+        # ApiVersions v0: every broker reads it, and its answer lists every API (the codec's
+        # negotiation, as the member client's, with this tool's own version ranges)
+        messages = request_messages(API_VERSIONS, 0)
+        self._wire.send_entity(messages, build_request(messages.request_type, {}))
+        try:
+            frame = self._wire.recv_frame()
+            table, _ = decode_api_versions(frame, 0, _CLIENT_RANGES)
+        except WireError as exc:
+            raise AdminError(str(exc)) from exc
+        except ProtocolDecodeError as exc:
+            raise AdminError(f"{self.address}: {exc}") from exc
+        if table is None:  # UNSUPPORTED_VERSION even to v0: nothing this tool can speak
+            raise AdminError(f"{self.address}: ApiVersions v0 refused")
+        return table
 
     def version(self, api_key: int) -> int:
         try:
-            return self._versions[api_key]
-        except KeyError:
+            return self._versions.version(api_key)
+        except UnsupportedApiError:
             raise AdminError(f"{self.address} offers no usable version of api key {api_key}") from None
 
     def serves(self, api_key: int) -> bool:
         """Whether the broker and this tool share a version of ``api_key``."""
-        return api_key in self._versions
+        return self._versions.supports(api_key)
 
     def call(self, api_key: int, **fields: Any) -> Any:
-        return self._roundtrip(load_messages(api_key, self.version(api_key)), fields)
+        return self._roundtrip(request_messages(api_key, self.version(api_key)), fields)
 
 
 def error_name(code: Any) -> str:

@@ -35,8 +35,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from groupcoord.client import wire
+from groupcoord.protocol import codec
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.framing import FrameDecoder, FrameError
+from groupcoord.protocol.registry import ApiMessages
 
 log = logging.getLogger(__name__)
 
@@ -179,12 +181,12 @@ class _Node:
         self.port = port
         self.sock: socket.socket | None = None
         self.ready = False
-        self.versions: wire.ApiVersionTable | None = None
+        self.versions: codec.ApiVersionTable | None = None
         self.api_versions_version = wire.CLIENT_RANGES[ApiKey.API_VERSIONS][1]
         self.decoder = FrameDecoder(_MAX_FRAME)
         self.out = bytearray()
         self.queued: list[InFlight] = []
-        self.in_flight: dict[int, tuple[InFlight, wire.Codec]] = {}
+        self.in_flight: dict[int, tuple[InFlight, ApiMessages]] = {}
         self.failures = 0
         self.next_attempt = 0.0
 
@@ -240,7 +242,7 @@ class NetworkClient(_NodeDirectory[_Node]):
         with self._cond:
             return self._least_loaded(now)
 
-    def versions(self, node_id: int) -> wire.ApiVersionTable | None:
+    def versions(self, node_id: int) -> codec.ApiVersionTable | None:
         with self._cond:
             node = self._nodes.get(node_id)
             return node.versions if node is not None else None
@@ -411,23 +413,23 @@ class NetworkClient(_NodeDirectory[_Node]):
             self._selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, node)
 
     def _send_api_versions(self, node: _Node) -> None:
-        c = wire.codec(ApiKey.API_VERSIONS, node.api_versions_version)
+        c = codec.request_messages(ApiKey.API_VERSIONS, node.api_versions_version)
         cid = next(self._correlation)
         probe = InFlight(
             node.node_id, ApiKey.API_VERSIONS, _PROBE, self._now() + self.config.request_timeout_ms / 1000
         )
         node.in_flight[cid] = (probe, c)
-        node.out += wire.encode_request(c, cid, self.config.client_id, wire.api_versions_request(c.version))
+        node.out += codec.encode_request(c, cid, codec.api_versions_request(c.version), self.config.client_id)
 
     def _encode_queued(self, node: _Node) -> None:
         assert node.versions is not None
         queued, node.queued = node.queued, []
         for request in queued:
             try:
-                c = node.versions.codec(request.api_key)
-                entity = wire.build(c.request_type, request.fields)
+                c = node.versions.messages(request.api_key)
+                entity = codec.build_request(c.request_type, request.fields)
                 cid = next(self._correlation)
-                frame = wire.encode_request(c, cid, self.config.client_id, entity)
+                frame = codec.encode_request(c, cid, entity, self.config.client_id)
             except Exception as exc:  # unsupported API or a request the schema refuses
                 request._finish(error=exc)
                 continue
@@ -468,18 +470,18 @@ class NetworkClient(_NodeDirectory[_Node]):
                 self._on_frame(node, frame)
                 if node.sock is None:
                     return
-        except (FrameError, wire.ProtocolDecodeError) as exc:
+        except (FrameError, codec.ProtocolDecodeError) as exc:
             log.warning("bad answer from node %s: %s", node.node_id, exc)
             self._disconnect(node, BrokerUnavailableError(str(exc)))
 
     def _on_frame(self, node: _Node, frame: bytes) -> None:
-        cid = wire.peek_correlation_id(frame)
+        cid = codec.peek_correlation_id(frame)
         entry = node.in_flight.pop(cid, None)
         if entry is None:
-            raise wire.ProtocolDecodeError(f"answer with unknown correlation id {cid}")
+            raise codec.ProtocolDecodeError(f"answer with unknown correlation id {cid}")
         request, c = entry
         if request.fields is _PROBE:
-            table, retry = wire.decode_api_versions(frame, c.version)
+            table, retry = codec.decode_api_versions(frame, c.version, wire.CLIENT_RANGES)
             if table is None:
                 assert retry is not None
                 node.api_versions_version = retry
@@ -491,7 +493,7 @@ class NetworkClient(_NodeDirectory[_Node]):
             self._encode_queued(node)
             self._flush(node)
             return
-        request._finish(response=wire.decode_response(c, frame))
+        request._finish(response=codec.decode_response(c, frame)[1])
 
     def _expire(self, now: float) -> None:
         for node in self._nodes.values():
@@ -542,8 +544,8 @@ class _AsyncNode:
         self.port = port
         self.writer: asyncio.StreamWriter | None = None
         self.reader_task: asyncio.Task[None] | None = None
-        self.ready: asyncio.Future[wire.ApiVersionTable] | None = None
-        self.in_flight: dict[int, tuple[asyncio.Future[Any], wire.Codec]] = {}
+        self.ready: asyncio.Future[codec.ApiVersionTable] | None = None
+        self.in_flight: dict[int, tuple[asyncio.Future[Any], ApiMessages]] = {}
         self.failures = 0
         self.next_attempt = 0.0
         self.connecting: asyncio.Task[None] | None = None
@@ -579,7 +581,7 @@ class AsyncNetworkClient(_NodeDirectory[_AsyncNode]):
     def least_loaded_node(self) -> int:
         return self._least_loaded(time.monotonic())
 
-    def versions(self, node_id: int) -> wire.ApiVersionTable | None:
+    def versions(self, node_id: int) -> codec.ApiVersionTable | None:
         node = self._nodes.get(node_id)
         if node is None or node.ready is None or not node.ready.done() or node.ready.exception():
             return None
@@ -598,13 +600,13 @@ class AsyncNetworkClient(_NodeDirectory[_AsyncNode]):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         table = await asyncio.wait_for(self._ensure_ready(node), timeout)
-        c = table.codec(api_key)
-        entity = wire.build(c.request_type, fields)
+        c = table.messages(api_key)
+        entity = codec.build_request(c.request_type, fields)
         cid = next(self._correlation)
         future: asyncio.Future[Any] = loop.create_future()
         node.in_flight[cid] = (future, c)
         assert node.writer is not None
-        node.writer.write(wire.encode_request(c, cid, self.config.client_id, entity))
+        node.writer.write(codec.encode_request(c, cid, entity, self.config.client_id))
         try:
             return await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - loop.time()))
         except TimeoutError:
@@ -612,7 +614,7 @@ class AsyncNetworkClient(_NodeDirectory[_AsyncNode]):
             self._disconnect(node, RequestTimeoutError(f"request to node {node_id} timed out"))
             raise RequestTimeoutError(f"request to node {node_id} timed out") from None
 
-    async def _ensure_ready(self, node: _AsyncNode) -> wire.ApiVersionTable:
+    async def _ensure_ready(self, node: _AsyncNode) -> codec.ApiVersionTable:
         while True:
             if node.ready is not None and node.ready.done() and not node.ready.exception():
                 return node.ready.result()
@@ -651,23 +653,23 @@ class AsyncNetworkClient(_NodeDirectory[_AsyncNode]):
         version = wire.CLIENT_RANGES[ApiKey.API_VERSIONS][1]
         try:
             for _ in range(2):
-                c = wire.codec(ApiKey.API_VERSIONS, version)
+                c = codec.request_messages(ApiKey.API_VERSIONS, version)
                 cid = next(self._correlation)
                 raw: asyncio.Future[Any] = loop.create_future()
                 node.in_flight[cid] = (raw, c)
                 writer.write(
-                    wire.encode_request(c, cid, self.config.client_id, wire.api_versions_request(version))
+                    codec.encode_request(c, cid, codec.api_versions_request(version), self.config.client_id)
                 )
                 frame = await asyncio.wait_for(raw, self.config.request_timeout_ms / 1000)
-                table, retry = wire.decode_api_versions(frame, version)
+                table, retry = codec.decode_api_versions(frame, version, wire.CLIENT_RANGES)
                 if table is not None:
                     node.failures = 0
                     node.ready.set_result(table)
                     return
                 assert retry is not None
                 version = retry
-            raise wire.ProtocolDecodeError("ApiVersions negotiation did not converge")
-        except (OSError, TimeoutError, wire.ProtocolDecodeError) as exc:
+            raise codec.ProtocolDecodeError("ApiVersions negotiation did not converge")
+        except (OSError, TimeoutError, codec.ProtocolDecodeError) as exc:
             self._disconnect(node, BrokerUnavailableError(f"ApiVersions with node {node.node_id}: {exc}"))
             if not node.ready.done():
                 node.ready.set_exception(BrokerUnavailableError(str(exc)))
@@ -682,20 +684,20 @@ class AsyncNetworkClient(_NodeDirectory[_AsyncNode]):
                     raise BrokerUnavailableError(f"node {node.node_id} closed the connection")
                 decoder.feed(data)
                 for frame in decoder.frames():
-                    cid = wire.peek_correlation_id(frame)
+                    cid = codec.peek_correlation_id(frame)
                     entry = node.in_flight.pop(cid, None)
                     if entry is None:
-                        raise wire.ProtocolDecodeError(f"answer with unknown correlation id {cid}")
+                        raise codec.ProtocolDecodeError(f"answer with unknown correlation id {cid}")
                     future, c = entry
                     if future.done():
                         continue
                     if c.api_key == ApiKey.API_VERSIONS and node.ready is not None and not node.ready.done():
                         future.set_result(frame)
                     else:
-                        future.set_result(wire.decode_response(c, frame))
+                        future.set_result(codec.decode_response(c, frame)[1])
         except asyncio.CancelledError:
             raise
-        except (OSError, FrameError, wire.ProtocolDecodeError) as exc:
+        except (OSError, FrameError, codec.ProtocolDecodeError) as exc:
             if not isinstance(exc, BrokerUnavailableError):
                 log.warning("connection to node %s failed: %s", node.node_id, exc)
             self._disconnect(

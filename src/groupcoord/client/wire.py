@@ -1,36 +1,25 @@
-"""The client's wire layer: kio encoding and decoding, and ApiVersions negotiation.
+"""The client's side of the wire: the versions it speaks, and its messages as Kafka's fields.
 
-Everything version-specific in the client lives here. A connection first sends ApiVersions;
-:class:`ApiVersionTable` then picks, for each API, the highest version both the broker and
-this client support. Requests are described once, version-neutrally, as a mapping of
-Kafka's field names (a superset over every version); :func:`build` keeps the fields the
-chosen version's kio class has and fills the rest with the schema's defaults. Responses are
-read with ``getattr(entity, name, default)`` for the same reason.
+Encoding, decoding and the ApiVersions negotiation are the package's one request codec
+(:mod:`groupcoord.protocol.codec`, shared with the admin tools and the testing toolkit). A
+connection first sends ApiVersions; :class:`~groupcoord.protocol.codec.ApiVersionTable` then
+picks, for each API, the highest version both the broker and :data:`CLIENT_RANGES` support.
+This module describes every request once, version-neutrally, as a mapping of Kafka's field
+names (a superset over every version: :func:`request_fields`); the codec's ``build_request``
+keeps the fields the chosen version's kio class has. Responses are read with
+``getattr(entity, name, default)`` for the same reason (:func:`read_response`,
+:func:`read_metadata`).
 
-Nothing here knows about groupcoord's broker: only the wire formats (kio's schemas,
-:mod:`groupcoord.protocol.framing`, the API numbers of
-:class:`groupcoord.protocol.api_keys.ApiKey`) are used, so the client works against any
-Kafka-compatible broker.
+Nothing here knows about groupcoord's broker: only the wire formats (kio's schemas through the
+codec, the API numbers of :class:`groupcoord.protocol.api_keys.ApiKey`) are used, so the client
+works against any Kafka-compatible broker.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import importlib
-import io
-import struct
-import types
-import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from kio.schema.index import api_key_map, schema_name_map
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader, entity_writer
-from kio.static.constants import EntityType
 
 from groupcoord.client import messages as m
 from groupcoord.client.types import TopicPartition
@@ -56,203 +45,6 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 5),
 }
 
-_SIZE = struct.Struct(">i")
-_HEADER_V1 = entity_writer(RequestHeaderV1)
-_HEADER_V2 = entity_writer(RequestHeaderV2)
-
-
-class UnsupportedApiError(Exception):
-    """The broker and this client have no version of an API in common."""
-
-    def __init__(self, api_key: int, broker: tuple[int, int] | None) -> None:
-        name = api_key_map.get(api_key, str(api_key))
-        super().__init__(
-            f"no common version of {name} (client {CLIENT_RANGES.get(api_key)}, broker {broker})"
-        )
-        self.api_key = api_key
-
-
-class ProtocolDecodeError(Exception):
-    """A response frame could not be decoded; the connection is unusable."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Codec:
-    """The kio classes and header versions of one (api key, version)."""
-
-    api_key: int
-    version: int
-    request_type: type[Any]
-    response_type: type[Any]
-    flexible: bool
-    writer: Any
-    reader: Any
-
-    @property
-    def response_header_version(self) -> int:
-        # ApiVersions answers always use header v0 so a client can read them before it
-        # knows what the broker speaks.
-        return 1 if self.flexible and self.api_key != ApiKey.API_VERSIONS else 0
-
-
-_CODECS: dict[tuple[int, int], Codec] = {}
-
-
-def _load(name: str, version: int, kind: EntityType) -> type[Any]:
-    path = schema_name_map[name][version][kind]  # type: ignore[index]
-    module, _, attr = path.partition(":")
-    cls: type[Any] = getattr(importlib.import_module(module), attr)
-    return cls
-
-
-def codec(api_key: int, version: int) -> Codec:
-    """The (cached) codec of one API version, straight from kio's schemas."""
-    found = _CODECS.get((api_key, version))
-    if found is not None:
-        return found
-    name = api_key_map[api_key]
-    req = _load(name, version, EntityType.request)
-    resp = _load(name, version, EntityType.response)
-    made = Codec(
-        api_key=api_key,
-        version=version,
-        request_type=req,
-        response_type=resp,
-        flexible=bool(req.__flexible__),
-        writer=entity_writer(req),
-        reader=entity_reader(resp),
-    )
-    _CODECS[(api_key, version)] = made
-    return made
-
-
-def encode_request(c: Codec, correlation_id: int, client_id: str | None, request: Any) -> bytes:
-    """A complete request frame, size prefix included."""
-    buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    header: dict[str, Any] = {
-        "request_api_key": c.api_key,
-        "request_api_version": c.version,
-        "correlation_id": correlation_id,
-        "client_id": client_id,
-    }
-    if c.flexible:
-        _HEADER_V2(buf, RequestHeaderV2(**header))
-    else:
-        _HEADER_V1(buf, RequestHeaderV1(**header))
-    c.writer(buf, request)
-    data = buf.getbuffer()
-    _SIZE.pack_into(data, 0, len(data) - 4)
-    del data
-    return buf.getvalue()
-
-
-def peek_correlation_id(frame: bytes) -> int:
-    if len(frame) < 4:
-        raise ProtocolDecodeError(f"response frame of {len(frame)} bytes has no header")
-    (cid,) = _SIZE.unpack_from(frame, 0)
-    return int(cid)
-
-
-def _skip_tagged_fields(frame: bytes, pos: int) -> int:
-    def uvarint(p: int) -> tuple[int, int]:
-        shift = value = 0
-        while True:
-            if p >= len(frame):
-                raise ProtocolDecodeError("truncated tagged fields in response header")
-            b = frame[p]
-            p += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value, p
-            shift += 7
-
-    count, pos = uvarint(pos)
-    for _ in range(count):
-        _, pos = uvarint(pos)
-        size, pos = uvarint(pos)
-        pos += size
-    return pos
-
-
-def decode_response(c: Codec, frame: bytes) -> Any:
-    """The response entity of a frame (size prefix removed) answering a request made with ``c``."""
-    pos = 4
-    if c.response_header_version == 1:
-        pos = _skip_tagged_fields(frame, pos)
-    try:
-        entity, _ = c.reader(frame, pos)
-    except Exception as exc:  # truncated or invalid body
-        raise ProtocolDecodeError(f"bad {api_key_map[c.api_key]} v{c.version} response: {exc!r}") from exc
-    return entity
-
-
-# -- building requests from version-neutral field mappings ------------------------------------
-
-_PLANS: dict[type[Any], list[tuple[str, Any, bool, bool]]] = {}
-
-
-def _nested_type(tp: Any) -> type[Any] | None:
-    """The kio entity class inside ``tuple[Entity, ...]``, ``Entity | None`` or ``Entity``."""
-    origin = typing.get_origin(tp)
-    if origin is tuple:
-        args = typing.get_args(tp)
-        return _nested_type(args[0]) if args else None
-    if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(tp):
-            found = _nested_type(arg)
-            if found is not None:
-                return found
-        return None
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return tp
-    return None
-
-
-def _plan(cls: type[Any]) -> list[tuple[str, Any, bool, bool]]:
-    plan = _PLANS.get(cls)
-    if plan is None:
-        plan = []
-        for f in dataclasses.fields(cls):
-            nested = _nested_type(f.type)
-            is_tuple = typing.get_origin(f.type) is tuple or (
-                typing.get_origin(f.type) in (typing.Union, types.UnionType)
-                and any(typing.get_origin(a) is tuple for a in typing.get_args(f.type))
-            )
-            timedelta = str(f.metadata.get("kafka_type", "")).startswith("timedelta")
-            plan.append((f.name, nested, is_tuple, timedelta))
-        _PLANS[cls] = plan
-    return plan
-
-
-def build(cls: type[Any], values: Mapping[str, Any]) -> Any:
-    """An instance of the kio class ``cls`` from a superset mapping of field values.
-
-    Nested entities are given as mappings (or sequences of mappings); durations as
-    milliseconds. Fields the class lacks are ignored; fields the mapping lacks take the
-    schema's default (a missing field without a default is a bug in the caller: TypeError).
-    """
-    kwargs: dict[str, Any] = {}
-    for name, nested, is_tuple, timedelta in _plan(cls):
-        if name not in values:
-            continue
-        value = values[name]
-        if value is None:
-            kwargs[name] = None
-        elif nested is not None:
-            if is_tuple:
-                kwargs[name] = tuple(build(nested, v) for v in value)
-            else:
-                kwargs[name] = build(nested, value)
-        elif timedelta:
-            kwargs[name] = datetime.timedelta(milliseconds=int(value))
-        elif is_tuple:
-            kwargs[name] = tuple(value)
-        else:
-            kwargs[name] = value
-    return cls(**kwargs)
-
-
 def error_code(value: Any) -> ErrorCode:
     """groupcoord's ErrorCode for a kio error code (unknown codes become UNKNOWN_SERVER_ERROR)."""
     raw = int(value)
@@ -260,67 +52,6 @@ def error_code(value: Any) -> ErrorCode:
         return ErrorCode(raw)
     except ValueError:
         return ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-# -- ApiVersions negotiation -------------------------------------------------------------------
-
-
-def api_versions_request(version: int) -> Any:
-    return build(
-        codec(ApiKey.API_VERSIONS, version).request_type,
-        {"client_software_name": "groupcoord-client", "client_software_version": "1"},
-    )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApiVersionTable:
-    """The version chosen per API: the highest one both sides support."""
-
-    broker: Mapping[int, tuple[int, int]]
-
-    @classmethod
-    def from_response(cls, response: Any) -> ApiVersionTable:
-        ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
-        return cls(broker=ranges)
-
-    def version(self, api_key: int) -> int:
-        mine = CLIENT_RANGES.get(api_key)
-        theirs = self.broker.get(api_key)
-        if mine is None or theirs is None:
-            raise UnsupportedApiError(api_key, theirs)
-        hi = min(mine[1], theirs[1])
-        if hi < max(mine[0], theirs[0]):
-            raise UnsupportedApiError(api_key, theirs)
-        return hi
-
-    def supports(self, api_key: int) -> bool:
-        try:
-            self.version(api_key)
-        except UnsupportedApiError:
-            return False
-        return True
-
-    def codec(self, api_key: int) -> Codec:
-        return codec(api_key, self.version(api_key))
-
-
-def decode_api_versions(frame: bytes, sent_version: int) -> tuple[ApiVersionTable | None, int | None]:
-    """Read an ApiVersions answer.
-
-    Returns (table, None) on success, or (None, retry_version) when the broker answered
-    UNSUPPORTED_VERSION (KIP-511: the answer is then in the v0 layout and lists what the
-    broker speaks, so the client retries at the highest ApiVersions version both know).
-    """
-    if len(frame) >= 6 and struct.unpack_from(">h", frame, 4)[0] == ErrorCode.UNSUPPORTED_VERSION:
-        response = decode_response(codec(ApiKey.API_VERSIONS, 0), frame)
-        table = ApiVersionTable.from_response(response)
-        theirs = table.broker.get(ApiKey.API_VERSIONS, (0, 0))
-        return None, min(theirs[1], CLIENT_RANGES[ApiKey.API_VERSIONS][1])
-    response = decode_response(codec(ApiKey.API_VERSIONS, sent_version), frame)
-    code = error_code(response.error_code)
-    if code is not ErrorCode.NONE:
-        raise ProtocolDecodeError(f"ApiVersions failed with {code.name}")
-    return ApiVersionTable.from_response(response), None
 
 
 # -- small readers shared by the fetcher and the consumer --------------------------------------

@@ -1,7 +1,7 @@
-"""The client side of the codec: encode requests, decode responses, and one raw wire client.
+"""Raw wire clients over the one request codec (:mod:`groupcoord.protocol.codec`).
 
-The broker never needs this; the admin tool, tests and benchmarks that talk to the broker over a
-raw socket do (:class:`WireClient`, :class:`AsyncWireClient`, and for load generators
+The broker never needs these; the admin tool, tests and benchmarks that talk to the broker over
+a raw socket do (:class:`WireClient`, :class:`AsyncWireClient`, and for load generators
 :class:`PipelinedWireClient`).
 """
 
@@ -9,84 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import datetime
-import io
 import select
 import socket
 import struct
 import typing
-from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32
-
-from groupcoord.protocol.entities import child
+from groupcoord.protocol.codec import (
+    build_request,
+    decode_response,
+    encode_request,
+    peek_correlation_id,
+    request_messages,
+)
 from groupcoord.protocol.framing import FrameDecoder
-from groupcoord.protocol.registry import ApiMessages, load_messages
+from groupcoord.protocol.registry import ApiMessages
 
-_write_v1 = entity_writer(RequestHeaderV1)
-_write_v2 = entity_writer(RequestHeaderV2)
 _SIZE = struct.Struct(">i")
-
-
-def encode_request(
-    messages: ApiMessages, correlation_id: int, request: Any, client_id: str | None = "t"
-) -> bytes:
-    """A complete request frame (size prefix included)."""
-    buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    fields: dict[str, Any] = {
-        "request_api_key": i16(messages.api_key),
-        "request_api_version": i16(messages.version),
-        "correlation_id": i32(correlation_id),
-        "client_id": client_id,
-    }
-    if messages.request_header_version == 2:
-        _write_v2(buf, RequestHeaderV2(**fields))
-    else:
-        _write_v1(buf, RequestHeaderV1(**fields))
-    entity_writer(messages.request_type)(buf, request)
-    data = buf.getbuffer()
-    _SIZE.pack_into(data, 0, len(data) - 4)
-    del data
-    return buf.getvalue()
-
-
-def decode_response(messages: ApiMessages, frame: bytes) -> tuple[int, Any]:
-    """(correlation_id, response entity) of a response frame without its size prefix."""
-    (correlation_id,) = _SIZE.unpack_from(frame, 0)
-    offset = 4 + (1 if messages.response_header_version == 1 else 0)
-    entity, _ = entity_reader(messages.response_type)(frame, offset)
-    return correlation_id, entity
-
-
-def build_request(cls: type[Any], fields: Mapping[str, Any]) -> Any:
-    """A kio entity of whatever version ``cls`` is, from plain values.
-
-    Fields the version does not have are dropped; dicts and lists (or tuples) of dicts become
-    nested entities; ints given to timedelta fields are milliseconds. So one call site can build
-    a request at any version.
-    """
-    hints = typing.get_type_hints(cls)
-    out: dict[str, Any] = {}
-    for name, value in fields.items():
-        if name not in hints:
-            continue
-        hint = hints[name]
-        if isinstance(value, dict):
-            out[name] = build_request(child(cls, name), value)
-        elif isinstance(value, list | tuple) and value and isinstance(value[0], dict):
-            out[name] = tuple(build_request(child(cls, name), v) for v in value)
-        elif isinstance(value, list):
-            out[name] = tuple(value)
-        elif isinstance(value, int) and isinstance(hint, type) and issubclass(hint, datetime.timedelta):
-            out[name] = datetime.timedelta(milliseconds=value)
-        else:
-            out[name] = value
-    return cls(**out)
 
 
 class WireError(ConnectionError):
@@ -139,17 +78,24 @@ class WireClient:
 
     def send(self, api_key: int, version: int, **fields: Any) -> int:
         """Send a request built from plain values (see :func:`build_request`)."""
-        messages = load_messages(api_key, version)
+        messages = request_messages(api_key, version)
         return self.send_entity(messages, build_request(messages.request_type, fields))
 
     def recv(self) -> Any:
         """The answer to the oldest request still pending on this connection."""
-        correlation, messages = self.pending.popleft()
+        messages = self.pending[0][1]
+        return decode_response(messages, self.recv_frame())[1]
+
+    def recv_frame(self) -> bytes:
+        """The answer frame (size prefix removed, correlation id checked) to the oldest request
+        still pending on this connection, undecoded."""
+        correlation, _ = self.pending.popleft()
         (size,) = _SIZE.unpack(self._read(4))
-        got, response = decode_response(messages, self._read(size))
+        frame = self._read(size)
+        got = peek_correlation_id(frame)
         if got != correlation:
             raise WireError(f"{self.address}: answer {got} to request {correlation}")
-        return response
+        return frame
 
     def call_entity(self, messages: ApiMessages, request: Any) -> Any:
         self.send_entity(messages, request)
@@ -206,7 +152,7 @@ class AsyncWireClient:
         return self.correlation
 
     async def send(self, api_key: int, version: int, **fields: Any) -> int:
-        messages = load_messages(api_key, version)
+        messages = request_messages(api_key, version)
         return await self.send_entity(messages, build_request(messages.request_type, fields))
 
     async def recv(self) -> Any:

@@ -19,6 +19,7 @@ from groupcoord.client.fetcher import Fetcher, FetcherConfig
 from groupcoord.client.types import TopicPartition
 from groupcoord.errors import ErrorCode
 from groupcoord.formats import batch as rb
+from groupcoord.protocol import codec
 from groupcoord.protocol.api_keys import ApiKey
 
 TP = TopicPartition("t", 0)
@@ -75,8 +76,8 @@ def fetcher(isolation: str) -> Fetcher:
 
 
 def fetch_answer(records: bytes, aborted: list[tuple[int, int]]) -> Any:
-    c = wire.codec(ApiKey.FETCH, 12)
-    return wire.build(
+    c = codec.request_messages(ApiKey.FETCH, 12)
+    return codec.build_request(
         c.response_type,
         {
             "throttle_time": 0,
