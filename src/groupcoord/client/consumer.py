@@ -20,8 +20,9 @@ lock, as in Kafka's Java client:
   :meth:`Consumer.close` and friends: it joins the group, fetches, commits, and runs the
   rebalance callbacks (``on_assign`` / ``on_revoke`` / ``on_lost``, each called with a list
   of :class:`TopicPartition`), always on this thread, inside ``poll``;
-* **the heartbeat thread**, named ``kafka-coordinator-heartbeat-thread | <group.id>``,
-  created and started with the consumer (for a consumer with a ``group.id``). It runs
+* **the heartbeat thread**, a :class:`~groupcoord.client.heartbeat_thread.HeartbeatThread`
+  named ``kafka-coordinator-heartbeat-thread | <group.id>``, created and started with the
+  consumer (for a consumer with a ``group.id``). It runs
   ``core.heartbeat_poll`` and sends what the core returns, which is nothing unless the
   core's ``enabled`` flag is set (from the JoinGroup answer until the member leaves STABLE
   or a heartbeat fails). It also applies the session timeout (coordinator unknown) and the
@@ -43,7 +44,7 @@ from groupcoord.client.connection import InFlight, NetworkClient
 from groupcoord.client.engine import Callback, ConsumerEngine, connection_config, core_node, now_ms
 from groupcoord.client.errors import KafkaClientError
 from groupcoord.client.fetcher import FetchOut
-from groupcoord.client.heartbeat import heartbeat_thread_name
+from groupcoord.client.heartbeat_thread import HeartbeatThread
 from groupcoord.client.member import Outbound
 from groupcoord.client.types import OffsetAndMetadata, Record, TopicPartition
 
@@ -63,14 +64,21 @@ class Consumer:
         self._app: dict[int, tuple[InFlight, Outbound | FetchOut]] = {}
         self._seq = 0
         self._stop = threading.Event()
-        self._heartbeat_thread: threading.Thread | None = None
-        self._heartbeat_error: BaseException | None = None
-        if self._engine.core is not None:
+        self._heartbeat: HeartbeatThread | None = None
+        core = self._engine.core
+        if core is not None:
             assert self.config.group_id is not None
-            self._heartbeat_thread = threading.Thread(
-                target=self._heartbeat_loop, name=heartbeat_thread_name(self.config.group_id), daemon=True
+            self._heartbeat = HeartbeatThread(
+                group_id=self.config.group_id,
+                lock=self._lock,
+                client=self._client,
+                poll=core.heartbeat_poll,
+                next_deadline_ms=core.next_heartbeat_deadline_ms,
+                send=self._send_request,
+                deliver=self._deliver_core,
+                now_ms=now_ms,
             )
-            self._heartbeat_thread.start()
+            self._heartbeat.start()
 
     # -- context manager --------------------------------------------------------------------
 
@@ -84,7 +92,7 @@ class Consumer:
 
     @property
     def heartbeat_thread(self) -> threading.Thread | None:
-        return self._heartbeat_thread
+        return None if self._heartbeat is None else self._heartbeat.thread
 
     def subscribe(
         self,
@@ -217,9 +225,8 @@ class Consumer:
             if core is not None:
                 # Java stops the heartbeat thread first, then commits and leaves.
                 self._stop.set()
-                if self._heartbeat_thread is not None:
-                    self._client.wakeup()
-                    self._heartbeat_thread.join(timeout_seconds)
+                if self._heartbeat is not None:
+                    self._heartbeat.close(timeout_seconds)
                 with self._lock:
                     core.close(now_ms())
                     self._drive(app_poll=False)
@@ -243,9 +250,8 @@ class Consumer:
         self._engine.check_open()
 
     def _check_heartbeat_thread(self) -> None:
-        if self._heartbeat_error is not None:
-            error = self._heartbeat_error
-            raise KafkaClientError(f"the heartbeat thread failed: {error!r}") from error
+        if self._heartbeat is not None:
+            self._heartbeat.check()
 
     def _drive(self, *, app_poll: bool) -> None:
         """One step (lock held): collect finished requests, ask the core and the fetcher what
@@ -318,24 +324,6 @@ class Consumer:
                     raise
                 log.exception("rebalance callback failed during close")
 
-    # -- the heartbeat thread ----------------------------------------------------------------
-
-    def _heartbeat_loop(self) -> None:
-        core = self._engine.core
-        mine: list[tuple[InFlight, Outbound]] = []
-        try:
-            while not self._stop.is_set():
-                with self._lock:
-                    for inflight, out in [x for x in mine if x[0].done]:
-                        mine.remove((inflight, out))
-                        self._engine.on_core_answer(self._client, out, inflight.response, inflight.error)
-                    for out in core.heartbeat_poll(now_ms()):
-                        mine.append((self._send_request(out), out))
-                    wait_s = self._engine.heartbeat_wait_s()
-                if mine:
-                    self._client.wait([x[0] for x in mine], wait_s)
-                else:
-                    self._stop.wait(wait_s)
-        except Exception as exc:  # surfaces on the application's thread (Java does the same)
-            log.exception("heartbeat thread failed")
-            self._heartbeat_error = exc
+    def _deliver_core(self, out: Outbound, inflight: InFlight, now: int) -> None:
+        """Hand a finished request of the heartbeat thread to the core (lock held)."""
+        self._engine.on_core_answer(self._client, out, inflight.response, inflight.error)

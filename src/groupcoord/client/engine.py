@@ -22,6 +22,7 @@ from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.connection import ConnectionConfig
 from groupcoord.client.errors import KafkaClientError
 from groupcoord.client.fetcher import Fetcher, FetcherConfig, FetchOut
+from groupcoord.client.heartbeat import heartbeat_wait_s
 from groupcoord.client.member import FatalErrorEvent, MemberEvent, Outbound
 from groupcoord.client.messages import MetadataRequest
 from groupcoord.client.types import OffsetAndMetadata, Record, TopicPartition
@@ -341,8 +342,7 @@ class ConsumerEngine:
         return max(0.005, min(0.5, (deadline - now_ms()) / 1000))
 
     def heartbeat_wait_s(self) -> float:
-        deadline: int | None = self.core.next_heartbeat_deadline_ms()
-        return 0.1 if deadline is None else max(0.005, min(0.1, (deadline - now_ms()) / 1000))
+        return heartbeat_wait_s(self.core.next_heartbeat_deadline_ms(), now_ms())
 
     # -- answers --------------------------------------------------------------------------------
 

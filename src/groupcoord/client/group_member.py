@@ -10,7 +10,7 @@ assignment in ``on_assigned``. Before each rebalance (and when leaving) ``on_rev
 the member to stop the work of its previous assignment.
 
 It runs over the same sans-I/O member core as the consumer (``AbstractCoordinator``: two-step
-join, heartbeats with the ``enabled`` flag on a real thread named
+join, heartbeats with the ``enabled`` flag on a real thread (:class:`HeartbeatThread`) named
 ``kafka-coordinator-heartbeat-thread | <group.id>``, session and rebalance timeouts, static
 membership with ``group.instance.id``, the error -> action table). Callbacks run on the
 application's thread inside :meth:`GroupMember.poll`.
@@ -55,7 +55,7 @@ from groupcoord.client.config import field_values
 from groupcoord.client.connection import ConnectionConfig, InFlight, NetworkClient
 from groupcoord.client.engine import coordinator_node_id, now_ms
 from groupcoord.client.errors import ConfigError, KafkaClientError
-from groupcoord.client.heartbeat import heartbeat_thread_name
+from groupcoord.client.heartbeat_thread import HeartbeatThread
 from groupcoord.client.member import (
     AbstractCoordinator,
     FatalErrorEvent,
@@ -234,10 +234,17 @@ class GroupMember:
         self._fatal: KafkaClientError | None = None
         self._closed = False
         self._stop = threading.Event()
-        self._heartbeat_thread = threading.Thread(
-            target=self._heartbeat_loop, name=heartbeat_thread_name(self.config.group_id), daemon=True
+        self._heartbeat = HeartbeatThread(
+            group_id=self.config.group_id,
+            lock=self._lock,
+            client=self._client,
+            poll=self.core.heartbeat_poll,
+            next_deadline_ms=self.core.next_heartbeat_deadline_ms,
+            send=self._send,
+            deliver=self._deliver,
+            now_ms=now_ms,
         )
-        self._heartbeat_thread.start()
+        self._heartbeat.start()
 
     def __enter__(self) -> GroupMember:
         return self
@@ -249,7 +256,7 @@ class GroupMember:
 
     @property
     def heartbeat_thread(self) -> threading.Thread:
-        return self._heartbeat_thread
+        return self._heartbeat.thread
 
     @property
     def member_id(self) -> str:
@@ -284,6 +291,7 @@ class GroupMember:
             self._run_callbacks()
             if self._fatal is not None:
                 raise self._fatal
+            self._heartbeat.check()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
@@ -294,8 +302,7 @@ class GroupMember:
         if self._closed:
             return
         self._stop.set()
-        self._client.wakeup()
-        self._heartbeat_thread.join(timeout_seconds)
+        self._heartbeat.close(timeout_seconds)
         try:
             with self._lock:
                 self.core.closing = True
@@ -376,24 +383,3 @@ class GroupMember:
             self._client.wait(waiting, timeout_s)
         elif timeout_s > 0:
             self._stop.wait(timeout_s)
-
-    def _heartbeat_loop(self) -> None:
-        mine: list[tuple[InFlight, Outbound]] = []
-        try:
-            while not self._stop.is_set():
-                with self._lock:
-                    now = now_ms()
-                    for item in [x for x in mine if x[0].done]:
-                        mine.remove(item)
-                        self._deliver(item[1], item[0], now)
-                    for out in self.core.heartbeat_poll(now):
-                        mine.append((self._send(out), out))
-                    deadline = self.core.next_heartbeat_deadline_ms()
-                wait_s = 0.1 if deadline is None else max(0.005, min(0.1, (deadline - now_ms()) / 1000))
-                if mine:
-                    self._client.wait([x[0] for x in mine], wait_s)
-                else:
-                    self._stop.wait(wait_s)
-        except Exception as exc:
-            log.exception("heartbeat thread failed")
-            self._fatal = KafkaClientError(f"the heartbeat thread failed: {exc!r}")

@@ -6,7 +6,9 @@ heartbeat (``heartbeat.interval.ms``, backed off after a failure), the session
 (``session.timeout.ms`` without an answer: the coordinator is marked unknown) and the poll
 (``max.poll.interval.ms`` without an application ``poll``: the member leaves). The logic that
 reads them, one turn of ``HeartbeatThread.run``, is
-:meth:`~groupcoord.client.member.AbstractCoordinator.heartbeat_poll`.
+:meth:`~groupcoord.client.member.AbstractCoordinator.heartbeat_poll`; the thread that runs it is
+:class:`~groupcoord.client.heartbeat_thread.HeartbeatThread` (the asyncio consumer runs the same
+turn as a task).
 """
 
 from __future__ import annotations
@@ -23,6 +25,13 @@ HEARTBEAT_THREAD_PREFIX = "kafka-coordinator-heartbeat-thread"
 def heartbeat_thread_name(group_id: str) -> str:
     """``kafka-coordinator-heartbeat-thread | <group.id>`` (Java ``AbstractCoordinator.HeartbeatThread``)."""
     return f"{HEARTBEAT_THREAD_PREFIX} | {group_id}" if group_id else HEARTBEAT_THREAD_PREFIX
+
+
+def heartbeat_wait_s(deadline_ms: int | None, now_ms: int) -> float:
+    """How long the heartbeat thread sleeps before its next turn: until the core's next heartbeat
+    deadline, at least 5 ms (a deadline already due means an answer is awaited: no spinning) and
+    at most 100 ms (so that ``enabled`` turning true is seen promptly)."""
+    return 0.1 if deadline_ms is None else max(0.005, min(0.1, (deadline_ms - now_ms) / 1000))
 
 
 class ExponentialBackoff:
