@@ -2,12 +2,16 @@
 
 Every exception that stems from a broker answer carries the wire :class:`ErrorCode`. Errors
 the member recovers from by itself (rediscovery, rejoin) never reach the application; the
-ones below do.
+ones below do, and :class:`~groupcoord.errors.ConfigError` (the package's one exception for
+an unknown configuration key or a bad value, the broker's and the client's alike; the message
+names the key).
 """
 
 from __future__ import annotations
 
-from groupcoord.errors import ErrorCode
+from groupcoord.errors import ConfigError, ErrorCode
+
+__all__ = ["CommitFailedError", "ConfigError", "FatalGroupError", "KafkaClientError"]
 
 
 class KafkaClientError(Exception):
@@ -16,10 +20,6 @@ class KafkaClientError(Exception):
     def __init__(self, message: str, code: ErrorCode | None = None) -> None:
         super().__init__(message)
         self.code = code
-
-
-class ConfigError(KafkaClientError, ValueError):
-    """An unknown configuration key or an invalid value (the message names the key)."""
 
 
 class FatalGroupError(KafkaClientError):

@@ -65,7 +65,7 @@ class BrokerNode:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionMetadata:
+class MetadataPartition:
     partition: int
     leader: int
     leader_epoch: int
@@ -73,11 +73,14 @@ class PartitionMetadata:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TopicMetadata:
+class MetadataTopic:
+    """One topic of a Metadata answer with its partitions' leaders (the member core's
+    :class:`~groupcoord.client.messages.TopicMetadata` keeps only the partition count)."""
+
     name: str
     topic_id: Any
     error: ErrorCode
-    partitions: tuple[PartitionMetadata, ...]
+    partitions: tuple[MetadataPartition, ...]
     internal: bool
 
 
@@ -85,7 +88,7 @@ class TopicMetadata:
 class ClusterMetadata:
     brokers: tuple[BrokerNode, ...]
     controller_id: int
-    topics: tuple[TopicMetadata, ...]
+    topics: tuple[MetadataTopic, ...]
 
 
 def metadata_request(
@@ -107,7 +110,7 @@ def read_metadata(response: Any) -> ClusterMetadata:
     topics = []
     for t in response.topics:
         parts = tuple(
-            PartitionMetadata(
+            MetadataPartition(
                 partition=int(p.partition_index),
                 leader=int(p.leader_id),
                 leader_epoch=int(getattr(p, "leader_epoch", -1)),
@@ -116,7 +119,7 @@ def read_metadata(response: Any) -> ClusterMetadata:
             for p in t.partitions
         )
         topics.append(
-            TopicMetadata(
+            MetadataTopic(
                 name=str(t.name) if t.name is not None else "",
                 topic_id=getattr(t, "topic_id", None),
                 error=error_code(t.error_code),

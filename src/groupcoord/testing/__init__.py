@@ -14,7 +14,7 @@ from __future__ import annotations
 from groupcoord.coordinator.events import EventReason, GroupEvent
 from groupcoord.testing.broker import DEFAULT_SETTINGS, AdvancingClock, Broker
 from groupcoord.testing.faults import API_NAMES
-from groupcoord.testing.wire import GroupMember, GroupState, Record, TopicPartition
+from groupcoord.testing.wire import GroupView, MemberView, Record, TopicPartition
 
 __all__ = [
     "API_NAMES",
@@ -23,8 +23,8 @@ __all__ = [
     "Broker",
     "EventReason",
     "GroupEvent",
-    "GroupMember",
-    "GroupState",
+    "GroupView",
+    "MemberView",
     "Record",
     "TopicPartition",
 ]

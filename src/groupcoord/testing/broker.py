@@ -58,7 +58,7 @@ from groupcoord.testing.control import (
     ControlClient,
 )
 from groupcoord.testing.faults import FaultInjector
-from groupcoord.testing.wire import GroupState, Record, TopicPartition
+from groupcoord.testing.wire import GroupView, Record, TopicPartition
 
 if typing.TYPE_CHECKING:
     from groupcoord.app import BrokerApp
@@ -603,7 +603,7 @@ class Broker:
     clear = clear_faults
 
     # ------------------------------------------------------------------ observation
-    def describe_group(self, group: str) -> GroupState:
+    def describe_group(self, group: str) -> GroupView:
         return wire.describe(self.bootstrap, group)
 
     def committed(self, group: str) -> dict[TopicPartition, int]:
@@ -620,12 +620,12 @@ class Broker:
         members: int | None = None,
         generation_at_least: int | None = None,
         timeout: float = 30.0,
-    ) -> GroupState:
+    ) -> GroupView:
         """Poll until the group is in ``state`` with ``members`` members and at least that
         generation; the description that satisfied it (AssertionError with the last one if
         ``timeout`` passes)."""
         deadline = time.monotonic() + timeout
-        last: GroupState | None = None
+        last: GroupView | None = None
         while True:
             with contextlib.suppress(Exception):
                 last = self.describe_group(group)

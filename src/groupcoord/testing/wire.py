@@ -31,8 +31,8 @@ from groupcoord.errors import ErrorCode
 from groupcoord.formats.batch import build_batch
 
 __all__ = [
-    "GroupMember",
-    "GroupState",
+    "GroupView",
+    "MemberView",
     "Record",
     "TopicPartition",
     "committed",
@@ -47,7 +47,10 @@ _CLIENT_ID = "groupcoord-testing"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class GroupMember:
+class MemberView:
+    """One member of a group as a test sees it: the admin tool's
+    :class:`~groupcoord.admin.groups.MemberDescription` with its assignment as partitions."""
+
     member_id: str
     client_id: str
     group_instance_id: str | None
@@ -58,7 +61,11 @@ class GroupMember:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class GroupState:
+class GroupView:
+    """A group as a test sees it: the admin tool's :class:`~groupcoord.admin.groups.GroupDescription`
+    (DescribeGroups plus the newest GroupMetadata record) with lookups by member. ``state`` is the
+    state's wire name (not the coordinator's ``GroupState`` enum)."""
+
     group_id: str
     state: str
     protocol_type: str
@@ -66,9 +73,9 @@ class GroupState:
     #: of the newest GroupMetadata record (the last completed generation during a rebalance)
     generation: int | None
     leader: str | None
-    members: tuple[GroupMember, ...]
+    members: tuple[MemberView, ...]
 
-    def member(self, client_or_member_id: str) -> GroupMember:
+    def member(self, client_or_member_id: str) -> MemberView:
         """The member with this member id, client id or group instance id."""
         for m in self.members:
             if client_or_member_id in (m.member_id, m.client_id, m.group_instance_id):
@@ -80,10 +87,10 @@ class GroupState:
         return {m.client_id: m.assignment for m in self.members}
 
 
-def describe(bootstrap: str, group: str) -> GroupState:
+def describe(bootstrap: str, group: str) -> GroupView:
     with AdminClient(bootstrap, client_id=_CLIENT_ID) as admin:
         d = describe_group(admin, group)
-    return GroupState(
+    return GroupView(
         group_id=d.group_id,
         state=d.state,
         protocol_type=d.protocol_type,
@@ -91,7 +98,7 @@ def describe(bootstrap: str, group: str) -> GroupState:
         generation=d.generation,
         leader=d.leader,
         members=tuple(
-            GroupMember(
+            MemberView(
                 member_id=m.member_id,
                 client_id=m.client_id,
                 group_instance_id=m.group_instance_id,

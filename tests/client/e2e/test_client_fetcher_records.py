@@ -57,12 +57,12 @@ def fetcher(isolation: str) -> Fetcher:
             brokers=(wire.BrokerNode(node_id=0, host="127.0.0.1", port=1),),
             controller_id=0,
             topics=(
-                wire.TopicMetadata(
+                wire.MetadataTopic(
                     name="t",
                     topic_id=None,
                     error=ErrorCode.NONE,
                     partitions=(
-                        wire.PartitionMetadata(partition=0, leader=0, leader_epoch=0, error=ErrorCode.NONE),
+                        wire.MetadataPartition(partition=0, leader=0, leader_epoch=0, error=ErrorCode.NONE),
                     ),
                     internal=False,
                 ),
