@@ -28,7 +28,8 @@ from groupcoord.client.consumer_core import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from groupcoord.client.member import MemberEvent, Outbound
+from groupcoord.client.events import MemberEvent
+from groupcoord.client.outbox import Outbound
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import TopicPartition
 from groupcoord.clock import ManualClock

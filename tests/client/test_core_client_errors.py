@@ -28,14 +28,14 @@ from member_world import GROUP, Member, World
 from groupcoord.client import messages as m
 from groupcoord.client.actions import DEFAULT, TABLE, Action, Api, Rule, action_for
 from groupcoord.client.assignors.base import subscription_from_bytes
-from groupcoord.client.consumer_core import (
+from groupcoord.client.errors import CommitFailedError, FatalGroupError, KafkaClientError
+from groupcoord.client.events import (
     CommitCompleted,
     CommittedOffsets,
+    FatalErrorEvent,
     PartitionsAssigned,
     PartitionsLost,
 )
-from groupcoord.client.errors import CommitFailedError, FatalGroupError, KafkaClientError
-from groupcoord.client.member import FatalErrorEvent
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode as E

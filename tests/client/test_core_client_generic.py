@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from member_world import GROUP, World
 
 from groupcoord.client import messages as m
-from groupcoord.client.member import AbstractCoordinator, RebalanceConfig
+from groupcoord.client.config import RebalanceConfig
+from groupcoord.client.member import AbstractCoordinator
 from groupcoord.client.states import MemberState
 
 

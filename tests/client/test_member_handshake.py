@@ -5,14 +5,10 @@ from __future__ import annotations
 from groupcoord.client import messages as m
 from groupcoord.client.assignors.base import Assignment, assignment_to_bytes
 from groupcoord.client.config import ConsumerConfig
-from groupcoord.client.consumer_core import (
-    ConsumerCoordinator,
-    PartitionsAssigned,
-    PartitionsLost,
-    PartitionsRevoked,
-)
+from groupcoord.client.consumer_core import ConsumerCoordinator
 from groupcoord.client.errors import FatalGroupError
-from groupcoord.client.member import FatalErrorEvent, Outbound
+from groupcoord.client.events import FatalErrorEvent, PartitionsAssigned, PartitionsLost, PartitionsRevoked
+from groupcoord.client.outbox import Outbound
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode as E

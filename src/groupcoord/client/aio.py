@@ -38,7 +38,7 @@ from groupcoord.client.engine import Callback, ConsumerEngine, connection_config
 from groupcoord.client.errors import KafkaClientError
 from groupcoord.client.fetcher import FetchOut
 from groupcoord.client.heartbeat import heartbeat_thread_name
-from groupcoord.client.member import Outbound
+from groupcoord.client.outbox import Outbound
 from groupcoord.client.types import OffsetAndMetadata, Record, TopicPartition
 
 log = logging.getLogger(__name__)

@@ -9,6 +9,9 @@ Defaults are the Java client's (``ConsumerConfig`` / ``CommonClientConfigs``), i
 ``partition.assignment.strategy`` = ``range,cooperative-sticky`` (names as librdkafka spells
 them). ``heartbeat.interval.ms`` must be below ``session.timeout.ms`` (Java ``Heartbeat``'s
 constructor).
+
+:class:`RebalanceConfig` (Java ``GroupRebalanceConfig``) is the part every member core reads,
+whatever its protocol type; :func:`rebalance_config_of` takes it from a consumer's settings.
 """
 
 from __future__ import annotations
@@ -24,6 +27,21 @@ log = logging.getLogger(__name__)
 
 AUTO_OFFSET_RESET = ("earliest", "latest", "none")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RebalanceConfig:
+    """What the generic member needs (Java ``GroupRebalanceConfig``)."""
+
+    group_id: str
+    group_instance_id: str | None = None
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000  # max.poll.interval.ms for consumers
+    heartbeat_interval_ms: int = 3_000
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
+    request_timeout_ms: int = 30_000
+    leave_group_on_close: bool = True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -157,3 +175,18 @@ def _coerce(key: str, raw: Any, default: Any) -> Any:
     if not isinstance(raw, str):
         raise ConfigError(f"{key} must be a string, got {raw!r}")
     return raw
+
+
+def rebalance_config_of(config: ConsumerConfig) -> RebalanceConfig:
+    """The member core's settings of a consumer (``max.poll.interval.ms`` is its rebalance timeout)."""
+    return RebalanceConfig(
+        group_id=config.group_id or "",
+        group_instance_id=config.group_instance_id,
+        session_timeout_ms=config.session_timeout_ms,
+        rebalance_timeout_ms=config.max_poll_interval_ms,
+        heartbeat_interval_ms=config.heartbeat_interval_ms,
+        retry_backoff_ms=config.retry_backoff_ms,
+        retry_backoff_max_ms=config.retry_backoff_max_ms,
+        request_timeout_ms=config.request_timeout_ms,
+        leave_group_on_close=config.internal_leave_group_on_close,
+    )

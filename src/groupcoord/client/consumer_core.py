@@ -32,7 +32,7 @@ Events (:meth:`events`), delivered by the adapter on the application's thread in
 ``on_revoke`` / ``on_assign`` / ``on_lost`` callbacks), :class:`StartingPositions` (the
 committed offsets of newly assigned partitions, ``None`` where nothing is committed: the
 fetcher applies ``auto.offset.reset`` to those), :class:`CommitCompleted`,
-:class:`CommittedOffsets`, and :class:`~groupcoord.client.member.FatalErrorEvent`.
+:class:`CommittedOffsets`, and :class:`FatalErrorEvent` (all in ``events.py``).
 
 The module is one piece (about 880 lines) because it is one class, as Java's
 ``ConsumerCoordinator`` is: the join hooks, the leader's assignment, commits and offset
@@ -63,9 +63,18 @@ from groupcoord.client.assignors.base import (
     subscription_to_bytes,
     validate_cooperative_assignment,
 )
-from groupcoord.client.config import ConsumerConfig
+from groupcoord.client.config import ConsumerConfig, rebalance_config_of
 from groupcoord.client.errors import CommitFailedError, ConfigError, FatalGroupError, KafkaClientError
-from groupcoord.client.member import AbstractCoordinator, MemberEvent, RebalanceConfig
+from groupcoord.client.events import (
+    CommitCompleted,
+    CommittedOffsets,
+    MemberEvent,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    StartingPositions,
+)
+from groupcoord.client.member import AbstractCoordinator
 from groupcoord.client.messages import (
     JoinGroupMember,
     MetadataRequest,
@@ -87,46 +96,6 @@ log = logging.getLogger(__name__)
 COOPERATIVE_STICKY = "cooperative-sticky"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PartitionsRevoked(MemberEvent):
-    partitions: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PartitionsAssigned(MemberEvent):
-    """Newly added partitions (eager: the whole assignment; cooperative: only the added ones).
-    Emitted on every completed rebalance, even when empty (as Java calls onPartitionsAssigned)."""
-
-    partitions: tuple[TopicPartition, ...]
-    generation_id: int = -1
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PartitionsLost(MemberEvent):
-    partitions: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class StartingPositions(MemberEvent):
-    """Committed offsets of assigned partitions; ``None`` = nothing committed (use auto.offset.reset)."""
-
-    positions: tuple[tuple[TopicPartition, OffsetAndMetadata | None], ...]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CommitCompleted(MemberEvent):
-    commit_id: int
-    offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
-    error: KafkaClientError | None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CommittedOffsets(MemberEvent):
-    fetch_id: int
-    offsets: tuple[tuple[TopicPartition, OffsetAndMetadata | None], ...]
-    error: KafkaClientError | None
-
-
 @dataclass(kw_only=True, slots=True)
 class _Commit:
     commit_id: int
@@ -146,20 +115,6 @@ class _Fetch:
     deadline: int | None
     not_before: int = 0
     attempts: int = 0
-
-
-def rebalance_config_of(config: ConsumerConfig) -> RebalanceConfig:
-    return RebalanceConfig(
-        group_id=config.group_id or "",
-        group_instance_id=config.group_instance_id,
-        session_timeout_ms=config.session_timeout_ms,
-        rebalance_timeout_ms=config.max_poll_interval_ms,
-        heartbeat_interval_ms=config.heartbeat_interval_ms,
-        retry_backoff_ms=config.retry_backoff_ms,
-        retry_backoff_max_ms=config.retry_backoff_max_ms,
-        request_timeout_ms=config.request_timeout_ms,
-        leave_group_on_close=config.internal_leave_group_on_close,
-    )
 
 
 class ConsumerCoordinator(AbstractCoordinator):
@@ -323,7 +278,7 @@ class ConsumerCoordinator(AbstractCoordinator):
     @property
     def closed(self) -> bool:
         """True once close has nothing left to send (the leave, if any, has been handed out)."""
-        return self._close_done and not self._outbox
+        return self._close_done and not self._requests.ready
 
     # ================================================================== member hooks
     def protocol_type(self) -> str:
@@ -637,7 +592,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._metadata_version += 1
         self._next_metadata_refresh = now_ms + self.config.metadata_max_age_ms
         self._apply_pattern()
-        self._immediate = True
+        self._requests.immediate = True
 
     def _apply_pattern(self) -> None:
         if self._pattern is None:
@@ -876,12 +831,5 @@ class ConsumerCoordinator(AbstractCoordinator):
 
 
 __all__ = [
-    "CommitCompleted",
-    "CommittedOffsets",
     "ConsumerCoordinator",
-    "PartitionsAssigned",
-    "PartitionsLost",
-    "PartitionsRevoked",
-    "StartingPositions",
-    "rebalance_config_of",
 ]

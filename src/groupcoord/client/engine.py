@@ -17,14 +17,16 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from groupcoord.client import events as ev
 from groupcoord.client import wire
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.connection import ConnectionConfig
 from groupcoord.client.errors import KafkaClientError
+from groupcoord.client.events import FatalErrorEvent, MemberEvent
 from groupcoord.client.fetcher import Fetcher, FetcherConfig, FetchOut
 from groupcoord.client.heartbeat import heartbeat_wait_s
-from groupcoord.client.member import FatalErrorEvent, MemberEvent, Outbound
 from groupcoord.client.messages import MetadataRequest
+from groupcoord.client.outbox import Outbound
 from groupcoord.client.types import OffsetAndMetadata, Record, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -155,12 +157,10 @@ class ConsumerEngine:
     def take_events(self, events: Iterable[MemberEvent]) -> None:
         """Record the core's events; results of commits and offset lookups are kept apart so a
         blocking call can find its own, rebalance events wait for :meth:`deliver`."""
-        from groupcoord.client import consumer_core as cc
-
         for event in events:
-            if isinstance(event, cc.CommitCompleted):
+            if isinstance(event, ev.CommitCompleted):
                 self.commit_results[event.commit_id] = event.error
-            elif isinstance(event, cc.CommittedOffsets) and event.fetch_id in self.start_lookups:
+            elif isinstance(event, ev.CommittedOffsets) and event.fetch_id in self.start_lookups:
                 # starting positions of manually assigned partitions (assign() with a group.id)
                 self.start_lookups.discard(event.fetch_id)
                 found = dict(event.offsets)
@@ -169,9 +169,9 @@ class ConsumerEngine:
                 for tp in self.fetcher.awaiting():
                     om = found.get(tp)
                     self.fetcher.set_starting_offset(tp, None if om is None else om.offset)
-            elif isinstance(event, cc.CommittedOffsets):
+            elif isinstance(event, ev.CommittedOffsets):
                 self.committed_results[event.fetch_id] = (dict(event.offsets), event.error)
-            elif isinstance(event, cc.StartingPositions):
+            elif isinstance(event, ev.StartingPositions):
                 assigned = self.fetcher.assigned()
                 for tp, om in event.positions:
                     offset = None if om is None else om.offset
@@ -186,24 +186,22 @@ class ConsumerEngine:
 
     def deliver(self) -> list[tuple[Callback, list[TopicPartition]]]:
         """Apply queued rebalance events to the fetcher; the callbacks to run, in order."""
-        from groupcoord.client import consumer_core as cc
-
         calls: list[tuple[Callback, list[TopicPartition]]] = []
         while self.events:
             event = self.events.popleft()
-            if isinstance(event, cc.PartitionsRevoked):
+            if isinstance(event, ev.PartitionsRevoked):
                 parts = list(event.partitions)
                 if self.callbacks.on_revoke is not None:
                     calls.append((self.callbacks.on_revoke, parts))
                 self.fetcher.assign(self.fetcher.assigned() - set(parts))
-            elif isinstance(event, cc.PartitionsLost):
+            elif isinstance(event, ev.PartitionsLost):
                 parts = list(event.partitions)
                 if self.callbacks.on_lost is not None:
                     calls.append((self.callbacks.on_lost, parts))
                 elif self.callbacks.on_revoke is not None:
                     calls.append((self.callbacks.on_revoke, parts))  # Java's default onPartitionsLost
                 self.fetcher.assign(self.fetcher.assigned() - set(parts))
-            elif isinstance(event, cc.PartitionsAssigned):
+            elif isinstance(event, ev.PartitionsAssigned):
                 parts = list(event.partitions)
                 self.fetcher.assign(self.fetcher.assigned() | set(parts))
                 for tp in parts:

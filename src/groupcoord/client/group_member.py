@@ -51,19 +51,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.client import wire
-from groupcoord.client.config import field_values
+from groupcoord.client.config import RebalanceConfig, field_values
 from groupcoord.client.connection import ConnectionConfig, InFlight, NetworkClient
 from groupcoord.client.engine import coordinator_node_id, now_ms
 from groupcoord.client.errors import ConfigError, KafkaClientError
+from groupcoord.client.events import Assigned, FatalErrorEvent, MemberEvent, Revoked
 from groupcoord.client.heartbeat_thread import HeartbeatThread
-from groupcoord.client.member import (
-    AbstractCoordinator,
-    FatalErrorEvent,
-    MemberEvent,
-    Outbound,
-    RebalanceConfig,
-)
+from groupcoord.client.member import AbstractCoordinator
 from groupcoord.client.messages import JoinGroupMember
+from groupcoord.client.outbox import Outbound
 
 log = logging.getLogger(__name__)
 
@@ -106,18 +102,6 @@ def _coerce_loosely(key: str, raw: Any, default: Any) -> Any:
         except (TypeError, ValueError):
             raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
     return None if raw is None else str(raw)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Assigned(MemberEvent):
-    assignment: bytes
-    generation_id: int
-    protocol: str | None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Revoked(MemberEvent):
-    pass
 
 
 class GroupMemberCore(AbstractCoordinator):

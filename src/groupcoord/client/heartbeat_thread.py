@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from groupcoord.client.connection import InFlight, NetworkClient
 from groupcoord.client.errors import KafkaClientError
 from groupcoord.client.heartbeat import heartbeat_thread_name, heartbeat_wait_s
-from groupcoord.client.member import Outbound
+from groupcoord.client.outbox import Outbound
 
 log = logging.getLogger(__name__)
 

@@ -66,12 +66,12 @@ adapter may do the same). ``node`` ``None`` means "any broker", the least-loaded
 (FindCoordinator, Metadata). A change of coordinator is visible as a new ``node``; the
 adapter may close the old connection.
 
-The module is one piece (about 900 lines) because it is one class, as Java's
-``AbstractCoordinator`` is: discovery, join, sync, heartbeat, leave and dispatch read and
-write the same state (generation, coordinator, in-flight requests, timers) and call each
-other; split across mixins they would only reach into each other's attributes. The parts
-that stand alone live beside it: the timers in ``heartbeat.py``, the state table in
-``states.py``, the error actions in ``actions.py``.
+:class:`AbstractCoordinator` is one class, as Java's is: discovery, join, sync, heartbeat,
+leave and dispatch read and write the same state (generation, coordinator, timers) and call each
+other; split across mixins they would only reach into each other's attributes. What stands
+alone lives beside it: the requests and their deadlines in ``outbox.py``, the events in
+``events.py``, the timers in ``heartbeat.py``, the states and ``Generation`` in ``states.py``,
+the error actions in ``actions.py``, ``RebalanceConfig`` in ``config.py``.
 """
 
 from __future__ import annotations
@@ -79,10 +79,11 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from groupcoord.client.actions import Action, Api, Rule, action_for
+from groupcoord.client.config import RebalanceConfig
 from groupcoord.client.errors import FatalGroupError, KafkaClientError
+from groupcoord.client.events import FatalErrorEvent, MemberEvent
 from groupcoord.client.heartbeat import ExponentialBackoff, HeartbeatTimers
 from groupcoord.client.messages import (
     NO_GENERATION_ID,
@@ -95,19 +96,17 @@ from groupcoord.client.messages import (
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
-    MetadataRequest,
-    MetadataResponse,
     Node,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
     Request,
     Response,
     SyncGroupRequest,
     SyncGroupResponse,
+    failure_response,
 )
+from groupcoord.client.outbox import InFlightRequest, Outbound, Outbox
 from groupcoord.client.states import (
+    NO_GENERATION,
+    Generation,
     MemberState,
     check_transition,
     has_not_joined_group,
@@ -122,76 +121,6 @@ JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
 (Java ``AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE``)."""
 MAX_REASON_LENGTH = 255
 """Java ``JoinGroupRequest.maybeTruncateReason`` / ``LeaveGroupRequest`` limit."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Outbound:
-    """A request to send: ``node`` None = any broker (least-loaded), else the coordinator.
-
-    ``timeout_ms`` is the request's timeout (JoinGroup: max(request.timeout.ms,
-    max.poll.interval.ms + 5 s)); the core enforces it itself."""
-
-    request_id: int
-    request: Request
-    node: Node | None
-    timeout_ms: int
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MemberEvent:
-    """Base of everything :meth:`AbstractCoordinator.events` returns."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FatalErrorEvent(MemberEvent):
-    """An error for the application: the adapter raises ``error`` from its next call.
-
-    ``fatal`` True (FENCED_INSTANCE_ID, GROUP_AUTHORIZATION_FAILED, ...): the member has
-    stopped and every later call raises it again. ``fatal`` False: raised once (an unexpected
-    error the member retries after), as Java's ``poll`` throws a non-retriable exception once."""
-
-    error: KafkaClientError
-    fatal: bool = True
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Generation:
-    """Java ``AbstractCoordinator.Generation``; NO_GENERATION is (-1, "", None)."""
-
-    generation_id: int
-    member_id: str
-    protocol_name: str | None
-
-    def has_member_id(self) -> bool:
-        return self.member_id != ""
-
-
-NO_GENERATION = Generation(generation_id=NO_GENERATION_ID, member_id="", protocol_name=None)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RebalanceConfig:
-    """What the generic member needs (Java ``GroupRebalanceConfig``)."""
-
-    group_id: str
-    group_instance_id: str | None = None
-    session_timeout_ms: int = 45_000
-    rebalance_timeout_ms: int = 300_000  # max.poll.interval.ms for consumers
-    heartbeat_interval_ms: int = 3_000
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 1_000
-    request_timeout_ms: int = 30_000
-    leave_group_on_close: bool = True
-
-
-@dataclass(kw_only=True, slots=True)
-class _InFlight:
-    api: Api | None  # None: Metadata
-    request: Request
-    sent_generation: Generation
-    deadline: int
-    to_coordinator: bool
-    tag: object = None  # subclass bookkeeping (commit id, fetch id ...)
 
 
 class AbstractCoordinator:
@@ -231,10 +160,7 @@ class AbstractCoordinator:
         """Set by :meth:`close_member`: the member never (re)joins again."""
         self.hold_join = False
         """Set by subclasses while revocation events wait to be drained: no JoinGroup until then."""
-        self._next_id = 1
-        self._inflight: dict[int, _InFlight] = {}
-        self._doomed: list[int] = []
-        self._outbox: list[Outbound] = []
+        self._requests = Outbox()
         self._events: list[MemberEvent] = []
         self._join_request: int | None = None
         self._sync_request: int | None = None
@@ -244,7 +170,6 @@ class AbstractCoordinator:
         self._join_not_before = 0
         self._join_attempts = 0
         self._pending_leader: JoinGroupResponse | None = None
-        self._immediate = False
         self._now = 0
 
     # ================================================================== driving contract
@@ -303,7 +228,7 @@ class AbstractCoordinator:
 
     def on_response(self, request_id: int, response: Response, now_ms: int) -> None:
         self._tick(now_ms, expire=False)
-        inflight = self._inflight.pop(request_id, None)
+        inflight = self._requests.pop(request_id)
         if inflight is None:
             log.debug("ignoring the answer to request %d (expired or superseded)", request_id)
             return
@@ -311,15 +236,15 @@ class AbstractCoordinator:
 
     def on_failure(self, request_id: int, now_ms: int) -> None:
         self._tick(now_ms, expire=False)
-        inflight = self._inflight.pop(request_id, None)
+        inflight = self._requests.pop(request_id)
         if inflight is None:
             return
         self._fail(request_id, inflight, now_ms)
 
     def next_deadline_ms(self) -> int | None:
-        if self._outbox or self._immediate:
+        if self._requests.ready or self._requests.immediate:
             return self._now
-        candidates: list[int] = [f.deadline for f in self._inflight.values()]
+        candidates: list[int] = self._requests.deadlines()
         hb = self.next_heartbeat_deadline_ms()
         if hb is not None:
             candidates.append(hb)
@@ -444,7 +369,7 @@ class AbstractCoordinator:
     def request_rejoin(self, reason: str) -> None:
         self.rejoin_reason = reason
         self.rejoin_needed = True
-        self._immediate = True
+        self._requests.immediate = True
 
     def reset_state_and_generation(self, reason: str, reset_member_id: bool) -> None:
         log.info("group %s: resetting generation (%s)", self.rebalance_config.group_id, reason)
@@ -483,11 +408,8 @@ class AbstractCoordinator:
         timeout_ms: int | None = None,
         tag: object = None,
     ) -> int:
-        rid = self._next_id
-        self._next_id += 1
         t = self.rebalance_config.request_timeout_ms if timeout_ms is None else timeout_ms
-        node = self.coordinator if to_coordinator else None
-        self._inflight[rid] = _InFlight(
+        entry = InFlightRequest(
             api=api,
             request=request,
             sent_generation=self.generation,
@@ -495,36 +417,23 @@ class AbstractCoordinator:
             to_coordinator=to_coordinator,
             tag=tag,
         )
-        if to_coordinator and node is None:
-            # Java: a request to an unknown coordinator fails at once (COORDINATOR_NOT_AVAILABLE);
-            # handled on the next turn, after the caller has recorded the request id
-            self._doomed.append(rid)
-            self._immediate = True
-        else:
-            self._outbox.append(Outbound(request_id=rid, request=request, node=node, timeout_ms=t))
-        return rid
+        # to an unknown coordinator: doomed, it fails on the next turn (outbox.py)
+        return self._requests.add(entry, self.coordinator if to_coordinator else None, t)
 
     def _drain(self) -> list[Outbound]:
-        out, self._outbox = self._outbox, []
-        self._immediate = False
-        return out
+        return self._requests.drain()
 
     def _drain_only_heartbeat_thread(self) -> list[Outbound]:
-        # The heartbeat thread sends whatever is queued too (as Java's pollNoWakeup does).
-        out, self._outbox = self._outbox, []
-        return out
+        return self._requests.drain(keep_immediate=True)
 
     def _tick(self, now_ms: int, *, expire: bool = True) -> None:
         if now_ms > self._now:
             self._now = now_ms
-        while self._doomed:
-            doomed_id = self._doomed.pop(0)
-            doomed = self._inflight.pop(doomed_id, None)
-            if doomed is not None:
-                self._fail(doomed_id, doomed, now_ms)
+        while (doomed := self._requests.pop_doomed()) is not None:
+            self._fail(doomed[0], doomed[1], now_ms)
         if expire:
-            for rid in [r for r, f in self._inflight.items() if f.deadline <= now_ms]:
-                inflight = self._inflight.pop(rid, None)
+            for rid in self._requests.expired(now_ms):
+                inflight = self._requests.pop(rid)
                 if inflight is not None:
                     log.debug("request %d (%s) timed out", rid, type(inflight.request).__name__)
                     self._fail(rid, inflight, now_ms)
@@ -556,8 +465,8 @@ class AbstractCoordinator:
             "group %s: coordinator %s unknown: %s", self.rebalance_config.group_id, self.coordinator, reason
         )
         self.coordinator = None
-        for rid in [r for r, f in self._inflight.items() if f.to_coordinator]:
-            inflight = self._inflight.pop(rid, None)
+        for rid in self._requests.to_coordinator():
+            inflight = self._requests.pop(rid)
             if inflight is not None:
                 self._fail(rid, inflight, now_ms)
 
@@ -568,7 +477,7 @@ class AbstractCoordinator:
             self.coordinator = resp.node
             self._find_attempts = 0
             self.heartbeat.reset_session_timeout(now_ms)
-            self._immediate = True
+            self._requests.immediate = True
             log.info("group %s: discovered coordinator %s", self.rebalance_config.group_id, resp.node)
             return
         if rule.action is Action.FATAL:
@@ -642,7 +551,7 @@ class AbstractCoordinator:
         else:
             self._fatal(FatalGroupError(f"{api} failed: {code.name}", code))
 
-    def _handle_join_group(self, inflight: _InFlight, resp: JoinGroupResponse, now_ms: int) -> None:
+    def _handle_join_group(self, inflight: InFlightRequest, resp: JoinGroupResponse, now_ms: int) -> None:
         self._join_request = None
         rule = action_for(Api.JOIN_GROUP, resp.error)
         if rule.action is not Action.SUCCESS:
@@ -722,7 +631,7 @@ class AbstractCoordinator:
         )
         self._sync_request = self.send(req, now_ms, api=Api.SYNC_GROUP)
 
-    def _handle_sync_group(self, inflight: _InFlight, resp: SyncGroupResponse, now_ms: int) -> None:
+    def _handle_sync_group(self, inflight: InFlightRequest, resp: SyncGroupResponse, now_ms: int) -> None:
         self._sync_request = None
         rule = action_for(Api.SYNC_GROUP, resp.error)
         code = resp.error
@@ -778,7 +687,9 @@ class AbstractCoordinator:
         rid = self.send(req, now_ms, api=Api.HEARTBEAT)
         self.heartbeat.sent_heartbeat(now_ms, rid)
 
-    def _handle_heartbeat(self, rid: int, inflight: _InFlight, resp: HeartbeatResponse, now_ms: int) -> None:
+    def _handle_heartbeat(
+        self, rid: int, inflight: InFlightRequest, resp: HeartbeatResponse, now_ms: int
+    ) -> None:
         if self.heartbeat.in_flight == rid:
             self.heartbeat.in_flight = None
         code = resp.error
@@ -843,7 +754,7 @@ class AbstractCoordinator:
             log.info("group %s: LeaveGroup answered %s (ignored)", self.rebalance_config.group_id, code.name)
 
     # ================================================================== dispatch
-    def _dispatch(self, rid: int, inflight: _InFlight, response: Response, now_ms: int) -> None:
+    def _dispatch(self, rid: int, inflight: InFlightRequest, response: Response, now_ms: int) -> None:
         if isinstance(response, FindCoordinatorResponse):
             self._handle_find_coordinator(response, now_ms)
         elif isinstance(response, JoinGroupResponse):
@@ -859,31 +770,15 @@ class AbstractCoordinator:
         else:
             self.on_subclass_response(rid, inflight.tag, inflight.request, response, now_ms)
 
-    def _fail(self, rid: int, inflight: _InFlight, now_ms: int) -> None:
+    def _fail(self, rid: int, inflight: InFlightRequest, now_ms: int) -> None:
         """A transport failure or timeout: handled as NETWORK_EXCEPTION by the table."""
         err = ErrorCode.NETWORK_EXCEPTION
         req = inflight.request
         if inflight.to_coordinator:
             self.mark_coordinator_unknown(f"{type(req).__name__} failed (disconnected or timed out)", now_ms)
-        resp: Response | None
-        if isinstance(req, FindCoordinatorRequest):
-            resp = FindCoordinatorResponse(error=err, node=None)
-        elif isinstance(req, JoinGroupRequest):
-            resp = JoinGroupResponse(error=err)
-        elif isinstance(req, SyncGroupRequest):
-            resp = SyncGroupResponse(error=err)
-        elif isinstance(req, HeartbeatRequest):
-            resp = HeartbeatResponse(error=err)
-        elif isinstance(req, LeaveGroupRequest):
-            resp = LeaveGroupResponse(error=err)
-        elif isinstance(req, OffsetCommitRequest):
-            resp = OffsetCommitResponse(errors=tuple((tp, err) for tp, _ in req.offsets))
-        elif isinstance(req, OffsetFetchRequest):
-            resp = OffsetFetchResponse(error=err)
-        elif isinstance(req, MetadataRequest):
+        resp = failure_response(req, err)
+        if resp is None:  # Metadata: the subclass handles the failure without a response
             self.on_subclass_response(rid, inflight.tag, req, None, now_ms)
-            return
-        else:  # pragma: no cover - every request type is listed
             return
         self._dispatch(rid, inflight, resp, now_ms)
 
@@ -898,19 +793,7 @@ class AbstractCoordinator:
             self.maybe_leave_group("the consumer is being closed", now_ms)
 
     def in_flight_count(self) -> int:
-        return len(self._inflight)
+        return len(self._requests)
 
 
-__all__ = [
-    "NO_GENERATION",
-    "AbstractCoordinator",
-    "ExponentialBackoff",
-    "FatalErrorEvent",
-    "Generation",
-    "HeartbeatTimers",
-    "MemberEvent",
-    "MemberState",
-    "MetadataResponse",
-    "Outbound",
-    "RebalanceConfig",
-]
+__all__ = ["AbstractCoordinator"]

@@ -219,3 +219,25 @@ Response = (
     | OffsetCommitResponse
     | OffsetFetchResponse
 )
+
+
+def failure_response(request: Request, code: ErrorCode) -> Response | None:
+    """The answer a request that failed on the transport (disconnected, timed out) stands for:
+    ``code`` (NETWORK_EXCEPTION) in its error fields, so one error -> action table handles both
+    (Java ``CoordinatorResponseHandler.onFailure``). None for Metadata, whose caller handles a
+    failure without a response."""
+    if isinstance(request, FindCoordinatorRequest):
+        return FindCoordinatorResponse(error=code, node=None)
+    if isinstance(request, JoinGroupRequest):
+        return JoinGroupResponse(error=code)
+    if isinstance(request, SyncGroupRequest):
+        return SyncGroupResponse(error=code)
+    if isinstance(request, HeartbeatRequest):
+        return HeartbeatResponse(error=code)
+    if isinstance(request, LeaveGroupRequest):
+        return LeaveGroupResponse(error=code)
+    if isinstance(request, OffsetCommitRequest):
+        return OffsetCommitResponse(errors=tuple((tp, code) for tp, _ in request.offsets))
+    if isinstance(request, OffsetFetchRequest):
+        return OffsetFetchResponse(error=code)
+    return None

@@ -13,6 +13,9 @@ heartbeats) and STABLE. In UNJOINED and PREPARING_REBALANCE it disables itself.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
+
+from groupcoord.client.messages import NO_GENERATION_ID
 
 
 class MemberState(enum.Enum):
@@ -76,3 +79,18 @@ def rebalance_in_progress(state: MemberState) -> bool:
 def heartbeats_enabled_in(state: MemberState) -> bool:
     """The states in which the heartbeat thread sends: COMPLETING_REBALANCE and STABLE."""
     return not has_not_joined_group(state)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Generation:
+    """Java ``AbstractCoordinator.Generation``; NO_GENERATION is (-1, "", None)."""
+
+    generation_id: int
+    member_id: str
+    protocol_name: str | None
+
+    def has_member_id(self) -> bool:
+        return self.member_id != ""
+
+
+NO_GENERATION = Generation(generation_id=NO_GENERATION_ID, member_id="", protocol_name=None)

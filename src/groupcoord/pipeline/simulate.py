@@ -50,13 +50,9 @@ from typing import Any
 
 from groupcoord.client import messages as msg
 from groupcoord.client.config import ConsumerConfig
-from groupcoord.client.consumer_core import (
-    ConsumerCoordinator,
-    PartitionsLost,
-    PartitionsRevoked,
-    StartingPositions,
-)
-from groupcoord.client.member import FatalErrorEvent, Outbound
+from groupcoord.client.consumer_core import ConsumerCoordinator
+from groupcoord.client.events import FatalErrorEvent, PartitionsLost, PartitionsRevoked, StartingPositions
+from groupcoord.client.outbox import Outbound
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.clock import ManualClock

@@ -9,7 +9,7 @@ pumps the network too); the positions must not be lost then.
 
 from __future__ import annotations
 
-from groupcoord.client import consumer_core as cc
+from groupcoord.client import events as ev
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.engine import ConsumerEngine
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
@@ -28,8 +28,8 @@ def test_starting_positions_collected_before_the_assignment_is_delivered_are_kep
     e = engine()
     e.take_events(
         [
-            cc.PartitionsAssigned(partitions=(A, B), generation_id=1),
-            cc.StartingPositions(positions=((A, OffsetAndMetadata(offset=42)), (B, None))),
+            ev.PartitionsAssigned(partitions=(A, B), generation_id=1),
+            ev.StartingPositions(positions=((A, OffsetAndMetadata(offset=42)), (B, None))),
         ]
     )
     assert e.fetcher.assigned() == set()  # nothing applied before the application's thread delivers
@@ -45,12 +45,12 @@ def test_starting_positions_collected_before_the_assignment_is_delivered_are_kep
 
 def test_revoked_then_lost_partitions_leave_the_fetcher_and_reach_their_callbacks_in_order() -> None:
     e = engine()
-    e.take_events([cc.PartitionsAssigned(partitions=(A, B), generation_id=1)])
+    e.take_events([ev.PartitionsAssigned(partitions=(A, B), generation_id=1)])
     e.deliver()
     order: list[tuple[str, list[TopicPartition]]] = []
     e.callbacks.on_revoke = lambda parts: order.append(("revoke", parts))
     e.callbacks.on_lost = lambda parts: order.append(("lost", parts))
-    e.take_events([cc.PartitionsRevoked(partitions=(A,)), cc.PartitionsLost(partitions=(B,))])
+    e.take_events([ev.PartitionsRevoked(partitions=(A,)), ev.PartitionsLost(partitions=(B,))])
     for callback, parts in e.deliver():
         callback(parts)
     assert order == [("revoke", [A]), ("lost", [B])]
