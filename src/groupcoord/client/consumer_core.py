@@ -34,11 +34,11 @@ committed offsets of newly assigned partitions, ``None`` where nothing is commit
 fetcher applies ``auto.offset.reset`` to those), :class:`CommitCompleted`,
 :class:`CommittedOffsets`, and :class:`FatalErrorEvent` (all in ``events.py``).
 
-The module is one piece (about 880 lines) because it is one class, as Java's
-``ConsumerCoordinator`` is: the join hooks, the leader's assignment, commits and offset
-fetches share the subscription, the owned partitions and the in-flight commit bookkeeping,
-and each rebalance step decides what the commit paths may do. What stands alone lives
-elsewhere: the assignors in ``assignors/``, the generic member in ``member.py``.
+:class:`ConsumerCoordinator` is one class, as Java's is: the join hooks, the leader's
+assignment, commits and offset fetches share the subscription, the owned partitions and the
+commit bookkeeping, and each rebalance step decides what the commit paths may do. What stands
+alone lives beside it: topic metadata in ``consumer_metadata.py``, the events in ``events.py``,
+the assignors in ``assignors/``, the generic member in ``member.py``.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from groupcoord.client.assignors.base import (
     validate_cooperative_assignment,
 )
 from groupcoord.client.config import ConsumerConfig, rebalance_config_of
+from groupcoord.client.consumer_metadata import ConsumerMetadata
 from groupcoord.client.errors import CommitFailedError, ConfigError, FatalGroupError, KafkaClientError
 from groupcoord.client.events import (
     CommitCompleted,
@@ -144,14 +145,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._joined_subscription: frozenset[str] | None = None
         self._positions: dict[TopicPartition, OffsetAndMetadata] = {}
         # metadata
-        self._metadata: dict[str, int] = {}
-        self._internal_topics: set[str] = set()
-        self._metadata_version = 0
-        self._metadata_request: int | None = None
-        self._metadata_topics: tuple[str, ...] | None = None
-        self._metadata_wanted = False
-        self._metadata_not_before = 0
-        self._next_metadata_refresh = 0
+        self.topic_metadata = ConsumerMetadata(
+            max_age_ms=config.metadata_max_age_ms,
+            retry_backoff_ms=config.retry_backoff_ms,
+            exclude_internal_topics=config.exclude_internal_topics,
+        )
         self._leader_md_wait: int | None = None
         self._group_subscription: frozenset[str] = frozenset()
         self.is_leader = False
@@ -186,7 +184,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             raise ConfigError("group.id is required to subscribe")
         self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
         self._auto_assigned = True
-        self._metadata_wanted = True
+        self.topic_metadata.wanted = True
         self._apply_pattern()
 
     def _set_subscription(self, topics: frozenset[str]) -> None:
@@ -301,8 +299,9 @@ class ConsumerCoordinator(AbstractCoordinator):
         ):
             self.request_rejoin("subscription has changed")
         if self.is_leader and self._assignment_snapshot is not None and not self.rejoin_needed:
-            current = {t: self._metadata.get(t, 0) for t in self._assignment_snapshot}
-            current.update({t: n for t, n in self._metadata.items() if t in self._group_subscription})
+            known = self.topic_metadata.partitions
+            current = {t: known.get(t, 0) for t in self._assignment_snapshot}
+            current.update({t: n for t, n in known.items() if t in self._group_subscription})
             current = {t: n for t, n in current.items() if n > 0}
             if current != self._assignment_snapshot:
                 self.request_rejoin("cached metadata has changed")
@@ -327,8 +326,8 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     def on_join_prepare(self, now_ms: int, generation_id: int, member_id: str) -> bool:
         """Java ``onJoinPrepare``: auto-commit (bounded by the rebalance timeout), then revoke."""
-        if self._pattern is not None and self._metadata_version == 0:
-            self._metadata_wanted = True
+        if self._pattern is not None and self.topic_metadata.version == 0:
+            self.topic_metadata.wanted = True
             return False
         if self.config.enable_auto_commit and self.state is MemberState.STABLE:
             if self._prepare_commit is None:
@@ -384,16 +383,17 @@ class ConsumerCoordinator(AbstractCoordinator):
         all_topics = frozenset(t for s in subs.values() for t in s.topics)
         if self._leader_md_wait is None:
             self._request_metadata(tuple(sorted(all_topics | self._subscription)), now_ms, force=True)
-            self._leader_md_wait = self._metadata_version
+            self._leader_md_wait = self.topic_metadata.version
             return None
-        if self._metadata_version <= self._leader_md_wait:
-            if self._metadata_request is None and now_ms >= self._metadata_not_before:
+        if self.topic_metadata.version <= self._leader_md_wait:
+            if self.topic_metadata.can_send(now_ms):
                 self._request_metadata(tuple(sorted(all_topics | self._subscription)), now_ms, force=True)
             return None
         self._leader_md_wait = None
         self.is_leader = True
         self._group_subscription = all_topics
-        per_topic = {t: self._metadata[t] for t in sorted(all_topics) if self._metadata.get(t, 0) > 0}
+        known = self.topic_metadata.partitions
+        per_topic = {t: known[t] for t in sorted(all_topics) if known.get(t, 0) > 0}
         self._assignment_snapshot = dict(per_topic)
         if skip_assignment:
             return {}
@@ -507,8 +507,8 @@ class ConsumerCoordinator(AbstractCoordinator):
     # ================================================================== periodic work
     def on_poll(self, now_ms: int) -> None:
         refreshing = self._pattern is not None or (self.is_leader and self._auto_assigned)
-        if refreshing and now_ms >= self._next_metadata_refresh:
-            self._metadata_wanted = True
+        if refreshing and now_ms >= self.topic_metadata.next_refresh:
+            self.topic_metadata.wanted = True
         if (
             self.config.enable_auto_commit
             and self.config.group_id is not None
@@ -529,7 +529,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 self._auto_commit_in_flight = self._queue_commit(offsets, now_ms, sync=False, internal=True)
 
     def on_pending(self, now_ms: int) -> None:
-        if self._metadata_wanted and self._metadata_request is None and now_ms >= self._metadata_not_before:
+        if self.topic_metadata.wanted and self.topic_metadata.can_send(now_ms):
             topics = (
                 None
                 if self._pattern is not None
@@ -548,10 +548,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         c: list[int] = []
         if self.config.enable_auto_commit and self.config.group_id is not None and self._assignment:
             c.append(self._next_auto_commit)
-        if self._pattern is not None or self.is_leader:
-            c.append(max(self._next_metadata_refresh, self._metadata_not_before))
-        if self._metadata_wanted and self._metadata_request is None:
-            c.append(self._metadata_not_before)
+        c += self.topic_metadata.deadlines(refreshing=self._pattern is not None or self.is_leader)
         for cm in self._commits:
             c.append(min(cm.deadline, cm.not_before) if self.coordinator is not None else cm.deadline)
         for f in self._fetches:
@@ -563,49 +560,20 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     # ================================================================== metadata
     def _request_metadata(self, topics: tuple[str, ...] | None, now_ms: int, *, force: bool = False) -> None:
-        if self._metadata_request is not None and not force:
+        if self.topic_metadata.request is not None and not force:
             return
-        self._metadata_wanted = False
-        self._metadata_topics = topics
-        self._metadata_request = self.send(
-            MetadataRequest(topics=topics), now_ms, api=None, to_coordinator=False
-        )
+        rid = self.send(MetadataRequest(topics=topics), now_ms, api=None, to_coordinator=False)
+        self.topic_metadata.sent(rid, topics)
 
     def _handle_metadata(self, rid: int, response: MetadataResponse | None, now_ms: int) -> None:
-        if rid == self._metadata_request:
-            self._metadata_request = None
-        if response is None:
-            self._metadata_wanted = True
-            self._metadata_not_before = now_ms + self.rebalance_config.retry_backoff_ms
-            return
-        asked = self._metadata_topics
-        if asked is None:
-            self._metadata = {}
-            self._internal_topics = set()
-        for t in response.topics:
-            if t.error is ErrorCode.NONE:
-                self._metadata[t.name] = t.partitions
-                if t.internal:
-                    self._internal_topics.add(t.name)
-            else:
-                self._metadata.pop(t.name, None)
-        self._metadata_version += 1
-        self._next_metadata_refresh = now_ms + self.config.metadata_max_age_ms
-        self._apply_pattern()
-        self._requests.immediate = True
+        self.topic_metadata.on_response(rid, response, now_ms)
+        if response is not None:
+            self._apply_pattern()
+            self._requests.immediate = True
 
     def _apply_pattern(self) -> None:
-        if self._pattern is None:
-            return
-        matched = frozenset(
-            t
-            for t in self._metadata
-            if self._pattern.fullmatch(t)
-            and not (
-                self.config.exclude_internal_topics and (t in self._internal_topics or t.startswith("__"))
-            )
-        )
-        self._set_subscription(matched)
+        if self._pattern is not None:
+            self._set_subscription(self.topic_metadata.matching(self._pattern))
 
     # ================================================================== commits
     def _new_commit_id(self) -> int:
@@ -660,23 +628,15 @@ class ConsumerCoordinator(AbstractCoordinator):
             if self._auto_assigned:
                 gen = self.generation_if_stable()
                 if gen is None:
-                    if self.rebalance_in_progress():
-                        self._commit_done(
-                            c, CommitFailedError("commit cannot complete: the group is rebalancing")
-                        )
-                    else:
-                        self._commit_done(
-                            c,
-                            CommitFailedError(
-                                "commit cannot complete: the member is not part of an active group"
-                            ),
-                        )
+                    why = (
+                        "the group is rebalancing"
+                        if self.rebalance_in_progress()
+                        else "the member is not part of an active group"
+                    )
+                    self._commit_done(c, CommitFailedError(f"commit cannot complete: {why}"))
                     continue
-                member_id, generation_id, instance = (
-                    gen.member_id,
-                    gen.generation_id,
-                    self.rebalance_config.group_instance_id,
-                )
+                member_id, generation_id = gen.member_id, gen.generation_id
+                instance = self.rebalance_config.group_instance_id
             else:
                 member_id, generation_id, instance = "", -1, None
             req = OffsetCommitRequest(
