@@ -45,6 +45,12 @@ The driving contract
     next has something to do.
 
 The core is not thread-safe; an adapter with two threads holds one lock around every call.
+
+The module is one class (about 850 lines), as Kafka's ``AbstractMembershipManager`` with
+``ConsumerMembershipManager`` is one: the states, the reconciliation, the heartbeat timing and
+the leave paths read and write the same epoch, assignment and state. What stands alone lives
+beside it: the state table, the error table, the heartbeat contents and timers, the assignment
+resolution, the commits and the lookups (``consumer_group_*.py``).
 """
 
 from __future__ import annotations
@@ -75,13 +81,12 @@ from groupcoord.client.consumer_group_events import (
     generate_member_id,
 )
 from groupcoord.client.consumer_group_heartbeat import HeartbeatRequestState, HeartbeatState, MemberView
+from groupcoord.client.consumer_group_lookups import Retry, TopicIdNames
 from groupcoord.client.consumer_group_messages import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupHeartbeatResponse,
-    TopicIdsMetadataRequest,
-    TopicIdsMetadataResponse,
 )
 from groupcoord.client.consumer_group_states import (
     ConsumerGroupMemberState,
@@ -168,8 +173,6 @@ class ConsumerGroupMember:
         """The last assignment received (Java ``currentTargetAssignment``)."""
         self.owned: frozenset[TopicPartition] = frozenset()
         """The partitions the application owns (Java ``subscriptions.assignedPartitions()``)."""
-        self.topic_names: dict[uuid.UUID, str] = {}
-        """Topic id -> name from Metadata (Java ``metadata.topicNames()``)."""
         self._assigned_names: dict[uuid.UUID, str] = {}
         self.positions: dict[TopicPartition, OffsetAndMetadata] = {}
         rng = rng or random.Random(0)
@@ -195,11 +198,8 @@ class ConsumerGroupMember:
         self._inflight: dict[int, _InFlight] = {}
         self._outbox: list[Outbound] = []
         self._events: list[MemberEvent] = []
-        self._find_not_before = 0
-        self._find_attempts = 0
-        self._metadata_not_before = 0
-        self._metadata_attempts = 0
-        self._metadata_wanted: set[uuid.UUID] = set()
+        self._find = Retry(self._backoff)
+        self.topic_ids = TopicIdNames(self._backoff)
         self._now = 0
 
     # ================================================================== application calls
@@ -223,7 +223,7 @@ class ConsumerGroupMember:
 
     def update_topic_names(self, names: Mapping[uuid.UUID, str]) -> None:
         """Topic ids the adapter learned from its own Metadata (Java's metadata cache)."""
-        self.topic_names.update(names)
+        self.topic_ids.names.update(names)
 
     def commit(
         self,
@@ -327,7 +327,7 @@ class ConsumerGroupMember:
         elif isinstance(response, FindCoordinatorResponse):
             self._on_find_coordinator(response, now_ms)
         else:
-            self._on_metadata(response, now_ms)
+            self.topic_ids.on_response(response, now_ms)
 
     def on_failure(self, request_id: int, now_ms: int) -> None:
         self._tick(now_ms, expire=False)
@@ -339,8 +339,8 @@ class ConsumerGroupMember:
         if self._outbox:
             return self._now
         c: list[int] = [f.deadline for f in self._inflight.values()]
-        if self.coordinator is None and self._wants_coordinator() and not self._finding():
-            c.append(self._find_not_before)
+        if self.coordinator is None and self._wants_coordinator() and self._find.request_id is None:
+            c.append(self._find.not_before)
         if self.coordinator is not None and not skips_heartbeat(self.state):
             hb = self.heartbeat_request
             if heartbeats_now(self.state) and hb.in_flight is None:
@@ -354,8 +354,9 @@ class ConsumerGroupMember:
         nc = self.commits.next_deadline()
         if nc is not None:
             c.append(nc)
-        if self._metadata_wanted and not any(f.kind == "metadata" for f in self._inflight.values()):
-            c.append(self._metadata_not_before)
+        nm = self.topic_ids.next_deadline()
+        if nm is not None:
+            c.append(nm)
         if self._next_auto_commit is not None and self.config.enable_auto_commit:
             c.append(self._next_auto_commit)
         return min(c) if c else None
@@ -593,9 +594,9 @@ class ConsumerGroupMember:
         """Java ``maybeReconcile``: resolve names, then commit -> revoke -> assign -> ack."""
         if self._target_reconciled() or self._recon is not None:
             return
-        res = resolve(self.target, self.topic_names, self._assigned_names)
+        res = resolve(self.target, self.topic_ids.names, self._assigned_names)
         if res.unresolved:
-            self._metadata_wanted |= res.unresolved  # metadata.requestUpdate(true)
+            self.topic_ids.want(res.unresolved)  # metadata.requestUpdate(true)
         resolved, assigned = res.resolved, res.assigned
         if not self.current.is_none() and dict(resolved.partitions) == dict(self.current.partitions):
             self.current = resolved  # only the unresolved rest differs: ack the resolved part
@@ -779,27 +780,19 @@ class ConsumerGroupMember:
     def _wants_coordinator(self) -> bool:
         return (not skips_heartbeat(self.state) and self.fatal_error is None) or bool(self.commits.pending)
 
-    def _finding(self) -> bool:
-        return any(f.kind == "find" for f in self._inflight.values())
-
     def _ensure_coordinator(self, now: int) -> None:
-        if self.coordinator is not None or not self._wants_coordinator() or self._finding():
-            return
-        if now < self._find_not_before:
-            return
-        self._send(FindCoordinatorRequest(key=self.group_id), None, "find", now)
+        if self.coordinator is None and self._wants_coordinator() and self._find.due(now):
+            self._find.request_id = self._send(FindCoordinatorRequest(key=self.group_id), None, "find", now)
 
     def _on_find_coordinator(self, r: FindCoordinatorResponse, now: int) -> None:
         if r.error is ErrorCode.NONE and r.node is not None:
             self.coordinator = r.node
-            self._find_attempts = 0
+            self._find.succeeded()
             return
-        self._find_not_before = now + self._backoff.backoff(self._find_attempts)
-        self._find_attempts += 1
+        self._find.failed(now)
         if r.error is ErrorCode.GROUP_AUTHORIZATION_FAILED:
-            self._events.append(
-                FatalErrorEvent(error=KafkaClientError(r.error_message or r.error.name, r.error), fatal=False)
-            )
+            error = KafkaClientError(r.error_message or r.error.name, r.error)
+            self._events.append(FatalErrorEvent(error=error, fatal=False))
 
     def _mark_coordinator_unknown(self, now: int) -> None:
         if self.coordinator is None:
@@ -812,25 +805,9 @@ class ConsumerGroupMember:
                 self._fail(rid, f, now)
 
     def _send_metadata(self, now: int) -> None:
-        wanted = {t for t in self._metadata_wanted if t not in self.topic_names}
-        self._metadata_wanted = wanted
-        if not wanted or now < self._metadata_not_before:
-            return
-        if any(f.kind == "metadata" for f in self._inflight.values()):
-            return
-        self._send(TopicIdsMetadataRequest(topic_ids=tuple(sorted(wanted, key=str))), None, "metadata", now)
-
-    def _on_metadata(self, r: TopicIdsMetadataResponse, now: int) -> None:
-        for t in r.topics:
-            if t.error is ErrorCode.NONE and t.name:
-                self.topic_names[t.topic_id] = t.name
-        missing = {t for t in self._metadata_wanted if t not in self.topic_names}
-        self._metadata_wanted = missing
-        if missing:  # not known yet: ask again after backoff (Java requests another update)
-            self._metadata_not_before = now + self._backoff.backoff(self._metadata_attempts)
-            self._metadata_attempts += 1
-        else:
-            self._metadata_attempts = 0
+        request = self.topic_ids.request(now)
+        if request is not None:
+            self.topic_ids.retry.request_id = self._send(request, None, "metadata", now)
 
     # ================================================================== plumbing
     def _send(
@@ -845,11 +822,9 @@ class ConsumerGroupMember:
 
     def _fail(self, rid: int, f: _InFlight, now: int) -> None:
         if f.kind == "find":
-            self._find_not_before = now + self._backoff.backoff(self._find_attempts)
-            self._find_attempts += 1
+            self._find.failed(now)
         elif f.kind == "metadata":
-            self._metadata_not_before = now + self._backoff.backoff(self._metadata_attempts)
-            self._metadata_attempts += 1
+            self.topic_ids.retry.failed(now)
         elif f.kind == "commit":
             self._on_commit_answer(rid, ErrorCode.NETWORK_EXCEPTION, now)
         elif f.ignore_response:
