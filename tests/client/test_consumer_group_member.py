@@ -177,6 +177,7 @@ def test_reconciliation_commits_then_revokes_then_assigns_then_acks() -> None:
         ),
     )
     assert s.callbacks == []  # no callback before the commit is answered
+    assert s.core.fetchable() == frozenset(tp("t", 1))  # no fetching from t-0 from now on
     s.answer(commit, _commit_ok(commit.request))
     s.complete(REVOKED)
     assert s.pending(HB) == []  # no ack before onPartitionsAssigned completed
@@ -192,7 +193,10 @@ def test_reconciliation_commits_then_revokes_then_assigns_then_acks() -> None:
     assert commit2.request.generation_id == 2
     assert commit2.request.offsets == ((TopicPartition("t", 1), OffsetAndMetadata(offset=20)),)
     s.answer(commit2, _commit_ok(commit2.request))
+    assert s.core.assignment() == frozenset(tp("t", 1, 2))
+    assert s.core.fetchable() == frozenset(tp("t", 1))  # t-2 waits for onPartitionsAssigned
     s.complete(ASSIGNED)
+    assert s.core.fetchable() == frozenset(tp("t", 1, 2))
     ack2 = s.one(HB)
     assert (ack2.request.member_epoch, ack2.request.topic_partitions) == (2, owned((T, (1, 2))))
     assert s.log == [

@@ -173,6 +173,8 @@ class ConsumerGroupMember:
         """The last assignment received (Java ``currentTargetAssignment``)."""
         self.owned: frozenset[TopicPartition] = frozenset()
         """The partitions the application owns (Java ``subscriptions.assignedPartitions()``)."""
+        self._pending_revocation: frozenset[TopicPartition] = frozenset()
+        self._awaiting_callback: frozenset[TopicPartition] = frozenset()
         self._assigned_names: dict[uuid.UUID, str] = {}
         self.positions: dict[TopicPartition, OffsetAndMetadata] = {}
         rng = rng or random.Random(0)
@@ -288,6 +290,12 @@ class ConsumerGroupMember:
 
     def assignment(self) -> frozenset[TopicPartition]:
         return self.owned
+
+    def fetchable(self) -> frozenset[TopicPartition]:
+        """The owned partitions the fetcher may read: not those being revoked (Java
+        ``markPendingRevocation``: no fetch from the moment the reconciliation starts), nor those
+        added whose ``on_partitions_assigned`` has not returned (``assignFromSubscribedAwaitingCallback``)."""
+        return self.owned - self._pending_revocation - self._awaiting_callback
 
     # ================================================================== driving
     def poll(self, now_ms: int) -> list[Outbound]:
@@ -605,6 +613,7 @@ class ConsumerGroupMember:
         added = tuple(sorted(assigned - self.owned))
         revoked = tuple(sorted(self.owned - assigned))
         self._recon = Reconciliation(resolved=resolved, assigned=assigned, added=added, revoked=revoked)
+        self._pending_revocation = frozenset(revoked)
         log.info(
             "member %s reconciling local epoch %d: assigned %s, added %s, revoked %s",
             self.member_id,
@@ -651,15 +660,18 @@ class ConsumerGroupMember:
             recon = self._recon
             assert recon is not None
             self.owned = recon.assigned  # assignFromSubscribedAwaitingCallback
+            self._pending_revocation = frozenset()
+            self._awaiting_callback = frozenset(recon.added)
             self._drop_positions()
             topics = {tp.topic for tp in recon.assigned}
             self._assigned_names = {k: v for k, v in self._assigned_names.items() if v in topics}
             self._callback(_Step.ASSIGN, CallbackMethod.ON_PARTITIONS_ASSIGNED, recon.added)
         elif step is _Step.ASSIGN:
             recon = self._recon
-            if not ok:
+            if not ok:  # the added partitions stay unfetchable until a later reconciliation
                 self._recon = None
                 return
+            self._awaiting_callback = frozenset()
             if recon is not None and not self._abort_reconciliation():
                 self.current = recon.resolved
                 self._next_auto_commit = now + self.config.auto_commit_interval_ms  # resetAutoCommitTimer
@@ -697,6 +709,7 @@ class ConsumerGroupMember:
 
     def _clear_assignment(self) -> None:
         self.owned = frozenset()
+        self._pending_revocation = self._awaiting_callback = frozenset()
         self.positions.clear()
         self.current = NO_ASSIGNMENT
         self.target = NO_ASSIGNMENT

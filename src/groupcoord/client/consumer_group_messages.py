@@ -97,3 +97,54 @@ class TopicIdMetadata:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TopicIdsMetadataResponse:
     topics: tuple[TopicIdMetadata, ...] = field(default=())
+
+
+# ---------------------------------------------------------------------- ConsumerGroupDescribe
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerGroupDescribeRequest:
+    """API 69 (v0 and v1 requests are the same)."""
+
+    group_ids: tuple[str, ...]
+    include_authorized_operations: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DescribedTopicPartitions:
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DescribedMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[DescribedTopicPartitions, ...]
+    target_assignment: tuple[DescribedTopicPartitions, ...]
+    member_type: int = -1
+    """v1: 0 classic member, 1 consumer member; -1 unknown (v0)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DescribedGroup:
+    error: ErrorCode
+    group_id: str
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedMember, ...] = ()
+    error_message: str | None = None
+    authorized_operations: int = -(2**31)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerGroupDescribeResponse:
+    groups: tuple[DescribedGroup, ...]
+    throttle_time_ms: int = 0

@@ -54,6 +54,8 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
+    68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848): consumer_group_wire.py
+    69: (0, 1),  # ConsumerGroupDescribe
 }
 
 _SIZE = struct.Struct(">i")
