@@ -34,14 +34,13 @@ from groupcoord.client.consumer_group_messages import (
     TopicIdsMetadataRequest,
     TopicIdsMetadataResponse,
 )
+from groupcoord.client.consumer_group_rpc import describe, send
 from groupcoord.client.consumer_group_states import ConsumerGroupMemberState as S
 from groupcoord.client.consumer_group_wire import (
     REGEX_RESOLUTION_NOT_SUPPORTED_MSG,
-    describe,
     min_version,
     read_response,
     request_fields,
-    send,
     too_old,
 )
 from groupcoord.client.errors import FatalGroupError
@@ -78,6 +77,7 @@ def _round_trip(api_key: int, version: int, fields: dict[str, object]) -> object
 
 
 def test_heartbeat_request_carries_every_field_at_v1_and_no_regex_at_v0() -> None:
+    assert wire.request_fields(JOIN) == request_fields(JOIN)  # every adapter's path goes through wire
     api_key, fields = request_fields(JOIN)
     assert api_key == 68
     v1 = _round_trip(68, 1, fields)

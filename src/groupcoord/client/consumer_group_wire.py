@@ -6,13 +6,17 @@ version-neutral mapping of Kafka's field names that ``wire.build`` fits to the v
 connection negotiated, and a reader of the kio answer. Requests the classic member also sends
 (FindCoordinator, OffsetCommit) go through ``wire`` itself.
 
-Versions. ConsumerGroupHeartbeat v1 is needed for ``SubscribedTopicRegex``; a regex request at
-v0 is not sent but answered here with UNSUPPORTED_VERSION (Java's request builder throws
-``UnsupportedVersionException`` with ``REGEX_RESOLUTION_NOT_SUPPORTED_MSG``, which the member
-treats as fatal). Metadata by topic id needs v12 (KIP-516: a null name with a topic id), and a
+Versions. The client negotiates ConsumerGroupHeartbeat v1 only (``wire.CLIENT_RANGES``), as
+librdkafka does: v0 lacks ``SubscribedTopicRegex``, and the connection layer fits fields to a
+version silently. A broker without v1 answers locally UNSUPPORTED_VERSION, which the member
+treats as fatal (Java: ``CONSUMER_PROTOCOL_NOT_SUPPORTED``). :func:`too_old` still refuses a
+regex at v0 for a caller that picks versions itself (Java's request builder throws
+``UnsupportedVersionException`` with ``REGEX_RESOLUTION_NOT_SUPPORTED_MSG`` there). Metadata by topic id needs v12 (KIP-516: a null name with a topic id), and a
 consumer-protocol member commits with OffsetCommit v9+ (its member epoch, STALE_MEMBER_EPOCH):
 :func:`min_version` says so and :func:`too_old` checks a negotiated version against it.
-:func:`heartbeat` and :func:`describe` send over the blocking ``NetworkClient``.
+``wire.request_fields`` / ``wire.read_response`` hand these requests here, so every adapter
+that sends the classic member's requests sends these too; ``consumer_group_rpc.py`` sends
+them over the blocking ``NetworkClient``.
 """
 
 from __future__ import annotations
@@ -21,8 +25,6 @@ import datetime
 import uuid
 from typing import Any
 
-from groupcoord.client import wire
-from groupcoord.client.connection import NetworkClient
 from groupcoord.client.consumer_group_events import Request, Response
 from groupcoord.client.consumer_group_messages import (
     ConsumerGroupDescribeRequest,
@@ -49,6 +51,15 @@ REGEX_RESOLUTION_NOT_SUPPORTED_MSG = (
     "subscribe to a SubscriptionPattern."
 )
 """Java ``ConsumerGroupHeartbeatRequest.REGEX_RESOLUTION_NOT_SUPPORTED_MSG`` (paraphrased)."""
+
+
+def _code(value: Any) -> ErrorCode:
+    """As ``wire.error_code``: unknown codes are UNKNOWN_SERVER_ERROR. (This module is what
+    ``wire`` hands the consumer-protocol requests to, so it does not import ``wire``.)"""
+    try:
+        return ErrorCode(int(value))
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 def _ms(value: Any) -> int:
@@ -86,7 +97,18 @@ def request_fields(request: Request | ConsumerGroupDescribeRequest) -> tuple[int
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
         }
-    return wire.request_fields(request)
+    raise TypeError(f"not a consumer-protocol request: {request!r}")
+
+
+WireRequest = ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest | TopicIdsMetadataRequest
+"""The requests this module maps (``wire`` maps the others)."""
+WireResponse = ConsumerGroupHeartbeatResponse | ConsumerGroupDescribeResponse | TopicIdsMetadataResponse
+
+
+def handles(request: object) -> bool:
+    return isinstance(
+        request, (ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest, TopicIdsMetadataRequest)
+    )
 
 
 def min_version(request: Request | ConsumerGroupDescribeRequest) -> int:
@@ -147,7 +169,7 @@ def read_response(request: Request | ConsumerGroupDescribeRequest, response: Any
     if isinstance(request, ConsumerGroupHeartbeatRequest):
         assignment = getattr(response, "assignment", None)
         return ConsumerGroupHeartbeatResponse(
-            error=wire.error_code(response.error_code),
+            error=_code(response.error_code),
             error_message=None if response.error_message is None else str(response.error_message),
             member_id=None if response.member_id is None else str(response.member_id),
             member_epoch=int(response.member_epoch),
@@ -178,7 +200,7 @@ def read_response(request: Request | ConsumerGroupDescribeRequest, response: Any
             )
             groups.append(
                 DescribedGroup(
-                    error=wire.error_code(g.error_code),
+                    error=_code(g.error_code),
                     error_message=None if g.error_message is None else str(g.error_message),
                     group_id=str(g.group_id),
                     group_state=str(g.group_state),
@@ -192,16 +214,18 @@ def read_response(request: Request | ConsumerGroupDescribeRequest, response: Any
         throttle = _ms(response.throttle_time)
         return ConsumerGroupDescribeResponse(groups=tuple(groups), throttle_time_ms=throttle)
     if isinstance(request, TopicIdsMetadataRequest):
-        md = wire.read_metadata(response)
         wanted = set(request.topic_ids)
-        return TopicIdsMetadataResponse(
-            topics=tuple(
-                TopicIdMetadata(topic_id=uuid.UUID(str(t.topic_id)), name=t.name or None, error=t.error)
-                for t in md.topics
-                if t.topic_id is not None and uuid.UUID(str(t.topic_id)) in wanted
+        found = []
+        for t in response.topics:
+            tid = getattr(t, "topic_id", None)
+            if tid is None or uuid.UUID(str(tid)) not in wanted:
+                continue
+            name = None if t.name is None else str(t.name)
+            found.append(
+                TopicIdMetadata(topic_id=uuid.UUID(str(tid)), name=name or None, error=_code(t.error_code))
             )
-        )
-    return wire.read_response(request, response)
+        return TopicIdsMetadataResponse(topics=tuple(found))
+    raise TypeError(f"not a consumer-protocol request: {request!r}")
 
 
 def unsupported(request: Request | ConsumerGroupDescribeRequest, message: str | None = None) -> Any:
@@ -222,44 +246,4 @@ def unsupported(request: Request | ConsumerGroupDescribeRequest, message: str | 
         )
     if isinstance(request, OffsetCommitRequest):
         return OffsetCommitResponse(errors=tuple((tp, code) for tp, _ in request.offsets))
-    raise wire.UnsupportedApiError(request_fields(request)[0], None)
-
-
-def send(
-    client: NetworkClient, node_id: int, request: Request | ConsumerGroupDescribeRequest, timeout_ms: int
-) -> Any:
-    """Send ``request`` to ``node_id`` over the blocking client and return the member-core
-    answer. A broker without the API, or with a version too old for the request, is answered
-    locally (see the module docstring); a transport failure raises as ``NetworkClient`` does."""
-    table = client.versions(node_id)
-    api_key, fields = request_fields(request)
-    if table is not None:
-        if not table.supports(api_key):
-            return unsupported(request)
-        local = too_old(request, table.version(api_key))
-        if local is not None:
-            return local
-    inflight = client.send(node_id, api_key, fields, timeout_ms=timeout_ms)
-    client.wait([inflight], None)
-    try:
-        response = inflight.result()
-    except wire.UnsupportedApiError:
-        return unsupported(request)
-    local = too_old(request, inflight.version)  # the connection negotiated while it was queued
-    return local if local is not None else read_response(request, response)
-
-
-def heartbeat(
-    client: NetworkClient, coordinator_id: int, request: ConsumerGroupHeartbeatRequest, timeout_ms: int
-) -> ConsumerGroupHeartbeatResponse:
-    answer: ConsumerGroupHeartbeatResponse = send(client, coordinator_id, request, timeout_ms)
-    return answer
-
-
-def describe(
-    client: NetworkClient, node_id: int, group_ids: tuple[str, ...], timeout_ms: int
-) -> ConsumerGroupDescribeResponse:
-    answer: ConsumerGroupDescribeResponse = send(
-        client, node_id, ConsumerGroupDescribeRequest(group_ids=group_ids), timeout_ms
-    )
-    return answer
+    return None

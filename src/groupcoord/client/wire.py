@@ -32,6 +32,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from groupcoord.client import consumer_group_wire
 from groupcoord.client import messages as m
 from groupcoord.client.types import TopicPartition
 from groupcoord.errors import ErrorCode
@@ -54,7 +55,7 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
-    68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848): consumer_group_wire.py
+    68: (1, 1),  # ConsumerGroupHeartbeat (KIP-848; v1 only, as librdkafka): consumer_group_wire.py
     69: (0, 1),  # ConsumerGroupDescribe
 }
 
@@ -419,7 +420,7 @@ def _topics_of(pairs: Sequence[tuple[Any, Any]]) -> dict[str, list[tuple[int, An
     return by_topic
 
 
-def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
+def request_fields(request: m.Request | consumer_group_wire.WireRequest) -> tuple[int, dict[str, Any]]:
     """(api key, version-neutral fields) of a member-core request."""
     if isinstance(request, m.FindCoordinatorRequest):
         return ApiKey.FIND_COORDINATOR, {
@@ -508,6 +509,8 @@ def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
             "require_stable": request.require_stable,
             "groups": [{"group_id": request.group_id, "topics": topics}],
         }
+    if consumer_group_wire.handles(request):  # the consumer-protocol (KIP-848) member's requests
+        return consumer_group_wire.request_fields(request)
     raise TypeError(f"not a member-core request: {request!r}")
 
 
@@ -516,7 +519,15 @@ def _opt_str(entity: Any, name: str) -> str | None:
     return None if value is None else str(value)
 
 
-def read_response(request: m.Request, response: Any) -> m.Response:
+@typing.overload
+def read_response(request: m.Request, response: Any) -> m.Response: ...
+@typing.overload
+def read_response(
+    request: consumer_group_wire.WireRequest, response: Any
+) -> consumer_group_wire.WireResponse: ...
+def read_response(
+    request: m.Request | consumer_group_wire.WireRequest, response: Any
+) -> m.Response | consumer_group_wire.WireResponse:
     """The member-core response for the kio answer to ``request``."""
     if isinstance(request, m.FindCoordinatorRequest):
         entry = response.coordinators[0] if hasattr(response, "coordinators") else response
@@ -605,4 +616,7 @@ def read_response(request: m.Request, response: Any) -> m.Response:
                     )
                 )
         return m.OffsetFetchResponse(error=top, offsets=tuple(offsets))
+    if consumer_group_wire.handles(request):
+        answer: consumer_group_wire.WireResponse = consumer_group_wire.read_response(request, response)
+        return answer
     raise TypeError(f"not a member-core request: {request!r}")
