@@ -11,7 +11,8 @@ librdkafka does: v0 lacks ``SubscribedTopicRegex``, and the connection layer fit
 version silently. A broker without v1 answers locally UNSUPPORTED_VERSION, which the member
 treats as fatal (Java: ``CONSUMER_PROTOCOL_NOT_SUPPORTED``). :func:`too_old` still refuses a
 regex at v0 for a caller that picks versions itself (Java's request builder throws
-``UnsupportedVersionException`` with ``REGEX_RESOLUTION_NOT_SUPPORTED_MSG`` there). Metadata by topic id needs v12 (KIP-516: a null name with a topic id), and a
+``UnsupportedVersionException`` with ``REGEX_RESOLUTION_NOT_SUPPORTED_MSG`` there).
+Metadata by topic id needs v12 (KIP-516: a null name with a topic id), and a
 consumer-protocol member commits with OffsetCommit v9+ (its member epoch, STALE_MEMBER_EPOCH):
 :func:`min_version` says so and :func:`too_old` checks a negotiated version against it.
 ``wire.request_fields`` / ``wire.read_response`` hand these requests here, so every adapter
