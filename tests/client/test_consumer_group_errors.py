@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from cg_script import MEMBER, Script, T, err, ok, owned, tp
 
-from groupcoord.client.consumer_core import CommitCompleted
+from groupcoord.client.consumer_core import CommitCompleted, CommittedOffsets
 from groupcoord.client.consumer_group_actions import (
     CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG,
     DEFAULT,
@@ -28,7 +28,14 @@ from groupcoord.client.consumer_group_messages import ConsumerGroupHeartbeatRequ
 from groupcoord.client.consumer_group_states import ConsumerGroupMemberState as S
 from groupcoord.client.errors import CommitFailedError, FatalGroupError, KafkaClientError
 from groupcoord.client.member import FatalErrorEvent
-from groupcoord.client.messages import FindCoordinatorRequest, OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.client.messages import (
+    FetchedOffset,
+    FindCoordinatorRequest,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode as E
 
@@ -330,3 +337,82 @@ def test_commit_before_revocation_does_not_retry_unknown_topic_or_partition() ->
     _answer_commit(s, E.UNKNOWN_TOPIC_OR_PARTITION)
     assert [c.method for c in s.callbacks] == [CallbackMethod.ON_PARTITIONS_REVOKED]
     assert s.pending(OffsetCommitRequest) == []
+
+
+# ---------------------------------------------------------------------------------- OffsetFetch
+FETCH_TESTED = {
+    E.NONE,
+    E.COORDINATOR_NOT_AVAILABLE,
+    E.NOT_COORDINATOR,
+    E.NETWORK_EXCEPTION,
+    E.COORDINATOR_LOAD_IN_PROGRESS,
+    E.UNSTABLE_OFFSET_COMMIT,
+    E.STALE_MEMBER_EPOCH,
+    E.GROUP_AUTHORIZATION_FAILED,
+}
+
+
+def test_every_fetch_row_is_tested_here() -> None:
+    listed = {code for code in TABLE[CgApi.OFFSET_FETCH] if code is not DEFAULT}
+    assert listed <= FETCH_TESTED
+
+
+def _answer_fetch(s: Script, code: E, offset: int = 42) -> None:
+    fetch = s.one(OffsetFetchRequest)
+    assert fetch.request == OffsetFetchRequest(group_id="g", partitions=tp("t", 0, 1), require_stable=True)
+    if code is E.NETWORK_EXCEPTION:
+        s.fail(fetch)
+        return
+    s.answer(
+        fetch,
+        OffsetFetchResponse(
+            error=code,
+            offsets=(
+                (TopicPartition("t", 0), FetchedOffset(offset=offset, metadata="m")),
+                (TopicPartition("t", 1), FetchedOffset(offset=-1)),
+            ),
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "rediscover"),
+    [
+        (E.COORDINATOR_NOT_AVAILABLE, True),
+        (E.NOT_COORDINATOR, True),
+        (E.NETWORK_EXCEPTION, True),
+        (E.COORDINATOR_LOAD_IN_PROGRESS, False),
+        (E.UNSTABLE_OFFSET_COMMIT, False),
+    ],
+)
+def test_offset_fetch_retries_retriable_errors(code: E, rediscover: bool) -> None:
+    """OffsetFetch retries retriable errors after backoff until default.api.timeout.ms
+    (CommitRequestManager.fetchOffsetsWithRetries); -1 means nothing committed."""
+    s = _stable()
+    fid = s.core.fetch_committed(tp("t", 0, 1), s.now)
+    s.turn()
+    _answer_fetch(s, code)
+    assert (s.core.coordinator is None) is rediscover
+    if rediscover:
+        s.find_coordinator()
+    s.advance(BACKOFF)
+    _answer_fetch(s, E.NONE)
+    (done,) = [e for e in s.other_events if isinstance(e, CommittedOffsets)]
+    assert (done.fetch_id, done.error) == (fid, None)
+    assert done.offsets == (
+        (TopicPartition("t", 0), OffsetAndMetadata(offset=42, metadata="m")),
+        (TopicPartition("t", 1), None),
+    )
+
+
+@pytest.mark.parametrize("code", [E.STALE_MEMBER_EPOCH, E.GROUP_AUTHORIZATION_FAILED, E.UNKNOWN_SERVER_ERROR])
+def test_offset_fetch_errors_that_are_not_retried(code: E) -> None:
+    """OffsetFetch STALE_MEMBER_EPOCH is not retried (reference section 2.6); nor are other errors."""
+    s = _stable()
+    s.core.fetch_committed(tp("t", 0, 1), s.now)
+    s.turn()
+    _answer_fetch(s, code)
+    (done,) = [e for e in s.other_events if isinstance(e, CommittedOffsets)]
+    assert done.error is not None and done.error.code is code and done.offsets == ()
+    s.advance(10_000)
+    assert s.pending(OffsetFetchRequest) == [] and s.core.state is S.STABLE

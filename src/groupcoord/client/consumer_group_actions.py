@@ -10,8 +10,9 @@ Sources (Kafka 4.x client): ``AbstractHeartbeatRequestManager.onErrorResponse`` 
 ``onFailure``, ``ConsumerHeartbeatRequestManager.handleSpecificError`` (UNSUPPORTED_VERSION,
 UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID), the reference's section 2.4 (TOPIC_AUTHORIZATION_FAILED
 is raised from ``poll()`` and the member keeps its state, INVALID_REGULAR_EXPRESSION is fatal),
-and ``CommitRequestManager.OffsetCommitRequestState.onResponse`` with
-``autoCommitSyncBeforeRevocationWithRetries`` for OffsetCommit.
+``CommitRequestManager.OffsetCommitRequestState.onResponse`` with
+``autoCommitSyncBeforeRevocationWithRetries`` for OffsetCommit, and ``OffsetFetchRequestState``
+(``fetchOffsetsWithRetries``) for OffsetFetch.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from groupcoord.errors import ErrorCode as E
 class CgApi(enum.Enum):
     CONSUMER_GROUP_HEARTBEAT = "ConsumerGroupHeartbeat"
     OFFSET_COMMIT = "OffsetCommit"
+    OFFSET_FETCH = "OffsetFetch"
 
 
 class CgAction(enum.Enum):
@@ -119,6 +121,18 @@ TABLE: dict[CgApi, dict[E | None, CgRule]] = {
         E.OFFSET_METADATA_TOO_LARGE: CgRule(action=CgAction.ERROR),
         E.INVALID_COMMIT_OFFSET_SIZE: CgRule(action=CgAction.ERROR),
         DEFAULT: CgRule(action=CgAction.ERROR, note="unexpected error in commit"),
+    },
+    CgApi.OFFSET_FETCH: {
+        E.NONE: CgRule(action=CgAction.SUCCESS),
+        E.COORDINATOR_NOT_AVAILABLE: CgRule(action=CgAction.REDISCOVER, retriable=True),
+        E.NOT_COORDINATOR: CgRule(action=CgAction.REDISCOVER, retriable=True),
+        E.NETWORK_EXCEPTION: CgRule(action=CgAction.REDISCOVER, retriable=True, note="transport failure"),
+        E.COORDINATOR_LOAD_IN_PROGRESS: CgRule(action=CgAction.RETRY, retriable=True),
+        E.UNSTABLE_OFFSET_COMMIT: CgRule(
+            action=CgAction.RETRY, retriable=True, note="a transaction holds the offset; ask again"
+        ),
+        E.STALE_MEMBER_EPOCH: CgRule(action=CgAction.ERROR, note="not retried (reference section 2.6)"),
+        DEFAULT: CgRule(action=CgAction.ERROR),
     },
 }
 

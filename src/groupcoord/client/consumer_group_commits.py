@@ -27,7 +27,12 @@ from dataclasses import dataclass
 from groupcoord.client.consumer_group_actions import CgAction, CgApi, CgRule, action_for
 from groupcoord.client.errors import CommitFailedError, KafkaClientError
 from groupcoord.client.heartbeat import ExponentialBackoff
-from groupcoord.client.messages import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.client.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
 
@@ -46,6 +51,27 @@ class PendingCommit:
     not_before: int = 0
     attempts: int = 0
     request_id: int | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class PendingFetch:
+    fetch_id: int
+    partitions: tuple[TopicPartition, ...]
+    deadline: int
+    not_before: int = 0
+    attempts: int = 0
+    request_id: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FetchOutcome:
+    """``done`` False: queued again; otherwise the committed offsets (None: nothing committed)."""
+
+    fetch: PendingFetch
+    done: bool
+    offsets: tuple[tuple[TopicPartition, OffsetAndMetadata | None], ...] = ()
+    error: KafkaClientError | None = None
+    mark_coordinator_unknown: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,6 +93,7 @@ class CommitManager:
         self._backoff = backoff
         self._next_id = 1
         self.pending: list[PendingCommit] = []
+        self.fetches: list[PendingFetch] = []
 
     def add(self, offsets: Offsets, *, sync: bool, before_revocation: bool, deadline: int) -> PendingCommit:
         commit = PendingCommit(
@@ -101,7 +128,64 @@ class CommitManager:
 
     def next_deadline(self) -> int | None:
         waiting = [c.not_before for c in self.pending if c.request_id is None]
+        waiting += [f.not_before for f in self.fetches if f.request_id is None]
         return min(waiting) if waiting else None
+
+    # ------------------------------------------------------------------ OffsetFetch
+    def add_fetch(self, partitions: tuple[TopicPartition, ...], deadline: int) -> PendingFetch:
+        fetch = PendingFetch(fetch_id=self._next_id, partitions=partitions, deadline=deadline)
+        self._next_id += 1
+        self.fetches.append(fetch)
+        return fetch
+
+    def sendable_fetches(self, now: int) -> list[PendingFetch]:
+        return [f for f in self.fetches if f.request_id is None and f.not_before <= now]
+
+    def fetch_request(self, fetch: PendingFetch) -> OffsetFetchRequest:
+        """``require_stable`` as Java; sent without member id and epoch (the wire layer's
+        OffsetFetch has no such fields yet): the coordinator then reads it as an admin fetch."""
+        return OffsetFetchRequest(group_id=self.group_id, partitions=fetch.partitions, require_stable=True)
+
+    def fetch_by_request(self, request_id: int) -> PendingFetch | None:
+        return next((f for f in self.fetches if f.request_id == request_id), None)
+
+    def on_fetch_answer(
+        self, fetch: PendingFetch, response: OffsetFetchResponse | None, now: int
+    ) -> FetchOutcome:
+        """Apply an OffsetFetch answer (``None``: a transport failure)."""
+        fetch.request_id = None
+        code = ErrorCode.NETWORK_EXCEPTION if response is None else response.error
+        if code is ErrorCode.NONE and response is not None:
+            for _tp, fo in response.offsets:
+                if fo.error is not ErrorCode.NONE:
+                    code = fo.error
+                    break
+        rule = action_for(CgApi.OFFSET_FETCH, code)
+        rediscover = rule.action is CgAction.REDISCOVER
+        if rule.action is CgAction.SUCCESS and response is not None:
+            found = {tp: fo for tp, fo in response.offsets}
+            offsets = tuple(
+                (
+                    tp,
+                    None
+                    if tp not in found or found[tp].offset < 0
+                    else OffsetAndMetadata(
+                        offset=found[tp].offset,
+                        metadata=found[tp].metadata,
+                        leader_epoch=found[tp].leader_epoch,
+                    ),
+                )
+                for tp in fetch.partitions
+            )
+            self.fetches.remove(fetch)
+            return FetchOutcome(fetch=fetch, done=True, offsets=offsets)
+        if rule.retriable and now < fetch.deadline:
+            fetch.attempts += 1
+            fetch.not_before = now + self._backoff.backoff(fetch.attempts - 1)
+            return FetchOutcome(fetch=fetch, done=False, mark_coordinator_unknown=rediscover)
+        self.fetches.remove(fetch)
+        error = KafkaClientError(f"OffsetFetch failed with {code.name}", code)
+        return FetchOutcome(fetch=fetch, done=True, error=error, mark_coordinator_unknown=rediscover)
 
     def on_answer(
         self,
@@ -161,10 +245,3 @@ class CommitManager:
                 continue
             return code
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic_auth else ErrorCode.NONE
-
-    def fail_all_in_flight(self) -> list[PendingCommit]:
-        """Commits sent to a coordinator that is gone: queued again (their answers will be ignored)."""
-        moved = [c for c in self.pending if c.request_id is not None]
-        for c in moved:
-            c.request_id = None
-        return moved

@@ -21,14 +21,24 @@ from groupcoord.client.messages import (
     Node,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
 )
 from groupcoord.client.types import TopicPartition
 
 Request = (
-    FindCoordinatorRequest | ConsumerGroupHeartbeatRequest | OffsetCommitRequest | TopicIdsMetadataRequest
+    FindCoordinatorRequest
+    | ConsumerGroupHeartbeatRequest
+    | OffsetCommitRequest
+    | OffsetFetchRequest
+    | TopicIdsMetadataRequest
 )
 Response = (
-    FindCoordinatorResponse | ConsumerGroupHeartbeatResponse | OffsetCommitResponse | TopicIdsMetadataResponse
+    FindCoordinatorResponse
+    | ConsumerGroupHeartbeatResponse
+    | OffsetCommitResponse
+    | OffsetFetchResponse
+    | TopicIdsMetadataResponse
 )
 
 

@@ -63,7 +63,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from groupcoord.client.config import ConsumerConfig
-from groupcoord.client.consumer_core import CommitCompleted
+from groupcoord.client.consumer_core import CommitCompleted, CommittedOffsets
 from groupcoord.client.consumer_group_actions import CgAction, CgApi, action_for
 from groupcoord.client.consumer_group_assignment import (
     NO_ASSIGNMENT,
@@ -105,6 +105,7 @@ from groupcoord.client.messages import (
     FindCoordinatorResponse,
     Node,
     OffsetCommitResponse,
+    OffsetFetchResponse,
 )
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
@@ -196,6 +197,7 @@ class ConsumerGroupMember:
         self.leave_in_progress = False
         self._closing = False
         self._close_commit: int | None = None
+        self._close_callbacks = True
         self._next_id = 1
         self._inflight: dict[int, _InFlight] = {}
         self._outbox: list[Outbound] = []
@@ -249,6 +251,12 @@ class ConsumerGroupMember:
             self._events.append(CommitCompleted(commit_id=c.commit_id, offsets=(), error=None))
         return c.commit_id
 
+    def fetch_committed(self, partitions: tuple[TopicPartition, ...], now_ms: int) -> int:
+        """Queue an OffsetFetch of ``partitions`` (retried until ``default.api.timeout.ms``);
+        answered by a ``CommittedOffsets`` event with the returned id."""
+        self._tick(now_ms)
+        return self.commits.add_fetch(partitions, now_ms + self.config.default_api_timeout_ms).fetch_id
+
     def callback_completed(self, callback_id: int, error: BaseException | None, now_ms: int) -> None:
         self._tick(now_ms)
         waiting = self._callbacks.pop(callback_id, None)
@@ -262,16 +270,21 @@ class ConsumerGroupMember:
         self._tick(now_ms)
         self.leave_group(now_ms)
 
-    def close(self, now_ms: int) -> None:
-        """Commit (auto-commit on), release the partitions, send the leave heartbeat."""
+    def close(self, now_ms: int, *, run_callbacks: bool = True) -> None:
+        """Commit (auto-commit on), release the partitions, send the leave heartbeat.
+
+        ``run_callbacks`` False: the caller runs the release callbacks itself and the leave does
+        not wait for them (Java's ``AsyncKafkaConsumer.close`` runs them on the application
+        thread, then leaves with ``leaveGroup(runCallbacks=false)``)."""
         self._tick(now_ms)
         if self._closing:
             return
         self._closing = True
+        self._close_callbacks = run_callbacks
         if self.config.enable_auto_commit and self.positions and self.fatal_error is None:
             self._close_commit = self.commit(None, now_ms)
         else:
-            self.leave_group(now_ms)
+            self.leave_group(now_ms, run_callbacks=run_callbacks)
 
     @property
     def closed(self) -> bool:
@@ -330,6 +343,8 @@ class ConsumerGroupMember:
             return
         if isinstance(response, ConsumerGroupHeartbeatResponse):
             self._on_heartbeat_response(request_id, f, response, now_ms)
+        elif isinstance(response, OffsetFetchResponse):
+            self._on_fetch_answer(request_id, response, now_ms)
         elif isinstance(response, OffsetCommitResponse):
             self._on_commit_answer(request_id, self.commits.answer_of(response), now_ms)
         elif isinstance(response, FindCoordinatorResponse):
@@ -421,7 +436,7 @@ class ConsumerGroupMember:
             return
         self._lost(_Step.LOST_FATAL, now)
 
-    def leave_group(self, now: int) -> None:
+    def leave_group(self, now: int, *, run_callbacks: bool = True) -> None:
         """Java ``leaveGroup``: PREPARE_LEAVING, release the partitions, LEAVING."""
         if is_not_in_group(self.state):
             if self.state is S.FENCED:
@@ -434,7 +449,7 @@ class ConsumerGroupMember:
         self._transition(S.PREPARE_LEAVING)
         self.leave_in_progress = True
         dropped = tuple(sorted(self.owned))
-        if not dropped:
+        if not dropped or not run_callbacks:
             self._after_step(_Step.RELEASE_FOR_LEAVE, True, now)
         elif self.member_epoch > 0:
             self._callback(_Step.RELEASE_FOR_LEAVE, CallbackMethod.ON_PARTITIONS_REVOKED, dropped)
@@ -762,6 +777,20 @@ class ConsumerGroupMember:
         for c in self.commits.sendable(now):
             request = self.commits.request(c, self.member_id, self.member_epoch)
             c.request_id = self._send(request, self.coordinator, "commit", now)
+        for f in self.commits.sendable_fetches(now):
+            f.request_id = self._send(self.commits.fetch_request(f), self.coordinator, "fetch", now)
+
+    def _on_fetch_answer(self, rid: int, response: OffsetFetchResponse | None, now: int) -> None:
+        fetch = self.commits.fetch_by_request(rid)
+        if fetch is None:
+            return
+        outcome = self.commits.on_fetch_answer(fetch, response, now)
+        if outcome.mark_coordinator_unknown:
+            self._mark_coordinator_unknown(now)
+        if outcome.done:
+            self._events.append(
+                CommittedOffsets(fetch_id=fetch.fetch_id, offsets=outcome.offsets, error=outcome.error)
+            )
 
     def _on_commit_answer(self, rid: int, code: ErrorCode, now: int) -> None:
         commit = self.commits.by_request(rid)
@@ -787,11 +816,12 @@ class ConsumerGroupMember:
         self._events.append(CommitCompleted(commit_id=c.commit_id, offsets=c.offsets, error=outcome.error))
         if self._close_commit == c.commit_id:
             self._close_commit = None
-            self.leave_group(now)
+            self.leave_group(now, run_callbacks=self._close_callbacks)
 
     # ================================================================== coordinator, metadata
     def _wants_coordinator(self) -> bool:
-        return (not skips_heartbeat(self.state) and self.fatal_error is None) or bool(self.commits.pending)
+        waiting = bool(self.commits.pending or self.commits.fetches)
+        return (not skips_heartbeat(self.state) and self.fatal_error is None) or waiting
 
     def _ensure_coordinator(self, now: int) -> None:
         if self.coordinator is None and self._wants_coordinator() and self._find.due(now):
@@ -813,7 +843,7 @@ class ConsumerGroupMember:
         log.info("group %s: coordinator %s marked unknown", self.group_id, self.coordinator)
         self.coordinator = None
         for rid, f in list(self._inflight.items()):
-            if f.kind in ("heartbeat", "commit", "leave"):
+            if f.kind in ("heartbeat", "commit", "fetch", "leave"):
                 del self._inflight[rid]
                 self._fail(rid, f, now)
 
@@ -840,6 +870,8 @@ class ConsumerGroupMember:
             self.topic_ids.retry.failed(now)
         elif f.kind == "commit":
             self._on_commit_answer(rid, ErrorCode.NETWORK_EXCEPTION, now)
+        elif f.kind == "fetch":
+            self._on_fetch_answer(rid, None, now)
         elif f.ignore_response:
             return
         else:  # heartbeat or leave: Java onFailure
