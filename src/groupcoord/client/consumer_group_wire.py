@@ -229,7 +229,7 @@ def read_response(request: Request | ConsumerGroupDescribeRequest, response: Any
     raise TypeError(f"not a consumer-protocol request: {request!r}")
 
 
-def unsupported(request: Request | ConsumerGroupDescribeRequest, message: str | None = None) -> Any:
+def unsupported(request: object, message: str | None = None) -> Any:
     """The UNSUPPORTED_VERSION answer to a request the broker has no version of (Java's network
     client fails it with ``UnsupportedVersionException``; the member treats that as fatal)."""
     code = ErrorCode.UNSUPPORTED_VERSION

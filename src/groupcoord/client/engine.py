@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from groupcoord.client import wire
+from groupcoord.client import consumer_group_wire, wire
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.connection import ConnectionConfig
 from groupcoord.client.errors import KafkaClientError
@@ -68,7 +68,12 @@ def connection_config(config: ConsumerConfig) -> ConnectionConfig:
 
 
 def make_core(config: ConsumerConfig) -> Any:
-    """The member core for a consumer with a group id."""
+    """The member core for a consumer with a group id: the classic one, or KIP-848's for
+    ``group.protocol=consumer`` (``consumer_group_adapter.py``, the same calls and events)."""
+    if config.group_protocol == "consumer":
+        from groupcoord.client import consumer_group_adapter
+
+        return consumer_group_adapter.ConsumerGroupCoordinator(config)
     from groupcoord.client import consumer_core
 
     return vars(consumer_core)["ConsumerCoordinator"](config)
@@ -188,19 +193,22 @@ class ConsumerEngine:
         from groupcoord.client import consumer_core as cc
 
         calls: list[tuple[Callback, list[TopicPartition]]] = []
+
+        def call(event: MemberEvent, callback: Callback | None, parts: list[TopicPartition]) -> None:
+            callback = self._completing(event, callback)
+            if callback is not None:
+                calls.append((callback, parts))
+
         while self.events:
             event = self.events.popleft()
             if isinstance(event, cc.PartitionsRevoked):
                 parts = list(event.partitions)
-                if self.callbacks.on_revoke is not None:
-                    calls.append((self.callbacks.on_revoke, parts))
+                call(event, self.callbacks.on_revoke, parts)
                 self.fetcher.assign(self.fetcher.assigned() - set(parts))
             elif isinstance(event, cc.PartitionsLost):
                 parts = list(event.partitions)
-                if self.callbacks.on_lost is not None:
-                    calls.append((self.callbacks.on_lost, parts))
-                elif self.callbacks.on_revoke is not None:
-                    calls.append((self.callbacks.on_revoke, parts))  # Java's default onPartitionsLost
+                # Java's default onPartitionsLost is onPartitionsRevoked
+                call(event, self.callbacks.on_lost or self.callbacks.on_revoke, parts)
                 self.fetcher.assign(self.fetcher.assigned() - set(parts))
             elif isinstance(event, cc.PartitionsAssigned):
                 parts = list(event.partitions)
@@ -208,9 +216,31 @@ class ConsumerEngine:
                 for tp in parts:
                     if tp in self.early_starts:
                         self.fetcher.set_starting_offset(tp, self.early_starts.pop(tp))
-                if self.callbacks.on_assign is not None:
-                    calls.append((self.callbacks.on_assign, parts))
+                call(event, self.callbacks.on_assign, parts)
         return calls
+
+    def _completing(self, event: MemberEvent, callback: Callback | None) -> Callback | None:
+        """The consumer-protocol member waits for its callbacks (events with a ``callback_id``):
+        report each one back once it ran (at once when there is none to run)."""
+        callback_id: int | None = getattr(event, "callback_id", None)
+        done: Callable[[int, BaseException | None], None] | None = getattr(self.core, "callback_done", None)
+        if callback_id is None or done is None:
+            return callback
+        if callback is None:
+            done(callback_id, None)
+            return None
+        user = callback
+
+        def run(parts: list[TopicPartition]) -> Any:
+            try:
+                result = user(parts)
+            except BaseException as exc:
+                done(callback_id, exc)
+                raise
+            done(callback_id, None)
+            return result
+
+        return run
 
     def raise_fatal(self) -> None:
         if self.fatal is not None:
@@ -361,7 +391,11 @@ class ConsumerEngine:
         """A core request finished (``error`` set: it failed); the core's events are taken."""
         core = self.core
         now = now_ms()
-        if error is not None:
+        if isinstance(error, wire.UnsupportedApiError) and consumer_group_wire.handles(out.request):
+            # a broker without KIP-848's APIs: what Java's network client reports as
+            # UnsupportedVersionException, fatal to the consumer-protocol member
+            core.on_response(out.request_id, consumer_group_wire.unsupported(out.request), now)
+        elif error is not None:
             log.debug("request %s failed: %s", type(out.request).__name__, error)
             core.on_failure(out.request_id, now)
         else:
