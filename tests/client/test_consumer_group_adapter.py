@@ -12,6 +12,8 @@ librdkafka members wait for that broker).
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import time
 
 from cg_script import COORDINATOR, MEMBER, NAMES, T, ok, owned
@@ -86,6 +88,49 @@ def test_engine_runs_callbacks_before_the_member_acknowledges() -> None:
     assert seen == ["assign [TopicPartition(topic='t', partition=0)]"]
     assert engine.assignment() == {TopicPartition("t", 0)}
     assert engine.fetcher.assigned() == {TopicPartition("t", 0)}
+
+
+def test_async_callbacks_are_reported_when_awaited() -> None:
+    """AsyncConsumer awaits coroutine callbacks: the member hears of one only once it finished."""
+    config = ConsumerConfig.from_dict(
+        {
+            "bootstrap.servers": "unused:1",
+            "group.id": "g",
+            "group.protocol": "consumer",
+            "enable.auto.commit": False,
+        }
+    )
+    engine = ConsumerEngine(config)
+    core = engine.core
+    assert isinstance(core, ConsumerGroupCoordinator)
+    core.member.update_topic_names(NAMES)
+    seen: list[str] = []
+
+    async def on_assign(parts: list[TopicPartition]) -> None:
+        seen.append("started")
+        await asyncio.sleep(0)
+        seen.append("finished")
+
+    engine.subscribe(["t"], on_assign, None, None)
+    now = 1_000
+    (find,) = core.poll(now)
+    core.on_response(find.request_id, FindCoordinatorResponse(error=ErrorCode.NONE, node=COORDINATOR), now)
+    (join,) = core.pending(now)
+    core.on_response(join.request_id, ok(1, assignment=()), now)
+    core.pending(now)
+    engine.take_events(core.events())
+    ((callback, parts),) = engine.deliver()
+    pending = callback(parts)
+    assert inspect.isawaitable(pending)
+    assert not [o for o in core.pending(now) if isinstance(o.request, ConsumerGroupHeartbeatRequest)]
+
+    async def run() -> None:
+        await pending
+
+    asyncio.run(run())
+    assert seen == ["started", "finished"]
+    (ack,) = [o for o in core.pending(now) if isinstance(o.request, ConsumerGroupHeartbeatRequest)]
+    assert ack.request.topic_partitions == ()
 
 
 def test_consumer_with_group_protocol_consumer_against_groupcoord() -> None:

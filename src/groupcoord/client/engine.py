@@ -10,11 +10,12 @@ answer, the same for both.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from groupcoord.client import consumer_group_wire, wire
@@ -237,6 +238,8 @@ class ConsumerEngine:
             except BaseException as exc:
                 done(callback_id, exc)
                 raise
+            if inspect.isawaitable(result):  # AsyncConsumer awaits it: report when it finished
+                return _reported(result, callback_id, done)
             done(callback_id, None)
             return result
 
@@ -405,6 +408,18 @@ class ConsumerEngine:
                 self.fetcher.on_metadata(md, now)
             core.on_response(out.request_id, wire.read_response(out.request, response), now)
         self.take_events(core.events())
+
+
+async def _reported(
+    awaitable: Awaitable[Any], callback_id: int, done: Callable[[int, BaseException | None], None]
+) -> Any:
+    try:
+        result = await awaitable
+    except BaseException as exc:
+        done(callback_id, exc)
+        raise
+    done(callback_id, None)
+    return result
 
 
 def core_node(client: Any, out: Outbound) -> int:
