@@ -309,3 +309,26 @@ def test_member_core_over_a_real_connection_to_groupcoord() -> None:
             )
         finally:
             client.close()
+
+
+def test_topic_ids_resolve_against_a_real_groupcoord_broker() -> None:
+    """Metadata v12 by topic id (what the member sends for an id in its assignment it cannot name)
+    against groupcoord: the id of a topic gives its name; an unknown id gives UNKNOWN_TOPIC_ID."""
+    with Broker() as broker:
+        broker.create_topic("named-by-id", partitions=2)
+        client = NetworkClient(broker.bootstrap)
+        try:
+            node = client.least_loaded_node()
+            md = wire.read_metadata(client.request(node, 3, wire.metadata_request(["named-by-id"])))
+            (topic,) = md.topics
+            tid = uuid.UUID(str(topic.topic_id))
+            unknown = uuid.UUID(int=12345)
+            answer = send(client, node, TopicIdsMetadataRequest(topic_ids=(tid, unknown)), 10_000)
+            assert answer == TopicIdsMetadataResponse(
+                topics=(
+                    TopicIdMetadata(topic_id=tid, name="named-by-id"),
+                    TopicIdMetadata(topic_id=unknown, name=None, error=ErrorCode.UNKNOWN_TOPIC_ID),
+                )
+            )
+        finally:
+            client.close()
