@@ -156,3 +156,32 @@ def test_consumer_with_group_protocol_consumer_against_groupcoord() -> None:
             raise AssertionError("neither an assignment nor the unsupported-protocol error within 30 s")
         finally:
             consumer.close(5)
+
+
+def test_async_consumer_with_group_protocol_consumer_against_groupcoord() -> None:
+    """AsyncConsumer, the same engine: the same outcome as the blocking Consumer."""
+    from groupcoord.client.aio import AsyncConsumer
+
+    async def scenario(bootstrap: str) -> str:
+        consumer = AsyncConsumer(
+            {"bootstrap.servers": bootstrap, "group.id": "cg-aio", "group.protocol": "consumer"}
+        )
+        try:
+            consumer.subscribe(["cg-a"])
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    await consumer.poll(0.2)
+                except FatalGroupError as exc:
+                    assert exc.code is ErrorCode.UNSUPPORTED_VERSION
+                    assert str(exc) == CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
+                    return "unsupported"
+                if consumer.assignment() == {TopicPartition("cg-a", p) for p in range(2)}:
+                    return "assigned"
+            return "neither"
+        finally:
+            await consumer.close(5)
+
+    with Broker() as broker:
+        broker.create_topic("cg-a", partitions=2)
+        assert asyncio.run(scenario(broker.bootstrap)) in ("unsupported", "assigned")

@@ -46,7 +46,7 @@ The driving contract
 
 The core is not thread-safe; an adapter with two threads holds one lock around every call.
 
-The module is one class (about 850 lines), as Kafka's ``AbstractMembershipManager`` with
+The module is one class (about 900 lines), as Kafka's ``AbstractMembershipManager`` with
 ``ConsumerMembershipManager`` is one: the states, the reconciliation, the heartbeat timing and
 the leave paths read and write the same epoch, assignment and state. What stands alone lives
 beside it: the state table, the error table, the heartbeat contents and timers, the assignment
