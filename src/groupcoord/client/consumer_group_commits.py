@@ -231,6 +231,8 @@ class CommitManager:
         self, commit: PendingCommit, error: KafkaClientError | None, rediscover: bool = False
     ) -> CommitOutcome:
         self.pending.remove(commit)
+        if error is not None and commit.before_revocation:
+            log.error("the commit before reconciling failed (%s); reconciling anyway", error)
         return CommitOutcome(commit=commit, done=True, error=error, mark_coordinator_unknown=rediscover)
 
     def answer_of(self, response: OffsetCommitResponse) -> ErrorCode:

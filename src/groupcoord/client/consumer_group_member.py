@@ -20,37 +20,26 @@ The driving contract
     The application polled: resets the ``max.poll.interval.ms`` timer (a STALE member rejoins),
     joins after a subscribe; then one :meth:`background` turn.
 ``background(now_ms)`` (alias ``heartbeat_poll``, ``pending``)
-    One turn of Kafka's network thread: coordinator lookup, the poll-timer check (expired: leave
-    with the leave epoch, then STALE), a heartbeat when due (at once in JOINING, ACKNOWLEDGING
-    and LEAVING), the next reconciliation step, auto-commit every ``auto.commit.interval.ms``
-    (as Java's ``CommitRequestManager.poll``), commits and Metadata lookups of unknown topic ids.
-    Returns the requests to send.
+    One turn of Kafka's network thread: coordinator lookup, the poll-timer check (expired: leave,
+    then STALE), a heartbeat when due, the next reconciliation step, auto-commit (as Java's
+    ``CommitRequestManager.poll``), commits, Metadata lookups of unknown topic ids.
 ``on_response(request_id, response, now_ms)`` / ``on_failure(request_id, now_ms)``
-    Answers; a failure (broken connection, timeout) is looked up as NETWORK_EXCEPTION. The core
-    times requests out itself after ``request.timeout.ms``.
+    Answers; a failure (broken connection, or ``request.timeout.ms``) counts as NETWORK_EXCEPTION.
 ``callback_completed(callback_id, error, now_ms)``
     The application ran the :class:`RebalanceCallbackNeeded` with that id (``error`` what it
     raised, or None). Reconciliation waits for it: commit, then ``on_partitions_revoked``, then
     ``on_partitions_assigned``, then the acknowledging heartbeat, as in Java.
-``update_positions(positions)``, ``commit(offsets, now_ms, asynchronous=...)``
-    Consumed positions (auto-commit and the commit before revocation commit them) and explicit
-    commits; the result is a ``consumer_core.CommitCompleted`` event.
-``close(now_ms)`` / ``unsubscribe(now_ms)``
-    Commit the consumed positions (close, with auto-commit), release the partitions
-    (``on_partitions_revoked`` when the member holds an epoch, else ``on_partitions_lost``),
-    then one heartbeat with epoch -1 (-2 for a static member). :attr:`closed` turns true when
-    that is done.
-``events()``, ``next_deadline_ms()``
-    What the application must see (callbacks, commit results, errors), and when the core
-    next has something to do.
+``update_positions``, ``commit``, ``fetch_committed``, ``close``, ``unsubscribe``, ``events``,
+``next_deadline_ms``
+    Consumed positions (auto-commit and the commit before revocation commit them); commits and
+    offset fetches (``CommitCompleted`` / ``CommittedOffsets`` events); leaving (commit, release
+    the partitions, one heartbeat with epoch -1 or -2; :attr:`closed`); what the application
+    must see; when the core next has something to do.
 
 The core is not thread-safe; an adapter with two threads holds one lock around every call.
 
-The module is one class (about 900 lines), as Kafka's ``AbstractMembershipManager`` with
-``ConsumerMembershipManager`` is one: the states, the reconciliation, the heartbeat timing and
-the leave paths read and write the same epoch, assignment and state. What stands alone lives
-beside it: the state table, the error table, the heartbeat contents and timers, the assignment
-resolution, the commits and the lookups (``consumer_group_*.py``).
+When heartbeats go and what their answers do is ``consumer_group_heartbeat_manager.py``; this
+class is its ``HeartbeatHost``, as Java's membership manager is its heartbeat request manager's.
 """
 
 from __future__ import annotations
@@ -64,14 +53,13 @@ from dataclasses import dataclass, field
 
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.consumer_core import CommitCompleted, CommittedOffsets
-from groupcoord.client.consumer_group_actions import CgAction, CgApi, action_for
 from groupcoord.client.consumer_group_assignment import (
     NO_ASSIGNMENT,
     LocalAssignment,
     Reconciliation,
     resolve,
 )
-from groupcoord.client.consumer_group_commits import CommitManager, CommitOutcome, Offsets
+from groupcoord.client.consumer_group_commits import CommitManager, Offsets
 from groupcoord.client.consumer_group_events import (
     CallbackMethod,
     Outbound,
@@ -80,24 +68,25 @@ from groupcoord.client.consumer_group_events import (
     Response,
     generate_member_id,
 )
-from groupcoord.client.consumer_group_heartbeat import HeartbeatRequestState, HeartbeatState, MemberView
+from groupcoord.client.consumer_group_heartbeat import MemberView
+from groupcoord.client.consumer_group_heartbeat_manager import HeartbeatRequestManager
 from groupcoord.client.consumer_group_lookups import Retry, TopicIdNames
 from groupcoord.client.consumer_group_messages import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
 from groupcoord.client.consumer_group_states import (
     ConsumerGroupMemberState,
     can_handle_new_assignment,
     check_transition,
-    heartbeats_now,
     is_leaving_group,
     is_not_in_group,
     skips_heartbeat,
 )
-from groupcoord.client.errors import ConfigError, FatalGroupError, KafkaClientError
+from groupcoord.client.errors import ConfigError, KafkaClientError
 from groupcoord.client.heartbeat import ExponentialBackoff
 from groupcoord.client.member import FatalErrorEvent, MemberEvent
 from groupcoord.client.messages import (
@@ -113,9 +102,6 @@ from groupcoord.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 S = ConsumerGroupMemberState
-
-REGEX_RESOLUTION_NOT_SUPPORTED_MSG = "regular expression"
-"""Part of the text of an UNSUPPORTED_VERSION that is about a regex on v0 (kept as the error)."""
 
 
 class _Step(enum.Enum):
@@ -182,8 +168,6 @@ class ConsumerGroupMember:
         self._backoff = ExponentialBackoff(
             config.retry_backoff_ms, config.retry_backoff_max_ms, rng, backoff_jitter
         )
-        self.heartbeat_state = HeartbeatState()
-        self.heartbeat_request = HeartbeatRequestState(self._backoff)
         self.commits = CommitManager(self.group_id, self.instance_id, self._backoff)
         self._poll_deadline: int | None = None
         self._poll_timer_expired = False
@@ -205,6 +189,7 @@ class ConsumerGroupMember:
         self._find = Retry(self._backoff)
         self.topic_ids = TopicIdNames(self._backoff)
         self._now = 0
+        self.heartbeat = HeartbeatRequestManager(self, self._backoff)
 
     # ================================================================== application calls
     def subscribe(self, topics: Iterable[str]) -> None:
@@ -240,13 +225,9 @@ class ConsumerGroupMember:
         ``CommitCompleted`` event with the returned id (at once when there is nothing to commit)."""
         self._tick(now_ms)
         chosen: Offsets = tuple(sorted((offsets if offsets is not None else self.positions).items()))
-        c = self.commits.add(
-            chosen,
-            sync=not asynchronous,
-            before_revocation=False,
-            deadline=now_ms + self.config.default_api_timeout_ms,
-        )
-        if not chosen:
+        deadline = now_ms + self.config.default_api_timeout_ms
+        c = self.commits.add(chosen, sync=not asynchronous, before_revocation=False, deadline=deadline)
+        if not chosen:  # nothing to send: done at once
             self.commits.pending.remove(c)
             self._events.append(CommitCompleted(commit_id=c.commit_id, offsets=(), error=None))
         return c.commit_id
@@ -323,7 +304,7 @@ class ConsumerGroupMember:
     def background(self, now_ms: int) -> list[Outbound]:
         self._tick(now_ms)
         self._ensure_coordinator(now_ms)
-        self._heartbeat_poll(now_ms)
+        self.heartbeat.poll(now_ms)
         if self.state is S.RECONCILING:
             self.maybe_reconcile(now_ms)
         self._maybe_auto_commit(now_ms)
@@ -342,7 +323,10 @@ class ConsumerGroupMember:
             log.debug("ignoring the answer to request %d (expired or superseded)", request_id)
             return
         if isinstance(response, ConsumerGroupHeartbeatResponse):
-            self._on_heartbeat_response(request_id, f, response, now_ms)
+            if f.ignore_response:
+                log.info("poll-timeout leave of member %s answered %s", self.member_id, response.error.name)
+            else:
+                self.heartbeat.on_response(request_id, response, now_ms)
         elif isinstance(response, OffsetFetchResponse):
             self._on_fetch_answer(request_id, response, now_ms)
         elif isinstance(response, OffsetCommitResponse):
@@ -364,14 +348,12 @@ class ConsumerGroupMember:
         c: list[int] = [f.deadline for f in self._inflight.values()]
         if self.coordinator is None and self._wants_coordinator() and self._find.request_id is None:
             c.append(self._find.not_before)
-        if self.coordinator is not None and not skips_heartbeat(self.state):
-            hb = self.heartbeat_request
-            if heartbeats_now(self.state) and hb.in_flight is None:
-                c.append(self._now)
-            elif hb.in_flight is None:
-                c.append(self._now + hb.time_to_next_ms(self._now))
-            if self._poll_deadline is not None and not is_leaving_group(self.state):
-                c.append(self._poll_deadline)
+        nh = self.heartbeat.next_deadline(self._now)
+        if nh is not None:
+            c.append(nh)
+        active = self.coordinator is not None and not skips_heartbeat(self.state)
+        if active and self._poll_deadline is not None and not is_leaving_group(self.state):
+            c.append(self._poll_deadline)
         if self.state is S.RECONCILING and self._recon is None:
             c.append(self._now)
         nc = self.commits.next_deadline()
@@ -388,14 +370,7 @@ class ConsumerGroupMember:
     def _transition(self, target: ConsumerGroupMemberState) -> None:
         check_transition(self.state, target)
         if self.state is not target:
-            log.info(
-                "member %s of group %s with epoch %d: %s -> %s",
-                self.member_id,
-                self.group_id,
-                self.member_epoch,
-                self.state.value,
-                target.value,
-            )
+            log.info("member %s (epoch %d): %s -> %s", self.member_id, self.member_epoch, self.state, target)
         self.state = target
 
     def transition_to_joining(self) -> None:
@@ -469,37 +444,11 @@ class ConsumerGroupMember:
     def leave_group_epoch(self) -> int:
         return LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.instance_id is not None else LEAVE_GROUP_MEMBER_EPOCH
 
-    # ================================================================== heartbeat manager
-    def _heartbeat_poll(self, now: int) -> None:
-        """Java ``AbstractHeartbeatRequestManager.poll``."""
-        if self.coordinator is None or skips_heartbeat(self.state):
-            if self.state is S.LEAVING:  # onHeartbeatRequestSkipped: give the leave up
-                self._transition(S.UNSUBSCRIBED)
-                self.leave_in_progress = False
-            return
-        if (
-            self._poll_deadline is not None
-            and now >= self._poll_deadline
-            and not is_leaving_group(self.state)
-        ):
-            log.warning(
-                "consumer poll timeout has expired: member %s of group %s leaves (max.poll.interval.ms %d)",
-                self.member_id,
-                self.group_id,
-                self.config.max_poll_interval_ms,
-            )
-            self.transition_to_sending_leave_group(True)
-            self._send_heartbeat(now, ignore_response=True)
-            self.heartbeat_request.reset()
-            self.heartbeat_state.reset()
-            return
-        hb = self.heartbeat_request
-        now_due = self.state is S.LEAVING or (heartbeats_now(self.state) and hb.in_flight is None)
-        if not hb.can_send(now) and not now_due:
-            return
-        self._send_heartbeat(now, ignore_response=False)
+    # ================================================================== the heartbeat manager's host
+    def poll_timer_expired(self, now: int) -> bool:
+        return self._poll_deadline is not None and now >= self._poll_deadline
 
-    def _view(self) -> MemberView:
+    def view(self) -> MemberView:
         return MemberView(
             state=self.state,
             group_id=self.group_id,
@@ -514,14 +463,28 @@ class ConsumerGroupMember:
             assignment=self.current,
         )
 
-    def _send_heartbeat(self, now: int, *, ignore_response: bool) -> None:
-        request = self.heartbeat_state.build(self._view())
+    def send_heartbeat(
+        self, request: ConsumerGroupHeartbeatRequest, now: int, *, ignore_response: bool
+    ) -> int:
         kind = "leave" if self.state is S.LEAVING else "heartbeat"
-        rid = self._send(request, self.coordinator, kind, now, ignore_response=ignore_response)
-        self.heartbeat_request.on_send(now, rid)
-        self._on_heartbeat_request_generated(now)
+        return self._send(request, self.coordinator, kind, now, ignore_response=ignore_response)
 
-    def _on_heartbeat_request_generated(self, now: int) -> None:
+    def on_heartbeat_request_skipped(self) -> None:
+        if self.state is S.LEAVING:  # no coordinator: give the leave up (onHeartbeatRequestSkipped)
+            self._transition(S.UNSUBSCRIBED)
+            self.leave_in_progress = False
+
+    def on_heartbeat_failure(self) -> None:
+        if self.state is S.UNSUBSCRIBED:
+            self.leave_in_progress = False  # the leave is sent once; any answer completes it
+
+    def mark_coordinator_unknown(self, now: int) -> None:
+        self._mark_coordinator_unknown(now)
+
+    def report(self, error: KafkaClientError) -> None:
+        self._events.append(FatalErrorEvent(error=error, fatal=False))
+
+    def on_heartbeat_request_generated(self, now: int) -> None:
         if self.state is S.ACKNOWLEDGING:
             self._transition(S.STABLE if self._target_reconciled() else S.RECONCILING)
         elif self.state is S.LEAVING:
@@ -532,55 +495,7 @@ class ConsumerGroupMember:
             else:
                 self._transition(S.UNSUBSCRIBED)
 
-    def _on_heartbeat_response(
-        self, rid: int, f: _InFlight, r: ConsumerGroupHeartbeatResponse, now: int
-    ) -> None:
-        if f.ignore_response:
-            log.info("poll-timeout leave of member %s answered %s", self.member_id, r.error.name)
-            return
-        if self.heartbeat_request.in_flight == rid:
-            self.heartbeat_request.in_flight = None
-        rule = action_for(CgApi.CONSUMER_GROUP_HEARTBEAT, r.error)
-        if rule.action is CgAction.SUCCESS:
-            self.heartbeat_request.on_success(now, r.heartbeat_interval_ms)
-            self._on_heartbeat_success(r, now)
-            return
-        self.heartbeat_state.reset()
-        self.heartbeat_request.on_failure(now)
-        if self.state is S.UNSUBSCRIBED:
-            self.leave_in_progress = False  # the leave is sent once; any answer completes it
-        self._apply_heartbeat_error(rule.action, r.error, r.error_message, rule.message, now)
-
-    def _apply_heartbeat_error(
-        self, action: CgAction, code: ErrorCode, broker_msg: str | None, own_msg: str | None, now: int
-    ) -> None:
-        log.info(
-            "ConsumerGroupHeartbeat of member %s failed: %s %s", self.member_id, code.name, broker_msg or ""
-        )
-        if action is CgAction.REDISCOVER:
-            self._mark_coordinator_unknown(now)
-            self.heartbeat_request.reset()  # no backoff once the coordinator is found again
-        elif action is CgAction.RETRY:
-            pass
-        elif action is CgAction.FENCE:
-            self.transition_to_fenced(now)
-            self.heartbeat_request.reset()
-        elif action is CgAction.REPORT:
-            self._events.append(
-                FatalErrorEvent(error=KafkaClientError(broker_msg or code.name, code), fatal=False)
-            )
-        else:
-            text = own_msg or broker_msg or code.name
-            if (
-                code is ErrorCode.UNSUPPORTED_VERSION
-                and broker_msg
-                and REGEX_RESOLUTION_NOT_SUPPORTED_MSG in broker_msg
-            ):
-                text = broker_msg
-            if self.state is not S.FATAL:
-                self.transition_to_fatal(FatalGroupError(text, code), now)
-
-    def _on_heartbeat_success(self, r: ConsumerGroupHeartbeatResponse, now: int) -> None:
+    def on_heartbeat_success(self, r: ConsumerGroupHeartbeatResponse, now: int) -> None:
         """Java ``ConsumerMembershipManager.onHeartbeatSuccess``."""
         if self.state is S.LEAVING:
             return
@@ -756,19 +671,17 @@ class ConsumerGroupMember:
         self._poll_deadline = now + self.config.max_poll_interval_ms
 
     def _maybe_auto_commit(self, now: int) -> None:
+        """Every ``auto.commit.interval.ms`` the consumed positions, asynchronously (Java
+        ``maybeAutoCommitAsync``), one at a time."""
         if not self.config.enable_auto_commit or is_not_in_group(self.state) or self._closing:
             return
-        if self._next_auto_commit is None:
-            self._next_auto_commit = now + self.config.auto_commit_interval_ms
-            return
-        if now < self._next_auto_commit:
-            return
-        self._next_auto_commit = now + self.config.auto_commit_interval_ms
-        consumed = self._consumed()
-        if consumed and not any(not c.sync for c in self.commits.pending):
-            self.commits.add(
-                consumed, sync=False, before_revocation=False, deadline=now + self.config.request_timeout_ms
-            )
+        interval = self.config.auto_commit_interval_ms
+        if self._next_auto_commit is None or now >= self._next_auto_commit:
+            due = self._next_auto_commit is not None
+            self._next_auto_commit = now + interval
+            consumed = self._consumed()
+            if due and consumed and not any(not c.sync for c in self.commits.pending):
+                self.commits.add(consumed, sync=False, before_revocation=False, deadline=now + interval)
 
     # ================================================================== commits
     def _send_commits(self, now: int) -> None:
@@ -782,14 +695,14 @@ class ConsumerGroupMember:
 
     def _on_fetch_answer(self, rid: int, response: OffsetFetchResponse | None, now: int) -> None:
         fetch = self.commits.fetch_by_request(rid)
-        if fetch is None:
-            return
-        outcome = self.commits.on_fetch_answer(fetch, response, now)
-        if outcome.mark_coordinator_unknown:
+        outcome = None if fetch is None else self.commits.on_fetch_answer(fetch, response, now)
+        if outcome is not None and outcome.mark_coordinator_unknown:
             self._mark_coordinator_unknown(now)
-        if outcome.done:
+        if outcome is not None and outcome.done:
             self._events.append(
-                CommittedOffsets(fetch_id=fetch.fetch_id, offsets=outcome.offsets, error=outcome.error)
+                CommittedOffsets(
+                    fetch_id=outcome.fetch.fetch_id, offsets=outcome.offsets, error=outcome.error
+                )
             )
 
     def _on_commit_answer(self, rid: int, code: ErrorCode, now: int) -> None:
@@ -801,14 +714,10 @@ class ConsumerGroupMember:
         )
         if outcome.mark_coordinator_unknown:
             self._mark_coordinator_unknown(now)
-        if outcome.done:
-            self._commit_done(outcome, now)
-
-    def _commit_done(self, outcome: CommitOutcome, now: int) -> None:
+        if not outcome.done:
+            return
         c = outcome.commit
-        if c.before_revocation:
-            if outcome.error is not None:
-                log.error("the commit before reconciling failed (%s); reconciling anyway", outcome.error)
+        if c.before_revocation:  # success or not, the reconciliation goes on
             if self._revocation_commit == c.commit_id:
                 self._revocation_commit = None
                 self._after_step(_Step.COMMIT, True, now)
@@ -874,14 +783,8 @@ class ConsumerGroupMember:
             self._on_fetch_answer(rid, None, now)
         elif f.ignore_response:
             return
-        else:  # heartbeat or leave: Java onFailure
-            if self.heartbeat_request.in_flight == rid:
-                self.heartbeat_request.in_flight = None
-            self.heartbeat_request.on_failure(now)
-            self.heartbeat_state.reset()
-            if self.state is S.UNSUBSCRIBED:
-                self.leave_in_progress = False
-            self._mark_coordinator_unknown(now)
+        else:  # heartbeat or leave
+            self.heartbeat.on_failure(rid, now)
 
     def _tick(self, now: int, *, expire: bool = True) -> None:
         self._now = max(self._now, now)
