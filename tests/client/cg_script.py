@@ -15,14 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groupcoord.client.config import ConsumerConfig
-from groupcoord.client.consumer_group_events import CallbackMethod, Outbound, RebalanceCallbackNeeded
+from groupcoord.client.consumer_group_events import (
+    CallbackMethod,
+    MemberEvent,
+    Outbound,
+    RebalanceCallbackNeeded,
+)
 from groupcoord.client.consumer_group_member import ConsumerGroupMember
 from groupcoord.client.consumer_group_messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     TopicIdPartitions,
 )
-from groupcoord.client.member import MemberEvent
 from groupcoord.client.messages import FindCoordinatorRequest, FindCoordinatorResponse, Node
 from groupcoord.client.types import TopicPartition
 from groupcoord.clock import ManualClock

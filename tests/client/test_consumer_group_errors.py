@@ -15,7 +15,6 @@ from __future__ import annotations
 import pytest
 from cg_script import MEMBER, Script, T, err, ok, owned, tp
 
-from groupcoord.client.consumer_core import CommitCompleted, CommittedOffsets
 from groupcoord.client.consumer_group_actions import (
     CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG,
     DEFAULT,
@@ -23,11 +22,15 @@ from groupcoord.client.consumer_group_actions import (
     CgAction,
     CgApi,
 )
-from groupcoord.client.consumer_group_events import CallbackMethod
+from groupcoord.client.consumer_group_events import (
+    CallbackMethod,
+    CommitCompleted,
+    CommittedOffsets,
+    FatalErrorEvent,
+)
 from groupcoord.client.consumer_group_messages import ConsumerGroupHeartbeatRequest
 from groupcoord.client.consumer_group_states import ConsumerGroupMemberState as S
 from groupcoord.client.errors import CommitFailedError, FatalGroupError, KafkaClientError
-from groupcoord.client.member import FatalErrorEvent
 from groupcoord.client.messages import (
     FetchedOffset,
     FindCoordinatorRequest,

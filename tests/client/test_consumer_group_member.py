@@ -13,8 +13,7 @@ import uuid
 import pytest
 from cg_script import MEMBER, START, Script, T, U, err, ok, owned, tp
 
-from groupcoord.client.consumer_core import CommitCompleted
-from groupcoord.client.consumer_group_events import CallbackMethod, generate_member_id
+from groupcoord.client.consumer_group_events import CallbackMethod, CommitCompleted, generate_member_id
 from groupcoord.client.consumer_group_member import ConsumerGroupMember
 from groupcoord.client.consumer_group_messages import (
     ConsumerGroupHeartbeatRequest,

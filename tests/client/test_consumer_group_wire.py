@@ -20,6 +20,7 @@ from groupcoord.client import wire
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.connection import NetworkClient
 from groupcoord.client.consumer_group_actions import CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
+from groupcoord.client.consumer_group_events import FatalErrorEvent
 from groupcoord.client.consumer_group_member import ConsumerGroupMember
 from groupcoord.client.consumer_group_messages import (
     ConsumerGroupDescribeRequest,
@@ -44,7 +45,6 @@ from groupcoord.client.consumer_group_wire import (
     too_old,
 )
 from groupcoord.client.errors import FatalGroupError
-from groupcoord.client.member import FatalErrorEvent
 from groupcoord.client.messages import OffsetCommitRequest, OffsetCommitResponse
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode

@@ -25,16 +25,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from groupcoord.client.config import ConsumerConfig
-from groupcoord.client.consumer_core import (
+from groupcoord.client.consumer_group_events import (
+    CallbackMethod,
     CommittedOffsets,
+    MemberEvent,
+    Outbound,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
+    RebalanceCallbackNeeded,
     StartingPositions,
 )
-from groupcoord.client.consumer_group_events import CallbackMethod, Outbound, RebalanceCallbackNeeded
 from groupcoord.client.consumer_group_member import ConsumerGroupMember
-from groupcoord.client.member import MemberEvent
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)

@@ -8,13 +8,22 @@ import enum
 import uuid
 from dataclasses import dataclass
 
+# The event types both members share, re-exported (``X as X``) so that every consumer-protocol
+# module and test imports them from this one place.
+from groupcoord.client.consumer_core import CommitCompleted as CommitCompleted
+from groupcoord.client.consumer_core import CommittedOffsets as CommittedOffsets
+from groupcoord.client.consumer_core import PartitionsAssigned as PartitionsAssigned
+from groupcoord.client.consumer_core import PartitionsLost as PartitionsLost
+from groupcoord.client.consumer_core import PartitionsRevoked as PartitionsRevoked
+from groupcoord.client.consumer_core import StartingPositions as StartingPositions
 from groupcoord.client.consumer_group_messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     TopicIdsMetadataRequest,
     TopicIdsMetadataResponse,
 )
-from groupcoord.client.member import MemberEvent
+from groupcoord.client.member import FatalErrorEvent as FatalErrorEvent
+from groupcoord.client.member import MemberEvent as MemberEvent
 from groupcoord.client.messages import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,

@@ -52,7 +52,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from groupcoord.client.config import ConsumerConfig
-from groupcoord.client.consumer_core import CommitCompleted, CommittedOffsets
 from groupcoord.client.consumer_group_assignment import (
     NO_ASSIGNMENT,
     LocalAssignment,
@@ -62,6 +61,10 @@ from groupcoord.client.consumer_group_assignment import (
 from groupcoord.client.consumer_group_commits import CommitManager, Offsets
 from groupcoord.client.consumer_group_events import (
     CallbackMethod,
+    CommitCompleted,
+    CommittedOffsets,
+    FatalErrorEvent,
+    MemberEvent,
     Outbound,
     RebalanceCallbackNeeded,
     Request,
@@ -88,7 +91,6 @@ from groupcoord.client.consumer_group_states import (
 )
 from groupcoord.client.errors import ConfigError, KafkaClientError
 from groupcoord.client.heartbeat import ExponentialBackoff
-from groupcoord.client.member import FatalErrorEvent, MemberEvent
 from groupcoord.client.messages import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from groupcoord.client import consumer_group_wire, wire
+from groupcoord.client import wire
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.connection import ConnectionConfig
 from groupcoord.client.errors import KafkaClientError
@@ -392,6 +392,8 @@ class ConsumerEngine:
 
     def on_core_answer(self, client: Any, out: Outbound, response: Any, error: BaseException | None) -> None:
         """A core request finished (``error`` set: it failed); the core's events are taken."""
+        from groupcoord.client import consumer_group_wire
+
         core = self.core
         now = now_ms()
         if isinstance(error, wire.UnsupportedApiError) and consumer_group_wire.handles(out.request):
