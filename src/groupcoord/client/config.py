@@ -9,14 +9,6 @@ Defaults are the Java client's (``ConsumerConfig`` / ``CommonClientConfigs``), i
 ``partition.assignment.strategy`` = ``range,cooperative-sticky`` (names as librdkafka spells
 them). ``heartbeat.interval.ms`` must be below ``session.timeout.ms`` (Java ``Heartbeat``'s
 constructor).
-
-``group.protocol`` chooses the member: ``classic`` (the default; JoinGroup/SyncGroup, the
-member core of ``member.py``) or ``consumer`` (KIP-848's ConsumerGroupHeartbeat, the member core
-of ``consumer_group_member.py``). As in the Java client (``ConsumerConfig``'s
-``CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`` / ``CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS``) and
-librdkafka, ``consumer`` refuses ``session.timeout.ms``, ``heartbeat.interval.ms`` and
-``partition.assignment.strategy`` (the broker owns the session, the interval and the
-assignment), and ``classic`` refuses ``group.remote.assignor``.
 """
 
 from __future__ import annotations
@@ -32,6 +24,12 @@ log = logging.getLogger(__name__)
 
 AUTO_OFFSET_RESET = ("earliest", "latest", "none")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+#: ``group.protocol``: ``classic`` (the default; JoinGroup/SyncGroup, ``member.py``) or
+#: ``consumer`` (KIP-848's ConsumerGroupHeartbeat, ``consumer_group_member.py``). As in the Java
+#: client (``ConsumerConfig``'s ``CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`` /
+#: ``CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS``) and librdkafka, ``consumer`` refuses the keys below
+#: (the broker owns the session, the interval and the assignment) and ``classic`` refuses
+#: ``group.remote.assignor``.
 GROUP_PROTOCOLS = ("classic", "consumer")
 #: Keys the consumer group protocol (KIP-848) refuses: the broker decides these.
 CONSUMER_PROTOCOL_UNSUPPORTED = (

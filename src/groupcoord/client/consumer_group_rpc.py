@@ -24,7 +24,8 @@ def send(
     answer. A broker without the API, or with a version too old for the request, is answered
     locally (see the module docstring); a transport failure raises as ``NetworkClient`` does."""
     table = client.versions(node_id)
-    api_key, fields = wire.request_fields(request)
+    loose: Any = request  # wire maps the classic member's types and hands ours to consumer_group_wire
+    api_key, fields = wire.request_fields(loose)
     if table is not None:
         if not table.supports(api_key):
             return unsupported(request)
@@ -38,7 +39,7 @@ def send(
     except wire.UnsupportedApiError:
         return unsupported(request)
     local = too_old(request, inflight.version)  # the connection negotiated while it was queued
-    return local if local is not None else wire.read_response(request, response)
+    return local if local is not None else wire.read_response(loose, response)
 
 
 def heartbeat(

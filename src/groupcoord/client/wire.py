@@ -32,7 +32,6 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
-from groupcoord.client import consumer_group_wire
 from groupcoord.client import messages as m
 from groupcoord.client.types import TopicPartition
 from groupcoord.errors import ErrorCode
@@ -420,7 +419,7 @@ def _topics_of(pairs: Sequence[tuple[Any, Any]]) -> dict[str, list[tuple[int, An
     return by_topic
 
 
-def request_fields(request: m.Request | consumer_group_wire.WireRequest) -> tuple[int, dict[str, Any]]:
+def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
     """(api key, version-neutral fields) of a member-core request."""
     if isinstance(request, m.FindCoordinatorRequest):
         return ApiKey.FIND_COORDINATOR, {
@@ -509,8 +508,11 @@ def request_fields(request: m.Request | consumer_group_wire.WireRequest) -> tupl
             "require_stable": request.require_stable,
             "groups": [{"group_id": request.group_id, "topics": topics}],
         }
-    if consumer_group_wire.handles(request):  # the consumer-protocol (KIP-848) member's requests
-        return consumer_group_wire.request_fields(request)
+    from groupcoord.client import consumer_group_wire  # it imports no wire: no cycle
+
+    other: Any = request  # the consumer-protocol (KIP-848) member's requests travel the same path
+    if consumer_group_wire.handles(other):
+        return consumer_group_wire.request_fields(other)
     raise TypeError(f"not a member-core request: {request!r}")
 
 
@@ -519,15 +521,7 @@ def _opt_str(entity: Any, name: str) -> str | None:
     return None if value is None else str(value)
 
 
-@typing.overload
-def read_response(request: m.Request, response: Any) -> m.Response: ...
-@typing.overload
-def read_response(
-    request: consumer_group_wire.WireRequest, response: Any
-) -> consumer_group_wire.WireResponse: ...
-def read_response(
-    request: m.Request | consumer_group_wire.WireRequest, response: Any
-) -> m.Response | consumer_group_wire.WireResponse:
+def read_response(request: m.Request, response: Any) -> m.Response:
     """The member-core response for the kio answer to ``request``."""
     if isinstance(request, m.FindCoordinatorRequest):
         entry = response.coordinators[0] if hasattr(response, "coordinators") else response
@@ -616,7 +610,10 @@ def read_response(
                     )
                 )
         return m.OffsetFetchResponse(error=top, offsets=tuple(offsets))
-    if consumer_group_wire.handles(request):
-        answer: consumer_group_wire.WireResponse = consumer_group_wire.read_response(request, response)
+    from groupcoord.client import consumer_group_wire
+
+    other: Any = request
+    if consumer_group_wire.handles(other):  # a consumer_group_wire.WireResponse
+        answer: m.Response = consumer_group_wire.read_response(other, response)
         return answer
     raise TypeError(f"not a member-core request: {request!r}")
