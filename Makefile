@@ -45,6 +45,7 @@ typecheck: $(STAMP_TEST)
 docs: $(STAMP_TEST)
 	$(BIN)/python scripts/gen_state_machine.py > docs/state-machine.md
 	$(BIN)/python scripts/gen_client_state_machine.py --write docs/client-state-machine.md
+	$(BIN)/python scripts/gen_consumer_group_state_machine.py --write docs/consumer-group-client-state-machine.md
 	$(BIN)/python scripts/gen_txn_state_machine.py --write docs/transactions-state-machine.md
 
 # The whole suite, on two pytest-xdist workers: every test file runs whole on one worker and the
@@ -57,6 +58,7 @@ test: $(STAMP_TEST) $(NATIVE)
 	$(BIN)/mypy
 	$(BIN)/python scripts/gen_state_machine.py --check docs/state-machine.md
 	$(BIN)/python scripts/gen_client_state_machine.py --check docs/client-state-machine.md
+	$(BIN)/python scripts/gen_consumer_group_state_machine.py --check docs/consumer-group-client-state-machine.md
 	$(BIN)/python scripts/gen_txn_state_machine.py --check docs/transactions-state-machine.md
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc

@@ -27,6 +27,21 @@ log = logging.getLogger(__name__)
 
 AUTO_OFFSET_RESET = ("earliest", "latest", "none")
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+#: ``group.protocol``: ``classic`` (the default; JoinGroup/SyncGroup, ``member.py``) or
+#: ``consumer`` (KIP-848's ConsumerGroupHeartbeat, ``consumer_group_member.py``). As in the Java
+#: client (``ConsumerConfig``'s ``CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`` /
+#: ``CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS``) and librdkafka, ``consumer`` refuses the keys below
+#: (the broker owns the session, the interval and the assignment) and ``classic`` refuses
+#: ``group.remote.assignor``.
+GROUP_PROTOCOLS = ("classic", "consumer")
+#: Keys the consumer group protocol (KIP-848) refuses: the broker decides these.
+CONSUMER_PROTOCOL_UNSUPPORTED = (
+    "partition.assignment.strategy",
+    "heartbeat.interval.ms",
+    "session.timeout.ms",
+)
+#: Keys the classic protocol refuses.
+CLASSIC_PROTOCOL_UNSUPPORTED = ("group.remote.assignor",)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -73,6 +88,8 @@ class ConsumerConfig:
     metadata_max_age_ms: int = 300_000
     exclude_internal_topics: bool = True
     internal_leave_group_on_close: bool = True
+    group_protocol: str = "classic"
+    group_remote_assignor: str | None = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -82,9 +99,25 @@ class ConsumerConfig:
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, Any]) -> ConsumerConfig:
-        config = cls(**field_values(cls, settings, _coerce))
+        values = field_values(cls, settings, _coerce)
+        if isinstance(values.get("group_protocol"), str):
+            values["group_protocol"] = values["group_protocol"].strip().lower()  # Java: case-insensitive
+        config = cls(**values)
         config.validate()
+        config.check_protocol_keys(settings)
         return config
+
+    def check_protocol_keys(self, given: Mapping[str, Any]) -> None:
+        """Refuse the keys ``group.protocol`` does not support, as Java ``ConsumerConfig``'s
+        ``checkUnsupportedConfigs`` does: a key given with a non-blank value (even the default)
+        is an error, and the message names every such key."""
+        consumer = self.group_protocol == "consumer"
+        refused = CONSUMER_PROTOCOL_UNSUPPORTED if consumer else CLASSIC_PROTOCOL_UNSUPPORTED
+        invalid = [k for k in refused if given.get(k) is not None and str(given[k]).strip() != ""]
+        if invalid:
+            raise ConfigError(
+                f"{', '.join(invalid)} cannot be set when group.protocol={self.group_protocol.upper()}"
+            )
 
     def validate(self) -> None:
         for name in (
@@ -119,6 +152,10 @@ class ConsumerConfig:
             raise ConfigError("group.instance.id must not be empty when set")
         if not self.strategies:
             raise ConfigError("partition.assignment.strategy must name at least one assignor")
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ConfigError(
+                f"group.protocol must be one of {', '.join(GROUP_PROTOCOLS)}, got {self.group_protocol!r}"
+            )
 
     # ------------------------------------------------------------------ derived
     @property

@@ -10,11 +10,12 @@ answer, the same for both.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from groupcoord.client import events as ev
@@ -71,7 +72,12 @@ def connection_config(config: ConsumerConfig) -> ConnectionConfig:
 
 
 def make_core(config: ConsumerConfig) -> Any:
-    """The member core for a consumer with a group id."""
+    """The member core for a consumer with a group id: the classic one, or KIP-848's for
+    ``group.protocol=consumer`` (``consumer_group_adapter.py``, the same calls and events)."""
+    if config.group_protocol == "consumer":
+        from groupcoord.client import consumer_group_adapter
+
+        return consumer_group_adapter.ConsumerGroupCoordinator(config)
     from groupcoord.client import consumer_core
 
     return vars(consumer_core)["ConsumerCoordinator"](config)
@@ -187,19 +193,22 @@ class ConsumerEngine:
     def deliver(self) -> list[tuple[Callback, list[TopicPartition]]]:
         """Apply queued rebalance events to the fetcher; the callbacks to run, in order."""
         calls: list[tuple[Callback, list[TopicPartition]]] = []
+
+        def call(event: MemberEvent, callback: Callback | None, parts: list[TopicPartition]) -> None:
+            callback = self._completing(event, callback)
+            if callback is not None:
+                calls.append((callback, parts))
+
         while self.events:
             event = self.events.popleft()
             if isinstance(event, ev.PartitionsRevoked):
                 parts = list(event.partitions)
-                if self.callbacks.on_revoke is not None:
-                    calls.append((self.callbacks.on_revoke, parts))
+                call(event, self.callbacks.on_revoke, parts)
                 self.fetcher.assign(self.fetcher.assigned() - set(parts))
             elif isinstance(event, ev.PartitionsLost):
                 parts = list(event.partitions)
-                if self.callbacks.on_lost is not None:
-                    calls.append((self.callbacks.on_lost, parts))
-                elif self.callbacks.on_revoke is not None:
-                    calls.append((self.callbacks.on_revoke, parts))  # Java's default onPartitionsLost
+                # Java's default onPartitionsLost is onPartitionsRevoked
+                call(event, self.callbacks.on_lost or self.callbacks.on_revoke, parts)
                 self.fetcher.assign(self.fetcher.assigned() - set(parts))
             elif isinstance(event, ev.PartitionsAssigned):
                 parts = list(event.partitions)
@@ -207,9 +216,33 @@ class ConsumerEngine:
                 for tp in parts:
                     if tp in self.early_starts:
                         self.fetcher.set_starting_offset(tp, self.early_starts.pop(tp))
-                if self.callbacks.on_assign is not None:
-                    calls.append((self.callbacks.on_assign, parts))
+                call(event, self.callbacks.on_assign, parts)
         return calls
+
+    def _completing(self, event: MemberEvent, callback: Callback | None) -> Callback | None:
+        """The consumer-protocol member waits for its callbacks (events with a ``callback_id``):
+        report each one back once it ran (at once when there is none to run)."""
+        callback_id: int | None = getattr(event, "callback_id", None)
+        done: Callable[[int, BaseException | None], None] | None = getattr(self.core, "callback_done", None)
+        if callback_id is None or done is None:
+            return callback
+        if callback is None:
+            done(callback_id, None)
+            return None
+        user = callback
+
+        def run(parts: list[TopicPartition]) -> Any:
+            try:
+                result = user(parts)
+            except BaseException as exc:
+                done(callback_id, exc)
+                raise
+            if inspect.isawaitable(result):  # AsyncConsumer awaits it: report when it finished
+                return _reported(result, callback_id, done)
+            done(callback_id, None)
+            return result
+
+        return run
 
     def raise_fatal(self) -> None:
         if self.fatal is not None:
@@ -357,9 +390,15 @@ class ConsumerEngine:
 
     def on_core_answer(self, client: Any, out: Outbound, response: Any, error: BaseException | None) -> None:
         """A core request finished (``error`` set: it failed); the core's events are taken."""
+        from groupcoord.client import consumer_group_wire
+
         core = self.core
         now = now_ms()
-        if error is not None:
+        if isinstance(error, wire.UnsupportedApiError) and consumer_group_wire.handles(out.request):
+            # a broker without KIP-848's APIs: what Java's network client reports as
+            # UnsupportedVersionException, fatal to the consumer-protocol member
+            core.on_response(out.request_id, consumer_group_wire.unsupported(out.request), now)
+        elif error is not None:
             log.debug("request %s failed: %s", type(out.request).__name__, error)
             core.on_failure(out.request_id, now)
         else:
@@ -369,6 +408,18 @@ class ConsumerEngine:
                 self.fetcher.on_metadata(md, now)
             core.on_response(out.request_id, wire.read_response(out.request, response), now)
         self.take_events(core.events())
+
+
+async def _reported(
+    awaitable: Awaitable[Any], callback_id: int, done: Callable[[int, BaseException | None], None]
+) -> Any:
+    try:
+        result = await awaitable
+    except BaseException as exc:
+        done(callback_id, exc)
+        raise
+    done(callback_id, None)
+    return result
 
 
 def core_node(client: Any, out: Outbound) -> int:

@@ -43,6 +43,8 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
+    68: (1, 1),  # ConsumerGroupHeartbeat (KIP-848; v1 only, as librdkafka): consumer_group_wire.py
+    69: (0, 1),  # ConsumerGroupDescribe
 }
 
 def error_code(value: Any) -> ErrorCode:
@@ -240,6 +242,11 @@ def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
             "require_stable": request.require_stable,
             "groups": [{"group_id": request.group_id, "topics": topics}],
         }
+    from groupcoord.client import consumer_group_wire  # it imports no wire: no cycle
+
+    other: Any = request  # the consumer-protocol (KIP-848) member's requests travel the same path
+    if consumer_group_wire.handles(other):
+        return consumer_group_wire.request_fields(other)
     raise TypeError(f"not a member-core request: {request!r}")
 
 
@@ -337,4 +344,10 @@ def read_response(request: m.Request, response: Any) -> m.Response:
                     )
                 )
         return m.OffsetFetchResponse(error=top, offsets=tuple(offsets))
+    from groupcoord.client import consumer_group_wire
+
+    other: Any = request
+    if consumer_group_wire.handles(other):  # a consumer_group_wire.WireResponse
+        answer: m.Response = consumer_group_wire.read_response(other, response)
+        return answer
     raise TypeError(f"not a member-core request: {request!r}")

@@ -1,0 +1,66 @@
+"""The consumer-protocol member's lookups: the coordinator (FindCoordinator) and the names of
+topic ids (Metadata by id), each retried with backoff, one request in flight at most.
+
+Java keeps these outside the membership manager too (``CoordinatorRequestManager``, and the
+metadata cache the membership manager asks with ``metadata.requestUpdate``)."""
+
+from __future__ import annotations
+
+import uuid
+
+from groupcoord.client.consumer_group_messages import TopicIdsMetadataRequest, TopicIdsMetadataResponse
+from groupcoord.client.heartbeat import ExponentialBackoff
+from groupcoord.errors import ErrorCode
+
+
+class Retry:
+    """One kind of request with backoff between failed attempts."""
+
+    def __init__(self, backoff: ExponentialBackoff) -> None:
+        self._backoff = backoff
+        self.not_before = 0
+        self.attempts = 0
+        self.request_id: int | None = None
+
+    def due(self, now: int) -> bool:
+        return self.request_id is None and now >= self.not_before
+
+    def succeeded(self) -> None:
+        self.request_id = None
+        self.attempts = 0
+
+    def failed(self, now: int) -> None:
+        self.request_id = None
+        self.not_before = now + self._backoff.backoff(self.attempts)
+        self.attempts += 1
+
+
+class TopicIdNames:
+    """Topic id -> name (Java ``metadata.topicNames()``) and the ids the member still wants named."""
+
+    def __init__(self, backoff: ExponentialBackoff) -> None:
+        self.names: dict[uuid.UUID, str] = {}
+        self.wanted: set[uuid.UUID] = set()
+        self.retry = Retry(backoff)
+
+    def want(self, ids: set[uuid.UUID] | frozenset[uuid.UUID]) -> None:
+        self.wanted |= {t for t in ids if t not in self.names}
+
+    def request(self, now: int) -> TopicIdsMetadataRequest | None:
+        self.wanted = {t for t in self.wanted if t not in self.names}
+        if not self.wanted or not self.retry.due(now):
+            return None
+        return TopicIdsMetadataRequest(topic_ids=tuple(sorted(self.wanted, key=str)))
+
+    def on_response(self, r: TopicIdsMetadataResponse, now: int) -> None:
+        for t in r.topics:
+            if t.error is ErrorCode.NONE and t.name:
+                self.names[t.topic_id] = t.name
+        self.wanted = {t for t in self.wanted if t not in self.names}
+        if self.wanted:  # still unknown: ask again after backoff (Java requests another update)
+            self.retry.failed(now)
+        else:
+            self.retry.succeeded()
+
+    def next_deadline(self) -> int | None:
+        return self.retry.not_before if self.wanted and self.retry.request_id is None else None
