@@ -48,6 +48,7 @@ from groupcoord.client.errors import FatalGroupError
 from groupcoord.client.messages import OffsetCommitRequest, OffsetCommitResponse
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol import codec
 from groupcoord.testing import Broker
 
 JOIN = ConsumerGroupHeartbeatRequest(
@@ -65,13 +66,13 @@ JOIN = ConsumerGroupHeartbeatRequest(
 
 
 def _round_trip(api_key: int, version: int, fields: dict[str, object]) -> object:
-    """Encode the request as the connection does (wire.build + the kio writer) and read it back
+    """Encode the request as the connection does (codec.build_request + the kio writer) and read it back
     with kio's reader, as a broker would."""
-    from kio.serial import entity_reader
+    from kio.serial import entity_reader, entity_writer
 
-    c = wire.codec(api_key, version)
+    c = codec.request_messages(api_key, version)
     buf = io.BytesIO()
-    c.writer(buf, wire.build(c.request_type, fields))
+    entity_writer(c.request_type)(buf, codec.build_request(c.request_type, fields))
     entity, _ = entity_reader(c.request_type)(buf.getvalue(), 0)
     return entity
 
@@ -129,11 +130,11 @@ def test_regex_needs_v1_and_is_refused_locally_at_v0() -> None:
 
 
 def test_heartbeat_response_is_read_with_its_assignment_and_interval() -> None:
-    c = wire.codec(68, 1)
+    c = codec.request_messages(68, 1)
     resp_cls = c.response_type
-    assignment_cls = wire._nested_type(dict(resp_cls.__dataclass_fields__)["assignment"].type)
+    assignment_cls = codec._nested_type(dict(resp_cls.__dataclass_fields__)["assignment"].type)
     assert assignment_cls is not None
-    tp_cls = wire._nested_type(dict(assignment_cls.__dataclass_fields__)["topic_partitions"].type)
+    tp_cls = codec._nested_type(dict(assignment_cls.__dataclass_fields__)["topic_partitions"].type)
     assert tp_cls is not None
     entity = resp_cls(
         throttle_time=datetime.timedelta(milliseconds=0),

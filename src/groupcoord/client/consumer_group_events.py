@@ -8,22 +8,23 @@ import enum
 import uuid
 from dataclasses import dataclass
 
-# The event types both members share, re-exported (``X as X``) so that every consumer-protocol
-# module and test imports them from this one place.
-from groupcoord.client.consumer_core import CommitCompleted as CommitCompleted
-from groupcoord.client.consumer_core import CommittedOffsets as CommittedOffsets
-from groupcoord.client.consumer_core import PartitionsAssigned as PartitionsAssigned
-from groupcoord.client.consumer_core import PartitionsLost as PartitionsLost
-from groupcoord.client.consumer_core import PartitionsRevoked as PartitionsRevoked
-from groupcoord.client.consumer_core import StartingPositions as StartingPositions
 from groupcoord.client.consumer_group_messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     TopicIdsMetadataRequest,
     TopicIdsMetadataResponse,
 )
-from groupcoord.client.member import FatalErrorEvent as FatalErrorEvent
-from groupcoord.client.member import MemberEvent as MemberEvent
+
+# The event types both members share, re-exported (``X as X``) so that every consumer-protocol
+# module and test imports them from this one place.
+from groupcoord.client.events import CommitCompleted as CommitCompleted
+from groupcoord.client.events import CommittedOffsets as CommittedOffsets
+from groupcoord.client.events import FatalErrorEvent as FatalErrorEvent
+from groupcoord.client.events import MemberEvent as MemberEvent
+from groupcoord.client.events import PartitionsAssigned as PartitionsAssigned
+from groupcoord.client.events import PartitionsLost as PartitionsLost
+from groupcoord.client.events import PartitionsRevoked as PartitionsRevoked
+from groupcoord.client.events import StartingPositions as StartingPositions
 from groupcoord.client.messages import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,

@@ -15,6 +15,7 @@ from groupcoord.client.consumer_group_messages import (
     ConsumerGroupHeartbeatResponse,
 )
 from groupcoord.client.consumer_group_wire import too_old, unsupported
+from groupcoord.protocol import codec
 
 
 def send(
@@ -36,7 +37,7 @@ def send(
     client.wait([inflight], None)
     try:
         response = inflight.result()
-    except wire.UnsupportedApiError:
+    except codec.UnsupportedApiError:
         return unsupported(request)
     local = too_old(request, inflight.version)  # the connection negotiated while it was queued
     return local if local is not None else wire.read_response(loose, response)

@@ -29,6 +29,7 @@ from groupcoord.client.heartbeat import heartbeat_wait_s
 from groupcoord.client.messages import MetadataRequest
 from groupcoord.client.outbox import Outbound
 from groupcoord.client.types import OffsetAndMetadata, Record, TopicPartition
+from groupcoord.protocol import codec
 
 log = logging.getLogger(__name__)
 
@@ -394,7 +395,7 @@ class ConsumerEngine:
 
         core = self.core
         now = now_ms()
-        if isinstance(error, wire.UnsupportedApiError) and consumer_group_wire.handles(out.request):
+        if isinstance(error, codec.UnsupportedApiError) and consumer_group_wire.handles(out.request):
             # a broker without KIP-848's APIs: what Java's network client reports as
             # UnsupportedVersionException, fatal to the consumer-protocol member
             core.on_response(out.request_id, consumer_group_wire.unsupported(out.request), now)
