@@ -14,7 +14,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from generated_page import page_main  # scripts/ is on sys.path when run as a script
+from generated_page import (  # scripts/ is on sys.path when run as a script
+    error_action_section,
+    page_main,
+    transitions_section,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -51,40 +55,19 @@ def render() -> str:
     for s in STATE_ORDER:
         out.append(f"| {s.value} | {'yes' if heartbeats_enabled_in(s) else 'no (disabled)'} |")
     out.append("")
-    out.append("## Transitions\n")
-    out.append(
+    out += transitions_section(
+        TRANSITIONS,
+        STATE_ORDER[0],
         "Any other transition raises `IllegalMemberTransition` (a bug in the member core, never "
-        "a broker error).\n"
+        "a broker error).\n",
     )
-    out.append("| From | To | Taken when |")
-    out.append("|---|---|---|")
-    for (source, target), cause in TRANSITIONS.items():
-        out.append(f"| {source.value} | {target.value} | {cause} |")
-    out.append("")
-    out.append("## Diagram\n")
-    out.append("```mermaid")
-    out.append("stateDiagram-v2")
-    out.append(f"    [*] --> {STATE_ORDER[0].value}")
-    for source, target in TRANSITIONS:
-        out.append(f"    {source.value} --> {target.value}")
-    out.append("```")
-    out.append("")
-    out.append("## Error -> action\n")
-    out.append(
-        "One row per (response, error code) the member handles; `NETWORK_EXCEPTION` stands for a "
-        "broken connection or a timed-out request, `(any other)` for every code not listed. "
+    out += error_action_section(
+        TABLE,
+        DEFAULT,
+        _action_text,
         "The handlers in `member.py` and `consumer_core.py` look their action up here "
-        "(`actions.action_for`).\n"
+        "(`actions.action_for`).",
     )
-    out.append("| Response | Error | Action | Note |")
-    out.append("|---|---|---|---|")
-    for api, rows in TABLE.items():
-        listed = [(code, rule) for code, rule in rows.items() if code is not DEFAULT]
-        listed.sort(key=lambda cr: (cr[0] is not None and cr[0].value != 0, cr[0].name if cr[0] else ""))
-        for code, rule in [*listed, (DEFAULT, rows[DEFAULT])]:
-            name = "(any other)" if code is None else code.name
-            out.append(f"| {api.value} | {name} | {_action_text(rule)} | {rule.note} |")
-    out.append("")
     return "\n".join(out)
 
 

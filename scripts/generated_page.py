@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 
 def page_main(render: Callable[[], str], script: str, doc: str | None, argv: list[str] | None = None) -> int:
@@ -28,3 +29,39 @@ def page_main(render: Callable[[], str], script: str, doc: str | None, argv: lis
         return 0
     sys.stdout.write(page)
     return 0
+
+
+def transitions_section(transitions: Mapping[tuple[Any, Any], str], first: Any, preface: str) -> list[str]:
+    """The "Transitions" table and its mermaid diagram, for a member state machine whose table maps
+    (source, target) states (enums with a string value) to the cause of the transition."""
+    out = ["## Transitions\n", preface, "| From | To | Taken when |", "|---|---|---|"]
+    out += [
+        f"| {source.value} | {target.value} | {cause} |" for (source, target), cause in transitions.items()
+    ]
+    out += ["", "## Diagram\n", "```mermaid", "stateDiagram-v2", f"    [*] --> {first.value}"]
+    out += [f"    {source.value} --> {target.value}" for source, target in transitions]
+    out += ["```", ""]
+    return out
+
+
+def error_action_section(
+    table: Mapping[Any, Mapping[Any, Any]], default: Any, action_text: Callable[[Any], str], looked_up_by: str
+) -> list[str]:
+    """The "Error -> action" table of a member: one row per (response, error code), the codes the
+    member handles first (no error first), then ``(any other)`` for ``default``."""
+    out = [
+        "## Error -> action\n",
+        "One row per (response, error code) the member handles; `NETWORK_EXCEPTION` stands for a "
+        "broken connection or a timed-out request, `(any other)` for every code not listed. "
+        f"{looked_up_by}\n",
+        "| Response | Error | Action | Note |",
+        "|---|---|---|---|",
+    ]
+    for api, rows in table.items():
+        listed = [(code, rule) for code, rule in rows.items() if code is not default]
+        listed.sort(key=lambda cr: (cr[0] is not None and cr[0].value != 0, cr[0].name if cr[0] else ""))
+        for code, rule in [*listed, (default, rows[default])]:
+            name = "(any other)" if code is None else code.name
+            out.append(f"| {api.value} | {name} | {action_text(rule)} | {rule.note} |")
+    out.append("")
+    return out
