@@ -55,6 +55,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         ("protocol.api_keys",),
     ),
     "loop_timers": ("the keyed timer driven by the event loop", ("clock", "timer")),
+    "ui": ("the HTML pieces the report and the console share: badges, tables, charts, timeline", ()),
     # ---- storage
     "storage": ("segmented log in Kafka's on-disk layout, record-batch walker", (*_BASE, "handling")),
     # ---- sans-I/O cores
@@ -91,6 +92,11 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "the Prometheus endpoint (metrics.listen): request and rebalance instruments, scrape-time snapshot",
         (*_BASE, "protocol", "storage", "coordinator", "broker", "runtime", "server"),
     ),
+    # ---- the live web console: the same hooks as metrics, state read on the loop, the report's pieces
+    "console": (
+        "the live web console (console.listen): group pages and live updates from group events",
+        (*_BASE, "consumer_protocol", "storage", "coordinator", "broker", "runtime", "metrics", "ui"),
+    ),
     # ---- the two cores meeting in one process (no sockets)
     "member_bridge": (
         "member-core requests to the coordinator core's api and back: simulator, in-process tests",
@@ -99,7 +105,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     # ---- offline readers
     "pipeline": (
         "PySpark over the log: storage formats and coordinator records",
-        (*_BASE, "consumer_protocol", "storage", "coordinator.records"),
+        (*_BASE, "consumer_protocol", "storage", "coordinator.records", "ui"),
     ),
     "admin_client": (
         "the admin tools' wire client: negotiated versions, leaders, offsets, partition reads",

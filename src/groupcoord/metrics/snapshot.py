@@ -131,7 +131,7 @@ async def take_snapshot(
                 if lag == 0:
                     time_lag = 0.0
                 else:
-                    appended = _append_time(
+                    appended = append_time(
                         plogs[topic, partition], topic, partition, committed.offset, cache
                     )
                     if appended is not None:
@@ -172,7 +172,7 @@ async def take_snapshot(
     )
 
 
-def _append_time(
+def append_time(
     plog: PartitionLog, topic: str, partition: int, offset: int, cache: TimestampCache
 ) -> int | None:
     """The max timestamp of the batch holding ``offset`` (or of the first batch, when the

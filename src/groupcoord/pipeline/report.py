@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC
 from pathlib import Path
@@ -33,6 +32,7 @@ from groupcoord.ui.components import (
     human_count,
     human_duration,
     missing,
+    slug,
     svg_lines,
     svg_timeline,
     table,
@@ -101,10 +101,6 @@ def _ms(v: Any) -> int | None:
 
 def _time(v: Any) -> str:
     return time_html(_ms(v))
-
-
-def slug(group_id: str) -> str:
-    return "g-" + re.sub(r"[^A-Za-z0-9_-]", lambda m: f"_{ord(m.group()):x}", group_id)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, filter_label: str) -> str:

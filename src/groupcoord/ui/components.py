@@ -15,6 +15,7 @@ axis, coloured by cause), with :func:`human_duration` and :func:`human_count` fo
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
@@ -33,6 +34,7 @@ __all__ = [
     "human_count",
     "human_duration",
     "missing",
+    "slug",
     "svg_lines",
     "svg_timeline",
     "table",
@@ -123,6 +125,12 @@ def badge(status: str, colour: str | None = None) -> str:
     """A status, state or cause in a coloured pill (colour by :data:`STATUS_COLOURS` unless given)."""
     shown = colour or STATUS_COLOURS.get(status, "#546e7a")
     return f"<span class='badge' style='background:{esc(shown)}'>{esc(status)}</span>"
+
+
+def slug(name: str) -> str:
+    """An HTML id for a name (a group id): letters, digits, ``_`` and ``-`` kept, every other
+    character written as ``_<hex>``, so two names never share one."""
+    return "g-" + re.sub(r"[^A-Za-z0-9_-]", lambda m: f"_{ord(m.group()):x}", name)
 
 
 def cause_colours(causes: Sequence[str]) -> dict[str, str]:
