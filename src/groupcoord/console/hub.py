@@ -20,6 +20,7 @@ sample instead, and a group page simply gets the next update.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 from collections import deque
@@ -107,11 +108,11 @@ class Hub:
         pages = [s for s in self._subs if s.group_id is not None and s.group_id in set(take)]
         details: dict[str, GroupDetail | None] = {}
         for sub in pages:
-            gid = sub.group_id
-            assert gid is not None
-            if gid not in details:
-                details[gid] = self.reader.group_detail(gid)
-            sub.put(("group", (gid, details[gid])))
+            page = sub.group_id
+            assert page is not None
+            if page not in details:
+                details[page] = self.reader.group_detail(page)
+            sub.put(("group", (page, details[page])))
 
     def _send(self, group_ids: list[str], overviews: list[Subscriber]) -> None:
         """The rows of ``group_ids`` (or their removal) to ``overviews``."""
@@ -209,8 +210,6 @@ class Hub:
         if self._sampler is not None:
             self._sampler.cancel()
         for sub in self._subs:
-            try:
+            with contextlib.suppress(queue.Full):  # its thread sees the server closing instead
                 sub.queue.put_nowait(("close", None))
-            except queue.Full:
-                pass
         self._subs.clear()

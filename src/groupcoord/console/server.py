@@ -56,13 +56,16 @@ _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-_STATIC = {
+
+
+def _console_js() -> str:
+    return resources.files(__package__).joinpath("static", "console.js").read_text(encoding="utf-8")
+
+
+_STATIC: dict[str, tuple[str, Callable[[], str]]] = {
     "/static/ui.css": ("text/css; charset=utf-8", lambda: asset("ui.css")),
     "/static/ui.js": ("text/javascript; charset=utf-8", lambda: asset("ui.js")),
-    "/static/console.js": (
-        "text/javascript; charset=utf-8",
-        lambda: resources.files(__package__).joinpath("static", "console.js").read_text(encoding="utf-8"),
-    ),
+    "/static/console.js": ("text/javascript; charset=utf-8", _console_js),
 }
 
 T = TypeVar("T")
