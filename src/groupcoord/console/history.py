@@ -39,7 +39,16 @@ _ENDS = ("Stable", "Empty", "Dead")
 class _Rebalance:
     """A rebalance being recorded (:class:`RebalanceView` once read)."""
 
-    __slots__ = ("begun", "ended", "generation_after", "members_after", "moved", "outcome", "restarts")
+    __slots__ = (
+        "_view",
+        "begun",
+        "ended",
+        "generation_after",
+        "members_after",
+        "moved",
+        "outcome",
+        "restarts",
+    )
 
     def __init__(self, begun: GroupEvent, members_before: int) -> None:
         self.begun = (begun, members_before)
@@ -49,8 +58,18 @@ class _Rebalance:
         self.generation_after: int | None = None
         self.members_after: int | None = None
         self.moved: tuple[Move, ...] = ()
+        self._view: RebalanceView | None = None
+
+    def changed(self) -> None:
+        self._view = None
 
     def view(self) -> RebalanceView:
+        """The value (made once per change: the overview reads every group's last one)."""
+        if self._view is None:
+            self._view = self._make_view()
+        return self._view
+
+    def _make_view(self) -> RebalanceView:
         ev, members_before = self.begun
         return RebalanceView(
             started_ms=ev.time_ms,
@@ -109,6 +128,7 @@ class GroupHistory:
                 glog.rebalances.append(glog.open)
             else:
                 glog.open.restarts.append(event.reason.value)
+                glog.open.changed()
         elif to in _ENDS:
             owners: Owners = {}
             if to == "Stable":
@@ -123,6 +143,7 @@ class GroupHistory:
                 current.generation_after = event.generation
                 current.members_after = event.member_count
                 current.moved = _moves(glog.owners, owners)
+                current.changed()
                 glog.open = None
             glog.owners = owners
             if to == "Dead":

@@ -52,6 +52,8 @@ class Reader:
         self.lags = lags
         #: append times of first unconsumed records, kept between samples
         self.cache: TimestampCache = {}
+        #: loop time the last walk of every group took (:meth:`summaries`)
+        self.last_walk_s = 0.0
 
     def now_ms(self) -> int:
         return self.broker.clock.now_ms()
@@ -199,7 +201,11 @@ class Reader:
     # ------------------------------------------------------------------ every group
     async def summaries(self, *, sample: bool) -> tuple[GroupSummary, ...]:
         """Every group's row (yielding to the loop every :data:`CHUNK` rows); with ``sample``,
-        each group's lag is also recorded in the lag history."""
+        each group's lag is also recorded in the lag history. :attr:`last_walk_s` is then the
+        loop time it took (yields excluded)."""
+        loop = asyncio.get_running_loop()
+        busy = 0.0
+        began = loop.time()
         now = self.now_ms()
         logs = self.broker.logs.partitions()
         out: list[GroupSummary] = []
@@ -219,11 +225,14 @@ class Reader:
             rows += 1 + len(offsets)
             if rows >= CHUNK:
                 rows = 0
+                busy += loop.time() - began
                 await asyncio.sleep(0)
+                began = loop.time()
                 logs = self.broker.logs.partitions()
         # keep only the append times this walk used (the cache stays as large as the lagging offsets)
         self.cache.clear()
         self.cache.update(used)
+        self.last_walk_s = busy + loop.time() - began
         return tuple(out)
 
     def topics(self) -> tuple[TopicView, ...]:
