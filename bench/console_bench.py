@@ -17,11 +17,14 @@ listener runs in both modes), then:
    in each mode ``group_bench.many_groups_loop`` runs the many-groups workload (50 connections,
    each the one member of a new group, depth 1, closed loop) for commits, then for heartbeats.
 
-Reported per mode and round: requests per second and the broker's CPU per request
-(``broker_us_per_request``, from /proc: less sensitive to a busy machine than throughput), and the
-medians' ratios open / closed.
+Each mode first sits idle for ``--idle-seconds`` (no workload): the broker's CPU then is what the
+console costs by itself (the request path has no console code). Reported per mode and round: that
+idle CPU, requests per second and the broker's CPU per request (``broker_us_per_request``, from
+/proc), and the medians' ratios open / closed. On a shared machine the throughput of neighbouring
+windows varies by more than the console could change it: read the idle CPU first.
 
     .venv/bin/python bench/console_bench.py [--groups 10000] [--rounds 2] [--seconds 5] [--records 100]
+        [--idle-seconds 5]
 
 Results: bench/results/console_bench.json.
 """
@@ -143,8 +146,14 @@ class Viewer:
             thread.join(5)
 
 
-def measure(host: str, port: int, broker: peer.BrokerProcess, seconds: float) -> dict[str, Any]:
-    out = {}
+def measure(
+    host: str, port: int, broker: peer.BrokerProcess, seconds: float, idle_s: float
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    # no workload: the broker's CPU is what the console (and the broker's own timers) cost
+    cpu0 = broker.cpu_seconds()
+    time.sleep(idle_s)
+    out["idle_broker_cpu_fraction"] = (broker.cpu_seconds() - cpu0) / idle_s
     for kind in ("commit", "heartbeat"):
         r = asyncio.run(
             group_bench.many_groups_loop(
@@ -164,6 +173,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--records", type=int, default=100)
+    ap.add_argument("--idle-seconds", type=float, default=5.0, help="the idle window of each mode")
     ap.add_argument("--out", default=str(RESULTS / "console_bench.json"))
     args = ap.parse_args()
     console_port = peer.free_port()
@@ -186,7 +196,7 @@ def main() -> None:
                     viewer = Viewer(base, "fleet-00042")
                     viewer.open()
                     time.sleep(1.0)
-                row[mode] = measure(broker.host, broker.port, broker, args.seconds)
+                row[mode] = measure(broker.host, broker.port, broker, args.seconds, args.idle_seconds)
                 if viewer is not None:
                     viewer.close()
                     row[mode]["viewer"] = {
@@ -206,6 +216,11 @@ def main() -> None:
                     for mode in ("closed", "open")
                 }
                 summary[f"{kind}_{metric}"] = {**med, "open_over_closed": med["open"] / med["closed"]}
+        idle = {
+            mode: statistics.median(r[mode]["idle_broker_cpu_fraction"] for r in rounds)
+            for mode in ("closed", "open")
+        }
+        summary["idle_broker_cpu_fraction"] = {**idle, "open_minus_closed": idle["open"] - idle["closed"]}
         results["summary"] = summary
         results["broker_rss_bytes"] = broker.rss_bytes()
         print(json.dumps(summary, indent=1), flush=True)

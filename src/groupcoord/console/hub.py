@@ -92,6 +92,13 @@ class Hub:
 
     # ------------------------------------------------------------------ events (on the loop)
     def on_event(self, event: GroupEvent) -> None:
+        """A group event, as the coordinator makes it (inside its call: nothing here may raise)."""
+        try:
+            self._on_event(event)
+        except Exception:
+            log.exception("console: group event %s of %r not recorded", event.type, event.group_id)
+
+    def _on_event(self, event: GroupEvent) -> None:
         self.history.on_event(event)
         if event.to_state == "Dead":
             self.reader.lags.forget(event.group_id)

@@ -30,6 +30,7 @@ import queue
 import socket
 import threading
 from collections.abc import Callable, Coroutine
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, TypeVar
@@ -58,6 +59,7 @@ _CSP = (
 )
 
 
+@cache
 def _console_js() -> str:
     return resources.files(__package__).joinpath("static", "console.js").read_text(encoding="utf-8")
 
@@ -182,7 +184,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(503, "The broker did not answer in time; try again.", "text/plain; charset=utf-8")
 
     def do_HEAD(self) -> None:
-        self.do_GET()
+        if urlsplit(self.path).path == "/events":
+            self._send(405, "A stream has no head.", "text/plain; charset=utf-8")
+        else:
+            self.do_GET()
 
     def do_POST(self) -> None:
         self._send(405, "The console is read-only.", "text/plain; charset=utf-8")
@@ -220,11 +225,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _group(self, console: BrokerConsole, group_id: str) -> None:
         async def read() -> Any:
-            return console.hub.group(group_id)
+            return (console.hub.group(group_id),)  # (None,): no such group
 
-        if console._closing.is_set():
+        got = console.on_loop(read)
+        if got is None:
             return self._unavailable()
-        detail = console.on_loop(read)
+        detail = got[0]
         if detail is None:
             self._send(404, pages.no_such_group_page(group_id))
         else:
