@@ -17,14 +17,15 @@ listener runs in both modes), then:
    in each mode ``group_bench.many_groups_loop`` runs the many-groups workload (50 connections,
    each the one member of a new group, depth 1, closed loop) for commits, then for heartbeats.
 
-Each mode first sits idle for ``--idle-seconds`` (no workload): the broker's CPU then is what the
-console costs by itself (the request path has no console code). Reported per mode and round: that
-idle CPU, requests per second and the broker's CPU per request (``broker_us_per_request``, from
+First, before any workload, ``--idle-rounds`` pairs of idle windows (``--idle-seconds`` each,
+closed then open, no client but the viewer): the broker's CPU then is what the console costs by
+itself (the request path has no console code). Then the rounds. Reported: the idle CPU, per mode
+and round requests per second and the broker's CPU per request (``broker_us_per_request``, from
 /proc), and the medians' ratios open / closed. On a shared machine the throughput of neighbouring
 windows varies by more than the console could change it: read the idle CPU first.
 
     .venv/bin/python bench/console_bench.py [--groups 10000] [--rounds 2] [--seconds 5] [--records 100]
-        [--idle-seconds 5]
+        [--idle-seconds 5] [--idle-rounds 3]
 
 Results: bench/results/console_bench.json.
 """
@@ -146,14 +147,15 @@ class Viewer:
             thread.join(5)
 
 
-def measure(
-    host: str, port: int, broker: peer.BrokerProcess, seconds: float, idle_s: float
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    # no workload: the broker's CPU is what the console (and the broker's own timers) cost
+def idle_cpu(broker: peer.BrokerProcess, seconds: float) -> float:
+    """The broker's CPU (fraction of one core) over ``seconds`` with no client but the viewer."""
     cpu0 = broker.cpu_seconds()
-    time.sleep(idle_s)
-    out["idle_broker_cpu_fraction"] = (broker.cpu_seconds() - cpu0) / idle_s
+    time.sleep(seconds)
+    return (broker.cpu_seconds() - cpu0) / seconds
+
+
+def measure(host: str, port: int, broker: peer.BrokerProcess, seconds: float) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for kind in ("commit", "heartbeat"):
         r = asyncio.run(
             group_bench.many_groups_loop(
@@ -173,7 +175,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--records", type=int, default=100)
-    ap.add_argument("--idle-seconds", type=float, default=5.0, help="the idle window of each mode")
+    ap.add_argument("--idle-seconds", type=float, default=5.0, help="each idle window")
+    ap.add_argument("--idle-rounds", type=int, default=3)
     ap.add_argument("--out", default=str(RESULTS / "console_bench.json"))
     args = ap.parse_args()
     console_port = peer.free_port()
@@ -186,6 +189,18 @@ def main() -> None:
         preload(broker.host, broker.port, args.groups, args.records)
         results["preload_s"] = time.perf_counter() - started
         base = f"http://127.0.0.1:{console_port}/"
+        # 1. idle, before any workload (whose groups would expire meanwhile): the console alone
+        idle: dict[str, list[float]] = {"closed": [], "open": []}
+        for _ in range(args.idle_rounds):
+            idle["closed"].append(idle_cpu(broker, args.idle_seconds))
+            viewer = Viewer(base, "fleet-00042")
+            viewer.open()
+            time.sleep(1.0)
+            idle["open"].append(idle_cpu(broker, args.idle_seconds))
+            viewer.close()
+        results["idle_broker_cpu_fraction"] = idle
+        print(f"idle: {json.dumps(idle)}", flush=True)
+        # 2. the workloads, open and closed in turn
         rounds = []
         for i in range(args.rounds):
             order = ("closed", "open") if i % 2 == 0 else ("open", "closed")
@@ -196,7 +211,7 @@ def main() -> None:
                     viewer = Viewer(base, "fleet-00042")
                     viewer.open()
                     time.sleep(1.0)
-                row[mode] = measure(broker.host, broker.port, broker, args.seconds, args.idle_seconds)
+                row[mode] = measure(broker.host, broker.port, broker, args.seconds)
                 if viewer is not None:
                     viewer.close()
                     row[mode]["viewer"] = {
@@ -216,11 +231,11 @@ def main() -> None:
                     for mode in ("closed", "open")
                 }
                 summary[f"{kind}_{metric}"] = {**med, "open_over_closed": med["open"] / med["closed"]}
-        idle = {
-            mode: statistics.median(r[mode]["idle_broker_cpu_fraction"] for r in rounds)
-            for mode in ("closed", "open")
+        medians = {mode: statistics.median(idle[mode]) for mode in ("closed", "open")}
+        summary["idle_broker_cpu_fraction"] = {
+            **medians,
+            "open_minus_closed": medians["open"] - medians["closed"],
         }
-        summary["idle_broker_cpu_fraction"] = {**idle, "open_minus_closed": idle["open"] - idle["closed"]}
         results["summary"] = summary
         results["broker_rss_bytes"] = broker.rss_bytes()
         print(json.dumps(summary, indent=1), flush=True)

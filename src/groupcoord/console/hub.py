@@ -8,8 +8,9 @@ its HTTP thread reads and renders. The hub feeds them from two sources:
   its parts again. That is what brings a rebalance onto an open page within a second. A pump
   reads at most :data:`PUMP_MAX` groups; more wait for the next one.
 * **Lag sampling**, only while a page is open: every :data:`GROUP_SAMPLE_S` each open group's
-  page (one group: its members and partitions), every :data:`OVERVIEW_SAMPLE_S` every group's lag
-  for the overviews (chunked, :meth:`Reader.summaries`), sending the rows that changed.
+  page (one group: its members and partitions), every :data:`OVERVIEW_SAMPLE_S` (or less often:
+  :data:`OVERVIEW_DUTY`) every group's lag for the overviews (chunked, :meth:`Reader.summaries`),
+  sending at most :data:`ROWS_PER_SAMPLE` rows that changed.
 
 A page rendered from a snapshot subscribes right after, naming the event sequence number the
 snapshot was taken at (``since``); the groups changed in between are sent to it at once. When
@@ -39,14 +40,15 @@ PUMP_DELAY_S = 0.05
 PUMP_MAX = 1000
 #: sampling periods while pages are open
 GROUP_SAMPLE_S = 1.0
-OVERVIEW_SAMPLE_S = 5.0
+OVERVIEW_SAMPLE_S = 10.0
 #: the overview's sampling takes at most this share of the loop's time: with many groups it
 #: samples less often than OVERVIEW_SAMPLE_S (a walk of 10,000 groups: ~0.1 s)
-OVERVIEW_DUTY = 0.02
+OVERVIEW_DUTY = 0.01
 #: rows an overview sample sends at most (rendering 10,000 rows takes ~0.4 s of CPU): rows
-#: whose state, members, lag in records or last rebalance changed first, then rows whose time
-#: lag alone moved, in turn; the others wait for a later sample
+#: whose state, members, lag in records or last rebalance changed first, then at most
+#: TIME_LAG_ROWS whose time lag alone moved, in turn; the others wait for a later sample
 ROWS_PER_SAMPLE = 1000
+TIME_LAG_ROWS = 250
 #: updates a page's queue holds
 QUEUE_MAX = 256
 #: changed groups remembered for pages that subscribe after their snapshot
@@ -120,7 +122,8 @@ class Hub:
         if self._dirty:
             self._schedule()
         self._send(take, [s for s in self._subs if s.group_id is None])
-        pages = [s for s in self._subs if s.group_id is not None and s.group_id in set(take)]
+        taken = set(take)
+        pages = [s for s in self._subs if s.group_id is not None and s.group_id in taken]
         details: dict[str, GroupDetail | None] = {}
         for sub in pages:
             page = sub.group_id
@@ -215,8 +218,10 @@ class Hub:
                 important.append(g)
             elif sent.time_lag_ms != g.time_lag_ms:
                 lag_only.append(g)
-        chosen = (_rotated(important, self._rotate) + _rotated(lag_only, self._rotate))[:ROWS_PER_SAMPLE]
-        self._rotate += ROWS_PER_SAMPLE
+        first = _rotated(important, self._rotate)[:ROWS_PER_SAMPLE]
+        room = min(TIME_LAG_ROWS, ROWS_PER_SAMPLE - len(first))
+        chosen = first + _rotated(lag_only, self._rotate)[:room]
+        self._rotate += TIME_LAG_ROWS
         removed = tuple(gid for gid in self._rows if gid not in current)
         for gid in removed:
             del self._rows[gid]

@@ -80,7 +80,7 @@ class Reader:
         total: int | None = None
         worst: float | None = None
         rows = []
-        for (topic, partition), committed in list(group.offsets.items()):
+        for (topic, partition), committed in group.offsets.items():  # no await in here
             plog = logs.get((topic, partition))
             end = lag = None
             time_lag: float | None = None
@@ -211,18 +211,33 @@ class Reader:
         out: list[GroupSummary] = []
         used: TimestampCache = {}
         rows = 0
+        cache = self.cache
         for group in self.groups.coordinator.groups():
-            lag, time_lag, offsets = self._lag(group, logs, now)
+            # _lag's sums, without its per-partition rows (this runs for every group)
+            lag: int | None = None
+            time_lag: float | None = None
+            for (topic, partition), committed in group.offsets.items():
+                plog = logs.get((topic, partition))
+                if plog is None or plog.closed:
+                    continue
+                behind = plog.log_end_offset - committed.offset
+                if behind <= 0:
+                    lag = lag or 0
+                    time_lag = time_lag or 0.0
+                    continue
+                lag = (lag or 0) + behind
+                key = (topic, partition, committed.offset)
+                appended = cache.get(key)
+                if appended is None:
+                    appended = append_time(plog, topic, partition, committed.offset, cache)
+                if appended is not None:
+                    used[key] = appended
+                    waited = float(max(now - appended, 0))
+                    time_lag = waited if time_lag is None else max(time_lag, waited)
             out.append(self._summary(group, lag, time_lag))
             if sample and lag is not None:
                 self.lags.add(group.group_id, now, lag, time_lag or 0.0)
-            for topic, partition, committed, _end, plag, _t in offsets:
-                if plag:
-                    key = (topic, partition, committed)
-                    hit = self.cache.get(key)
-                    if hit is not None:
-                        used[key] = hit
-            rows += 1 + len(offsets)
+            rows += 1 + len(group.offsets)
             if rows >= CHUNK:
                 rows = 0
                 busy += loop.time() - began
@@ -230,8 +245,7 @@ class Reader:
                 began = loop.time()
                 logs = self.broker.logs.partitions()
         # keep only the append times this walk used (the cache stays as large as the lagging offsets)
-        self.cache.clear()
-        self.cache.update(used)
+        self.cache = used
         self.last_walk_s = busy + loop.time() - began
         return tuple(out)
 
