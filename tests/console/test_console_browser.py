@@ -73,6 +73,13 @@ def group_url(broker: Broker, group: str) -> str:
     return console(broker) + "groups/" + urllib.parse.quote(group, safe="")
 
 
+#: JavaScript: the full member ids of the rebalance table's "Triggered by" cells
+TRIGGER_IDS = (
+    "Array.prototype.map.call(document.querySelectorAll('#rebalances-table tbody td:nth-child(3) span'),"
+    "function(s){return s.title})"
+)
+
+
 def live(page: Page) -> None:
     page.wait_for("document.getElementById('status').textContent==='live'")
 
@@ -187,6 +194,10 @@ def test_a_join_and_a_leave_appear_on_the_open_pages_with_their_causes(
         rebalance = wait_until(joined, what="the second consumer's join on the group page")
         member, count = rebalance[2], rebalance[6]
         assert member.startswith("second-consumer-") and count.startswith("1 → ")
+        # the trigger, shortened in the cell, is the joining member's id in full in its tooltip
+        members = table_rows(tab, "members-table") or []
+        second_id = next(m[0] for m in members if m[1] == "second-consumer")
+        assert second_id in tab.eval(TRIGGER_IDS)
         wait_until(
             lambda: (
                 (rows := table_rows(tab, "rebalances-table"))

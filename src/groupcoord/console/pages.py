@@ -10,6 +10,7 @@ these pieces into place, and the server forbids inline scripts (``Content-Securi
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote
@@ -313,15 +314,37 @@ def _lag(d: GroupDetail) -> str:
     return "".join(out)
 
 
+#: a member id as Kafka makes it: the client id, a dash, a UUID
+_MEMBER_ID = re.compile(r"^(.*)-([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def short_member(member_id: str | None) -> str:
+    """A member id made short for a crowded cell: ``client-1-2b1c…`` (client id and the UUID's
+    first characters); other ids as they are."""
+    if member_id is None:
+        return "(unassigned)"
+    found = _MEMBER_ID.match(member_id)
+    return member_id if found is None else f"{found.group(1)}-{found.group(2)[:4]}…"
+
+
+def _member(member_id: str | None) -> str:
+    """A member id shortened, the whole id in its tooltip (escaped HTML)."""
+    if member_id is None:
+        return ""
+    return f"<span title='{esc(member_id)}'>{esc(short_member(member_id))}</span>"
+
+
 def _moves(r: RebalanceView) -> str:
+    """The partitions that changed owner, one a line (escaped HTML)."""
     if not r.moved:
         return ""
-    shown = [
-        f"{m.topic}-{m.partition}: {m.before or '(unassigned)'} → {m.after or '(unassigned)'}"
+    lines = [
+        f"{esc(m.topic)}-{m.partition}: {esc(short_member(m.before))} → {esc(short_member(m.after))}"
         for m in r.moved[:20]
     ]
-    more = f"; … {len(r.moved) - 20} more" if len(r.moved) > 20 else ""
-    return f"{len(r.moved)}: " + "; ".join(shown) + more
+    if len(r.moved) > 20:
+        lines.append(f"… {len(r.moved) - 20} more")
+    return f"<b>{len(r.moved)}</b><br>" + "<br>".join(lines)
 
 
 def _rebalances(d: GroupDetail) -> str:
@@ -339,6 +362,7 @@ def _rebalances(d: GroupDetail) -> str:
         + ".</p>"
     )
     start = min(min(r.started_ms for r in rbs), now - WINDOW_MS)
+    out.append("<div>")
     out.append(
         svg_timeline(
             [Bar(r.started_ms, float(r.stood_still_ms(now)), r.cause) for r in rbs],
@@ -347,17 +371,18 @@ def _rebalances(d: GroupDetail) -> str:
             end_ms=now,
         )
     )
+    out.append("</div>")
     rows = [
         [
             Cell.when(r.started_ms),
             Cell(_cause(r.cause) + "".join(" → " + _cause(c) for c in r.restarts), r.cause),
-            Cell.text(r.member_id, css="mono"),
+            Cell(_member(r.member_id), r.member_id or "", css="mono"),
             Cell.text(r.client_id),
             Cell.text(r.client_reason),
             _stood_still(r, now),
             Cell.text(f"{r.members_before} → {'' if r.members_after is None else r.members_after}"),
             Cell.text(f"{r.generation_before} → {'' if r.generation_after is None else r.generation_after}"),
-            Cell.text(_moves(r), css="moves"),
+            Cell(_moves(r), len(r.moved), css="lines"),
             Cell(badge(r.outcome) if r.outcome else badge("running", "#b26a00"), r.outcome or ""),
         ]
         for r in reversed(rbs)

@@ -131,9 +131,7 @@ async def take_snapshot(
                 if lag == 0:
                     time_lag = 0.0
                 else:
-                    appended = append_time(
-                        plogs[topic, partition], topic, partition, committed.offset, cache
-                    )
+                    appended = append_time(plogs[topic, partition], topic, partition, committed.offset, cache)
                     if appended is not None:
                         used[topic, partition, committed.offset] = appended
                         time_lag = max(now_ms - appended, 0) / 1000.0
