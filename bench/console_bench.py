@@ -11,7 +11,7 @@ listener runs in both modes), then:
    * closed: no page open;
    * open: what a browser on the overview and on one group's page asks for: ``GET /`` (all
      10,000 rows, taken before the measured window), then the overview's stream
-     (``/events?since=N``) and the group page's stream (``/events?group=...``), read until the
+     (``/events?since=<token>``) and the group page's stream (``/events?group=...``), read until the
      mode ends. The console then samples every group's lag every 5 s and the open group's every
      second, and pushes the rows that changed;
    in each mode ``group_bench.many_groups_loop`` runs the many-groups workload (50 connections,

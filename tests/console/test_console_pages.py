@@ -144,7 +144,7 @@ def test_every_client_value_stays_text_on_every_page() -> None:
     d = detail(consumer=True, name=EVIL)
     for page in (
         pages.group_page(d),
-        pages.overview_page(_overview(d), node_id=0, since=0),
+        pages.overview_page(_overview(d), node_id=0, since="0a1b2c3d.0"),
         pages.no_such_group_page(EVIL),
         "".join(html for _, html in pages.gone_sections(EVIL)),
     ):

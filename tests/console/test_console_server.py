@@ -127,3 +127,18 @@ def test_a_group_stream_is_server_sent_events_of_its_page_parts(broker: Broker) 
             line = stream.readline()
             if line.startswith(b"data: ") and b"No such group any more" in line:
                 break
+
+
+def test_an_overview_from_before_a_restart_is_sent_every_row(broker: Broker) -> None:
+    """A page served by an earlier run of the broker names another hub in its token: its stream
+    is sent every group's row at the next sample (its number, past any this run reached, would
+    have it sent nothing)."""
+    commit_simple(broker.bootstrap, ["resync-a", "resync-b"], "t", 0, 0)
+    with urllib.request.urlopen(url(broker, "/events?since=0a1b2c3d.1000000000"), timeout=60) as stream:
+        while True:
+            line = stream.readline()
+            assert line, "the stream ended"
+            if line.startswith(b"data: ") and b'"rows"' in line:
+                ids = {row["id"] for row in json.loads(line[len(b"data: ") :])["rows"]}
+                break
+    assert {"row-g-resync-a", "row-g-resync-b"} <= ids

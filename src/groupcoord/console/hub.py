@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import queue
+import secrets
 from collections import deque
 from typing import Any
 
@@ -84,7 +85,9 @@ class Hub:
         self._dirty: dict[str, None] = {}  # ordered set
         self._pump: asyncio.TimerHandle | None = None
         self._sampler: asyncio.Task[None] | None = None
-        #: event sequence number, and the groups changed at the last RECENT_MAX numbers
+        #: this hub's id (a new one after a restart), and its event sequence number, and the
+        #: groups changed at the last RECENT_MAX numbers
+        self.instance = secrets.token_hex(4)
         self.seq = 0
         self._recent: deque[tuple[int, str]] = deque(maxlen=RECENT_MAX)
         #: each group's row as last sent to the overviews (or shown on a page)
@@ -149,23 +152,29 @@ class Hub:
             sub.put(message)
 
     # ------------------------------------------------------------------ pages (on the loop)
-    async def overview(self) -> tuple[Overview, int]:
-        """A snapshot for a new overview page, and the event sequence number it is current at."""
+    async def overview(self) -> tuple[Overview, str]:
+        """A snapshot for a new overview page, and the token of the point it is current at
+        (``<this hub's id>.<event sequence number>``: a page the broker served before a restart
+        names another hub and is sent every row)."""
         ov = await self.reader.overview()
         for g in ov.groups:
             self._rows.setdefault(g.group_id, g)
-        return ov, self.seq
+        return ov, f"{self.instance}.{self.seq}"
 
     def group(self, group_id: str) -> GroupDetail | None:
         return self.reader.group_detail(group_id, sample=True)
 
-    def subscribe(self, sub: Subscriber, since: int | None) -> None:
-        """A page opened its stream: it gets what changed since its snapshot (``since``), or,
-        for a group page, its parts at once."""
+    def subscribe(self, sub: Subscriber, token: str) -> None:
+        """A page opened its stream: it gets what changed since its snapshot (``token``, from
+        :meth:`overview`), or, for a group page, its parts at once."""
         self._subs.add(sub)
+        instance, _, number = token.partition(".")
+        since = int(number) if instance == self.instance and number.isdigit() else None
         if sub.group_id is not None:
             sub.put(("group", (sub.group_id, self.reader.group_detail(sub.group_id, sample=True))))
-        elif since is not None:
+        elif since is None:
+            sub.resync = True  # a snapshot of another hub (a restart) or none: every row, next sample
+        else:
             if self._recent and self._recent[0][0] > since + 1 and self.seq > since:
                 sub.resync = True  # the changes since its snapshot are no longer all known
             else:

@@ -167,7 +167,7 @@ def topics_section(topics: Sequence[TopicView]) -> str:
     )
 
 
-def overview_page(ov: Overview, *, node_id: int, since: int) -> str:
+def overview_page(ov: Overview, *, node_id: int, since: str) -> str:
     groups = ov.groups
     body = [
         "<section id='summary'><h2>Groups</h2>",
@@ -187,7 +187,7 @@ def overview_page(ov: Overview, *, node_id: int, since: int) -> str:
     body.append(topics_section(ov.topics))
     header = f"<h1>Consumer groups</h1><p>groupcoord broker {node_id}, live.</p>"
     return _page(
-        "groupcoord console", header, "".join(body), attrs=f" data-page='overview' data-since='{since}'"
+        "groupcoord console", header, "".join(body), attrs=f" data-page='overview' data-since='{esc(since)}'"
     )
 
 

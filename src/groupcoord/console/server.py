@@ -10,7 +10,7 @@ Paths (GET only; the console changes nothing):
 
 * ``/``: every group and every topic (:func:`~groupcoord.console.pages.overview_page`);
 * ``/groups/<group id, URL-encoded>``: one group, or a "no such group" page (404);
-* ``/events`` (``?since=N``) and ``/events?group=<id>``: the live updates of those pages, as
+* ``/events`` (``?since=<token>``) and ``/events?group=<id>``: the live updates of those pages, as
   server-sent events (``text/event-stream``): ``rows`` and ``cards`` for the overview,
   ``sections`` for a group page, each a JSON object of HTML pieces by element id;
 * ``/static/ui.css``, ``/static/ui.js`` (shared with the pipeline's report), ``/static/console.js``.
@@ -238,8 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _events(self, console: BrokerConsole, query: dict[str, list[str]]) -> None:
         group_id = query.get("group", [None])[0]
-        since_text = query.get("since", [""])[0]
-        since = int(since_text) if since_text.isdigit() else None
+        since = query.get("since", [""])[0]
         sub = Subscriber(group_id)
 
         async def add() -> bool:
