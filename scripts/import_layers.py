@@ -61,6 +61,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "the loop-driven keyed timer (handling.loop_timers)",
         ("clock", "timer", "protocol.api_keys"),
     ),
+    "ui": ("the HTML pieces the report and the console share: badges, tables, charts, timeline", ()),
     # ---- storage
     "storage": ("segmented log in Kafka's on-disk layout", (*_BASE, "formats", "handling")),
     # ---- sans-I/O cores
@@ -95,6 +96,11 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "the Prometheus endpoint (metrics.listen): request and rebalance instruments, scrape-time snapshot",
         (*_BASE, *_FORMATS, "storage", "coordinator", "broker", "runtime", "server"),
     ),
+    # ---- the live web console: the same hooks as metrics, state read on the loop, the report's pieces
+    "console": (
+        "the live web console (console.listen): group pages and live updates from group events",
+        (*_BASE, "formats", "storage", "coordinator", "broker", "runtime", "metrics", "ui"),
+    ),
     # ---- the two cores meeting in one process (no sockets)
     "member_bridge": (
         "member-core requests to the coordinator core's api and back: simulator, in-process tests",
@@ -103,7 +109,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     # ---- offline readers
     "pipeline": (
         "PySpark over the log: storage formats and coordinator records",
-        (*_BASE, "formats", "storage", "coordinator.records"),
+        (*_BASE, "formats", "storage", "coordinator.records", "ui"),
     ),
     "admin": (
         "the CLI verbs (`groupcoord groups`, `groupcoord topics`) and their wire client",

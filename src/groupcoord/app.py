@@ -52,6 +52,7 @@ from groupcoord.broker.offsets_v0 import offset_commit_v0, offset_fetch_v0, old_
 from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
 from groupcoord.config import BrokerConfig
+from groupcoord.console import BrokerConsole
 from groupcoord.errors import DataDirError
 from groupcoord.handling import Interceptor, Route
 from groupcoord.metrics import BrokerMetrics
@@ -337,6 +338,14 @@ class BrokerApp:
                 host=metrics_at.host,
                 port=metrics_at.port,
             )
+        #: the live web console, when ``console.listen`` is set (its bound address:
+        #: ``console.address`` after :meth:`start`)
+        self.console: BrokerConsole | None = None
+        console_at = config.console_listener()
+        if console_at is not None:
+            self.console = BrokerConsole(
+                broker=self.broker, groups=self.groups, host=console_at.host, port=console_at.port
+            )
 
     async def start(self) -> tuple[str, int]:
         """Listen and start the background work; the bound (host, port).
@@ -357,6 +366,15 @@ class BrokerApp:
                 await server.stop()
                 where = config.metrics_listen
                 raise StartupError(f"cannot listen on metrics.listen={where}: {_reason(exc)}") from None
+        if self.console is not None:
+            try:
+                self.console.start()
+            except OSError as exc:
+                if self.metrics is not None:
+                    await self.metrics.stop()
+                await server.stop()
+                where = config.console_listen
+                raise StartupError(f"cannot listen on console.listen={where}: {_reason(exc)}") from None
         try:
             if not config.advertised_listeners:
                 broker.advertised_host = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
@@ -378,6 +396,8 @@ class BrokerApp:
         # joins and syncs until the end of a rebalance.
         if self.metrics is not None:
             await self.metrics.stop()
+        if self.console is not None:
+            await self.console.stop()
         self.broker.fetch_waiters.wake_all()
         self.groups.resign()
         await self.server.stop(grace_s)
@@ -387,6 +407,8 @@ class BrokerApp:
         """Close the coordinator runtime and the broker (after a failed :meth:`start`)."""
         if self.metrics is not None:
             await self.metrics.stop()
+        if self.console is not None:
+            await self.console.stop()
         await self.groups.close()
         await self.transactions.close()
         await self.broker.close()

@@ -112,6 +112,8 @@ class BrokerConfig:
     offset_metadata_max_bytes: int = 4096
     # Prometheus endpoint (docs/operations.md): HOST:PORT, or None for none.
     metrics_listen: str | None = None
+    # The live web console (docs/operations.md): HOST:PORT, or None for none.
+    console_listen: str | None = None
     #: Property names that were set explicitly (file or --set), as opposed to defaults.
     explicit: frozenset[str] = field(default=frozenset())
 
@@ -148,6 +150,12 @@ class BrokerConfig:
         if self.metrics_listen is None:
             return None
         return parse_listener("metrics.listen", self.metrics_listen)
+
+    def console_listener(self) -> Listener | None:
+        """Where the web console is served (``console.listen``), or None: not served."""
+        if self.console_listen is None:
+            return None
+        return parse_listener("console.listen", self.console_listen)
 
     def get(self, prop: str) -> Any:
         """The value of a property by its Kafka name."""
@@ -203,6 +211,7 @@ class BrokerConfig:
         self.listener()
         self.advertised_listener()
         self.metrics_listener()
+        self.console_listener()
 
 
 #: Ignored Kafka keys already logged in this process (one line per key, not per load).
@@ -396,6 +405,13 @@ PROPERTIES: dict[str, PropertySpec] = {
         nullable=True,
         parse_value=_host_port,
         expectation="HOST:PORT, e.g. 127.0.0.1:9404",
+    ),
+    # groupcoord's own: the live web console (docs/operations.md).
+    "console.listen": PropertySpec(
+        field="console_listen",
+        nullable=True,
+        parse_value=_host_port,
+        expectation="HOST:PORT, e.g. 127.0.0.1:9405",
     ),
 }
 

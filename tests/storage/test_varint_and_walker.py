@@ -1,4 +1,4 @@
-"""The one varint module and the one record walker (storage.varint, storage.batch.iter_record_spans).
+"""The one varint module and the one record walker (formats.varint, formats.batch.iter_record_spans).
 
 Kafka's zig-zag varints: ``ByteUtils.writeVarint`` / ``readVarint`` (clients/src/main/java/org/apache/
 kafka/common/utils/ByteUtils.java; ByteUtilsTest.testVarintSerde checks the same boundary values)."""

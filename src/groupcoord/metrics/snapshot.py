@@ -131,9 +131,7 @@ async def take_snapshot(
                 if lag == 0:
                     time_lag = 0.0
                 else:
-                    appended = _append_time(
-                        plogs[topic, partition], topic, partition, committed.offset, cache
-                    )
+                    appended = append_time(plogs[topic, partition], topic, partition, committed.offset, cache)
                     if appended is not None:
                         used[topic, partition, committed.offset] = appended
                         time_lag = max(now_ms - appended, 0) / 1000.0
@@ -172,7 +170,7 @@ async def take_snapshot(
     )
 
 
-def _append_time(
+def append_time(
     plog: PartitionLog, topic: str, partition: int, offset: int, cache: TimestampCache
 ) -> int | None:
     """The max timestamp of the batch holding ``offset`` (or of the first batch, when the

@@ -14,14 +14,30 @@ is Spark-free and takes those frames directly, so it is testable on its own.
 
 from __future__ import annotations
 
-import html
 import itertools
 import logging
-import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from groupcoord.ui.components import (
+    CAUSE_PALETTE,
+    STATUS_COLOURS,
+    Bar,
+    Cell,
+    asset,
+    badge,
+    esc,
+    human_count,
+    human_duration,
+    missing,
+    slug,
+    svg_lines,
+    svg_timeline,
+    table,
+    time_html,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,112 +74,17 @@ GROUP_STATUS_TEXT = {
     "WARN": "at least one partition is falling behind; none is stopped, stuck or rewound.",
     "ERR": "at least one partition is stopped (STOP), stuck (STALL) or went back (REWIND).",
 }
-_COLOURS = {
-    "OK": "#2e7d32",
-    "WARN": "#b26a00",
-    "ERR": "#c62828",
-    "STOP": "#c62828",
-    "STALL": "#ad1457",
-    "REWIND": "#6a1b9a",
-}
-_CAUSE_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 _RANK = {"REWIND": 0, "STALL": 1, "STOP": 2, "WARN": 3, "OK": 4}
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
-header{background:#263238;color:#fff;padding:1em 2em}header h1{margin:0 0 .3em;font-size:1.5em}
-header p{margin:.2em 0;color:#cfd8dc}main{display:flex}nav#toc{position:sticky;top:0;align-self:flex-start;
-max-height:100vh;overflow:auto;width:15em;padding:1em;border-right:1px solid #ddd;font-size:.9em}
-nav#toc a{display:block;padding:2px 0;color:#1565c0;text-decoration:none}#content{flex:1;padding:1em 2em;
-min-width:0}section{overflow-x:auto;background:#fff;border:1px solid #e0e0e0;border-radius:6px;
-padding:1em 1.5em;
-margin:0 0 1.5em}h2{margin-top:0}.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;
-font-size:.8em;font-weight:600}.why{font-size:1.05em}.groupnav{float:right;font-size:.85em}
-.groupnav a{margin-left:.8em}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
-th,td{border-bottom:1px solid #eee;padding:3px 8px;text-align:left;white-space:nowrap}
-th{background:#f5f5f5;cursor:pointer;user-select:none}th.sorted-asc::after{content:" \\25B2"}
-th.sorted-desc::after{content:" \\25BC"}td.num{text-align:right;font-variant-numeric:tabular-nums}
-input.filter{margin:.3em 0;padding:3px 6px;width:20em}.cards{display:flex;gap:1em;flex-wrap:wrap}
-.card{border:1px solid #e0e0e0;border-radius:6px;padding:.6em 1em;min-width:8em}.card b{font-size:1.6em;
-display:block}dl.legend dt{float:left;clear:left;width:5em}dl.legend dd{margin:0 0 .4em 6em}
-.empty{font-size:1.1em;color:#555}svg text{font-size:11px;fill:#444}.note{color:#666;font-size:.85em}
-"""
-
-_JS = """
-(function(){
-  function fmtLocal(ms){var d=new Date(ms);var p=function(n){return String(n).padStart(2,'0')};
-    var zone='';try{zone=new Intl.DateTimeFormat(undefined,{timeZoneName:'short'}).formatToParts(d)
-      .filter(function(x){return x.type==='timeZoneName'})[0].value}catch(e){zone=''}
-    return d.getFullYear()+'-'+p(d.getMonth()+1)+'-'+p(d.getDate())+' '+p(d.getHours())+':'+
-      p(d.getMinutes())+':'+p(d.getSeconds())+(zone?' '+zone:'')}
-  document.querySelectorAll('time[data-ms]').forEach(function(t){
-    t.title=t.textContent;t.textContent=fmtLocal(Number(t.getAttribute('data-ms')))});
-  document.querySelectorAll('text[data-ms]').forEach(function(t){
-    var d=new Date(Number(t.getAttribute('data-ms')));var p=function(n){return String(n).padStart(2,'0')};
-    t.textContent=p(d.getHours())+':'+p(d.getMinutes())});
-  var zoneNote=document.getElementById('zone');
-  if(zoneNote){try{zoneNote.textContent='Times are in your local time zone ('+
-    Intl.DateTimeFormat().resolvedOptions().timeZone+'); hover a time for UTC.'}catch(e){}}
-  document.querySelectorAll('table.data').forEach(function(table){
-    var body=table.tBodies[0];var heads=table.tHead.rows[0].cells;
-    Array.prototype.forEach.call(heads,function(th,i){th.addEventListener('click',function(){
-      var asc=!th.classList.contains('sorted-asc');
-      Array.prototype.forEach.call(heads,function(h){h.classList.remove('sorted-asc','sorted-desc')});
-      th.classList.add(asc?'sorted-asc':'sorted-desc');
-      var rows=Array.prototype.slice.call(body.rows);
-      rows.sort(function(a,b){var x=a.cells[i].getAttribute('data-v'),y=b.cells[i].getAttribute('data-v');
-        var nx=parseFloat(x),ny=parseFloat(y);var c;
-        if(x!==null&&y!==null&&x!==''&&y!==''&&!isNaN(nx)&&!isNaN(ny)){c=nx-ny}
-        else{c=a.cells[i].textContent.localeCompare(b.cells[i].textContent)}
-        return asc?c:-c});
-      rows.forEach(function(r){body.appendChild(r)})})});
-    var box=table.previousElementSibling;
-    if(box&&box.classList.contains('filter')){box.addEventListener('input',function(){
-      var q=box.value.toLowerCase();Array.prototype.forEach.call(body.rows,function(r){
-        r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none'})})}
-  });
-})();
-"""
 
 
 # ------------------------------------------------------------------------------ formatting
-def _esc(v: object) -> str:
-    return html.escape(str(v))
-
-
-def _missing(v: Any) -> bool:
-    if v is None:
-        return True
-    try:
-        return bool(v != v)  # NaN / NaT
-    except (TypeError, ValueError):
-        return False
-
-
-def human_duration(ms: Any) -> str:
-    """``850 ms``, ``12.3 s``, ``4 min 05 s``, ``2 h 03 min``, ``3 d 02 h``; empty when unknown."""
-    if _missing(ms):
-        return ""
-    v = float(ms)
-    if v < 1000:
-        return f"{v:.0f} ms"
-    s = v / 1000
-    if s < 60:
-        return f"{s:.1f} s"
-    m, s = divmod(int(s), 60)
-    if m < 60:
-        return f"{m} min {s:02d} s"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h} h {m:02d} min"
-    d, h = divmod(h, 24)
-    return f"{d} d {h:02d} h"
-
-
-def human_count(n: Any) -> str:
-    if _missing(n):
-        return ""
-    return f"{int(n):,}"
+# The pieces (badges, tables, charts, the timeline, the page's CSS and script) are
+# groupcoord.ui's, shared with the live console.
+_esc = esc
+_missing = missing
+_badge = badge
+_COLOURS = STATUS_COLOURS
+_CAUSE_PALETTE = CAUSE_PALETTE
 
 
 def _ms(v: Any) -> int | None:
@@ -178,168 +99,46 @@ def _ms(v: Any) -> int | None:
     return int(ts.timestamp() * 1000)
 
 
-def _utc_text(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 def _time(v: Any) -> str:
-    ms = _ms(v)
-    if ms is None:
-        return ""
-    return f"<time data-ms='{ms}'>{_utc_text(ms)}</time>"
-
-
-def _badge(status: str) -> str:
-    colour = _COLOURS.get(status, "#546e7a")
-    return f"<span class='badge' style='background:{colour}'>{_esc(status)}</span>"
-
-
-def slug(group_id: str) -> str:
-    return "g-" + re.sub(r"[^A-Za-z0-9_-]", lambda m: f"_{ord(m.group()):x}", group_id)
-
-
-class Cell:
-    """A table cell: the HTML shown and the value it sorts by."""
-
-    __slots__ = ("html", "num", "sort")
-
-    def __init__(self, shown: str, sort: object = None, *, num: bool = False) -> None:
-        self.html = shown
-        self.sort = sort
-        self.num = num
+    return time_html(_ms(v))
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, filter_label: str) -> str:
-    out = [
-        f"<input class='filter' type='search' placeholder='Filter {html.escape(filter_label)}…' "
-        f"aria-label='Filter {html.escape(filter_label)}'>",
-        "<table class='data'><thead><tr>",
-        *[f"<th>{_esc(h)}</th>" for h in headers],
-        "</tr></thead><tbody>",
-    ]
-    for row in rows[:MAX_ROWS]:
-        out.append("<tr>")
-        for c in row:
-            attrs = "" if c.sort is None else f" data-v='{_esc(c.sort)}'"
-            attrs += " class='num'" if c.num else ""
-            out.append(f"<td{attrs}>{c.html}</td>")
-        out.append("</tr>")
-    out.append("</tbody></table>")
-    if len(rows) > MAX_ROWS:
-        out.append(f"<p class='note'>{len(rows) - MAX_ROWS:,} more rows in the Parquet tables.</p>")
-    return "".join(out)
+    return table(
+        headers,
+        rows,
+        filter_label=filter_label,
+        max_rows=MAX_ROWS,
+        more_note="more rows in the Parquet tables",
+    )
 
 
 def _num(v: Any) -> Cell:
-    return Cell(human_count(v), "" if _missing(v) else int(v), num=True)
+    return Cell.count(v)
 
 
 def _dur(v: Any) -> Cell:
-    return Cell(human_duration(v), "" if _missing(v) else float(v), num=True)
+    return Cell.duration(v)
 
 
 def _when(v: Any) -> Cell:
-    ms = _ms(v)
-    return Cell(_time(v), "" if ms is None else ms)
+    return Cell.when(_ms(v))
 
 
 def _text(v: Any) -> Cell:
-    return Cell("" if _missing(v) else _esc(v), None)
+    return Cell.text(v)
 
 
-# ------------------------------------------------------------------------------ charts (SVG)
-def _svg_lines(
-    series: Sequence[tuple[str, Sequence[int], Sequence[float]]],
-    *,
-    title: str,
-    y_format: Any,
-    width: int = 760,
-    height: int = 190,
-) -> str:
-    """A small line chart; x is epoch ms (tick labels rewritten to local time by the script)."""
-    points = [(x, y) for _, xs, ys in series for x, y in zip(xs, ys, strict=True) if not _missing(y)]
-    if not points:
-        return f"<p class='note'>{_esc(title)}: no data.</p>"
-    left, right, top, bottom = 70, 10, 22, 28
-    x0 = min(p[0] for p in points)
-    x1 = max(p[0] for p in points)
-    y1 = max(max(p[1] for p in points), 1.0)
-    xs_span = max(x1 - x0, 1)
-
-    def sx(x: float) -> float:
-        return left + (x - x0) / xs_span * (width - left - right)
-
-    def sy(y: float) -> float:
-        return height - bottom - y / y1 * (height - top - bottom)
-
-    out = [
-        f"<svg role='img' aria-label='{_esc(title)}' width='{width}' height='{height}' "
-        f"viewBox='0 0 {width} {height}'>",
-        f"<text x='{left}' y='14' style='font-weight:600'>{_esc(title)}</text>",
-        f"<line x1='{left}' y1='{height - bottom}' x2='{width - right}' y2='{height - bottom}' "
-        "stroke='#999'/>",
-        f"<line x1='{left}' y1='{top}' x2='{left}' y2='{height - bottom}' stroke='#999'/>",
-    ]
-    for i in range(5):
-        y = y1 * i / 4
-        out.append(
-            f"<text x='{left - 4}' y='{sy(y) + 4:.1f}' text-anchor='end'>{_esc(y_format(y))}</text>"
-            f"<line x1='{left}' y1='{sy(y):.1f}' x2='{width - right}' y2='{sy(y):.1f}' stroke='#eee'/>"
-        )
-    for i in range(6):
-        x = x0 + xs_span * i / 5
-        label = datetime.fromtimestamp(x / 1000, UTC).strftime("%H:%M")
-        anchor = "start" if i == 0 else "end" if i == 5 else "middle"
-        out.append(
-            f"<text data-ms='{int(x)}' x='{sx(x):.1f}' y='{height - bottom + 14}' "
-            f"text-anchor='{anchor}'>{label}</text>"
-        )
-    for i, (name, xs, ys) in enumerate(series):
-        colour = _CAUSE_PALETTE[i % len(_CAUSE_PALETTE)]
-        pts = " ".join(
-            f"{sx(x):.1f},{sy(float(y)):.1f}" for x, y in zip(xs, ys, strict=True) if not _missing(y)
-        )
-        out.append(f"<polyline fill='none' stroke='{colour}' stroke-width='1.5' points='{pts}'><title>")
-        out.append(f"{_esc(name)}</title></polyline>")
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _svg_timeline(
-    rebalances: pd.DataFrame, colours: Mapping[str, str], *, start_ms: int, end_ms: int, width: int = 760
-) -> str:
-    """Rebalances of one group on a time axis: a bar from start to Stable, coloured by cause."""
-    height, left, right = 64, 70, 10
-    span = max(end_ms - start_ms, 1)
-
-    def sx(x: float) -> float:
-        return left + (x - start_ms) / span * (width - left - right)
-
-    out = [
-        f"<svg role='img' aria-label='rebalance timeline' width='{width}' height='{height}' "
-        f"viewBox='0 0 {width} {height}'>",
-        "<text x='0' y='30'>rebalances</text>",
-        f"<line x1='{left}' y1='40' x2='{width - right}' y2='40' stroke='#999'/>",
-    ]
-    for i in range(6):
-        x = start_ms + span * i / 5
-        label = datetime.fromtimestamp(x / 1000, UTC).strftime("%H:%M")
-        anchor = "start" if i == 0 else "end" if i == 5 else "middle"
-        out.append(f"<text data-ms='{int(x)}' x='{sx(x):.1f}' y='56' text-anchor='{anchor}'>{label}</text>")
+def _svg_timeline(rebalances: pd.DataFrame, colours: Mapping[str, str], *, start_ms: int, end_ms: int) -> str:
+    """Rebalances of one group on a time axis (:func:`groupcoord.ui.components.svg_timeline`)."""
+    bars = []
     for _, r in rebalances.iterrows():
         s = _ms(r["started_at"])
         if s is None:
             continue
-        d = 0.0 if _missing(r.get("duration_ms")) else float(r["duration_ms"])
-        cause = "unknown" if _missing(r.get("cause")) else str(r["cause"])
-        w = max(sx(s + d) - sx(s), 2.0)
-        out.append(
-            f"<rect x='{sx(s):.1f}' y='18' width='{w:.1f}' height='20' fill='{colours.get(cause, '#777')}'>"
-            f"<title>{_esc(cause)}: {_esc(_utc_text(s))}, stopped {_esc(human_duration(d) or 'unknown')}"
-            "</title></rect>"
-        )
-    out.append("</svg>")
-    return "".join(out)
+        d = None if _missing(r.get("duration_ms")) else float(r["duration_ms"])
+        bars.append(Bar(s, d, "unknown" if _missing(r.get("cause")) else str(r["cause"])))
+    return svg_timeline(bars, colours, start_ms=start_ms, end_ms=end_ms)
 
 
 # ------------------------------------------------------------------------------ words
@@ -439,7 +238,7 @@ def render_html(
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{_esc(heading)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{_esc(heading)}</title><style>{asset('ui.css')}</style></head><body>",
         f"<header><h1>{_esc(heading)}</h1>",
         f"<p>Data from {_time(start_ms)} to {_time(end_ms)}; health evaluated at {_time(now_ms)} "
         "with Burrow's rules.</p><p id='zone'>Times are in UTC.</p></header><main>",
@@ -466,7 +265,7 @@ def render_html(
                 nxt=groups[i + 1] if i + 1 < len(groups) else None,
             )
         )
-    parts += ["</div></main>", f"<script>{_JS}</script>", "</body></html>"]
+    parts += ["</div></main>", f"<script>{asset('ui.js')}</script>", "</body></html>"]
     return "\n".join(parts)
 
 
@@ -604,14 +403,14 @@ def _group_section(
     else:
         xs = [_ms(t) or 0 for t in mine_series["time"]]
         out.append(
-            _svg_lines(
+            svg_lines(
                 [("offset lag", xs, list(mine_series["total_lag"]))],
                 title="lag (records, all partitions)",
                 y_format=lambda v: f"{v:,.0f}",
             )
         )
         out.append(
-            _svg_lines(
+            svg_lines(
                 [("time lag", xs, list(mine_series["max_time_lag_ms"]))],
                 title="lag (time, worst partition)",
                 y_format=human_duration,

@@ -1,6 +1,6 @@
 """Message formats v0 and v1 (magic 0 and 1 message sets), converted to and from the log's v2 batches.
 
-The log holds only v2 record batches (``storage.batch``). Produce v0-v2 carry message sets of the
+The log holds only v2 record batches (``formats.batch``). Produce v0-v2 carry message sets of the
 older formats and Fetch v0-v3 expect them back, so, as Kafka 3.9 does, a produced message set is
 up-converted to one v2 batch before it is appended (``LogValidator``: uncompressed messages become
 one uncompressed batch; a compressed wrapper becomes one batch compressed with the same codec),

@@ -206,6 +206,7 @@ class Broker:
         self._control: ControlClient | None = None
         self._log_path: Path | None = None
         self._metrics_url: str | None = None
+        self._console_url: str | None = None
         self.starts = 0
         BrokerConfig.from_properties(self._properties())  # reject bad settings now, in the test
 
@@ -225,6 +226,15 @@ class Broker:
         if not self.running:
             raise RuntimeError("the broker is not running")
         return self._metrics_url
+
+    @property
+    def console_url(self) -> str | None:
+        """``"http://127.0.0.1:PORT/"``, the web console of ``console.listen`` (the port it
+        bound, if given as 0); None when ``console.listen`` is not set, or when the broker runs
+        in a subprocess (the console is served there, but its address is not reported)."""
+        if not self.running:
+            raise RuntimeError("the broker is not running")
+        return self._console_url
 
     @property
     def data_dir(self) -> Path:
@@ -324,6 +334,7 @@ class Broker:
             self._stop_event = asyncio.Event()
             self.port = port
             self._metrics_url = None if app.metrics is None else _metrics_url(app.metrics.address)
+            self._console_url = None if app.console is None else _console_url(app.console.address)
             self._app = app
             log.info("test broker listening on %s:%d (data %s)", host, port, self.data_dir)
             self._started.set()
@@ -684,16 +695,23 @@ def _metrics_url(address: tuple[str, int] | None) -> str | None:
     return f"http://[{host}]:{port}/metrics" if ":" in host else f"http://{host}:{port}/metrics"
 
 
+def _console_url(address: tuple[str, int] | None) -> str | None:
+    """The URL a browser on this host opens for a console bound at ``address``."""
+    url = _metrics_url(address)
+    return None if url is None else url[: -len("metrics")]
+
+
 def _close_metrics(app: Any) -> None:
-    """Close a hard-stopped app's metrics endpoint, on a loop of its own (the app's loop
+    """Close a hard-stopped app's metrics endpoint and console, on a loop of their own (the app's loop
     stays stopped)."""
-    metrics = getattr(app, "metrics", None)
-    if metrics is None:
-        return
-    try:
-        asyncio.run(metrics.stop())
-    except Exception as exc:
-        log.error("hard stop: the metrics endpoint did not close: %r", exc)
+    for name in ("metrics", "console"):
+        endpoint = getattr(app, name, None)
+        if endpoint is None:
+            continue
+        try:
+            asyncio.run(endpoint.stop())
+        except Exception as exc:
+            log.error("hard stop: the %s endpoint did not close: %r", name, exc)
 
 
 def _abandon_flusher(app: Any) -> None:

@@ -1,0 +1,201 @@
+"""The console's memory of rebalances, fed the coordinator's group events in the order the
+coordinator emits them (``docs/group-events.md``: a member event before the state change it
+causes; the move to Stable when the assignment is durable).
+
+A rebalance is what the group-events page defines: it begins with the move to
+PreparingRebalance (its cause is that event's reason, its trigger that event's member), later
+moves back to PreparingRebalance restart it, and it ends with the group Stable, Empty or Dead.
+"""
+
+from __future__ import annotations
+
+from groupcoord.console.history import EVENTS_KEPT, LAG_REPEAT_MS, GroupHistory, LagHistory, Owners
+from groupcoord.console.views import Move
+from groupcoord.coordinator.events import EventReason, GroupEvent
+
+
+def event(
+    t: int,
+    typ: str,
+    reason: EventReason,
+    *,
+    to: str | None = None,
+    frm: str | None = None,
+    gen: int = 1,
+    member: str | None = None,
+    client: str | None = None,
+    count: int = 1,
+    group: str = "g",
+) -> GroupEvent:
+    return GroupEvent(
+        time_ms=t,
+        group_id=group,
+        generation=gen,
+        type=typ,
+        from_state=frm,
+        to_state=to,
+        reason=reason,
+        member_id=member,
+        group_instance_id=None,
+        client_id=client,
+        client_host="/127.0.0.1" if member else None,
+        client_reason=None,
+        protocol_type="consumer",
+        protocol_name="range",
+        member_count=count,
+    )
+
+
+R = EventReason
+
+
+def test_a_rebalance_runs_from_preparing_to_stable_with_its_cause_trigger_and_moves() -> None:
+    owners: dict[str, Owners] = {"g": {("t", 0): "a", ("t", 1): "a"}}
+    history = GroupHistory(lambda gid: owners[gid])
+    history.on_event(event(1000, "state_change", R.GROUP_CREATED, to="Empty", gen=0, count=0))
+    history.on_event(event(1010, "member_added", R.NEW_MEMBER_JOINED, member="a", client="ca", gen=0))
+    history.on_event(
+        event(
+            1010, "state_change", R.NEW_MEMBER_JOINED, frm="Empty", to="PreparingRebalance", member="a", gen=0
+        )
+    )
+    history.on_event(
+        event(1300, "state_change", R.JOIN_COMPLETED, frm="PreparingRebalance", to="CompletingRebalance")
+    )
+    history.on_event(
+        event(1350, "state_change", R.ASSIGNMENT_PERSISTED, frm="CompletingRebalance", to="Stable")
+    )
+    first = history.last_rebalance("g")
+    assert first is not None
+    assert (first.cause, first.member_id, first.started_ms, first.ended_ms, first.outcome) == (
+        "new_member_joined",
+        "a",
+        1010,
+        1350,
+        "Stable",
+    )
+    assert first.stood_still_ms(now_ms=99_999) == 340
+    assert (first.members_before, first.members_after, first.generation_before, first.generation_after) == (
+        0,
+        1,
+        0,
+        1,
+    )
+    assert first.moved == (
+        Move(topic="t", partition=0, before=None, after="a"),
+        Move(topic="t", partition=1, before=None, after="a"),
+    )
+
+    # b joins; the rebalance restarts once (a sync timeout) before it ends; one partition moves
+    owners["g"] = {("t", 0): "a", ("t", 1): "b"}
+    history.on_event(event(2000, "member_added", R.NEW_MEMBER_JOINED, member="b", client="cb", count=2))
+    history.on_event(
+        event(
+            2000,
+            "state_change",
+            R.NEW_MEMBER_JOINED,
+            frm="Stable",
+            to="PreparingRebalance",
+            member="b",
+            client="cb",
+            count=2,
+        )
+    )
+    running = history.last_rebalance("g")
+    assert running is not None and running.ended_ms is None and running.outcome is None
+    assert running.stood_still_ms(now_ms=2500) == 500
+    history.on_event(
+        event(
+            2100,
+            "state_change",
+            R.JOIN_COMPLETED,
+            frm="PreparingRebalance",
+            to="CompletingRebalance",
+            gen=2,
+            count=2,
+        )
+    )
+    history.on_event(
+        event(
+            2200,
+            "state_change",
+            R.SYNC_TIMEOUT,
+            frm="CompletingRebalance",
+            to="PreparingRebalance",
+            gen=2,
+            count=2,
+        )
+    )
+    history.on_event(
+        event(
+            2300,
+            "state_change",
+            R.JOIN_COMPLETED,
+            frm="PreparingRebalance",
+            to="CompletingRebalance",
+            gen=3,
+            count=2,
+        )
+    )
+    history.on_event(
+        event(
+            2400,
+            "state_change",
+            R.ASSIGNMENT_PERSISTED,
+            frm="CompletingRebalance",
+            to="Stable",
+            gen=3,
+            count=2,
+        )
+    )
+    rebalances = history.rebalances("g")
+    assert len(rebalances) == 2
+    second = rebalances[1]
+    assert (second.cause, second.client_id, second.restarts, second.outcome) == (
+        "new_member_joined",
+        "cb",
+        ("sync_timeout",),
+        "Stable",
+    )
+    assert (second.members_before, second.members_after, second.generation_after) == (1, 2, 3)
+    assert second.moved == (Move(topic="t", partition=1, before="a", after="b"),)
+    # events: newest first
+    assert [e.reason for e in history.events("g")][:2] == ["assignment_persisted", "join_completed"]
+
+
+def test_a_group_left_empty_ends_its_rebalance_and_a_dead_group_is_forgotten() -> None:
+    history = GroupHistory(lambda gid: {})
+    history.on_event(event(1000, "member_removed", R.MEMBER_LEFT, member="a", client="ca", count=0))
+    history.on_event(
+        event(1000, "state_change", R.MEMBER_LEFT, frm="Stable", to="PreparingRebalance", member="a", count=0)
+    )
+    history.on_event(
+        event(1005, "state_change", R.JOIN_COMPLETED, frm="PreparingRebalance", to="Empty", gen=2, count=0)
+    )
+    last = history.last_rebalance("g")
+    assert last is not None and (last.cause, last.outcome, last.ended_ms) == ("member_left", "Empty", 1005)
+    history.on_event(event(3000, "state_change", R.GROUP_DELETED, frm="Empty", to="Dead", gen=2, count=0))
+    assert history.rebalances("g") == () and history.events("g") == ()
+
+
+def test_events_kept_per_group_are_bounded() -> None:
+    history = GroupHistory(lambda gid: None)
+    for i in range(EVENTS_KEPT + 10):
+        history.on_event(event(i, "member_updated", R.MEMBER_REJOINED_WITH_NEW_METADATA, member="a"))
+    kept = history.events("g")
+    assert len(kept) == EVENTS_KEPT and kept[0].time_ms == EVENTS_KEPT + 9
+
+
+def test_lag_history_skips_repeats_until_they_are_old() -> None:
+    lags = LagHistory()
+    lags.add("g", 1000, 5, 100.0)
+    lags.add("g", 2000, 5, 100.0)  # the same: skipped
+    lags.add("g", 3000, 7, 200.0)
+    lags.add("g", 3000 + LAG_REPEAT_MS, 7, 200.0)  # the same, but the last is old: kept
+    assert [(p.time_ms, p.lag, p.time_lag_ms) for p in lags.points("g")] == [
+        (1000, 5, 100.0),
+        (3000, 7, 200.0),
+        (3000 + LAG_REPEAT_MS, 7, 200.0),
+    ]
+    lags.forget("g")
+    assert lags.points("g") == ()
