@@ -23,12 +23,14 @@ import contextlib
 import itertools
 import logging
 import socket
+import ssl
 from typing import Any
 
 from groupcoord.clock import SystemClock
 from groupcoord.loop_timers import LoopTimers
 from groupcoord.server.connection import KafkaConnection, Traffic
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.session import ListenerSecurity
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +65,11 @@ class KafkaServer:
         connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         timers: LoopTimers | None = None,
+        security: ListenerSecurity | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        #: this listener's name, protocol, TLS context and SASL settings (``server.session``)
+        self.security = security if security is not None else ListenerSecurity()
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
@@ -94,8 +99,12 @@ class KafkaServer:
             on_close=self._connections.discard,
             now_ms=self.timers.clock.now_ms,
             traffic=self.traffic,
+            session=self.security.new_session(),
         )
         self._connections.add(conn)
+        ssl_context = self.security.ssl_context
+        if ssl_context is not None:
+            return _TlsHandshake(conn, ssl_context, self.security)
         return conn
 
     async def start(self) -> tuple[str, int]:
@@ -155,3 +164,85 @@ class KafkaServer:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), timeout=1.0)
+
+
+class _TlsHandshake(asyncio.Protocol):
+    """A connection to a TLS listener until its handshake is done (``loop.start_tls``); then the
+    :class:`KafkaConnection` takes the TLS transport over, with the client certificate's principal.
+
+    A failed handshake (bytes that are not TLS, a client certificate the truststore does not
+    trust, none where ``ssl.client.auth=required``) closes that connection with one log line.
+    """
+
+    def __init__(self, conn: KafkaConnection, context: ssl.SSLContext, security: ListenerSecurity) -> None:
+        self.conn = conn
+        self.context = context
+        self.security = security
+        self.peer = "?"
+        self._early: list[bytes] = []
+        self._lost = False
+        self._task: asyncio.Task[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            self.peer = f"{peer[0]}:{peer[1]}"
+        # start_tls must see every byte: stop reading until it takes the transport over.
+        transport.pause_reading()  # type: ignore[attr-defined]
+        self._task = asyncio.ensure_future(self._handshake(transport))  # type: ignore[arg-type]
+
+    async def _handshake(self, transport: asyncio.Transport) -> None:
+        loop = asyncio.get_running_loop()
+        conn = self.conn
+        try:
+            tls = await loop.start_tls(transport, self, self.context, server_side=True)
+        except (TimeoutError, OSError, ConnectionError, ValueError) as exc:
+            self._fail(transport, f"TLS handshake failed: {_tls_reason(exc)}")
+            return
+        if tls is None or self._lost:
+            self._fail(transport, "connection lost during the TLS handshake")
+            return
+        mapper = self.security.map_principal
+        der = tls.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        if der and mapper is not None:
+            try:
+                conn.session.principal = "User:" + mapper(_subject(der))
+            except ValueError as exc:
+                self._fail(tls, str(exc))
+                return
+        tls.set_protocol(conn)
+        conn.connection_made(tls)
+        for data in self._early:
+            conn.data_received(data)
+        self._early.clear()
+
+    def _fail(self, transport: asyncio.BaseTransport, reason: str) -> None:
+        log.warning("closing conn=%d peer=%s: %s", self.conn.connection_id, self.peer, reason)
+        transport.close()
+        self.conn.connection_lost(None)
+
+    def data_received(self, data: bytes) -> None:
+        # application bytes that arrived with the end of the handshake, before the switch
+        self._early.append(data)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+
+
+def _subject(der: bytes) -> str:
+    """A certificate's subject in RFC 2253 form (most specific first), as Java's
+    ``X500Principal.getName()`` gives it."""
+    from cryptography import x509
+
+    return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+
+
+def _tls_reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError):
+        return exc.reason or exc.__class__.__name__
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out"
+    return str(exc) or exc.__class__.__name__
