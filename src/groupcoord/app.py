@@ -36,8 +36,10 @@ from types import MappingProxyType
 
 from groupcoord import native
 from groupcoord.broker import (
+    acl_api,
     alter_configs,
     api_versions,
+    authz,
     delete_records,
     describe_cluster,
     describe_configs,
@@ -49,6 +51,7 @@ from groupcoord.broker import (
     topics,
 )
 from groupcoord.broker import scram as scram_api
+from groupcoord.broker.acl import Authorizer
 from groupcoord.broker.offsets_v0 import offset_commit_v0, offset_fetch_v0, old_or
 from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
@@ -144,6 +147,9 @@ _ROUTES: tuple[Route[Broker], ...] = (
         max_version=0,
         handler=scram_api.alter_user_scram_credentials,
     ),
+    Route(api_key=K.DESCRIBE_ACLS, min_version=1, max_version=3, handler=acl_api.describe_acls),
+    Route(api_key=K.CREATE_ACLS, min_version=1, max_version=3, handler=acl_api.create_acls),
+    Route(api_key=K.DELETE_ACLS, min_version=1, max_version=3, handler=acl_api.delete_acls),
 )
 
 
@@ -265,7 +271,10 @@ def build_dispatcher(
     transaction APIs to ``txn_runtime``, each left out without its runtime) and ``extra``,
     filling ``broker.registry`` (what ApiVersions answers from)."""
     table = routes(group_runtime, txn_runtime)
-    return Dispatcher(broker, [*table.values(), *extra], registry=broker.registry, interceptor=interceptor)
+    served = [*table.values(), *extra]
+    if broker.authorizer.enabled:  # authorizer.class.name: each API checks what Kafka's does
+        served = [dataclasses.replace(r, handler=authz.guarded(r.api_key, r.handler)) for r in served]
+    return Dispatcher(broker, served, registry=broker.registry, interceptor=interceptor)
 
 
 class StartupError(Exception):
@@ -376,7 +385,14 @@ class BrokerApp:
         self.listeners = config.listener_specs()
         try:  # the keystores and SASL settings first: a bad one touches no data dir
             securities = [listener_security(config, spec, self._scram_lookup) for spec in self.listeners]
-        except ConfigError as exc:
+            settings = config.security_settings
+            Authorizer.from_settings(
+                None,
+                settings.get("authorizer.class.name"),
+                settings.get("super.users"),
+                settings.get("allow.everyone.if.no.acl.found"),
+            )
+        except (ConfigError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         self.broker = _open_broker(config, data_dir, self.clock)
         self.groups = GroupRuntime(self.broker)

@@ -46,6 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from groupcoord.broker.acl import STANDARD_AUTHORIZER
 from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.errors import ErrorCode
@@ -172,6 +173,8 @@ class Broker:
         users: SASL users and passwords: PLAIN's (the listener's JAAS line) and SCRAM-SHA-256/512
             credentials in the data dir.
         ssl_client_auth: ``ssl.client.auth`` (``none``, ``requested``, ``required``).
+        acls: turn the authorizer on (``authorizer.class.name``, Kafka's StandardAuthorizer);
+            :meth:`add_acl` grants, ``super_users`` (``"User:admin"`` ...) may do everything.
 
     :meth:`client_config` gives each client's settings to connect.
     """
@@ -188,6 +191,8 @@ class Broker:
         security_protocol: str = "PLAINTEXT",
         users: Mapping[str, str] | None = None,
         ssl_client_auth: str = "none",
+        acls: bool = False,
+        super_users: Sequence[str] = (),
     ) -> None:
         self.security_protocol = security_protocol.upper()
         self.users = dict(users or {})
@@ -197,6 +202,11 @@ class Broker:
             **DEFAULT_SETTINGS,
             **broker_settings(
                 self.security_protocol, ca=self.ca, plain_users=self.users, client_auth=ssl_client_auth
+            ),
+            **(
+                {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": ";".join(super_users)}
+                if acls
+                else {}
             ),
             **{k: _prop(v) for k, v in (settings or {}).items()},
         }
@@ -323,6 +333,51 @@ class Broker:
             mechanism=mechanism,
             cert_name=cert,
         )
+
+    def add_acl(
+        self,
+        principal: str,
+        operation: str,
+        resource_type: str,
+        name: str,
+        *,
+        pattern: str = "LITERAL",
+        permission: str = "ALLOW",
+        host: str = "*",
+    ) -> None:
+        """Add one ACL binding (``add_acl("User:bob", "READ", "TOPIC", "orders")``), in effect
+        for the next request. Names are Kafka's (``AclOperation``, ``ResourceType``,
+        ``PatternType``, ``AclPermissionType``)."""
+        from groupcoord.broker.acl import AclBinding, Op, Pattern, Permission, Resource
+
+        binding = AclBinding(
+            resource_type=Resource[resource_type.upper()],
+            resource_name=name,
+            pattern_type=Pattern[pattern.upper()],
+            principal=principal,
+            host=host,
+            operation=Op[operation.upper()],
+            permission=Permission[permission.upper()],
+        )
+        problem = binding.validate()
+        if problem is not None:
+            raise ValueError(problem)
+        app = self._app
+        if app is None or self._loop is None:
+            raise RuntimeError("add_acl needs a running in-process broker (use the CreateAcls API otherwise)")
+        store = app.broker.authorizer.store
+        asyncio.run_coroutine_threadsafe(_call(lambda: store.add([binding])), self._loop).result(30)
+
+    def remove_acls(self, principal: str | None = None) -> None:
+        """Remove every ACL binding (of ``principal``, if given)."""
+        app = self._app
+        if app is None or self._loop is None:
+            raise RuntimeError(
+                "remove_acls needs a running in-process broker (use the DeleteAcls API otherwise)"
+            )
+        store = app.broker.authorizer.store
+        gone = [b for b in store.bindings if principal is None or b.principal == principal]
+        asyncio.run_coroutine_threadsafe(_call(lambda: store.remove(gone)), self._loop).result(30)
 
     def _write_scram_users(self) -> None:
         """The SCRAM credentials of :attr:`users`, salted into the data dir before a start."""
@@ -814,3 +869,8 @@ def _prop(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+async def _call(fn: Callable[[], object]) -> None:
+    """Run ``fn`` on the broker's event loop (the ACL store is the loop's)."""
+    fn()
