@@ -499,6 +499,48 @@ CASES = [
         None,
     ),
     Case(
+        "AddPartitionsToTxn (transaction)",
+        "KafkaApis.scala:2557 authorize(WRITE, TRANSACTIONAL_ID)",
+        lambda c, n: c.call(
+            K.ADD_PARTITIONS_TO_TXN,
+            3,
+            v3_and_below_transactional_id=n.txn,
+            v3_and_below_producer_id=1,
+            v3_and_below_producer_epoch=0,
+            v3_and_below_topics=[{"name": n.topic, "partitions": [0]}],
+        ),
+        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ("WRITE", "TRANSACTIONAL_ID", "txn"),
+        E.TOPIC_AUTHORIZATION_FAILED,
+    ),
+    Case(
+        "AddPartitionsToTxn (topic)",
+        "KafkaApis.scala:2567 filterByAuthorized(WRITE, TOPIC)",
+        lambda c, n: c.call(
+            K.ADD_PARTITIONS_TO_TXN,
+            3,
+            v3_and_below_transactional_id=n.txn,
+            v3_and_below_producer_id=1,
+            v3_and_below_producer_epoch=0,
+            v3_and_below_topics=[{"name": n.topic, "partitions": [0]}],
+        ),
+        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        E.TOPIC_AUTHORIZATION_FAILED,
+        ("WRITE", "TOPIC", "topic"),
+        None,
+        (("WRITE", "TRANSACTIONAL_ID", "txn"),),
+    ),
+    Case(
+        "DescribeTransactions",
+        "KafkaApis.scala:3723 authorize(DESCRIBE, TRANSACTIONAL_ID)",
+        lambda c, n: c.call(K.DESCRIBE_TRANSACTIONS, 0, transactional_ids=[n.txn]),
+        lambda r: r.transaction_states[0].error_code,
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ("DESCRIBE", "TRANSACTIONAL_ID", "txn"),
+        E.TRANSACTIONAL_ID_NOT_FOUND,
+    ),
+    Case(
         "DescribeAcls",
         "AclApis.scala:59 authorizeClusterOperation(DESCRIBE)",
         lambda c, n: c.call(
@@ -778,3 +820,14 @@ def test_acls_are_kept_across_a_restart(tmp_path: Any) -> None:
         with _login(b, "bob") as bob:
             r = bob.call(K.FIND_COORDINATOR, 4, key_type=0, coordinator_keys=["kept", "other"])
             assert [c.error_code for c in r.coordinators] == [E.NONE, E.GROUP_AUTHORIZATION_FAILED]
+
+
+def test_every_api_served_is_checked_except_those_kafka_leaves_open(broker: Broker) -> None:
+    """Kafka authorizes no ApiVersions, SaslHandshake or SaslAuthenticate (they precede
+    authentication); every other API served has its check (``broker.authz.GUARDED_APIS``)."""
+    from groupcoord.broker.authz import GUARDED_APIS
+
+    app = broker._app
+    assert app is not None
+    served = {K(key) for key, _lo, _hi in app.dispatcher.registry.ranges()}
+    assert served - GUARDED_APIS == {K.API_VERSIONS, K.SASL_HANDSHAKE, K.SASL_AUTHENTICATE}

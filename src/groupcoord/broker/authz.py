@@ -15,6 +15,7 @@ Kafka's error for each of them added.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import inspect
 import uuid
 from collections.abc import Callable, Iterable
@@ -94,9 +95,17 @@ def _blank(cls: type[Any], **values: Any) -> Any:
             out[f.name] = False
         elif "UUID" in kind:
             out[f.name] = uuid.UUID(int=0)
+        elif "Timedelta" in kind:
+            out[f.name] = NO_THROTTLE
+        elif "TZAware" in kind:
+            out[f.name] = _MINUS_ONE_MS
         else:
             out[f.name] = -1
     return make(cls, **{k: v for k, v in out.items()})
+
+
+#: an unset timestamp field: the epoch (kio's readers refuse a negative timestamp)
+_MINUS_ONE_MS = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _replace(request: Any, **changes: Any) -> Any:
@@ -312,6 +321,75 @@ def _txn_write(broker: Broker, ctx: RequestContext, request: Any, proceed: Handl
     if group is not None and not broker.allowed(ctx, Op.READ, Resource.GROUP, str(group)):
         return _blank(_resp_t(broker, ctx), error_code=err(G))
     return proceed(broker, ctx, request)
+
+
+def _add_partitions_to_txn(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
+    """AddPartitionsToTxn v0-v3 (KafkaApis 2557, 2567-2585): WRITE on the transactional id, else
+    every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED; WRITE on each topic, else its
+    partitions TOPIC_AUTHORIZATION_FAILED and every other partition OPERATION_NOT_ATTEMPTED."""
+    tid = str(request.v3_and_below_transactional_id)
+    topics = list(request.v3_and_below_topics)
+    if broker.allowed(ctx, Op.WRITE, Resource.TRANSACTIONAL_ID, tid):
+        denied = {
+            str(t.name) for t in topics if not broker.allowed(ctx, Op.WRITE, Resource.TOPIC, str(t.name))
+        }
+        if not denied:
+            return proceed(broker, ctx, request)
+
+        def code(name: str) -> ErrorCode:
+            return T if name in denied else ErrorCode.OPERATION_NOT_ATTEMPTED
+    else:
+
+        def code(name: str) -> ErrorCode:
+            return X
+
+    resp_t = _resp_t(broker, ctx)
+    topic_t = child(resp_t, "results_by_topic_v3_and_below")
+    part_t = child(topic_t, "results_by_partition")
+    results = tuple(
+        make(
+            topic_t,
+            name=t.name,
+            results_by_partition=tuple(
+                make(part_t, partition_index=p, partition_error_code=err(code(str(t.name))))
+                for p in t.partitions
+            ),
+        )
+        for t in topics
+    )
+    return _blank(resp_t, results_by_topic_v3_and_below=results)
+
+
+def _describe_transactions(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
+    """DescribeTransactions (KafkaApis 3723): DESCRIBE on each transactional id, else
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
+    resp_t = _resp_t(broker, ctx)
+    state_t = child(resp_t, "transaction_states")
+    ids = [str(i) for i in request.transactional_ids]
+    allowed = [i for i in ids if broker.allowed(ctx, Op.DESCRIBE, Resource.TRANSACTIONAL_ID, i)]
+    if len(allowed) == len(ids):
+        return proceed(broker, ctx, request)
+    denied = [_blank(state_t, transactional_id=i, error_code=err(X)) for i in ids if i not in allowed]
+    if not allowed:
+        return _blank(resp_t, transaction_states=tuple(denied))
+    result = proceed(broker, ctx, _replace(request, transactional_ids=tuple(allowed)))
+    return _then(broker, ctx, result, lambda r: _add(r, "transaction_states", denied))
+
+
+def _list_transactions(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
+    """ListTransactions (KafkaApis 3758): only the transactional ids the principal may DESCRIBE."""
+
+    def patch(r: Any) -> Any:
+        return dataclasses.replace(
+            r,
+            transaction_states=tuple(
+                s
+                for s in r.transaction_states
+                if broker.allowed(ctx, Op.DESCRIBE, Resource.TRANSACTIONAL_ID, str(s.transactional_id))
+            ),
+        )
+
+    return _then(broker, ctx, proceed(broker, ctx, request), patch)
 
 
 # ---------------------------------------------------------------------- topics and cluster
@@ -602,6 +680,9 @@ _GUARDS: dict[ApiKey, Guard] = {
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
     ApiKey.END_TXN: _txn_write,
     ApiKey.ADD_OFFSETS_TO_TXN: _txn_write,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: _list_transactions,
     ApiKey.METADATA: _metadata,
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
     ApiKey.CREATE_TOPICS: _create_topics,
