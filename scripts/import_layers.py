@@ -114,6 +114,10 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "`groupcoord topics`: topics over the wire, through the admin client",
         (*_BASE, *_FORMATS, "admin", "admin_client"),
     ),
+    "admin_acls": (
+        "`groupcoord acls` and `groupcoord users`: ACLs and SCRAM users over the wire, TLS and SASL",
+        (*_BASE, *_FORMATS),
+    ),
     # ---- composition roots: they alone wire everything
     "app": ("the composition root: route table, BrokerApp, serve", ("*",)),
     "cli": ("the `groupcoord` command", ("*",)),
