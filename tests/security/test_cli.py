@@ -30,7 +30,8 @@ def _config(
     path.write_text(
         "security.protocol=SASL_SSL\n"
         f"sasl.mechanism={mechanism}\n"
-        f'sasl.jaas.config=org.apache.kafka.common.security.{module} required username="{user}" password="{password}";\n'
+        f"sasl.jaas.config=org.apache.kafka.common.security.{module} required "
+        f'username="{user}" password="{password}";\n'
         f"ssl.truststore.type=PEM\nssl.truststore.location={broker.ca.ca_pem}\n"
     )
     return str(path)
