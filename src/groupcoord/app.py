@@ -530,6 +530,8 @@ async def run(
         data_dir,
         (time.monotonic() - started) * 1000,
     )
+    for spec, server in zip(app.listeners, app.servers, strict=True):
+        log.info("listener %s (%s) on %s:%d", spec.name, spec.protocol, server.host, server.port)
     stop_event = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -233,3 +235,43 @@ def test_iana_cipher_suite_names_map_to_openssl_names() -> None:
     assert openssl_cipher_name("TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256") == "ECDHE-ECDSA-AES128-SHA256"
     assert openssl_cipher_name("TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256") == "ECDHE-RSA-CHACHA20-POLY1305"
     assert openssl_cipher_name("TLS_AES_128_GCM_SHA256") is None
+
+
+def test_several_named_listeners_each_advertise_their_own_address(tmp_path) -> None:
+    """``listeners`` with names mapped by ``listener.security.protocol.map``: each listener is
+    served with its protocol and Metadata answers with the advertised address of the listener the
+    request came in on (Kafka's ``MetadataCache.getAliveBrokerNodes(listenerName)``)."""
+    from groupcoord.testing.security import TestCA, client_config
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    ca = TestCA(tmp_path / "ca")
+    props = tmp_path / "server.properties"
+    props.write_text(
+        f"listeners=INSIDE://127.0.0.1:{ports[0]},OUTSIDE://127.0.0.1:{ports[1]},CONTROLLER://127.0.0.1:0\n"
+        "controller.listener.names=CONTROLLER\n"
+        "listener.security.protocol.map=INSIDE:PLAINTEXT,OUTSIDE:SSL,CONTROLLER:PLAINTEXT\n"
+        f"advertised.listeners=INSIDE://127.0.0.1:{ports[0]},OUTSIDE://localhost:{ports[1]}\n"
+        "listener.name.outside.ssl.keystore.type=PEM\n"
+        f"listener.name.outside.ssl.keystore.location={ca.server_pem}\n"
+        f"log.dirs={tmp_path / 'data'}\n"
+    )
+    argv = [sys.executable, "-m", "groupcoord", "serve", "--config", str(props)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("groupcoord listening on 127.0.0.1:"), line
+        inside = AdminClient({"bootstrap.servers": f"127.0.0.1:{ports[0]}"}).list_topics(timeout=20)
+        assert [(b.host, b.port) for b in inside.brokers.values()] == [("127.0.0.1", ports[0])]
+        outside_conf = client_config(bootstrap=f"localhost:{ports[1]}", protocol="SSL", ca=ca)
+        outside = AdminClient(outside_conf).list_topics(timeout=20)
+        assert [(b.host, b.port) for b in outside.brokers.values()] == [("localhost", ports[1])]
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
+    assert "listener OUTSIDE (SSL) on 127.0.0.1:" in err

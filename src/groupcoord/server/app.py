@@ -31,6 +31,7 @@ from groupcoord.loop_timers import LoopTimers
 from groupcoord.server.connection import KafkaConnection, Traffic
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.session import ListenerSecurity
+from groupcoord.server.tls_transport import TlsProtocol
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +105,26 @@ class KafkaServer:
         self._connections.add(conn)
         ssl_context = self.security.ssl_context
         if ssl_context is not None:
-            return _TlsHandshake(conn, ssl_context, self.security)
+            return self._tls(conn, ssl_context)
         return conn
+
+    def _tls(self, conn: KafkaConnection, context: ssl.SSLContext) -> asyncio.Protocol:
+        """``conn`` behind a TLS layer (``server.tls_transport``): it gets its transport, with
+        the client certificate's principal, once the handshake is done; a failed handshake is one
+        log line and closes that connection alone."""
+        mapper = self.security.map_principal
+
+        def on_handshake(sslobj: ssl.SSLObject) -> None:
+            der = sslobj.getpeercert(binary_form=True)
+            if der and mapper is not None:
+                conn.session.principal = "User:" + mapper(_subject(der))
+
+        def on_refused(reason: str) -> None:
+            log.warning("closing conn=%d peer=%s: %s", conn.connection_id, proto.peer(), reason)
+            conn.connection_lost(None)
+
+        proto = _TlsProto(conn, context, on_handshake=on_handshake, on_refused=on_refused)
+        return proto
 
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port) (port 0 picks a free one)."""
@@ -166,72 +185,6 @@ class KafkaServer:
                 await asyncio.wait_for(self._server.wait_closed(), timeout=1.0)
 
 
-class _TlsHandshake(asyncio.Protocol):
-    """A connection to a TLS listener until its handshake is done (``loop.start_tls``); then the
-    :class:`KafkaConnection` takes the TLS transport over, with the client certificate's principal.
-
-    A failed handshake (bytes that are not TLS, a client certificate the truststore does not
-    trust, none where ``ssl.client.auth=required``) closes that connection with one log line.
-    """
-
-    def __init__(self, conn: KafkaConnection, context: ssl.SSLContext, security: ListenerSecurity) -> None:
-        self.conn = conn
-        self.context = context
-        self.security = security
-        self.peer = "?"
-        self._early: list[bytes] = []
-        self._lost = False
-        self._task: asyncio.Task[None] | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        peer = transport.get_extra_info("peername")
-        if isinstance(peer, tuple) and len(peer) >= 2:
-            self.peer = f"{peer[0]}:{peer[1]}"
-        # start_tls must see every byte: stop reading until it takes the transport over.
-        transport.pause_reading()  # type: ignore[attr-defined]
-        self._task = asyncio.ensure_future(self._handshake(transport))  # type: ignore[arg-type]
-
-    async def _handshake(self, transport: asyncio.Transport) -> None:
-        loop = asyncio.get_running_loop()
-        conn = self.conn
-        try:
-            tls = await loop.start_tls(transport, self, self.context, server_side=True)
-        except (TimeoutError, OSError, ConnectionError, ValueError) as exc:
-            self._fail(transport, f"TLS handshake failed: {_tls_reason(exc)}")
-            return
-        if tls is None or self._lost:
-            self._fail(transport, "connection lost during the TLS handshake")
-            return
-        mapper = self.security.map_principal
-        der = tls.get_extra_info("ssl_object").getpeercert(binary_form=True)
-        if der and mapper is not None:
-            try:
-                conn.session.principal = "User:" + mapper(_subject(der))
-            except ValueError as exc:
-                self._fail(tls, str(exc))
-                return
-        tls.set_protocol(conn)
-        conn.connection_made(tls)
-        for data in self._early:
-            conn.data_received(data)
-        self._early.clear()
-
-    def _fail(self, transport: asyncio.BaseTransport, reason: str) -> None:
-        log.warning("closing conn=%d peer=%s: %s", self.conn.connection_id, self.peer, reason)
-        transport.close()
-        self.conn.connection_lost(None)
-
-    def data_received(self, data: bytes) -> None:
-        # application bytes that arrived with the end of the handshake, before the switch
-        self._early.append(data)
-
-    def eof_received(self) -> bool | None:
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = True
-
-
 def _subject(der: bytes) -> str:
     """A certificate's subject in RFC 2253 form (most specific first), as Java's
     ``X500Principal.getName()`` gives it."""
@@ -240,9 +193,8 @@ def _subject(der: bytes) -> str:
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
 
 
-def _tls_reason(exc: BaseException) -> str:
-    if isinstance(exc, ssl.SSLError):
-        return exc.reason or exc.__class__.__name__
-    if isinstance(exc, asyncio.TimeoutError):
-        return "timed out"
-    return str(exc) or exc.__class__.__name__
+class _TlsProto(TlsProtocol):
+    def peer(self) -> str:
+        raw = self.raw
+        where = raw.get_extra_info("peername") if raw is not None else None
+        return f"{where[0]}:{where[1]}" if isinstance(where, tuple) and len(where) >= 2 else "?"

@@ -540,6 +540,8 @@ class Broker:
             str(self.data_dir),
             "--log-level",
             str(self.log_level),
+            "--security-protocol",
+            self.security_protocol,
         ]
         for k, v in self.settings.items():
             argv += ["--set", f"{k}={v}"]
