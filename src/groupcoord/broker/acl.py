@@ -44,6 +44,8 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 _ACCEPTED_AUTHORIZERS = frozenset({STANDARD_AUTHORIZER, "kafka.security.authorizer.AclAuthorizer"})
 
 WILDCARD = "*"
+#: decisions kept before the cache starts over
+_MAX_DECISIONS = 100_000
 WILDCARD_PRINCIPAL = "User:*"
 CLUSTER_NAME = "kafka-cluster"
 FILE_NAME = "acls.json"
@@ -214,16 +216,20 @@ class AclStore:
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / FILE_NAME
         self.bindings: set[AclBinding] = set()
+        #: bumped on every change (the authorizer's decision cache follows it)
+        self.version = 0
         if self.path.exists():
             raw = json.loads(self.path.read_text(encoding="utf-8"))
             self.bindings = {AclBinding(**item) for item in raw.get("acls", [])}
 
     def add(self, bindings: Iterable[AclBinding]) -> None:
         self.bindings.update(bindings)
+        self.version += 1
         self.save()
 
     def remove(self, bindings: Iterable[AclBinding]) -> None:
         self.bindings.difference_update(bindings)
+        self.version += 1
         self.save()
 
     def matching(self, f: AclFilter) -> list[AclBinding]:
@@ -256,6 +262,7 @@ class _EmptyStore(AclStore):
     def __init__(self) -> None:
         self.path = Path(os.devnull)
         self.bindings = set()
+        self.version = 0
 
     def save(self) -> None:
         return None
@@ -277,6 +284,11 @@ class Authorizer:
         self.enabled = enabled
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
+        #: decisions made since the bindings last changed: a request checks the same few
+        #: (principal, host, operation, resource) over and over, and each decision scans every
+        #: binding of the resource type
+        self._decisions: dict[tuple[str, str, int, int, str], bool] = {}
+        self._version = -1
 
     @classmethod
     def from_settings(
@@ -297,7 +309,20 @@ class Authorizer:
     def authorize(self, principal: str, host: str, op: Op, resource_type: Resource, name: str) -> bool:
         if not self.enabled or principal in self.super_users:
             return True
-        host = host.lstrip("/")
+        store = self.store
+        if self._version != store.version:
+            self._decisions.clear()
+            self._version = store.version
+        key = (principal, host, int(op), int(resource_type), name)
+        found = self._decisions.get(key)
+        if found is None:
+            found = self._decide(principal, host.lstrip("/"), op, resource_type, name)
+            if len(self._decisions) >= _MAX_DECISIONS:
+                self._decisions.clear()
+            self._decisions[key] = found
+        return found
+
+    def _decide(self, principal: str, host: str, op: Op, resource_type: Resource, name: str) -> bool:
         principals = (principal, WILDCARD_PRINCIPAL)
         has_resource_acls = False
         allowed = False
