@@ -831,3 +831,67 @@ def test_every_api_served_is_checked_except_those_kafka_leaves_open(broker: Brok
     assert app is not None
     served = {K(key) for key, _lo, _hi in app.dispatcher.registry.ranges()}
     assert served - GUARDED_APIS == {K.API_VERSIONS, K.SASL_HANDSHAKE, K.SASL_AUTHENTICATE}
+
+
+def test_offset_fetch_hides_or_refuses_topics_the_principal_may_not_describe(
+    broker: Broker, names: Names
+) -> None:
+    """KafkaApis.scala:1516-1559: asked for by name, an undescribable topic's partitions are
+    TOPIC_AUTHORIZATION_FAILED with offset -1; asked for all, it is left out (v7 and v8)."""
+    other = f"o-{uuid.uuid4().hex[:6]}"
+    part = {
+        "partition_index": 0,
+        "committed_offset": 5,
+        "committed_leader_epoch": -1,
+        "committed_metadata": "",
+    }
+    with _login(broker, "admin") as admin:
+        admin.call(
+            K.CREATE_TOPICS,
+            7,
+            timeout=10000,
+            validate_only=False,
+            topics=[
+                {
+                    "name": other,
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+        )
+        admin.call(
+            K.OFFSET_COMMIT,
+            8,
+            group_id=names.group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[{"name": names.topic, "partitions": [part]}, {"name": other, "partitions": [part]}],
+        )
+    broker.add_acl("User:bob", "DESCRIBE", "GROUP", names.group)
+    broker.add_acl("User:bob", "DESCRIBE", "TOPIC", names.topic)
+    asked = [{"name": names.topic, "partition_indexes": [0]}, {"name": other, "partition_indexes": [0]}]
+    with _login(broker, "bob") as bob:
+        r = bob.call(K.OFFSET_FETCH, 7, group_id=names.group, topics=asked, require_stable=False)
+        got = {t.name: (t.partitions[0].committed_offset, t.partitions[0].error_code) for t in r.topics}
+        assert got == {names.topic: (5, E.NONE), other: (-1, E.TOPIC_AUTHORIZATION_FAILED)}
+        r = bob.call(K.OFFSET_FETCH, 7, group_id=names.group, topics=None, require_stable=False)
+        assert [t.name for t in r.topics] == [names.topic]
+        r = bob.call(
+            K.OFFSET_FETCH,
+            8,
+            require_stable=False,
+            groups=[
+                {"group_id": names.group, "topics": asked},
+                {"group_id": names.group + "-x", "topics": None},
+            ],
+        )
+        by_group = {g.group_id: g for g in r.groups}
+        assert by_group[names.group + "-x"].error_code == E.GROUP_AUTHORIZATION_FAILED
+        got = {
+            t.name: (t.partitions[0].committed_offset, t.partitions[0].error_code)
+            for t in by_group[names.group].topics
+        }
+        assert got == {names.topic: (5, E.NONE), other: (-1, E.TOPIC_AUTHORIZATION_FAILED)}

@@ -161,36 +161,83 @@ def _txn_offset_commit(broker: Broker, ctx: RequestContext, request: Any, procee
 
 
 def _offset_fetch(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
-    """OffsetFetch (KafkaApis 1418, 1465): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED
-    (for that group of a v8+ batch)."""
+    """OffsetFetch (KafkaApis 1418, 1465-1559): DESCRIBE on each group, else
+    GROUP_AUTHORIZATION_FAILED (for that group of a v8+ batch); of the topics asked for, those the
+    principal may not DESCRIBE are answered TOPIC_AUTHORIZATION_FAILED per partition (offset -1)
+    after the others; asked for all, only the describable topics are listed."""
     resp_t = _resp_t(broker, ctx)
-    if ctx.api_version >= 8:
-        groups = tuple(request.groups)
-        allowed = [g for g in groups if broker.allowed(ctx, Op.DESCRIBE, Resource.GROUP, str(g.group_id))]
-        if len(allowed) == len(groups):
-            return proceed(broker, ctx, request)
-        group_t = child(resp_t, "groups")
-        denied = [_blank(group_t, group_id=g.group_id, error_code=err(G)) for g in groups if g not in allowed]
-        if not allowed:
-            return _blank(resp_t, groups=tuple(denied))
-        result = proceed(broker, ctx, _replace(request, groups=tuple(allowed)))
-        return _then(broker, ctx, result, lambda r: _add(r, "groups", denied))
-    if broker.allowed(ctx, Op.DESCRIBE, Resource.GROUP, str(request.group_id)):
-        return proceed(broker, ctx, request)
-    topic_t = child(resp_t, "topics")
+    batched = ctx.api_version >= 8
+    groups = list(request.groups) if batched else [request]
+    denied_groups = {
+        str(g.group_id)
+        for g in groups
+        if not broker.allowed(ctx, Op.DESCRIBE, Resource.GROUP, str(g.group_id))
+    }
+    unreadable: dict[str, list[Any]] = {}  # group -> topics asked for that it may not DESCRIBE
+    for g in groups:
+        if g.topics is not None and str(g.group_id) not in denied_groups:
+            unreadable[str(g.group_id)] = [
+                t for t in g.topics if not broker.allowed(ctx, Op.DESCRIBE, Resource.TOPIC, str(t.name))
+            ]
+    holder_t = child(resp_t, "groups") if batched else resp_t
+    topic_t = child(holder_t, "topics")
     part_t = child(topic_t, "partitions")
-    topics = tuple(
-        make(
+    field = "partition_indexes"
+
+    def denied_topic(t: Any, code: ErrorCode) -> Any:
+        return make(
             topic_t,
             name=t.name,
             partitions=tuple(
-                _blank(part_t, partition_index=p, committed_offset=-1, metadata="", error_code=err(G))
-                for p in t.partition_indexes
+                _blank(part_t, partition_index=p, committed_offset=-1, metadata="", error_code=err(code))
+                for p in getattr(t, field)
             ),
         )
-        for t in (request.topics or ())
-    )
-    return _blank(resp_t, error_code=err(G), topics=topics)
+
+    def fix(holder: Any, group_id: str, asked_all: bool) -> Any:
+        if int(holder.error_code) != 0:
+            return holder
+        if asked_all:
+            keep = tuple(
+                t for t in holder.topics if broker.allowed(ctx, Op.DESCRIBE, Resource.TOPIC, str(t.name))
+            )
+            return dataclasses.replace(holder, topics=keep)
+        extra = [denied_topic(t, T) for t in unreadable.get(group_id, [])]
+        return _add(holder, "topics", extra) if extra else holder
+
+    if not batched:
+        group_id = str(request.group_id)
+        if group_id in denied_groups:
+            topics = tuple(denied_topic(t, G) for t in (request.topics or ()))
+            return _blank(resp_t, error_code=err(G), topics=topics)
+        hidden = {id(t) for t in unreadable.get(group_id, [])}
+        if request.topics is not None and hidden:
+            kept = tuple(t for t in request.topics if id(t) not in hidden)
+            request = _replace(request, topics=kept)
+        everything = request.topics is None
+        return _then(broker, ctx, proceed(broker, ctx, request), lambda r: fix(r, group_id, everything))
+
+    group_t = holder_t
+    allowed = []
+    for g in groups:
+        if str(g.group_id) in denied_groups:
+            continue
+        hidden = {id(t) for t in unreadable.get(str(g.group_id), [])}
+        allowed.append(_replace(g, topics=tuple(t for t in g.topics if id(t) not in hidden)) if hidden else g)
+    denied = [
+        _blank(group_t, group_id=g.group_id, error_code=err(G))
+        for g in groups
+        if str(g.group_id) in denied_groups
+    ]
+    if not allowed:
+        return _blank(resp_t, groups=tuple(denied))
+    asked_all = {str(g.group_id): g.topics is None for g in groups}
+
+    def patch(r: Any) -> Any:
+        fixed = tuple(fix(g, str(g.group_id), asked_all.get(str(g.group_id), False)) for g in r.groups)
+        return dataclasses.replace(r, groups=(*fixed, *denied))
+
+    return _then(broker, ctx, proceed(broker, ctx, _replace(request, groups=tuple(allowed))), patch)
 
 
 def _find_coordinator(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
