@@ -342,7 +342,7 @@ CASES = [
     ),
     Case(
         "OffsetDelete",
-        "KafkaApis.scala handleDeleteConsumerGroupOffsetsRequest (DELETE, GROUP)",
+        "KafkaApis.scala:3383 handleOffsetDeleteRequest authorize(DELETE, GROUP)",
         lambda c, n: c.call(
             K.OFFSET_DELETE,
             0,
@@ -895,3 +895,32 @@ def test_offset_fetch_hides_or_refuses_topics_the_principal_may_not_describe(
             for t in by_group[names.group].topics
         }
         assert got == {names.topic: (5, E.NONE), other: (-1, E.TOPIC_AUTHORIZATION_FAILED)}
+
+
+def test_offset_delete_refuses_the_partitions_of_topics_not_readable(broker: Broker, names: Names) -> None:
+    """KafkaApis.scala:3387-3401: with DELETE on the group, an unreadable topic's partitions are
+    TOPIC_AUTHORIZATION_FAILED; a readable one goes to the coordinator."""
+    part = {
+        "partition_index": 0,
+        "committed_offset": 1,
+        "committed_leader_epoch": -1,
+        "committed_metadata": "",
+    }
+    with _login(broker, "admin") as admin:
+        admin.call(
+            K.OFFSET_COMMIT,
+            8,
+            group_id=names.group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[{"name": names.topic, "partitions": [part]}],
+        )
+    broker.add_acl("User:bob", "DELETE", "GROUP", names.group)
+    ask = [{"name": names.topic, "partitions": [{"partition_index": 0}]}]
+    with _login(broker, "bob") as bob:
+        r = bob.call(K.OFFSET_DELETE, 0, group_id=names.group, topics=ask)
+        assert (r.error_code, r.topics[0].partitions[0].error_code) == (E.NONE, E.TOPIC_AUTHORIZATION_FAILED)
+        broker.add_acl("User:bob", "READ", "TOPIC", names.topic)
+        r = bob.call(K.OFFSET_DELETE, 0, group_id=names.group, topics=ask)
+        assert (r.error_code, r.topics[0].partitions[0].error_code) == (E.NONE, E.NONE)

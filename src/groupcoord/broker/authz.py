@@ -333,11 +333,31 @@ def _delete_groups(broker: Broker, ctx: RequestContext, request: Any, proceed: H
 
 
 def _offset_delete(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
-    """OffsetDelete (KafkaApis ``handleDeleteConsumerGroupOffsetsRequest``): DELETE on the group,
-    else GROUP_AUTHORIZATION_FAILED."""
-    if broker.allowed(ctx, Op.DELETE, Resource.GROUP, str(request.group_id)):
+    """OffsetDelete (KafkaApis 3383-3439): DELETE on the group, else GROUP_AUTHORIZATION_FAILED;
+    READ on each topic, else its partitions TOPIC_AUTHORIZATION_FAILED."""
+    resp_t = _resp_t(broker, ctx)
+    if not broker.allowed(ctx, Op.DELETE, Resource.GROUP, str(request.group_id)):
+        return _blank(resp_t, error_code=err(G))
+    allowed = [t for t in request.topics if broker.allowed(ctx, Op.READ, Resource.TOPIC, str(t.name))]
+    if len(allowed) == len(request.topics):
         return proceed(broker, ctx, request)
-    return _blank(_resp_t(broker, ctx), error_code=err(G))
+    topic_t = child(resp_t, "topics")
+    part_t = child(topic_t, "partitions")
+    denied = [
+        make(
+            topic_t,
+            name=t.name,
+            partitions=tuple(
+                make(part_t, partition_index=p.partition_index, error_code=err(T)) for p in t.partitions
+            ),
+        )
+        for t in request.topics
+        if t not in allowed
+    ]
+    # the coordinator is asked even with no topic left (its group checks still answer), and its
+    # answer merged with the refused partitions (OffsetDeleteResponse.Builder.merge)
+    result = proceed(broker, ctx, _replace(request, topics=tuple(allowed)))
+    return _then(broker, ctx, result, lambda r: _add(r, "topics", denied))
 
 
 # ---------------------------------------------------------------------- transactions
