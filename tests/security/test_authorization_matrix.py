@@ -924,3 +924,72 @@ def test_offset_delete_refuses_the_partitions_of_topics_not_readable(broker: Bro
         broker.add_acl("User:bob", "READ", "TOPIC", names.topic)
         r = bob.call(K.OFFSET_DELETE, 0, group_id=names.group, topics=ask)
         assert (r.error_code, r.topics[0].partitions[0].error_code) == (E.NONE, E.NONE)
+
+
+def test_metadata_auto_creates_only_the_topics_the_principal_may_create(broker: Broker, names: Names) -> None:
+    """KafkaApis.scala:1293-1304: of two missing topics, the one with CREATE is made, the other is
+    TOPIC_AUTHORIZATION_FAILED, each in the request's place."""
+    a, b = names.topic + "-a", names.topic + "-b"
+    for topic in (a, b):
+        broker.add_acl("User:bob", "DESCRIBE", "TOPIC", topic)
+    broker.add_acl("User:bob", "CREATE", "TOPIC", a)
+    with _login(broker, "bob") as bob:
+        r = bob.call(
+            K.METADATA,
+            12,
+            topics=[{"topic_id": uuid.UUID(int=0), "name": n} for n in (b, a)],
+            allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False,
+        )
+        assert [(t.name, t.error_code) for t in r.topics] == [(b, E.TOPIC_AUTHORIZATION_FAILED), (a, E.NONE)]
+
+
+def test_describe_transactions_lists_only_describable_topics(broker: Broker, names: Names) -> None:
+    """KafkaApis.scala:3731-3735: a transaction's partitions of topics the principal may not
+    DESCRIBE are left out."""
+    other = f"o-{uuid.uuid4().hex[:6]}"
+    with _login(broker, "admin") as admin:
+        admin.call(
+            K.CREATE_TOPICS,
+            7,
+            timeout=10000,
+            validate_only=False,
+            topics=[
+                {
+                    "name": other,
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+        )
+        pid = admin.call(
+            K.INIT_PRODUCER_ID,
+            4,
+            transactional_id=names.txn,
+            transaction_timeout=60000,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+        assert pid.error_code == 0
+        r = admin.call(
+            K.ADD_PARTITIONS_TO_TXN,
+            3,
+            v3_and_below_transactional_id=names.txn,
+            v3_and_below_producer_id=pid.producer_id,
+            v3_and_below_producer_epoch=pid.producer_epoch,
+            v3_and_below_topics=[
+                {"name": names.topic, "partitions": [0]},
+                {"name": other, "partitions": [0]},
+            ],
+        )
+        assert {
+            p.partition_error_code for t in r.results_by_topic_v3_and_below for p in t.results_by_partition
+        } == {0}
+    broker.add_acl("User:bob", "DESCRIBE", "TRANSACTIONAL_ID", names.txn)
+    broker.add_acl("User:bob", "DESCRIBE", "TOPIC", names.topic)
+    with _login(broker, "bob") as bob:
+        r = bob.call(K.DESCRIBE_TRANSACTIONS, 0, transactional_ids=[names.txn])
+        (state,) = r.transaction_states
+        assert (state.error_code, [t.topic for t in state.topics]) == (E.NONE, [names.topic])

@@ -428,19 +428,31 @@ def _add_partitions_to_txn(broker: Broker, ctx: RequestContext, request: Any, pr
 
 
 def _describe_transactions(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
-    """DescribeTransactions (KafkaApis 3723): DESCRIBE on each transactional id, else
-    TRANSACTIONAL_ID_AUTHORIZATION_FAILED."""
+    """DescribeTransactions (KafkaApis 3723-3735): DESCRIBE on each transactional id, else
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED; of a transaction's partitions only those of topics the
+    principal may DESCRIBE are listed."""
     resp_t = _resp_t(broker, ctx)
     state_t = child(resp_t, "transaction_states")
     ids = [str(i) for i in request.transactional_ids]
     allowed = [i for i in ids if broker.allowed(ctx, Op.DESCRIBE, Resource.TRANSACTIONAL_ID, i)]
-    if len(allowed) == len(ids):
-        return proceed(broker, ctx, request)
     denied = [_blank(state_t, transactional_id=i, error_code=err(X)) for i in ids if i not in allowed]
     if not allowed:
         return _blank(resp_t, transaction_states=tuple(denied))
+
+    def patch(r: Any) -> Any:
+        states = tuple(
+            dataclasses.replace(
+                st,
+                topics=tuple(
+                    t for t in st.topics if broker.allowed(ctx, Op.DESCRIBE, Resource.TOPIC, str(t.topic))
+                ),
+            )
+            for st in r.transaction_states
+        )
+        return dataclasses.replace(r, transaction_states=(*states, *denied))
+
     result = proceed(broker, ctx, _replace(request, transactional_ids=tuple(allowed)))
-    return _then(broker, ctx, result, lambda r: _add(r, "transaction_states", denied))
+    return _then(broker, ctx, result, patch)
 
 
 def _list_transactions(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
@@ -460,7 +472,9 @@ def _list_transactions(broker: Broker, ctx: RequestContext, request: Any, procee
 
 
 # ---------------------------------------------------------------------- topics and cluster
-def _metadata(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
+def _metadata(
+    broker: Broker, ctx: RequestContext, request: Any, proceed: Handler, refused: frozenset[str] = frozenset()
+) -> Any:
     """Metadata (KafkaApis 1285-1318, 1337, 1348): only the topics the principal may DESCRIBE
     (named ones it may not: TOPIC_AUTHORIZATION_FAILED); auto-creation needs CREATE on the
     cluster or the topic (else TOPIC_AUTHORIZATION_FAILED); the authorized-operations fields when
@@ -468,7 +482,7 @@ def _metadata(broker: Broker, ctx: RequestContext, request: Any, proceed: Handle
     named = request.topics is not None
     auto = bool(getattr(request, "allow_auto_topic_creation", False))
     may_create_all = broker.allowed(ctx, Op.CREATE, Resource.CLUSTER, CLUSTER_NAME)
-    create_denied: set[str] = set()
+    create_denied: set[str] = set(refused)  # missing topics the principal may not create
     if named and auto and not may_create_all:
         existing = broker.logs.topics()
         for t in request.topics:
@@ -480,6 +494,10 @@ def _metadata(broker: Broker, ctx: RequestContext, request: Any, proceed: Handle
             ):
                 create_denied.add(str(name))
         if create_denied:
+            creatable = [t for t in request.topics if t.name is not None and str(t.name) not in create_denied]
+            if len(creatable) < len(request.topics) and any(str(t.name) not in existing for t in creatable):
+                # the topics it may create are auto-created, the others not: ask for them apart
+                return _metadata_split(broker, ctx, request, proceed, creatable)
             request = _replace(request, allow_auto_topic_creation=False)
     include_topic_ops = bool(getattr(request, "include_topic_authorized_operations", False))
     include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
@@ -512,6 +530,23 @@ def _metadata(broker: Broker, ctx: RequestContext, request: Any, proceed: Handle
         return dataclasses.replace(r, **changes)
 
     return _then(broker, ctx, proceed(broker, ctx, request), patch)
+
+
+def _metadata_split(
+    broker: Broker, ctx: RequestContext, request: Any, proceed: Handler, creatable: list[Any]
+) -> Any:
+    """Metadata where some missing topics may be auto-created and others may not: the first
+    asked for with auto-creation, the second without, the answer in the request's order."""
+    rest = [t for t in request.topics if t not in creatable]
+    first = _metadata(broker, ctx, _replace(request, topics=tuple(creatable)), proceed)
+    refused = frozenset(str(t.name) for t in rest)
+    second = _metadata(
+        broker, ctx, _replace(request, topics=tuple(rest), allow_auto_topic_creation=False), proceed, refused
+    )
+    first, second = _entity(broker, ctx, first), _entity(broker, ctx, second)
+    by_name = {str(t.name): t for t in (*first.topics, *second.topics)}
+    topics = tuple(by_name[str(t.name)] for t in request.topics if str(t.name) in by_name)
+    return dataclasses.replace(first, topics=topics)
 
 
 def _describe_cluster(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
