@@ -275,3 +275,43 @@ def test_several_named_listeners_each_advertise_their_own_address(tmp_path) -> N
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err[-2000:]
     assert "listener OUTSIDE (SSL) on 127.0.0.1:" in err
+
+
+def test_principal_mapping_rules_apply_to_client_certificates() -> None:
+    """``ssl.principal.mapping.rules`` rewrites the subject of a client certificate into the
+    principal the authorizer sees (Kafka's ``SslPrincipalMapper`` in ``DefaultKafkaPrincipalBuilder``)."""
+    rules = {"ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/U,DEFAULT"}
+    with Broker(security_protocol="SSL", ssl_client_auth="required", settings=rules) as broker:
+        assert AdminClient(broker.client_config(cert="carol")).list_topics(timeout=20).brokers
+        assert _wait_for(lambda: "User:CAROL" in {s.principal for s in _sessions(broker)})
+
+
+def test_cipher_suites_limit_tls12_to_the_suites_named(tmp_path) -> None:
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    pem = tmp_path / "server.pem"
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(pem))
+    config = BrokerConfig.load(
+        None,
+        [
+            "listeners=SSL://127.0.0.1:0",
+            f"ssl.keystore.location={pem}",
+            "ssl.keystore.type=PEM",
+            "ssl.enabled.protocols=TLSv1.2",
+            "ssl.cipher.suites=TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        ],
+    )
+    ctx = build_server_context(config.security_settings, "SSL")
+    tls12 = {c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.2"}
+    assert tls12 == {"ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-CHACHA20-POLY1305"}
+    bad = BrokerConfig.load(
+        None,
+        [
+            "listeners=SSL://127.0.0.1:0",
+            f"ssl.keystore.location={pem}",
+            "ssl.keystore.type=PEM",
+            "ssl.cipher.suites=X",
+        ],
+    )
+    with pytest.raises(ConfigError, match=r"ssl\.cipher\.suites"):
+        build_server_context(bad.security_settings, "SSL")
