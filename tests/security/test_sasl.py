@@ -155,6 +155,17 @@ def test_the_exchange_on_the_wire(broker: Broker) -> None:
         ).cluster_id
 
 
+def test_a_second_handshake_during_the_exchange_is_illegal_sasl_state_then_closed(broker: Broker) -> None:
+    """SaslServerAuthenticator: in the authenticate state only SaslAuthenticate is expected."""
+    if broker.security_protocol != "SASL_PLAINTEXT":
+        pytest.skip("raw wire client speaks plaintext")
+    with _wire(broker) as c:
+        assert c.call(ApiKey.SASL_HANDSHAKE, 1, mechanism="SCRAM-SHA-256").error_code == 0
+        assert c.call(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == ErrorCode.ILLEGAL_SASL_STATE
+        with pytest.raises(WireError):
+            c.call(ApiKey.API_VERSIONS, 3, client_software_name="t", client_software_version="1")
+
+
 def test_a_request_before_authenticating_closes_the_connection(broker: Broker) -> None:
     if broker.security_protocol != "SASL_PLAINTEXT":
         pytest.skip("raw wire client speaks plaintext")

@@ -29,6 +29,7 @@ kafka-python, aiokafka) uses v1.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -124,9 +125,7 @@ class _Plain:
         if not password:
             raise _AuthenticationFailed("Authentication failed: password not specified")
         expected = self.users.get(user)
-        # compare without an early exit on the first differing byte
-        import hmac
-
+        # compared without an early exit on the first differing byte
         if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
             raise _AuthenticationFailed("Authentication failed: Invalid username or password")
         if authzid and authzid != user:
@@ -193,9 +192,14 @@ def sasl_handshake(_state: object, ctx: RequestContext, request: Any) -> Any:
     session = _session(ctx)
     config = _config(session)
     if config is None or session.state != "handshake":
-        # Kafka's KafkaApis answers a handshake it sees (none outside the exchange) this way.
+        # Kafka's KafkaApis answers a handshake it sees (none outside the exchange) this way; a
+        # second handshake during the exchange fails it (SaslServerAuthenticator), then closes.
         enabled = config.mechanisms if config is not None else ()
-        return make(resp_t, error_code=err(ErrorCode.ILLEGAL_SASL_STATE), mechanisms=enabled)
+        answer = make(resp_t, error_code=err(ErrorCode.ILLEGAL_SASL_STATE), mechanisms=enabled)
+        if session.state != "authenticate":
+            return answer
+        session.state = "failed"
+        return _after_delay(0, answer, session)
     mechanism = str(request.mechanism)
     if mechanism not in config.mechanisms:
         session.state = "failed"
