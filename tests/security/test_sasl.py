@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import ssl
 import uuid
 
 import pytest
@@ -39,8 +40,13 @@ def broker(request: pytest.FixtureRequest) -> Broker:
 
 
 def _wire(broker: Broker) -> WireClient:
+    """A raw wire client, over TLS on a SASL_SSL broker."""
     host, port = broker.bootstrap.split(":")
-    return WireClient(host, int(port))
+    client = WireClient(host, int(port))
+    if broker.ca is not None:
+        context = ssl.create_default_context(cafile=str(broker.ca.ca_pem))
+        client.sock = context.wrap_socket(client.sock, server_hostname=host)
+    return client
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -113,8 +119,6 @@ def test_the_exchange_on_the_wire(broker: Broker) -> None:
     """ApiVersions is answered before authenticating; an unknown mechanism is answered
     UNSUPPORTED_SASL_MECHANISM with the enabled list; PLAIN's wrong password
     SASL_AUTHENTICATION_FAILED with Kafka's message, then the connection is closed."""
-    if broker.security_protocol != "SASL_PLAINTEXT":
-        pytest.skip("raw wire client speaks plaintext")
     with _wire(broker) as c:
         assert (
             c.call(ApiKey.API_VERSIONS, 3, client_software_name="t", client_software_version="1").error_code
@@ -157,8 +161,6 @@ def test_the_exchange_on_the_wire(broker: Broker) -> None:
 
 def test_a_second_handshake_during_the_exchange_is_illegal_sasl_state_then_closed(broker: Broker) -> None:
     """SaslServerAuthenticator: in the authenticate state only SaslAuthenticate is expected."""
-    if broker.security_protocol != "SASL_PLAINTEXT":
-        pytest.skip("raw wire client speaks plaintext")
     with _wire(broker) as c:
         assert c.call(ApiKey.SASL_HANDSHAKE, 1, mechanism="SCRAM-SHA-256").error_code == 0
         assert c.call(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == ErrorCode.ILLEGAL_SASL_STATE
@@ -167,8 +169,6 @@ def test_a_second_handshake_during_the_exchange_is_illegal_sasl_state_then_close
 
 
 def test_a_request_before_authenticating_closes_the_connection(broker: Broker) -> None:
-    if broker.security_protocol != "SASL_PLAINTEXT":
-        pytest.skip("raw wire client speaks plaintext")
     with _wire(broker) as c:
         c.send(
             ApiKey.METADATA,
