@@ -315,3 +315,32 @@ def test_cipher_suites_limit_tls12_to_the_suites_named(tmp_path) -> None:
     )
     with pytest.raises(ConfigError, match=r"ssl\.cipher\.suites"):
         build_server_context(bad.security_settings, "SSL")
+
+
+def test_pkcs12_truststore_verifies_client_certificates(tmp_path) -> None:
+    """``ssl.truststore.type=PKCS12``: the CA certificates in the store verify clients."""
+    from cryptography.hazmat.primitives.serialization import NoEncryption
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    pem = tmp_path / "server.pem"
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(pem))
+    ca_cert = load_pem_x509_certificate(ca.cert_pem.bytes())
+    store = tmp_path / "trust.p12"
+    store.write_bytes(pkcs12.serialize_key_and_certificates(None, None, None, [ca_cert], NoEncryption()))
+    config = BrokerConfig.load(
+        None,
+        [
+            "listeners=SSL://127.0.0.1:0",
+            f"ssl.keystore.location={pem}",
+            "ssl.keystore.type=PEM",
+            "ssl.truststore.type=PKCS12",
+            f"ssl.truststore.location={store}",
+            "ssl.client.auth=required",
+        ],
+    )
+    ctx = build_server_context(config.security_settings, "SSL")
+    (trusted,) = ctx.get_ca_certs()
+    subject = {k: v for rdn in trusted["subject"] for k, v in rdn}
+    assert subject["organizationName"].startswith("trustme")
+    assert ctx.verify_mode.name == "CERT_REQUIRED"
