@@ -31,7 +31,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 
 #: Leaves every layer may use: wire error codes, time, limits and internal topic names, the
 #: keyed timer, Kafka's property table, the shared request types.
-_BASE = ("errors", "clock", "constants", "timer", "config", "gcutil")
+_BASE = ("errors", "clock", "constants", "timer", "config", "listeners", "gcutil")
 #: The Kafka formats a core may read: the wire protocol (and its one request codec), and the bytes
 #: broker and client share - record batches, varints, compression, ConsumerProtocol.
 _FORMATS = ("protocol", "formats")
@@ -47,7 +47,8 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "gcutil": ("garbage-collector tuning", ()),
     "native": ("whether the request path runs compiled; the stale-build guard", ()),
     "timer": ("the keyed timer (pure)", ("clock",)),
-    "config": ("broker config keyed by Kafka's property names", ("constants", "errors")),
+    "listeners": ("listeners and their security settings by Kafka's names", ("errors",)),
+    "config": ("broker config keyed by Kafka's property names", ("constants", "errors", "listeners")),
     "protocol": (
         "sans-I/O framing, headers, API keys and registry, wire primitives",
         ("constants", "errors"),
@@ -112,7 +113,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         (*_BASE, "formats", "storage", "coordinator.records", "ui"),
     ),
     "admin": (
-        "the CLI verbs (`groupcoord groups`, `groupcoord topics`) and their wire client",
+        "the CLI verbs (`groupcoord groups|topics|acls|users`) and their wire client",
         (*_BASE, *_FORMATS, "coordinator.records"),
     ),
     # ---- composition roots: they alone wire everything

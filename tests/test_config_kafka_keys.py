@@ -19,7 +19,14 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
 from groupcoord.cli import main
-from groupcoord.config import KAFKA_BROKER_CONFIG_NAMES, PROPERTIES, BrokerConfig, parse_properties
+from groupcoord.config import (
+    _CAPTURED_BUT_IGNORED,
+    KAFKA_BROKER_CONFIG_NAMES,
+    PROPERTIES,
+    SECURITY_KEYS,
+    BrokerConfig,
+    parse_properties,
+)
 from groupcoord.errors import ConfigError
 
 #: Kafka 3.9's config/kraft/server.properties, its keys and values (comments are ours).
@@ -104,7 +111,9 @@ def test_stock_kraft_server_properties_starts_the_broker_and_applies_the_shared_
         for ln in err.splitlines()
         if "ignoring Kafka broker key" in ln
     ]
-    expected = set(parse_properties(STOCK_KRAFT_SERVER_PROPERTIES)) - set(PROPERTIES)
+    # the security keys groupcoord uses (listener.security.protocol.map) are applied, not ignored
+    used = SECURITY_KEYS - _CAPTURED_BUT_IGNORED
+    expected = set(parse_properties(STOCK_KRAFT_SERVER_PROPERTIES)) - set(PROPERTIES) - used
     assert sorted(ignored) == sorted(expected)  # one line each
     assert {"process.roles", "controller.quorum.voters", "controller.listener.names"} <= set(ignored)
 
@@ -135,14 +144,16 @@ def test_a_key_far_from_any_known_one_gets_no_suggestion() -> None:
     assert str(info.value) == "unknown configuration key 'completely.unrelated' (value '1')"
 
 
-def test_per_listener_keys_are_accepted(caplog: pytest.LogCaptureFixture) -> None:
-    key = f"listener.name.plaintext.{uuid.uuid4().hex[:6]}.sasl.enabled.mechanisms"
+def test_per_listener_keys_are_kept_for_their_listener(caplog: pytest.LogCaptureFixture) -> None:
+    """``listener.name.<l>.<key>`` overrides ``<key>`` for listener ``l`` (Kafka's
+    ``AbstractConfig.valuesWithPrefixOverride``); neither is logged as ignored."""
+    key = "listener.name.plaintext.sasl.enabled.mechanisms"
     with caplog.at_level(logging.INFO, logger="groupcoord.config"):
-        BrokerConfig.load(None, [f"{key}=PLAIN"])
-        BrokerConfig.load(None, [f"{key}=PLAIN"])
-    assert [r.getMessage() for r in caplog.records if key in r.getMessage()] == [
-        f"ignoring Kafka broker key {key}=PLAIN: it does not apply to groupcoord"
-    ]
+        c = BrokerConfig.load(None, [f"{key}=PLAIN", "sasl.enabled.mechanisms=SCRAM-SHA-256"])
+    assert not [r for r in caplog.records if "sasl.enabled.mechanisms" in r.getMessage()]
+    settings = c.security_settings
+    assert settings.for_listener("PLAINTEXT", "sasl.enabled.mechanisms") == "PLAIN"
+    assert settings.for_listener("OTHER", "sasl.enabled.mechanisms") == "SCRAM-SHA-256"
 
 
 def test_the_plaintext_listener_is_used_whichever_comes_first() -> None:

@@ -36,8 +36,10 @@ from types import MappingProxyType
 
 from groupcoord import native
 from groupcoord.broker import (
+    acl_api,
     alter_configs,
     api_versions,
+    authz,
     delete_records,
     describe_cluster,
     describe_configs,
@@ -48,22 +50,28 @@ from groupcoord.broker import (
     produce,
     topics,
 )
+from groupcoord.broker import scram as scram_api
+from groupcoord.broker.acl import Authorizer
 from groupcoord.broker.offsets_v0 import offset_commit_v0, offset_fetch_v0, old_or
 from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
 from groupcoord.config import BrokerConfig
 from groupcoord.console import BrokerConsole
-from groupcoord.errors import DataDirError
+from groupcoord.errors import ConfigError, DataDirError
 from groupcoord.handling import Interceptor, Route
+from groupcoord.listeners import ListenerSpec, parse_jaas_users
 from groupcoord.metrics import BrokerMetrics
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.runtime import group_handlers as groups
 from groupcoord.runtime import txn_handlers as txn
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
+from groupcoord.server import sasl
 from groupcoord.server.app import KafkaServer
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
+from groupcoord.server.session import ListenerSecurity
+from groupcoord.server.tls import PrincipalMapper, build_server_context
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +132,25 @@ _ROUTES: tuple[Route[Broker], ...] = (
     Route(api_key=K.DELETE_RECORDS, min_version=0, max_version=2, handler=delete_records.handle),
     Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
     Route(api_key=K.DESCRIBE_CLUSTER, min_version=0, max_version=1, handler=describe_cluster.handle),
+    # SASL: the exchange itself is the connection's (server.sasl); v0 of the handshake, whose
+    # tokens follow without a Kafka header, is not served.
+    Route(api_key=K.SASL_HANDSHAKE, min_version=1, max_version=1, handler=sasl.sasl_handshake),
+    Route(api_key=K.SASL_AUTHENTICATE, min_version=0, max_version=2, handler=sasl.sasl_authenticate),
+    Route(
+        api_key=K.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        min_version=0,
+        max_version=0,
+        handler=scram_api.describe_user_scram_credentials,
+    ),
+    Route(
+        api_key=K.ALTER_USER_SCRAM_CREDENTIALS,
+        min_version=0,
+        max_version=0,
+        handler=scram_api.alter_user_scram_credentials,
+    ),
+    Route(api_key=K.DESCRIBE_ACLS, min_version=1, max_version=3, handler=acl_api.describe_acls),
+    Route(api_key=K.CREATE_ACLS, min_version=1, max_version=3, handler=acl_api.create_acls),
+    Route(api_key=K.DELETE_ACLS, min_version=1, max_version=3, handler=acl_api.delete_acls),
 )
 
 
@@ -245,11 +272,57 @@ def build_dispatcher(
     transaction APIs to ``txn_runtime``, each left out without its runtime) and ``extra``,
     filling ``broker.registry`` (what ApiVersions answers from)."""
     table = routes(group_runtime, txn_runtime)
-    return Dispatcher(broker, [*table.values(), *extra], registry=broker.registry, interceptor=interceptor)
+    served = [*table.values(), *extra]
+    if broker.authorizer.enabled:  # authorizer.class.name: each API checks what Kafka's does
+        served = [dataclasses.replace(r, handler=authz.guarded(r.api_key, r.handler)) for r in served]
+    return Dispatcher(broker, served, registry=broker.registry, interceptor=interceptor)
 
 
 class StartupError(Exception):
     """The broker cannot start; the message is one line for the operator (the CLI exits 2)."""
+
+
+def listener_security(
+    config: BrokerConfig, spec: ListenerSpec, scram_lookup: sasl.ScramLookup | None = None
+) -> ListenerSecurity:
+    """One listener's TLS context and SASL settings from the configuration (its
+    ``listener.name.<l>.*`` keys over the broker-wide ones); :class:`ConfigError` naming the key
+    at fault."""
+    settings = config.security_settings
+    context = build_server_context(settings, spec.name) if spec.tls else None
+    mapper = PrincipalMapper(settings.for_listener(spec.name, "ssl.principal.mapping.rules")).name
+    sasl_config = None
+    if spec.sasl:
+        # Kafka's default is GSSAPI (Kerberos), which groupcoord does not serve.
+        mechanisms = settings.list_for(spec.name, "sasl.enabled.mechanisms", "GSSAPI")
+        unsupported = [m for m in mechanisms if m not in sasl.SUPPORTED_MECHANISMS]
+        if unsupported or not mechanisms:
+            raise ConfigError(
+                f"bad value for sasl.enabled.mechanisms of listener {spec.name}: {','.join(mechanisms)!r} "
+                f"(groupcoord serves {', '.join(sasl.SUPPORTED_MECHANISMS)})"
+            )
+        plain_users: dict[str, str] = {}
+        if "PLAIN" in mechanisms:
+            jaas = settings.jaas_for(spec.name, "PLAIN")
+            if not jaas:
+                raise ConfigError(
+                    f"listener {spec.name} enables PLAIN but has no JAAS line: set "
+                    f"listener.name.{spec.name.lower()}.plain.sasl.jaas.config"
+                )
+            plain_users = parse_jaas_users(jaas)
+        delay_raw = settings.get("connection.failed.authentication.delay.ms") or "100"
+        try:
+            delay = int(delay_raw)
+        except ValueError:
+            raise ConfigError(
+                f"bad value for connection.failed.authentication.delay.ms: {delay_raw!r} (an integer >= 0)"
+            ) from None
+        sasl_config = sasl.SaslServerConfig(
+            mechanisms=mechanisms, plain_users=plain_users, scram_lookup=scram_lookup, failed_delay_ms=delay
+        )
+    return ListenerSecurity(
+        name=spec.name, protocol=spec.protocol, ssl_context=context, map_principal=mapper, sasl=sasl_config
+    )
 
 
 def _reason(exc: OSError, subject: Path | None = None) -> str:
@@ -309,22 +382,39 @@ class BrokerApp:
         self.config = config
         self.data_dir = data_dir
         self.clock: Clock = clock if clock is not None else SystemClock()
+        #: one server per listener (``listeners``), in order; :attr:`server` is the first
+        self.listeners = config.listener_specs()
+        try:  # the keystores and SASL settings first: a bad one touches no data dir
+            securities = [listener_security(config, spec, self._scram_lookup) for spec in self.listeners]
+            settings = config.security_settings
+            Authorizer.from_settings(
+                None,
+                settings.get("authorizer.class.name"),
+                settings.get("super.users"),
+                settings.get("allow.everyone.if.no.acl.found"),
+            )
+        except (ConfigError, ValueError) as exc:
+            raise StartupError(str(exc)) from None
         self.broker = _open_broker(config, data_dir, self.clock)
         self.groups = GroupRuntime(self.broker)
         self.transactions = TxnRuntime(self.broker, on_offsets_marker=self.groups.complete_transaction)
         self.dispatcher = build_dispatcher(
             self.broker, self.groups, self.transactions, extra=extra_routes, interceptor=interceptor
         )
-        listener = config.listener()
-        self.server = KafkaServer(
-            self.dispatcher,
-            host=listener.host,
-            port=listener.port,
-            max_frame_bytes=config.socket_request_max_bytes,
-            connections_max_idle_ms=config.connections_max_idle_ms,
-            max_connections=config.max_connections,
-            timers=self.broker.timers,
-        )
+        self.servers = [
+            KafkaServer(
+                self.dispatcher,
+                host=spec.host or "0.0.0.0",
+                port=spec.port,
+                max_frame_bytes=config.socket_request_max_bytes,
+                connections_max_idle_ms=config.connections_max_idle_ms,
+                max_connections=config.max_connections,
+                timers=self.broker.timers,
+                security=security,
+            )
+            for spec, security in zip(self.listeners, securities, strict=True)
+        ]
+        self.server = self.servers[0]
         #: the Prometheus endpoint, when ``metrics.listen`` is set (its bound address:
         #: ``metrics.address`` after :meth:`start`)
         self.metrics: BrokerMetrics | None = None
@@ -354,11 +444,21 @@ class BrokerApp:
             StartupError: for what an operator can fix (address in use, unwritable data dir).
         """
         config, broker, server = self.config, self.broker, self.server
-        try:
-            host, port = await server.start()
-        except OSError as exc:
-            # asyncio's message for a bind failure repeats the address; the errno says it all.
-            raise StartupError(f"cannot listen on {server.host}:{server.port}: {_reason(exc)}") from None
+        bound: list[tuple[str, int]] = []
+        for each in self.servers:
+            try:
+                bound.append(await each.start())
+            except OSError as exc:
+                for started in self.servers[: len(bound)]:
+                    await started.stop()
+                # asyncio's message for a bind failure repeats the address; the errno says it all.
+                raise StartupError(f"cannot listen on {each.host}:{each.port}: {_reason(exc)}") from None
+        host, port = bound[0]
+        advertised = config.advertised_specs()
+        for spec, (_h, p) in zip(self.listeners[1:], bound[1:], strict=True):
+            given = advertised[spec.name]
+            shown = given.host if given.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+            broker.endpoints[spec.name] = (shown, given.port or p)
         if self.metrics is not None:
             try:
                 self.metrics.start()
@@ -384,11 +484,20 @@ class BrokerApp:
             self.groups.start()  # creates the internal topics in a new data dir
             self.transactions.start()  # replays __transaction_state if there is one
         except OSError as exc:
-            await server.stop()
+            for each in self.servers:
+                await each.stop()
             raise StartupError(
                 f"cannot start in data dir {self.data_dir}: {_reason(exc, self.data_dir)}"
             ) from None
         return host, port
+
+    def _scram_lookup(self, mechanism: str, user: str) -> sasl.ScramCredential | None:
+        cred = self.broker.scram.get(mechanism, user)
+        if cred is None:
+            return None
+        return sasl.ScramCredential(
+            salt=cred.salt, stored_key=cred.stored_key, server_key=cred.server_key, iterations=cred.iterations
+        )
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, answer what is in flight, resign the groups, flush, close."""
@@ -400,7 +509,8 @@ class BrokerApp:
             await self.console.stop()
         self.broker.fetch_waiters.wake_all()
         self.groups.resign()
-        await self.server.stop(grace_s)
+        for server in self.servers:
+            await server.stop(grace_s)
         await self.close()
 
     async def close(self) -> None:
@@ -442,6 +552,8 @@ async def run(
         data_dir,
         (time.monotonic() - started) * 1000,
     )
+    for spec, server in zip(app.listeners, app.servers, strict=True):
+        log.info("listener %s (%s) on %s:%d", spec.name, spec.protocol, server.host, server.port)
     stop_event = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from groupcoord.admin import acls as admin_acls
 from groupcoord.admin import groups as admin_groups
 from groupcoord.admin import topics as admin_topics
 from groupcoord.config import BrokerConfig
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         register(subparsers)
     admin_groups.register(subparsers)  # groupcoord groups list|describe|reset-offsets|delete|delete-offsets
     admin_topics.register(subparsers)  # groupcoord topics list|describe|create|delete|alter
+    admin_acls.register(subparsers)  # groupcoord acls list|add|remove, users list|add|remove
     pipeline_cli.register(subparsers)  # groupcoord analyze|simulate
     return parser
 

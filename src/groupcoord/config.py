@@ -14,8 +14,12 @@ Single-broker choices (documented, not hidden):
 * A ``server.properties`` written for Kafka loads: every broker key Kafka 3.9 defines
   (:data:`KAFKA_BROKER_CONFIG_NAMES`) that is not in :data:`PROPERTIES` is accepted and ignored
   with one log line; any other unknown key stops startup with a "did you mean" suggestion.
-* ``listeners`` / ``advertised.listeners``: the PLAINTEXT entry is used (Kafka's ``CONTROLLER://``
-  entries are skipped); ``log.dirs``: its first directory is the data dir.
+* ``listeners`` / ``advertised.listeners``: every named listener is served, with its protocol from
+  ``listener.security.protocol.map`` (``groupcoord.listeners``); Kafka's ``CONTROLLER://`` entries
+  (and those ``controller.listener.names`` names) are skipped; ``log.dirs``: its first directory is
+  the data dir.
+* Security keys (:data:`SECURITY_KEYS`, ``listener.name.<l>.*``) are kept raw in
+  :attr:`BrokerConfig.security` and resolved per listener by :class:`SecuritySettings`.
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ from typing import Any
 from groupcoord.constants import INT32_MAX as INT_MAX
 from groupcoord.constants import LONG_MAX
 from groupcoord.errors import ConfigError
+from groupcoord.listeners import (
+    ListenerSpec,
+    SecuritySettings,
+    is_sensitive,
+    parse_listeners,
+    parse_protocol_map,
+)
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +125,8 @@ class BrokerConfig:
     metrics_listen: str | None = None
     # The live web console (docs/operations.md): HOST:PORT, or None for none.
     console_listen: str | None = None
+    #: The security keys as given (:data:`SECURITY_KEYS` and ``listener.name.*``), name -> value.
+    security: tuple[tuple[str, str], ...] = ()
     #: Property names that were set explicitly (file or --set), as opposed to defaults.
     explicit: frozenset[str] = field(default=frozenset())
 
@@ -138,12 +151,47 @@ class BrokerConfig:
         return bool(self.explicit & {"log.flush.interval.messages", "log.flush.interval.ms"})
 
     def listener(self) -> Listener:
-        return parse_listener("listeners", self.listeners)
+        """The first listener: where ``make run`` and single-listener tests listen."""
+        first = self.listener_specs()[0]
+        return Listener(host=first.host or "0.0.0.0", port=first.port)
 
     def advertised_listener(self) -> Listener:
-        if self.advertised_listeners:
-            return parse_listener("advertised.listeners", self.advertised_listeners)
-        return self.listener()
+        """The first listener's advertised address."""
+        first = self.listener_specs()[0]
+        spec = self.advertised_specs().get(first.name, first)
+        return Listener(host=spec.host or "0.0.0.0", port=spec.port)
+
+    @property
+    def security_settings(self) -> SecuritySettings:
+        return SecuritySettings(props=dict(self.security))
+
+    def _skip(self) -> frozenset[str]:
+        names = self.security_settings.get("controller.listener.names") or "CONTROLLER"
+        return frozenset(n.strip().upper() for n in names.split(",") if n.strip())
+
+    def _protocol_map(self) -> dict[str, str]:
+        return parse_protocol_map(self.security_settings.get("listener.security.protocol.map"))
+
+    def listener_specs(self) -> tuple[ListenerSpec, ...]:
+        """Every listener this broker serves, in ``listeners`` order (Kafka's names)."""
+        return parse_listeners("listeners", self.listeners, self._protocol_map(), self._skip())
+
+    def advertised_specs(self) -> dict[str, ListenerSpec]:
+        """Listener name -> the address clients are told (``advertised.listeners``, else the
+        listener's own), as Kafka's ``effectiveAdvertisedListeners``."""
+        own = {spec.name: spec for spec in self.listener_specs()}
+        if not self.advertised_listeners:
+            return own
+        given = parse_listeners(
+            "advertised.listeners", self.advertised_listeners, self._protocol_map(), self._skip()
+        )
+        for spec in given:
+            if spec.name not in own:
+                raise ConfigError(
+                    f"bad value for advertised.listeners: {self.advertised_listeners!r} "
+                    f"(listener {spec.name} is not in listeners)"
+                )
+        return {**own, **{spec.name: spec for spec in given}}
 
     def metrics_listener(self) -> Listener | None:
         """Where ``/metrics`` is served (``metrics.listen``), or None: not served."""
@@ -159,6 +207,8 @@ class BrokerConfig:
 
     def get(self, prop: str) -> Any:
         """The value of a property by its Kafka name."""
+        if prop in SECURITY_KEYS or prop.startswith(KAFKA_BROKER_CONFIG_PREFIXES):
+            return dict(self.security).get(prop)
         spec = PROPERTIES[prop]
         return getattr(self, spec.field)
 
@@ -170,18 +220,29 @@ class BrokerConfig:
     def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
         values: dict[str, Any] = {}
         explicit: set[str] = set()
+        security: dict[str, str] = {}
         for key, raw in props.items():
+            if key in SECURITY_KEYS or key.startswith(KAFKA_BROKER_CONFIG_PREFIXES):
+                security[key] = raw.strip()
+                explicit.add(key)
+                if key in _CAPTURED_BUT_IGNORED and key not in _IGNORED_LOGGED:
+                    _IGNORED_LOGGED.add(key)
+                    log.info("ignoring Kafka broker key %s=%s: it does not apply to groupcoord", key, raw)
+                continue
             spec = PROPERTIES.get(key)
             if spec is None:
                 if key in KAFKA_BROKER_CONFIG_NAMES or key.startswith(KAFKA_BROKER_CONFIG_PREFIXES):
                     if key not in _IGNORED_LOGGED:
                         _IGNORED_LOGGED.add(key)
-                        log.info("ignoring Kafka broker key %s=%s: it does not apply to groupcoord", key, raw)
+                        shown = "[hidden]" if is_sensitive(key) else raw
+                        log.info(
+                            "ignoring Kafka broker key %s=%s: it does not apply to groupcoord", key, shown
+                        )
                     continue
                 raise ConfigError(f"unknown configuration key {key!r} (value {raw!r}){_suggestion(key)}")
             values[spec.field] = spec.parse(key, raw)
             explicit.add(key)
-        config = cls(**values, explicit=frozenset(explicit))
+        config = cls(**values, security=tuple(sorted(security.items())), explicit=frozenset(explicit))
         config.validate()
         return config
 
@@ -208,8 +269,18 @@ class BrokerConfig:
                 f"({self.group_min_session_timeout_ms}) exceeds group.max.session.timeout.ms "
                 f"({self.group_max_session_timeout_ms})"
             )
-        self.listener()
-        self.advertised_listener()
+        settings = self.security_settings
+        for spec in self.listener_specs():
+            has_store = settings.for_listener(spec.name, "ssl.keystore.location") or settings.for_listener(
+                spec.name, "ssl.keystore.certificate.chain"
+            )
+            if spec.tls and not has_store:
+                raise ConfigError(
+                    f"listener {spec.name} in listeners is {spec.protocol} and needs a keystore: set "
+                    f"ssl.keystore.location (or ssl.keystore.certificate.chain and ssl.keystore.key), "
+                    f"or listener.name.{spec.name.lower()}.ssl.keystore.location"
+                )
+        self.advertised_specs()
         self.metrics_listener()
         self.console_listener()
 
@@ -225,8 +296,8 @@ def _suggestion(key: str) -> str:
 
 
 def parse_listener(key: str, value: str) -> Listener:
-    """The PLAINTEXT listener of ``value``: its first entry named PLAINTEXT (or unnamed), so that
-    Kafka's ``PLAINTEXT://:9092,CONTROLLER://:9093`` in either order gives port 9092."""
+    """One ``[PLAINTEXT://]HOST:PORT`` address (``metrics.listen``; for a broker's listeners
+    see :meth:`BrokerConfig.listener_specs`). Of several entries the first PLAINTEXT one."""
     entries = [e.strip() for e in value.split(",") if e.strip()] or [value.strip()]
     plain = [e for e in entries if "://" not in e or e.split("://", 1)[0].upper() == "PLAINTEXT"]
     first = plain[0] if plain else entries[0]
@@ -539,8 +610,59 @@ _KAFKA_BROKER_CONFIG_NAMES_TEXT = """
 """
 KAFKA_BROKER_CONFIG_NAMES: frozenset[str] = frozenset(_KAFKA_BROKER_CONFIG_NAMES_TEXT.split())
 
-#: Prefixes of Kafka's per-listener and per-mechanism keys (``listener.name.<l>.<key>``).
+#: Prefixes of Kafka's per-listener and per-mechanism keys (``listener.name.<l>.<key>``): kept
+#: in :attr:`BrokerConfig.security`.
 KAFKA_BROKER_CONFIG_PREFIXES = ("listener.name.",)
+
+#: The security keys groupcoord acts on (TLS, SASL, listeners, the authorizer), kept raw in
+#: :attr:`BrokerConfig.security` (``groupcoord.listeners.SecuritySettings`` resolves them per
+#: listener). ``super.users`` and ``allow.everyone.if.no.acl.found`` are the authorizer's keys
+#: (``StandardAuthorizer``), not in Kafka's broker ``CONFIG_DEF``.
+SECURITY_KEYS = frozenset(
+    {
+        "listener.security.protocol.map",
+        "controller.listener.names",
+        "inter.broker.listener.name",
+        "security.inter.broker.protocol",
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.certificates",
+        "ssl.client.auth",
+        "ssl.enabled.protocols",
+        "ssl.protocol",
+        "ssl.cipher.suites",
+        "ssl.principal.mapping.rules",
+        "ssl.endpoint.identification.algorithm",
+        "sasl.enabled.mechanisms",
+        "sasl.jaas.config",
+        "sasl.mechanism.inter.broker.protocol",
+        "connection.failed.authentication.delay.ms",
+        "connections.max.reauth.ms",
+        "authorizer.class.name",
+        "super.users",
+        "allow.everyone.if.no.acl.found",
+    }
+)
+
+#: Security keys kept (the listeners use them) that configure what a single broker does not
+#: have (inter-broker traffic, a controller quorum): logged as ignored, as other such keys.
+_CAPTURED_BUT_IGNORED = frozenset(
+    {
+        "controller.listener.names",
+        "inter.broker.listener.name",
+        "security.inter.broker.protocol",
+        "sasl.mechanism.inter.broker.protocol",
+        "ssl.endpoint.identification.algorithm",
+        "connections.max.reauth.ms",  # KIP-368 re-authentication: no client tested asks for it
+    }
+)
 
 
 # ---------------------------------------------------------------------- .properties syntax

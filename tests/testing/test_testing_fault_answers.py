@@ -51,6 +51,9 @@ WHERE: dict[int, tuple[str, ...]] = {
     42: ("results.error_code",),  # DeleteGroups
     44: ("responses.error_code",),  # IncrementalAlterConfigs
     65: ("transaction_states.error_code",),  # DescribeTransactions
+    30: ("results.error_code",),  # CreateAcls
+    31: ("filter_results.error_code",),  # DeleteAcls
+    51: ("results.error_code",),  # AlterUserScramCredentials
 }
 #: Names a response entry must carry back, by field (the probe request's values).
 NAMES = {"name": "probe", "topic": "probe", "group_id": "probe", "key": "probe", "resource_name": "probe"}

@@ -43,7 +43,10 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         controller_id=broker.node_id,
         brokers=(
             make(
-                broker_t, broker_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port
+                broker_t,
+                broker_id=broker.node_id,
+                host=broker.endpoint(ctx.listener)[0],
+                port=broker.endpoint(ctx.listener)[1],
             ),
         ),
     )

@@ -14,6 +14,7 @@ from groupcoord.broker.state import Broker
 from groupcoord.config import PROPERTIES, BrokerConfig
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
+from groupcoord.listeners import is_sensitive
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
 from groupcoord.storage.log_config import (
     BROKER_SYNONYMS,
@@ -103,6 +104,33 @@ def _broker_entries(broker: Broker, *, per_broker: bool) -> list[ConfigEntry]:
                 config_type=_broker_type(name, static),
                 read_only=name not in BROKER_SYNONYMS,
                 synonyms=tuple(synonyms),
+            )
+        )
+    out.extend(_security_entries(config))
+    return out
+
+
+#: Kafka's ``ConfigType.PASSWORD`` (DescribeConfigs v3+ ``config_type``)
+TYPE_PASSWORD = 9
+
+
+def _security_entries(config: BrokerConfig) -> list[ConfigEntry]:
+    """The security keys the config file set (``ssl.*``, ``sasl.*``, ``listener.name.*`` ...):
+    a secret (Kafka's PASSWORD type) is answered with a null value and ``is_sensitive``, as
+    Kafka's ``ConfigHelper.createBrokerConfigEntry`` does; the others with their value."""
+    out = []
+    for name, raw in config.security:
+        sensitive = is_sensitive(name)
+        value = None if sensitive else raw
+        out.append(
+            ConfigEntry(
+                name=name,
+                value=value,
+                source=SOURCE_STATIC_BROKER,
+                config_type=TYPE_PASSWORD if sensitive else TYPE_STRING,
+                read_only=True,
+                is_sensitive=sensitive,
+                synonyms=(ConfigSynonym(name=name, value=value, source=SOURCE_STATIC_BROKER),),
             )
         )
     return out

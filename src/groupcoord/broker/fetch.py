@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, cast
 
+from groupcoord.broker.acl import Op, Resource
 from groupcoord.broker.state import Broker, FetchWaiter
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import FileRegion, PreEncoded, RequestContext
@@ -57,7 +58,7 @@ class _TopicAsk:
     partitions: tuple[_PartitionAsk, ...]
 
 
-def _plan(broker: Broker, request: Any, by_id: bool) -> list[_TopicAsk]:
+def _plan(broker: Broker, request: Any, by_id: bool, ctx: RequestContext | None = None) -> list[_TopicAsk]:
     out = []
     for t in request.topics:
         parts = tuple(
@@ -82,6 +83,19 @@ def _plan(broker: Broker, request: Any, by_id: bool) -> list[_TopicAsk]:
                 )
         else:
             out.append(_TopicAsk(name=t.topic, topic_id=None, error=ErrorCode.NONE, partitions=parts))
+        ask = out[-1]
+        # KafkaApis.handleFetchRequest: READ on each topic, else TOPIC_AUTHORIZATION_FAILED
+        if (
+            ctx is not None
+            and ask.name is not None
+            and not broker.allowed(ctx, Op.READ, Resource.TOPIC, ask.name)
+        ):
+            out[-1] = _TopicAsk(
+                name=ask.name,
+                topic_id=ask.topic_id,
+                error=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                partitions=parts,
+            )
     return out
 
 
@@ -203,7 +217,7 @@ def _encode(version: int, topics: list[TopicOut]) -> PreEncoded:
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
-    plan = _plan(broker, request, by_id=version >= 13)
+    plan = _plan(broker, request, by_id=version >= 13, ctx=ctx)
     max_bytes = int(getattr(request, "max_bytes", 2147483647))
     read_committed = version >= 4 and int(getattr(request, "isolation_level", 0)) == 1
     topics, total, failed = _build(broker, plan, max_bytes, read_committed, version)

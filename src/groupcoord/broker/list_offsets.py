@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from groupcoord.broker.acl import Op, Resource
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
@@ -130,10 +131,15 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     topics = []
     for t in request.topics:
         parts = []
+        # KafkaApis.handleListOffsetRequestV1AndAbove: DESCRIBE on each topic
+        allowed = broker.allowed(ctx, Op.DESCRIBE, Resource.TOPIC, t.name)
         for p in t.partitions:
-            code, ts, offset = _lookup(
-                broker, t.name, int(p.partition_index), int(p.timestamp), ctx.api_version, read_committed
-            )
+            if allowed:
+                code, ts, offset = _lookup(
+                    broker, t.name, int(p.partition_index), int(p.timestamp), ctx.api_version, read_committed
+                )
+            else:
+                code, ts, offset = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1
             parts.append(
                 make(
                     part_t,

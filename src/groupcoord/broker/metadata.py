@@ -128,8 +128,8 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         make(
             broker_t,
             node_id=broker.node_id,
-            host=broker.advertised_host,
-            port=broker.advertised_port,
+            host=broker.endpoint(ctx.listener)[0],
+            port=broker.endpoint(ctx.listener)[1],
             rack=None,
         ),
     )

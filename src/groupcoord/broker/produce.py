@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from groupcoord.broker.acl import Op, Resource
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.formats.batch import CorruptBatchError, decode_records, iter_batches, parse_header
@@ -228,7 +229,12 @@ def handle(
 
     results: list[tuple[str, list[tuple[int, _PartitionResult]]]] = []
     dirty: dict[Hashable, Flushable] = {}
-    if getattr(request, "transactional_id", None) is not None and not broker.serves_transactions:
+    # KafkaApis.handleProduceRequest: WRITE on the transactional id, else every partition fails
+    # with TRANSACTIONAL_ID_AUTHORIZATION_FAILED; WRITE on each topic (TOPIC_AUTHORIZATION_FAILED).
+    denied_tid = tid is not None and not broker.allowed(ctx, Op.WRITE, Resource.TRANSACTIONAL_ID, str(tid))
+    if denied_tid or (
+        getattr(request, "transactional_id", None) is not None and not broker.serves_transactions
+    ):
         for topic in request.topic_data:
             results.append(
                 (
@@ -253,6 +259,10 @@ def handle(
     else:
         for topic in request.topic_data:
             parts = []
+            if not broker.allowed(ctx, Op.WRITE, Resource.TOPIC, topic.name):
+                denied = _PartitionResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                results.append((topic.name, [(int(p.index), denied) for p in topic.partition_data]))
+                continue
             for p in topic.partition_data:
                 parts.append(
                     (

@@ -17,13 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.broker.acl import AclStore, Authorizer, Op, Resource
 from groupcoord.broker.durability import Flusher
 from groupcoord.broker.log_cleaner import BrokerCleaner
 from groupcoord.broker.producers import PartitionProducers, ProducerIdAllocator
+from groupcoord.broker.scram import ScramStore
 from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
 from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from groupcoord.errors import DataDirError
+from groupcoord.handling import RequestContext
 from groupcoord.handling.loop_timers import LoopTimers
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.registry import ApiRegistry
@@ -141,6 +144,21 @@ class Broker:
         #: Where clients are told to connect; the server fixes the port after binding port 0.
         self.advertised_host = listener.host
         self.advertised_port = listener.port
+        #: listener name -> advertised (host, port) of every other listener (Kafka answers
+        #: Metadata, FindCoordinator and DescribeCluster with the endpoint of the listener the
+        #: request came in on); the first listener's is ``advertised_host``/``advertised_port``
+        self.endpoints: dict[str, tuple[str, int]] = {}
+        #: SCRAM credentials (``broker.scram``), kept in the data dir
+        self.scram = ScramStore(data_dir)
+        #: ACL bindings (``acls.json``) and the authorizer over them (``broker.acl``); without
+        #: ``authorizer.class.name`` every request is allowed, as in Kafka
+        settings = config.security_settings
+        self.authorizer = Authorizer.from_settings(
+            AclStore(data_dir),
+            settings.get("authorizer.class.name"),
+            settings.get("super.users"),
+            settings.get("allow.everyone.if.no.acl.found"),
+        )
         self.timers = LoopTimers(clock)
         self.flusher = Flusher()
         self.producer_ids = ProducerIdAllocator(data_dir / "producer_id_block")
@@ -158,6 +176,19 @@ class Broker:
         #: What this broker serves (api key -> versions); the composition root's dispatcher
         #: fills it from the route table, and ApiVersions answers from it.
         self.registry = ApiRegistry()
+
+    def allowed(self, ctx: RequestContext, op: Op, resource: Resource, name: str) -> bool:
+        """Whether the request's principal may perform ``op`` on the resource (always, without
+        an authorizer)."""
+        authorizer = self.authorizer
+        return not authorizer.enabled or authorizer.authorize(
+            ctx.principal, ctx.client_host, op, resource, name
+        )
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """The advertised (host, port) of ``listener`` (the first listener's if unknown)."""
+        found = self.endpoints.get(listener)
+        return found if found is not None else (self.advertised_host, self.advertised_port)
 
     @property
     def serves_transactions(self) -> bool:

@@ -48,7 +48,8 @@ Interceptor = Callable[["RequestContext", Any, Proceed], HandlerResult]
 class RequestContext:
     """Per-request context handed to every handler.
 
-    ``client_host`` is in Kafka's ``/127.0.0.1`` form (what DescribeGroups shows).
+    ``client_host`` is in Kafka's ``/127.0.0.1`` form (what DescribeGroups shows);
+    ``principal`` and ``listener`` are what the authorizer and the advertised addresses use.
     While a handler's awaitable is pending the connection hands no later request to a handler
     anyway (``server.connection``), except within a run of one overlap class; :meth:`mute`
     makes this request hold back even those, as Kafka does for every request (JoinGroup and
@@ -62,6 +63,12 @@ class RequestContext:
     api_version: int
     correlation_id: int
     muted: bool = field(default=False)
+    #: who sent it (Kafka's ``KafkaPrincipal``: ``User:alice``; ``User:ANONYMOUS`` unauthenticated)
+    principal: str = field(default="User:ANONYMOUS")
+    #: the name of the listener it came in on (``PLAINTEXT``, ``SASL_SSL`` ...)
+    listener: str = field(default="PLAINTEXT")
+    #: the connection's security state (``server.session.Session``), for the SASL handlers
+    session: Any = field(default=None)
 
     def mute(self) -> None:
         self.muted = True

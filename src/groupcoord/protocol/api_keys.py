@@ -37,6 +37,8 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_GROUPS = 15
     #: every group the broker coordinates
     LIST_GROUPS = 16
+    #: choose a SASL mechanism (before authenticating)
+    SASL_HANDSHAKE = 17
     #: which APIs and versions the broker supports
     API_VERSIONS = 18
     #: create topics
@@ -55,10 +57,18 @@ class ApiKey(enum.IntEnum):
     END_TXN = 26
     #: commit a group's offsets inside a transaction
     TXN_OFFSET_COMMIT = 28
+    #: list ACL bindings matching a filter
+    DESCRIBE_ACLS = 29
+    #: create ACL bindings
+    CREATE_ACLS = 30
+    #: delete ACL bindings matching filters
+    DELETE_ACLS = 31
     #: topic and broker configuration
     DESCRIBE_CONFIGS = 32
     #: replace topic or broker configs
     ALTER_CONFIGS = 33
+    #: one SASL token exchange (KIP-152)
+    SASL_AUTHENTICATE = 36
     #: add partitions to topics
     CREATE_PARTITIONS = 37
     #: delete empty groups
@@ -67,6 +77,10 @@ class ApiKey(enum.IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     #: delete a group's committed offsets of partitions it no longer consumes
     OFFSET_DELETE = 47
+    #: SCRAM credentials' mechanisms and iterations per user (KIP-554)
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    #: add or remove SCRAM credentials (KIP-554)
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     #: the cluster's id, controller and brokers
     DESCRIBE_CLUSTER = 60
     #: transactions by transactional id (KIP-664)

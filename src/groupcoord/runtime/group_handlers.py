@@ -54,7 +54,7 @@ def _call(
 def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = response_type(broker, ctx)
     key_type = int(getattr(request, "key_type", KEY_TYPE_GROUP))
-    host, port, node = broker.advertised_host, broker.advertised_port, broker.node_id
+    (host, port), node = broker.endpoint(ctx.listener), broker.node_id
 
     def answer(key: str) -> tuple[ErrorCode, str | None]:
         if key_type == KEY_TYPE_TRANSACTION:

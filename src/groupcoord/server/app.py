@@ -23,12 +23,15 @@ import contextlib
 import itertools
 import logging
 import socket
+import ssl
 from typing import Any
 
 from groupcoord.clock import SystemClock
 from groupcoord.handling.loop_timers import LoopTimers
 from groupcoord.server.connection import KafkaConnection, Traffic
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.session import ListenerSecurity
+from groupcoord.server.tls_transport import TlsProtocol
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +66,11 @@ class KafkaServer:
         connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         timers: LoopTimers | None = None,
+        security: ListenerSecurity | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        #: this listener's name, protocol, TLS context and SASL settings (``server.session``)
+        self.security = security if security is not None else ListenerSecurity()
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
@@ -94,9 +100,31 @@ class KafkaServer:
             on_close=self._connections.discard,
             now_ms=self.timers.clock.now_ms,
             traffic=self.traffic,
+            session=self.security.new_session(),
         )
         self._connections.add(conn)
+        ssl_context = self.security.ssl_context
+        if ssl_context is not None:
+            return self._tls(conn, ssl_context)
         return conn
+
+    def _tls(self, conn: KafkaConnection, context: ssl.SSLContext) -> asyncio.Protocol:
+        """``conn`` behind a TLS layer (``server.tls_transport``): it gets its transport, with
+        the client certificate's principal, once the handshake is done; a failed handshake is one
+        log line and closes that connection alone."""
+        mapper = self.security.map_principal
+
+        def on_handshake(sslobj: ssl.SSLObject) -> None:
+            der = sslobj.getpeercert(binary_form=True)
+            if der and mapper is not None:
+                conn.session.principal = "User:" + mapper(_subject(der))
+
+        def on_refused(reason: str) -> None:
+            log.warning("closing conn=%d peer=%s: %s", conn.connection_id, proto.peer(), reason)
+            conn.connection_lost(None)
+
+        proto = _TlsProto(conn, context, on_handshake=on_handshake, on_refused=on_refused)
+        return proto
 
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port) (port 0 picks a free one)."""
@@ -155,3 +183,18 @@ class KafkaServer:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), timeout=1.0)
+
+
+def _subject(der: bytes) -> str:
+    """A certificate's subject in RFC 2253 form (most specific first), as Java's
+    ``X500Principal.getName()`` gives it."""
+    from cryptography import x509
+
+    return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+
+
+class _TlsProto(TlsProtocol):
+    def peer(self) -> str:
+        raw = self.raw
+        where = raw.get_extra_info("peername") if raw is not None else None
+        return f"{where[0]}:{where[1]}" if isinstance(where, tuple) and len(where) >= 2 else "?"

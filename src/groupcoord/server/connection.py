@@ -85,6 +85,7 @@ from groupcoord.protocol.registry import (
     UnsupportedVersionError,
 )
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +151,12 @@ class KafkaConnection(asyncio.Protocol):
         on_close: Callable[[KafkaConnection], None] | None = None,
         now_ms: Callable[[], int] | None = None,
         traffic: Traffic | None = None,
+        session: Session | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        #: the listener, principal and SASL state of this connection (``server.session``)
+        self.session = session if session is not None else Session()
+        self.session.close_after_answers = self.close_after_answers
         self._traffic = traffic if traffic is not None else Traffic()
         self.connection_id = connection_id
         self.client_host = "/unknown"
@@ -217,7 +222,8 @@ class KafkaConnection(asyncio.Protocol):
             self.client_host = f"/{peer[0]}"
             self.peer = f"{peer[0]}:{peer[1]}"
         sock = transport.get_extra_info("socket")
-        if sock is not None and hasattr(os, "sendfile"):
+        # Under TLS the socket carries ciphertext: file regions go through the transport.
+        if sock is not None and hasattr(os, "sendfile") and transport.get_extra_info("ssl_object") is None:
             self._sock_fd = sock.fileno()
 
     def data_received(self, data: bytes) -> None:
@@ -330,6 +336,10 @@ class KafkaConnection(asyncio.Protocol):
         dispatcher = self.dispatcher
         try:
             api_key, api_version, correlation_id = peek_request(frame)
+            session = self.session
+            if not session.authenticated and not session.admits(api_key):
+                self.abort(f"request with API key {api_key} before SASL authentication completed")
+                return
             try:
                 entry = dispatcher.entry(api_key, api_version)
             except UnsupportedVersionError:
@@ -360,6 +370,9 @@ class KafkaConnection(asyncio.Protocol):
             api_key=api_key,
             api_version=api_version,
             correlation_id=correlation_id,
+            principal=session.principal,
+            listener=session.listener,
+            session=session,
         )
         observe = dispatcher.observe
         started = time.perf_counter() if observe is not None else 0.0
@@ -627,6 +640,14 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
         self._flush()
         return self._drained
+
+    def close_after_answers(self) -> None:
+        """Read no more; close once every answer owed is written (a failed authentication:
+        Kafka sends the failure, then closes the channel)."""
+        if self._closing:
+            return
+        self._draining = True
+        self._update_reading()
 
     def close_idle(self, idle_ms: int) -> None:
         """Close this connection for having been idle ``idle_ms`` (one log line)."""

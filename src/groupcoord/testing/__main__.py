@@ -35,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--log-level", type=int, default=logging.INFO)
+    parser.add_argument("--security-protocol", default="PLAINTEXT")
     args = parser.parse_args(argv)
     token = os.environ.get(TOKEN_ENV, "")
     if not token:
@@ -44,7 +45,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     settings = dict(item.split("=", 1) for item in args.set)
-    broker = Broker(settings, data_dir=Path(args.data_dir), port=args.port, log_level=args.log_level)
+    broker = Broker(
+        settings,
+        data_dir=Path(args.data_dir),
+        port=args.port,
+        log_level=args.log_level,
+        security_protocol=args.security_protocol,
+    )
     signal.signal(signal.SIGTERM, stop_on_signal)
     threading.Thread(target=stop_when_orphaned, name="orphan-watch", daemon=True).start()
     listener = socket.create_server(("127.0.0.1", 0))

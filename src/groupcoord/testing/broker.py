@@ -46,6 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from groupcoord.broker.acl import STANDARD_AUTHORIZER
 from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.errors import ErrorCode
@@ -58,6 +59,7 @@ from groupcoord.testing.control import (
     ControlClient,
 )
 from groupcoord.testing.faults import FaultInjector
+from groupcoord.testing.security import TestCA, broker_settings, client_config
 from groupcoord.testing.wire import GroupView, Record, TopicPartition
 
 if typing.TYPE_CHECKING:
@@ -166,6 +168,15 @@ class Broker:
             the module docstring); every method works the same.
         port: the port to listen on (0: a free one; :meth:`restart` keeps the one bound).
         log_level: the level of the broker's log records kept for :meth:`log_tail`.
+        security_protocol: the listener's protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL);
+            with TLS a throwaway CA (:attr:`ca`, ``trustme``) signs the broker's certificate.
+        users: SASL users and passwords: PLAIN's (the listener's JAAS line) and SCRAM-SHA-256/512
+            credentials in the data dir.
+        ssl_client_auth: ``ssl.client.auth`` (``none``, ``requested``, ``required``).
+        acls: turn the authorizer on (``authorizer.class.name``, Kafka's StandardAuthorizer);
+            :meth:`add_acl` grants, ``super_users`` (``"User:admin"`` ...) may do everything.
+
+    :meth:`client_config` gives each client's settings to connect.
     """
 
     def __init__(
@@ -177,9 +188,26 @@ class Broker:
         port: int = 0,
         log_level: int = logging.INFO,
         start_timeout: float = 30.0,
+        security_protocol: str = "PLAINTEXT",
+        users: Mapping[str, str] | None = None,
+        ssl_client_auth: str = "none",
+        acls: bool = False,
+        super_users: Sequence[str] = (),
     ) -> None:
+        self.security_protocol = security_protocol.upper()
+        self.users = dict(users or {})
+        #: the throwaway CA of a TLS listener (``trustme``); None without TLS
+        self.ca: TestCA | None = TestCA() if self.security_protocol in ("SSL", "SASL_SSL") else None
         self.settings: dict[str, str] = {
             **DEFAULT_SETTINGS,
+            **broker_settings(
+                self.security_protocol, ca=self.ca, plain_users=self.users, client_auth=ssl_client_auth
+            ),
+            **(
+                {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": ";".join(super_users)}
+                if acls
+                else {}
+            ),
             **{k: _prop(v) for k, v in (settings or {}).items()},
         }
         self.subprocess = subprocess
@@ -258,6 +286,8 @@ class Broker:
     def start(self) -> Broker:
         if self.running:
             raise RuntimeError("already running")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_scram_users()
         if self.subprocess:
             self._start_process()
         else:
@@ -289,7 +319,88 @@ class Broker:
                 self._data_dir = None
 
     def _properties(self) -> dict[str, str]:
-        return {**self.settings, "listeners": f"PLAINTEXT://{self.host}:{self.port}"}
+        return {**self.settings, "listeners": f"{self.security_protocol}://{self.host}:{self.port}"}
+
+    def client_config(
+        self,
+        user: str | None = None,
+        *,
+        client: str = "confluent",
+        mechanism: str = "PLAIN",
+        password: str | None = None,
+        cert: str | None = None,
+    ) -> dict[str, Any]:
+        """Settings for ``client`` (``confluent``, ``kafka-python``, ``aiokafka``) to connect
+        as ``user`` (SASL; its password from ``users`` unless given) and/or with a client
+        certificate whose CN is ``cert`` (TLS, made by :attr:`ca`)."""
+        return client_config(
+            bootstrap=self.bootstrap,
+            protocol=self.security_protocol,
+            client=client,
+            ca=self.ca,
+            user=user,
+            password=password if password is not None else self.users.get(user or ""),
+            mechanism=mechanism,
+            cert_name=cert,
+        )
+
+    def add_acl(
+        self,
+        principal: str,
+        operation: str,
+        resource_type: str,
+        name: str,
+        *,
+        pattern: str = "LITERAL",
+        permission: str = "ALLOW",
+        host: str = "*",
+    ) -> None:
+        """Add one ACL binding (``add_acl("User:bob", "READ", "TOPIC", "orders")``), in effect
+        for the next request. Names are Kafka's (``AclOperation``, ``ResourceType``,
+        ``PatternType``, ``AclPermissionType``)."""
+        from groupcoord.broker.acl import AclBinding, Op, Pattern, Permission, Resource
+
+        binding = AclBinding(
+            resource_type=Resource[resource_type.upper()],
+            resource_name=name,
+            pattern_type=Pattern[pattern.upper()],
+            principal=principal,
+            host=host,
+            operation=Op[operation.upper()],
+            permission=Permission[permission.upper()],
+        )
+        problem = binding.validate()
+        if problem is not None:
+            raise ValueError(problem)
+        app = self._app
+        if app is None or self._loop is None:
+            raise RuntimeError("add_acl needs a running in-process broker (use the CreateAcls API otherwise)")
+        store = app.broker.authorizer.store
+        asyncio.run_coroutine_threadsafe(_call(lambda: store.add([binding])), self._loop).result(30)
+
+    def remove_acls(self, principal: str | None = None) -> None:
+        """Remove every ACL binding (of ``principal``, if given)."""
+        app = self._app
+        if app is None or self._loop is None:
+            raise RuntimeError(
+                "remove_acls needs a running in-process broker (use the DeleteAcls API otherwise)"
+            )
+        store = app.broker.authorizer.store
+        gone = [b for b in store.bindings if principal is None or b.principal == principal]
+        asyncio.run_coroutine_threadsafe(_call(lambda: store.remove(gone)), self._loop).result(30)
+
+    def _write_scram_users(self) -> None:
+        """The SCRAM credentials of :attr:`users`, salted into the data dir before a start."""
+        if not self.users or not self.security_protocol.startswith("SASL_"):
+            return
+        from groupcoord.broker.scram import ScramStore
+
+        store = ScramStore(self.data_dir)
+        for user, password in self.users.items():
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                if store.get(mechanism, user) is None:
+                    store.set_password(user, mechanism, password)
+        store.save()
 
     # ------------------------------------------------------------------ in-process
     def _start_thread(self) -> None:
@@ -440,6 +551,8 @@ class Broker:
             str(self.data_dir),
             "--log-level",
             str(self.log_level),
+            "--security-protocol",
+            self.security_protocol,
         ]
         for k, v in self.settings.items():
             argv += ["--set", f"{k}={v}"]
@@ -776,3 +889,8 @@ def _prop(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+async def _call(fn: Callable[[], object]) -> None:
+    """Run ``fn`` on the broker's event loop (the ACL store is the loop's)."""
+    fn()

@@ -92,6 +92,8 @@ API_NAMES: dict[str, int] = {
     "IncrementalAlterConfigs": 44,
     "OffsetDelete": 47,
     "DescribeClientQuotas": 48,
+    "DescribeUserScramCredentials": 50,
+    "AlterUserScramCredentials": 51,
     "DescribeCluster": 60,
     "DescribeProducers": 61,
     "DescribeTransactions": 65,
@@ -373,7 +375,10 @@ _LIST_SOURCES: Mapping[str, tuple[str, ...]] = {
     "responses": ("topic_data", "topics", "topic_names", "resources"),
     "partition_responses": ("partition_data",),
     "partitions": ("partitions", "partition_data", "partition_indexes"),
-    "results": ("resources", "topics", "groups_names"),
+    # CreateAcls answers its creations; AlterUserScramCredentials its users (upserted, else
+    # deleted: one list is mirrored)
+    "results": ("resources", "topics", "groups_names", "creations", "upsertions", "deletions"),
+    "filter_results": ("filters",),
     "results_by_topic_v3_and_below": ("v3_and_below_topics",),
     "results_by_partition": ("partitions",),
     "transaction_states": ("transactional_ids",),
@@ -394,6 +399,7 @@ _IDENTITY: Mapping[str, tuple[str, ...]] = {
     "resource_type": ("resource_type",),
     "resource_name": ("resource_name",),
     "member_id": ("member_id",),
+    "user": ("user", "name"),
     "group_instance_id": ("group_instance_id",),
 }
 #: Int fields Kafka answers with -1 when there is no value.

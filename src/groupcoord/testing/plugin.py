@@ -36,7 +36,8 @@ _names = itertools.count(1)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "kafka_broker(settings=None): broker properties (Kafka names) for the kafka_broker fixture",
+        "kafka_broker(settings=None, security_protocol=..., users=..., acls=..., super_users=..., "
+        "ssl_client_auth=...): broker properties (Kafka names) and security for the kafka_broker fixture",
     )
 
 
@@ -70,6 +71,17 @@ def _settings(request: pytest.FixtureRequest) -> dict[str, object]:
     return dict(settings)
 
 
+#: The security arguments ``@pytest.mark.kafka_broker`` passes to :class:`Broker`.
+_SECURITY_ARGS = ("security_protocol", "users", "acls", "super_users", "ssl_client_auth")
+
+
+def _security(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker("kafka_broker")
+    if marker is None:
+        return {}
+    return {k: v for k, v in marker.kwargs.items() if k in _SECURITY_ARGS}
+
+
 def _track(request: pytest.FixtureRequest, broker: Broker) -> None:
     request.node.stash.setdefault(_BROKERS, []).append(broker)
     broker.faults.groups_seen.clear()
@@ -77,10 +89,12 @@ def _track(request: pytest.FixtureRequest, broker: Broker) -> None:
 
 @pytest.fixture
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
-    """A fresh in-process broker for this test (settings: ``@pytest.mark.kafka_broker``)."""
+    """A fresh in-process broker for this test (settings and security:
+    ``@pytest.mark.kafka_broker(settings={...}, security_protocol="SASL_SSL", users={...},
+    acls=True, super_users=[...])``; ``broker.client_config(user, client=...)`` connects)."""
     from groupcoord.testing.broker import Broker
 
-    with Broker(settings=_settings(request)) as broker:
+    with Broker(settings=_settings(request), **_security(request)) as broker:
         _track(request, broker)
         yield broker
 
