@@ -561,7 +561,9 @@ async def run(
             loop.add_signal_handler(sig, stop_event.set)
     if on_listening is not None:
         on_listening(host, port)
-    warm = loop.create_task(settle(app.dispatcher.registry, app.groups.loaded))
+    warm = loop.create_task(
+        settle(app.dispatcher.registry, app.groups.loaded, lambda: app.server.traffic.bytes_in)
+    )
     try:
         await stop_event.wait()
     finally:

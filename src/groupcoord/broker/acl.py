@@ -13,8 +13,8 @@ ALLOW or DENY). :meth:`Authorizer.authorize` follows ``StandardAuthorizerData``:
    decides (default false); when some do but none applies, the answer is DENIED.
 
 Bindings are kept in ``acls.json`` in the data dir, replaced atomically on each change.
-:func:`authorized_operations` gives the bit field of the operations a principal may perform on a
-resource (Metadata's, DescribeGroups' and DescribeCluster's ``authorized_operations``).
+:data:`SUPPORTED_OPERATIONS` feeds the authorized-operations fields of Metadata, DescribeGroups
+and DescribeCluster (``broker/authorized_ops.py``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ __all__ = [
     "Pattern",
     "Permission",
     "Resource",
-    "authorized_operations",
 ]
 
 #: ``authorizer.class.name`` values that turn the authorizer on (Kafka's KRaft and ZooKeeper ones)
@@ -385,15 +384,3 @@ def _result(acl: AclBinding, principals: tuple[str, str], host: str, op: Op) -> 
         elif acl.operation != op:
             return None
     return acl.permission == Permission.ALLOW
-
-
-def authorized_operations(
-    authorizer: Authorizer, principal: str, host: str, resource_type: Resource, name: str
-) -> int:
-    """The bit field (1 << operation code) of the operations ``principal`` may perform on the
-    resource, over the operations its type supports (Kafka's ``AuthHelper.authorizedOperations``)."""
-    bits = 0
-    for op in SUPPORTED_OPERATIONS.get(resource_type, ()):
-        if authorizer.authorize(principal, host, op, resource_type, name):
-            bits |= 1 << int(op)
-    return bits

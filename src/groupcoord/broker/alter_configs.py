@@ -5,11 +5,14 @@ Topics (resource type 2) take every topic config Kafka defines (:data:`TOPIC_CON
 overrides are kept in ``__topics.json`` and the topic's partitions act on them at once
 (retention, cleanup.policy, segment size and roll time, max.message.bytes, ...).
 
-The broker (resource type 4) takes, at run time, the broker properties that are synonyms of topic
-configs (``log.retention.ms``, ``log.segment.bytes``, ``log.cleanup.policy``, ``message.max.bytes``
-...), as Kafka's ``DynamicLogConfig`` does: resource name ``""`` sets the cluster-wide defaults
-(DYNAMIC_DEFAULT_BROKER_CONFIG), this node's id sets its own (DYNAMIC_BROKER_CONFIG, which wins).
-They are kept in ``__topics.json`` too and apply to every topic without its own override.
+The broker (resource type 4) takes, at run time, the broker configs Kafka updates dynamically
+(:mod:`groupcoord.broker.dynamic_config`, after Kafka's ``DynamicBrokerConfig``): resource name
+``""`` sets the cluster-wide defaults (DYNAMIC_DEFAULT_BROKER_CONFIG), this node's id sets its own
+(DYNAMIC_BROKER_CONFIG, which wins); the per-broker ones (listener, SSL, SASL configs) only by id.
+They are kept in ``__topics.json`` and survive restarts. The broker synonyms of topic configs
+(``log.retention.ms``, ``log.segment.bytes``, ``log.cleanup.policy``, ``message.max.bytes`` ...)
+apply at once to every topic without its own override; the others are stored and described but
+change nothing on one Python broker (docs/operations.md).
 
 Error codes as Kafka's ``ConfigAdminManager`` / ``ConfigurationControlManager`` answer them:
 unknown topic UNKNOWN_TOPIC_OR_PARTITION; unknown topic config name or bad topic value
@@ -27,16 +30,16 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from groupcoord.broker import dynamic_config
+from groupcoord.broker.dynamic_config import DynamicConfigError
 from groupcoord.broker.state import Broker
-from groupcoord.config import KAFKA_BROKER_CONFIG_NAMES, PROPERTIES
+from groupcoord.config import PROPERTIES
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
 from groupcoord.storage.log_config import (
-    BROKER_SYNONYMS,
     TOPIC_CONFIGS,
     InvalidConfigError,
-    broker_value_as_topic_value,
     list_config,
     validate_topic_configs,
 )
@@ -55,11 +58,6 @@ class _Fail(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-def _broker_list_config(name: str) -> bool:
-    synonym = BROKER_SYNONYMS.get(name)
-    return synonym is not None and list_config(synonym[0])
 
 
 def _incremental(
@@ -104,7 +102,7 @@ def _topic_not_list(name: str, op: int) -> str:
 
 
 def _broker_not_list(name: str, op: int) -> str:
-    if name not in BROKER_SYNONYMS and name not in PROPERTIES and name not in KAFKA_BROKER_CONFIG_NAMES:
+    if not dynamic_config.known(name):
         return f"Unknown config name: {name}"
     return f"Config value {_OP_NAMES[op].lower()} is not allowed for config key: {name}"
 
@@ -180,38 +178,47 @@ def _broker_level(broker: Broker, name: str) -> bool:
 
 
 def _check_broker_names(names: list[str]) -> None:
-    unknown = [n for n in names if n not in BROKER_SYNONYMS and n not in PROPERTIES]
-    unknown = [n for n in unknown if n not in KAFKA_BROKER_CONFIG_NAMES]
+    """groupcoord's one difference from Kafka: a name Kafka does not define is refused with
+    INVALID_CONFIG (Kafka would store it as a custom config; a typo would pass silently)."""
+    unknown = [n for n in names if not dynamic_config.known(n)]
     if unknown:
         name = unknown[0]
-        close = difflib.get_close_matches(name, sorted(BROKER_SYNONYMS), n=1)
+        close = difflib.get_close_matches(name, sorted(dynamic_config.DYNAMIC_NAMES), n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise _Fail(ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {name}{hint}")
-    static = sorted({n for n in names if n not in BROKER_SYNONYMS})
-    if static:
-        raise _Fail(
-            ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(static)})"
-        )
+
+
+def _broker_current(broker: Broker, name: str) -> str | None:
+    """The value of a broker config in force now: this node's dynamic one, the cluster-wide
+    one, the config file's, else Kafka's default."""
+    for level in (True, False):
+        stored = broker.logs.broker_configs(per_broker=level)
+        if name in stored:
+            return stored[name]
+    if name in PROPERTIES:
+        value = broker.config.get(name)
+        return None if value is None else str(value)
+    return dynamic_config.default(name)
 
 
 def _alter_broker(broker: Broker, per_broker: bool, new: dict[str, str], validate_only: bool) -> None:
+    """Replace one level's dynamic broker configs with ``new``, checked as Kafka's
+    ``DynamicBrokerConfig.validate`` checks them (every failure INVALID_REQUEST)."""
     _check_broker_names(list(new))
-    for prop, value in new.items():
-        topic_name, _factor = BROKER_SYNONYMS[prop]
-        spec = TOPIC_CONFIGS[topic_name]
-        try:
-            ok = spec.check(broker_value_as_topic_value(prop, value))
-        except ValueError:
-            ok = False
-        if not ok:
-            raise _Fail(
-                ErrorCode.INVALID_REQUEST,
-                f"Invalid value {value} for configuration {prop}: expected {spec.expectation}",
-            )
+    # A cluster-wide value this node overrides changes nothing in force (Kafka compares the
+    # resulting config): the thread-pool bounds apply only to the values that would take effect.
+    shadowed = set(broker.logs.broker_configs(per_broker=True)) if not per_broker else set()
+    try:
+        dynamic_config.validate(
+            new,
+            per_broker=per_broker,
+            current=lambda n: _broker_current(broker, n),
+            shadowed=frozenset(shadowed),
+        )
+    except DynamicConfigError as exc:
+        raise _Fail(ErrorCode.INVALID_REQUEST, str(exc)) from None
     current = dict(broker.logs.broker_configs(per_broker=per_broker))
-    if current == new:
-        return
-    if validate_only:
+    if current == new or validate_only:
         return
     try:
         broker.logs.alter_broker_configs(new, per_broker=per_broker)
@@ -220,11 +227,15 @@ def _alter_broker(broker: Broker, per_broker: bool, new: dict[str, str], validat
 
 
 def _broker_default(broker: Broker, per_broker: bool, name: str) -> str | None:
+    """What APPEND / SUBTRACT start from when the level has no value: the value in force."""
     if per_broker:
         fallback = broker.logs.broker_configs(per_broker=False)
         if name in fallback:
             return fallback[name]
-    return str(broker.config.get(name)) if name in PROPERTIES else None
+    if name in PROPERTIES:
+        value = broker.config.get(name)
+        return None if value is None else str(value)
+    return dynamic_config.default(name)
 
 
 # -- handlers ----------------------------------------------------------------------------------
@@ -322,7 +333,7 @@ def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any)
                 new = _incremental(
                     current,
                     ops,
-                    is_list=_broker_list_config,
+                    is_list=dynamic_config.is_list,
                     default_of=lambda n: _broker_default(broker, per_broker, n),
                     not_list=_broker_not_list,
                 )

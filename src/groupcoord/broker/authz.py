@@ -23,7 +23,8 @@ from typing import Any
 
 from kio.serial import entity_reader
 
-from groupcoord.broker.acl import CLUSTER_NAME, Op, Resource, authorized_operations
+from groupcoord.broker.acl import CLUSTER_NAME, Op, Resource
+from groupcoord.broker.authorized_ops import NOT_REQUESTED, principal_operations
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import PreEncoded, RequestContext
@@ -272,7 +273,7 @@ def _describe_groups(broker: Broker, ctx: RequestContext, request: Any, proceed:
     allowed = [g for g in groups if broker.allowed(ctx, Op.DESCRIBE, Resource.GROUP, g)]
     group_t = child(resp_t, "groups")
     denied = [
-        _blank(group_t, group_id=g, error_code=err(G), authorized_operations=-2147483648)
+        _blank(group_t, group_id=g, error_code=err(G), authorized_operations=NOT_REQUESTED)
         for g in groups
         if g not in allowed
     ]
@@ -286,7 +287,7 @@ def _describe_groups(broker: Broker, ctx: RequestContext, request: Any, proceed:
                 groups=tuple(
                     dataclasses.replace(
                         g,
-                        authorized_operations=authorized_operations(
+                        authorized_operations=principal_operations(
                             broker.authorizer, ctx.principal, ctx.client_host, Resource.GROUP, str(g.group_id)
                         ),
                     )
@@ -503,7 +504,7 @@ def _metadata(
     include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
 
     def topic_ops(name: str) -> int:
-        return authorized_operations(broker.authorizer, ctx.principal, ctx.client_host, Resource.TOPIC, name)
+        return principal_operations(broker.authorizer, ctx.principal, ctx.client_host, Resource.TOPIC, name)
 
     def patch(r: Any) -> Any:
         topics = []
@@ -521,7 +522,7 @@ def _metadata(
         changes: dict[str, Any] = {"topics": tuple(topics)}
         if include_cluster_ops and has_field(type(r), "cluster_authorized_operations"):
             changes["cluster_authorized_operations"] = (
-                authorized_operations(
+                principal_operations(
                     broker.authorizer, ctx.principal, ctx.client_host, Resource.CLUSTER, CLUSTER_NAME
                 )
                 if broker.allowed(ctx, Op.DESCRIBE, Resource.CLUSTER, CLUSTER_NAME)
@@ -555,7 +556,7 @@ def _describe_cluster(broker: Broker, ctx: RequestContext, request: Any, proceed
     if not getattr(request, "include_cluster_authorized_operations", False):
         return proceed(broker, ctx, request)
     ops = (
-        authorized_operations(
+        principal_operations(
             broker.authorizer, ctx.principal, ctx.client_host, Resource.CLUSTER, CLUSTER_NAME
         )
         if broker.allowed(ctx, Op.DESCRIBE, Resource.CLUSTER, CLUSTER_NAME)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.broker.acl import Resource
+from groupcoord.broker.authorized_ops import NOT_REQUESTED, authorized_operations
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
@@ -33,11 +35,16 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             controller_id=-1,
             brokers=(),
         )
+    include_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     return make(
         resp_t,
         throttle_time=NO_THROTTLE,
         error_code=err(ErrorCode.NONE),
         error_message=None,
+        # AuthHelper.computeDescribeClusterResponse (KIP-430)
+        cluster_authorized_operations=(
+            authorized_operations(Resource.CLUSTER) if include_ops else NOT_REQUESTED
+        ),
         endpoint_type=BROKERS_ENDPOINT,
         cluster_id=broker.cluster_id,
         controller_id=broker.node_id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groupcoord.broker import dynamic_config
 from groupcoord.broker.state import Broker
 from groupcoord.config import PROPERTIES, BrokerConfig
 from groupcoord.errors import ErrorCode
@@ -45,6 +46,8 @@ def _text(value: object) -> str | None:
 
 
 def _broker_type(name: str, value: object) -> int:
+    if dynamic_config.is_dynamic(name) and name not in BROKER_SYNONYMS:
+        return dynamic_config.config_type(name)
     if isinstance(value, bool):
         return TYPE_BOOLEAN
     if isinstance(value, int):
@@ -65,20 +68,20 @@ def _broker_entries(broker: Broker, *, per_broker: bool) -> list[ConfigEntry]:
     out = []
     if not per_broker:
         for name in sorted(default):
+            value = None if dynamic_config.sensitive(name) else default[name]
             out.append(
                 ConfigEntry(
                     name=name,
-                    value=default[name],
+                    value=value,
                     source=SOURCE_DYNAMIC_DEFAULT_BROKER,
                     config_type=_broker_type(name, None),
                     read_only=False,
-                    synonyms=(
-                        ConfigSynonym(name=name, value=default[name], source=SOURCE_DYNAMIC_DEFAULT_BROKER),
-                    ),
+                    is_sensitive=dynamic_config.sensitive(name),
+                    synonyms=(ConfigSynonym(name=name, value=value, source=SOURCE_DYNAMIC_DEFAULT_BROKER),),
                 )
             )
         return out
-    for name in sorted({*PROPERTIES, *BROKER_SYNONYMS, *node, *default}):
+    for name in sorted({*PROPERTIES, *BROKER_SYNONYMS, *dynamic_config.OTHER_DYNAMIC, *node, *default}):
         static = config.get(name) if name in PROPERTIES else None
         synonyms: list[ConfigSynonym] = []
         if name in node:
@@ -95,6 +98,13 @@ def _broker_entries(broker: Broker, *, per_broker: bool) -> list[ConfigEntry]:
             )
         elif name in BROKER_SYNONYMS:  # a dynamic Kafka config groupcoord has no property for
             synonyms.append(ConfigSynonym(name=name, value=_synonym_default(name), source=SOURCE_DEFAULT))
+        elif name in dynamic_config.OTHER_DYNAMIC:
+            synonyms.append(
+                ConfigSynonym(name=name, value=dynamic_config.default(name), source=SOURCE_DEFAULT)
+            )
+        hidden = dynamic_config.sensitive(name)
+        if hidden:
+            synonyms = [ConfigSynonym(name=s.name, value=None, source=s.source) for s in synonyms]
         first = synonyms[0]
         out.append(
             ConfigEntry(
@@ -102,7 +112,8 @@ def _broker_entries(broker: Broker, *, per_broker: bool) -> list[ConfigEntry]:
                 value=first.value,
                 source=first.source,
                 config_type=_broker_type(name, static),
-                read_only=name not in BROKER_SYNONYMS,
+                read_only=not dynamic_config.is_dynamic(name),
+                is_sensitive=hidden,
                 synonyms=tuple(synonyms),
             )
         )

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from groupcoord.broker.acl import Resource
+from groupcoord.broker.authorized_ops import NOT_REQUESTED, authorized_operations
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
@@ -22,7 +24,7 @@ log = logging.getLogger(__name__)
 _NULL_UUID = None
 
 
-def _topic_entry(broker: Broker, topic_t: type[Any], meta: TopicMeta) -> Any:
+def _topic_entry(broker: Broker, topic_t: type[Any], meta: TopicMeta, ops: int = NOT_REQUESTED) -> Any:
     part_t = child(topic_t, "partitions")
     node = broker.node_id
     partitions = tuple(
@@ -45,10 +47,13 @@ def _topic_entry(broker: Broker, topic_t: type[Any], meta: TopicMeta) -> Any:
         topic_id=meta.topic_id,
         is_internal=meta.internal,
         partitions=partitions,
+        topic_authorized_operations=ops,
     )
 
 
-def _error_entry(topic_t: type[Any], code: ErrorCode, name: str | None, topic_id: Any) -> Any:
+def _error_entry(
+    topic_t: type[Any], code: ErrorCode, name: str | None, topic_id: Any, ops: int = NOT_REQUESTED
+) -> Any:
     import uuid
 
     return make(
@@ -58,6 +63,7 @@ def _error_entry(topic_t: type[Any], code: ErrorCode, name: str | None, topic_id
         topic_id=topic_id if topic_id is not None else uuid.UUID(int=0),
         is_internal=False,
         partitions=(),
+        topic_authorized_operations=ops,
     )
 
 
@@ -77,6 +83,13 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     requested = request.topics
     all_topics = requested is None or (version == 0 and len(requested) == 0)
     allow_auto = bool(getattr(request, "allow_auto_topic_creation", True))
+    # KIP-430 (v8+): Kafka fills a topic's field for every topic named or listed (found, created
+    # or not), never for an unknown topic id (KafkaApis.handleTopicMetadataRequest).
+    topic_ops = (
+        authorized_operations(Resource.TOPIC)
+        if version >= 8 and getattr(request, "include_topic_authorized_operations", False)
+        else NOT_REQUESTED
+    )
     topics_out: list[Any] = []
     known = broker.logs.topics()
     if not all_topics and version < 12 and any(_by_id(entry) for entry in requested):
@@ -94,7 +107,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         )
     if all_topics:
         for topic_name in sorted(known):
-            topics_out.append(_topic_entry(broker, topic_t, known[topic_name]))
+            topics_out.append(_topic_entry(broker, topic_t, known[topic_name], topic_ops))
     else:
         for entry in requested:
             name = getattr(entry, "name", None)
@@ -104,7 +117,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 if meta is None:
                     topics_out.append(_error_entry(topic_t, ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id))
                 else:
-                    topics_out.append(_topic_entry(broker, topic_t, meta))
+                    topics_out.append(_topic_entry(broker, topic_t, meta, topic_ops))
                 continue
             if name is None:
                 topics_out.append(_error_entry(topic_t, ErrorCode.INVALID_REQUEST, None, None))
@@ -117,12 +130,16 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 except TopicExistsError:
                     meta = broker.logs.topics().get(name)
                 except InvalidTopicError:
-                    topics_out.append(_error_entry(topic_t, ErrorCode.INVALID_TOPIC_EXCEPTION, name, None))
+                    topics_out.append(
+                        _error_entry(topic_t, ErrorCode.INVALID_TOPIC_EXCEPTION, name, None, topic_ops)
+                    )
                     continue
             if meta is None:
-                topics_out.append(_error_entry(topic_t, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, None))
+                topics_out.append(
+                    _error_entry(topic_t, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, None, topic_ops)
+                )
             else:
-                topics_out.append(_topic_entry(broker, topic_t, meta))
+                topics_out.append(_topic_entry(broker, topic_t, meta, topic_ops))
 
     brokers = (
         make(
@@ -140,6 +157,10 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         "controller_id": broker.node_id,
         "topics": tuple(topics_out),
     }
-    if has_field(resp_t, "cluster_authorized_operations"):
-        values["cluster_authorized_operations"] = -2147483648
+    if has_field(resp_t, "cluster_authorized_operations"):  # v8-10 (v11+: DescribeCluster)
+        values["cluster_authorized_operations"] = (
+            authorized_operations(Resource.CLUSTER)
+            if getattr(request, "include_cluster_authorized_operations", False)
+            else NOT_REQUESTED
+        )
     return make(resp_t, **values)

@@ -17,6 +17,8 @@ import io
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from groupcoord.broker.acl import Resource
+from groupcoord.broker.authorized_ops import NOT_REQUESTED, authorized_operations
 from groupcoord.broker.state import Broker
 from groupcoord.coordinator import api
 from groupcoord.errors import ErrorCode
@@ -531,6 +533,12 @@ def describe_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, 
     resp_t = response_type(broker, ctx)
     group_t = child(resp_t, "groups")
     member_t = child(group_t, "members")
+    # KIP-430: v3+, for each group answered without error (KafkaApis.handleDescribeGroupsRequest)
+    group_ops = (
+        authorized_operations(Resource.GROUP)
+        if ctx.api_version >= 3 and getattr(request, "include_authorized_operations", False)
+        else NOT_REQUESTED
+    )
 
     def encode(r: api.DescribeGroupsResponse) -> Any:
         return make(
@@ -544,7 +552,7 @@ def describe_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, 
                     group_state=g.state,
                     protocol_type=g.protocol_type,
                     protocol_data=g.protocol_data,
-                    authorized_operations=-2147483648,
+                    authorized_operations=group_ops if g.error == ErrorCode.NONE else NOT_REQUESTED,
                     members=tuple(
                         make(
                             member_t,

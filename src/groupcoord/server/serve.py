@@ -39,21 +39,44 @@ _FIRST_APIS = (
 )
 
 
-async def warm_codecs(registry: ApiRegistry) -> None:
+#: How long no request bytes may arrive before the warm-up builds the next codec (seconds).
+WARM_QUIET_S = 0.1
+
+
+async def warm_codecs(registry: ApiRegistry, activity: Callable[[], int] | None = None) -> None:
     """Build every advertised (api, version) codec in the background after listening.
 
     Codecs are built lazily so that start-up stays short; building one costs up to ~15 ms,
     which a client would otherwise pay on its first request of each kind (a consumer's first
-    Fetch, say). Here they are built one at a time between other work on the loop, those
-    clients use first before the others.
+    Fetch, say). Here they are built one at a time, those clients use first before the others,
+    and only while no client is talking: ``activity()`` is a count that grows with every request
+    byte read (the server's ``Traffic.bytes_in``), and a codec is built only when it has not
+    moved for :data:`WARM_QUIET_S`. All 185 codecs cost about a second of the loop; built
+    between requests, they delayed every request of a broker's first second behind one build
+    each (acks=all produces 20-140 ms in the first 0.6 s against 0.6 ms later:
+    ``bench/first_second_latency.py``, docs/benchmarks.md). A request that finds its codec not
+    yet built builds it itself, once.
     """
     ranges = {api_key: (low, high) for api_key, low, high in registry.ranges()}
     order = [k for k in _FIRST_APIS if k in ranges] + sorted(k for k in ranges if k not in _FIRST_APIS)
-    for api_key in order:
-        low, high = ranges[api_key]
-        for version in range(high, low - 1, -1):
-            registry.lookup(api_key, version)
+    pending = [
+        (api_key, version)
+        for api_key in order
+        for version in range(ranges[api_key][1], ranges[api_key][0] - 1, -1)
+    ]
+    pending.reverse()  # popped from the end: the first to build last in the list
+    while pending:
+        if activity is not None:
+            seen = activity()
+            await asyncio.sleep(WARM_QUIET_S)
+            if activity() != seen:
+                continue
+        while pending:
+            seen = activity() if activity is not None else 0
+            registry.lookup(*pending.pop())
             await asyncio.sleep(0)
+            if activity is not None and activity() != seen:
+                break
 
 
 #: Allocations between two young-generation collections while serving (CPython's default: 700).
@@ -65,21 +88,26 @@ async def warm_codecs(registry: ApiRegistry) -> None:
 YOUNG_COLLECTION_THRESHOLD = 20_000
 
 
-async def settle(registry: ApiRegistry, loaded: asyncio.Event) -> None:
-    """Warm the codecs, wait for ``__consumer_offsets`` to load, then freeze what exists.
+async def settle(
+    registry: ApiRegistry, loaded: asyncio.Event, activity: Callable[[], int] | None = None
+) -> None:
+    """Wait for ``__consumer_offsets`` to load, freeze what exists, then warm the codecs.
 
-    Everything alive at that point (modules, codecs, the groups just loaded) lives as long as
+    Everything alive at that point (modules, the groups just loaded) lives as long as
     the process; ``gc.freeze`` moves it out of the collector's generations, so that a full
     collection later scans only what was made since (about 30 ms saved per full collection
     on this code base's start-up objects alone). No collection is forced first: it would stall
     the loop for as long, and the start-up garbage it would free is small.
 
-    Then the young generation's threshold is raised (:data:`YOUNG_COLLECTION_THRESHOLD`).
+    Then the young generation's threshold is raised (:data:`YOUNG_COLLECTION_THRESHOLD`), and
+    the codecs are built while clients are quiet (:func:`warm_codecs`, which may take long
+    under steady traffic); once all are built they are frozen too.
     """
-    await warm_codecs(registry)
     await loaded.wait()
     gc.freeze()
     gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
+    await warm_codecs(registry, activity)
+    gc.freeze()
     log.debug("codecs built and start-up objects frozen")
 
 
