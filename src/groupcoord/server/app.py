@@ -27,7 +27,7 @@ from typing import Any
 
 from groupcoord.clock import SystemClock
 from groupcoord.loop_timers import LoopTimers
-from groupcoord.server.connection import KafkaConnection, Traffic
+from groupcoord.server.connection import OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, KafkaConnection, Traffic
 from groupcoord.server.dispatch import Dispatcher
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,8 @@ class KafkaServer:
         connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         timers: LoopTimers | None = None,
+        output_high_water: int = OUTPUT_HIGH_WATER,
+        output_low_water: int = OUTPUT_LOW_WATER,
     ) -> None:
         self.dispatcher = dispatcher
         self.host = host
@@ -70,6 +72,10 @@ class KafkaServer:
         self.max_frame_bytes = max_frame_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
         self.max_connections = max_connections
+        #: per connection: answers not yet taken by the client above which it stops being read
+        #: (``server.connection``, "Bounded output"), and where it resumes
+        self.output_high_water = output_high_water
+        self.output_low_water = output_low_water
         #: the keyed timer service (and its clock) the idle sweep runs on
         self.timers = timers or LoopTimers(SystemClock())
         self._server: asyncio.base_events.Server | None = None
@@ -94,6 +100,8 @@ class KafkaServer:
             on_close=self._connections.discard,
             now_ms=self.timers.clock.now_ms,
             traffic=self.traffic,
+            output_high_water=self.output_high_water,
+            output_low_water=self.output_low_water,
         )
         self._connections.add(conn)
         return conn

@@ -48,6 +48,21 @@ not take it all, by a sender task that waits for the socket. While that task run
 connection stops reading and every later answer queues behind it, so responses keep their order
 and a slow reader still holds the broker back. A region that comes up short (its file was
 truncated meanwhile) closes the connection: the frame's size was already promised.
+
+Bounded output. Kafka's network layer holds one answer per connection (the channel is muted
+until it is sent), so a client that does not read stops being read. Here pipelining keeps up to
+``MAX_IN_FLIGHT`` answers owed, so the bound is on bytes instead: the connection counts the
+bytes of its answers that the client has not taken yet — ready answers still queued, pieces
+waiting behind a file region, a region by the bytes it will send, and the transport's write
+buffer — and stops handing frames to handlers (and reading) above ``OUTPUT_HIGH_WATER``, until
+that count is back at ``OUTPUT_LOW_WATER`` or below. Nothing polls: the count falls when the
+transport drains (asyncio's ``pause_writing``/``resume_writing``) or the sender task moves on,
+and those are the points that re-check it. Every send path waits for the transport: the sender
+task writes a piece only while the transport is not paused, and a region that cannot go with
+``loop.sendfile`` (uvloop has none) is sent with ``os.sendfile`` when the transport's buffer
+is empty, else copied ``COPY_CHUNK`` bytes at a time. A client that writes requests and never
+reads therefore costs this connection at most about one high-water mark plus one answer, on
+every loop (``tests/server/test_flow_control_process.py`` measures it).
 """
 
 from __future__ import annotations
@@ -91,6 +106,16 @@ log = logging.getLogger(__name__)
 #: Stop reading while this many responses are still owed on one connection.
 MAX_IN_FLIGHT = 256
 
+#: Output flow control (see "Bounded output" above): a connection whose answers not yet taken by
+#: the client (ready answers still queued here, file regions by the bytes they will send, and
+#: the transport's write buffer) exceed OUTPUT_HIGH_WATER bytes handles no further request until
+#: they are back at or below OUTPUT_LOW_WATER.
+OUTPUT_HIGH_WATER = 4 * 1024 * 1024
+OUTPUT_LOW_WATER = 1024 * 1024
+#: A file region copied through the transport (a loop without ``loop.sendfile``) goes in pieces
+#: of at most this many bytes, each written once the transport takes more.
+COPY_CHUNK = 256 * 1024
+
 _write_api_versions_v0 = entity_writer(ApiVersionsResponseV0)
 _SIZE = struct.Struct(">i")
 #: size prefix and response header v0 (correlation id) / v1 (plus no tagged fields)
@@ -131,6 +156,34 @@ class Traffic:
         self.refused = 0  #: connections closed at once for max.connections
 
 
+class WriteGate:
+    """asyncio's write flow control as something to await: the protocol's ``pause_writing`` and
+    ``resume_writing`` call :meth:`pause` and :meth:`resume`; :meth:`wait` returns once the
+    transport takes more (at once when it is not paused). :meth:`resume` is also called when
+    the connection is lost, so no sender waits forever."""
+
+    __slots__ = ("_waiter", "paused")
+
+    def __init__(self) -> None:
+        self.paused = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        while self.paused:
+            if self._waiter is None:
+                self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+
+
 class _Slot:
     __slots__ = ("barrier", "data", "done")
 
@@ -150,8 +203,12 @@ class KafkaConnection(asyncio.Protocol):
         on_close: Callable[[KafkaConnection], None] | None = None,
         now_ms: Callable[[], int] | None = None,
         traffic: Traffic | None = None,
+        output_high_water: int = OUTPUT_HIGH_WATER,
+        output_low_water: int = OUTPUT_LOW_WATER,
     ) -> None:
         self.dispatcher = dispatcher
+        self._high_water = output_high_water
+        self._low_water = min(output_low_water, output_high_water)
         self._traffic = traffic if traffic is not None else Traffic()
         self.connection_id = connection_id
         self.client_host = "/unknown"
@@ -171,7 +228,13 @@ class KafkaConnection(asyncio.Protocol):
         #: a frame read behind a run of overlapping requests, not itself overlapping: handled
         #: once the run is answered
         self._held: bytes | None = None
-        self._write_paused = False
+        #: the transport's write flow control (pause_writing / resume_writing)
+        self._gate = WriteGate()
+        #: bytes of ready answers not yet handed to the transport (file regions by what they
+        #: will still send): with the transport's buffer, what OUTPUT_HIGH_WATER bounds
+        self._owed_bytes = 0
+        #: stopped for output above OUTPUT_HIGH_WATER, until back at OUTPUT_LOW_WATER
+        self._output_full = False
         self._reading_paused = False
         #: a _pump is due at the end of this batch of completed answers (see _on_done)
         self._pump_scheduled = False
@@ -236,19 +299,41 @@ class KafkaConnection(asyncio.Protocol):
         if self._sender is not None:
             self._sender.cancel()
         self._drop_output()
+        self._gate.resume()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
         if self._on_close is not None:
             self._on_close(self)
 
+    # ------------------------------------------------------------------ output flow control
     def pause_writing(self) -> None:
-        self._write_paused = True
+        self._gate.pause()
         self._update_reading()
 
     def resume_writing(self) -> None:
-        self._write_paused = False
+        self._gate.resume()
         self._update_reading()
         self._pump()
+
+    def _output_over(self) -> bool:
+        """Whether answers not yet taken by the client hold this connection back: above the
+        high-water mark it stops, and it goes on once they are at the low-water mark or below."""
+        transport = self._transport
+        backlog = self._owed_bytes + (transport.get_write_buffer_size() if transport is not None else 0)
+        if self._output_full:
+            if backlog <= self._low_water:
+                self._output_full = False
+        elif backlog > self._high_water:
+            self._output_full = True
+        return self._output_full
+
+    def _owe(self, data: bytes | list[Piece]) -> None:
+        """Count a ready answer as owed until it is handed to the transport."""
+        if isinstance(data, bytes):
+            self._owed_bytes += len(data)
+        else:
+            for piece in data:
+                self._owed_bytes += len(piece) if isinstance(piece, bytes) else piece.length
 
     # ------------------------------------------------------------------ request path
     def _blocked(self) -> bool:
@@ -257,9 +342,10 @@ class KafkaConnection(asyncio.Protocol):
             or self._draining
             or self._barriers > 0
             or self._held is not None
-            or self._write_paused
+            or self._gate.paused
             or self._sender is not None
             or len(self._pending) >= MAX_IN_FLIGHT
+            or self._output_over()
         )
 
     def _update_reading(self) -> None:
@@ -322,7 +408,8 @@ class KafkaConnection(asyncio.Protocol):
         return (
             len(self._pending) >= MAX_IN_FLIGHT
             and _ready(self._pending[0])
-            and not (self._closing or self._draining or self._write_paused or self._sender is not None)
+            and not (self._closing or self._draining or self._gate.paused or self._sender is not None)
+            and not self._output_full
             and self._barriers == 0
         )
 
@@ -335,9 +422,9 @@ class KafkaConnection(asyncio.Protocol):
             except UnsupportedVersionError:
                 if api_key != API_VERSIONS_KEY:
                     raise
-                self._pending.append(
-                    unsupported_api_versions_answer(correlation_id, dispatcher.registry.ranges())
-                )
+                answer = unsupported_api_versions_answer(correlation_id, dispatcher.registry.ranges())
+                self._owed_bytes += len(answer)
+                self._pending.append(answer)
                 return
             messages = entry.messages
             client_id, body_offset = read_request_header(frame, messages.request_header_version)
@@ -390,6 +477,7 @@ class KafkaConnection(asyncio.Protocol):
             data = self._encode(messages, correlation_id, result)
             if data is None:
                 return
+            self._owe(data)
             self._pending.append(data)
 
     def _await(
@@ -460,6 +548,7 @@ class KafkaConnection(asyncio.Protocol):
             data = self._encode(messages, correlation_id, response)
             if data is None:
                 return
+            self._owe(data)
             slot.data = data
         slot.done = True
         # Awaited answers become ready in batches (a flush round confirms every commit it
@@ -487,6 +576,7 @@ class KafkaConnection(asyncio.Protocol):
         # While a region is being sent nothing may be written around it: everything queues.
         behind = self._sender is not None
         size = 0
+        written = 0
         while pending:
             head = pending[0]
             if isinstance(head, _Slot):
@@ -504,17 +594,20 @@ class KafkaConnection(asyncio.Protocol):
                     out.append(data)
                 else:
                     chunks.append(data)
+                    written += len(data)
                 continue
             for piece in data:
                 size += len(piece) if isinstance(piece, bytes) else piece.length
                 if not behind and not out and type(piece) is bytes:
                     chunks.append(piece)
+                    written += len(piece)
                 else:
                     out.append(piece)
         if self._closing or transport is None:
             self._drop_output()
             return
         self._traffic.bytes_out += size
+        self._owed_bytes -= written
         if chunks:
             transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
             self.last_active_ms = self._now_ms()
@@ -540,6 +633,7 @@ class KafkaConnection(asyncio.Protocol):
             if type(piece) is bytes:
                 out.popleft()
                 transport.write(piece)
+                self._owed_bytes -= len(piece)
                 continue
             assert isinstance(piece, FileRegion)
             if sock_fd < 0 or transport.get_write_buffer_size() or transport.is_closing():
@@ -551,6 +645,7 @@ class KafkaConnection(asyncio.Protocol):
             except OSError as exc:
                 self.abort(f"cannot send a file region: {exc!r}")
                 return
+            self._owed_bytes -= sent
             if sent < piece.length:
                 # the socket is full, or the file got shorter: the sender task waits or tells
                 piece.advance(sent)
@@ -559,21 +654,30 @@ class KafkaConnection(asyncio.Protocol):
             piece.close()
 
     async def _send_out(self, transport: asyncio.Transport) -> None:
-        """Write the queued pieces in order, file regions with ``loop.sendfile``."""
+        """Write the queued pieces in order, each once the transport takes more, file regions
+        with ``loop.sendfile`` (or :func:`_send_region`'s fallbacks)."""
         loop = asyncio.get_running_loop()
         out = self._out
+        gate = self._gate
         try:
             while out and not self._closing:
+                await gate.wait()
+                if self._closing:
+                    break
                 piece = out.popleft()
                 if type(piece) is bytes:
                     chunks = [piece]
                     while out and type(out[0]) is bytes:
                         chunks.append(out.popleft())  # type: ignore[arg-type]
-                    transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+                    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                    transport.write(data)
+                    self._owed_bytes -= len(data)
                     continue
                 assert isinstance(piece, FileRegion)
+                owed = piece.length
                 try:
-                    await _send_region(loop, transport, piece)
+                    await _send_region(loop, transport, piece, gate, self._sock_fd)
+                    self._owed_bytes -= owed
                 finally:
                     piece.close()
         except asyncio.CancelledError:
@@ -597,6 +701,7 @@ class KafkaConnection(asyncio.Protocol):
         self._pending.clear()
         _release(self._out)
         self._out.clear()
+        self._owed_bytes = 0
 
     # ------------------------------------------------------------------ closing
     def abort(self, reason: str, exc: BaseException | None = None) -> None:
@@ -689,9 +794,22 @@ def _frame_pieces(messages: ApiMessages, correlation_id: int, response: PreEncod
 
 
 async def _send_region(
-    loop: asyncio.AbstractEventLoop, transport: asyncio.Transport, region: FileRegion
+    loop: asyncio.AbstractEventLoop,
+    transport: asyncio.Transport,
+    region: FileRegion,
+    gate: WriteGate,
+    sock_fd: int = -1,
 ) -> None:
-    """All ``region.length`` bytes of the region, or an error (the frame cannot be shortened)."""
+    """All ``region.length`` bytes of the region, or an error (the frame cannot be shortened).
+
+    ``loop.sendfile`` where the loop has it (it waits for the transport itself). Otherwise — a
+    transport without sendfile support, or a loop without ``loop.sendfile`` (uvloop inherits
+    AbstractEventLoop's NotImplementedError, a RuntimeError) — the region goes piece by piece,
+    each once ``gate`` says the transport takes more: straight from the file with
+    ``os.sendfile`` on ``sock_fd`` while the transport has nothing buffered, else copied
+    ``COPY_CHUNK`` bytes at a time. So at most about one chunk and the transport's high-water
+    mark of the region are ever in memory, however large it is.
+    """
     if region.length == 0:
         return
     with open(region.fd, "rb", buffering=0, closefd=False) as file:
@@ -700,11 +818,32 @@ async def _send_region(
         except RuntimeError:
             if transport.is_closing():
                 raise
-            # a transport without sendfile support (not a socket transport), or a loop without
-            # loop.sendfile (uvloop: AbstractEventLoop's NotImplementedError, a RuntimeError): copy
-            data = region.read()
-            sent = len(data)
-            if sent == region.length:
-                transport.write(data)
+            await _send_region_in_pieces(transport, region, gate, sock_fd)
+            return
     if sent != region.length:
         raise OSError(f"file region shrank: {sent} of {region.length} bytes available")
+
+
+async def _send_region_in_pieces(
+    transport: asyncio.Transport, region: FileRegion, gate: WriteGate, sock_fd: int
+) -> None:
+    total = region.length
+    while region.length:
+        await gate.wait()
+        if transport.is_closing():
+            raise ConnectionResetError("connection closed while sending a file region")
+        if sock_fd >= 0 and not transport.get_write_buffer_size():
+            try:
+                sent = os.sendfile(sock_fd, region.fd, region.position, region.length)
+            except (BlockingIOError, InterruptedError):
+                sent = -1  # the socket is full: queue a chunk in the transport, which waits for it
+            if sent > 0:
+                region.advance(sent)
+                continue
+            if sent == 0:
+                raise OSError(f"file region shrank: {total - region.length} of {total} bytes available")
+        chunk = os.pread(region.fd, min(COPY_CHUNK, region.length), region.position)
+        if not chunk:
+            raise OSError(f"file region shrank: {total - region.length} of {total} bytes available")
+        transport.write(chunk)
+        region.advance(len(chunk))
