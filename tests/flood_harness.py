@@ -2,7 +2,8 @@
 (``test_flow_control_process.py``) and ``bench/fairness.py``.
 
 The broker runs in its own process so that its resident memory can be read from
-``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``), on the loop chosen: ``uvloop`` (what
+``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``), set up as ``groupcoord serve`` sets it up
+(``app.run_blocking``: malloc tuned, ``app.run``) on the loop chosen: ``uvloop`` (what
 ``groupcoord serve`` runs when uvloop is installed) or ``asyncio`` (the stock loop).
 """
 
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import os
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -30,8 +30,9 @@ import asyncio, sys
 from pathlib import Path
 from groupcoord.app import run
 from groupcoord.config import BrokerConfig
-from groupcoord.server.serve import event_loop_runner
+from groupcoord.server.serve import event_loop_runner, tune_malloc
 loop, data_dir, *sets = sys.argv[1:]
+tune_malloc()  # as groupcoord serve does (app.run_blocking)
 config = BrokerConfig.load(None, ["listeners=PLAINTEXT://127.0.0.1:0", *sets])
 def listening(host, port):
     print(f"listening {port}", flush=True)
@@ -220,14 +221,16 @@ def probe(client: WireClient, group: str, topic: str) -> float:
     return time.monotonic() - started
 
 
-__all__ = [
-    "BrokerProcess",
-    "Flood",
-    "api_versions_frame",
-    "broker_process",
-    "create_topic",
-    "fetch_frame",
-    "fill_topic",
-    "probe",
-    "struct",
-]
+def big_produce_frame(correlation: int, topic: str, value_bytes: int) -> bytes:
+    """A Produce v9 frame carrying one record of ``value_bytes`` (over max.message.bytes: the
+    broker reads it whole, then answers MESSAGE_TOO_LARGE)."""
+    batch = build_batch([(None, b"\0" * value_bytes, ())], timestamp_ms=int(time.time() * 1000))
+    return frame(
+        PRODUCE,
+        9,
+        correlation,
+        transactional_id=None,
+        acks=1,
+        timeout=30_000,
+        topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    )

@@ -323,6 +323,7 @@ class BrokerApp:
             connections_max_idle_ms=config.connections_max_idle_ms,
             max_connections=config.max_connections,
             timers=self.broker.timers,
+            queued_max_request_bytes=config.queued_max_request_bytes,
         )
         #: the Prometheus endpoint, when ``metrics.listen`` is set (its bound address:
         #: ``metrics.address`` after :meth:`start`)

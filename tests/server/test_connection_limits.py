@@ -42,9 +42,12 @@ IDLE_MS = 10_000
 class State:
     def __init__(self) -> None:
         self.parked: dict[int, asyncio.Future[int]] = {}
+        #: correlation ids of the Metadata requests handled, in order
+        self.handled: list[int] = []
 
 
 def metadata(state: State, ctx: RequestContext, req: Any) -> Any:
+    state.handled.append(ctx.correlation_id)
     m = load_messages(METADATA, ctx.api_version)
     return make(m.response_type, throttle_time=ZERO, brokers=(), cluster_id="c", controller_id=0, topics=())
 
@@ -78,6 +81,7 @@ def run(
     max_frame_bytes: int = 1 << 20,
     idle_ms: int = IDLE_MS,
     max_connections: int = INT_MAX,
+    **server_args: Any,
 ) -> None:
     async def main() -> None:
         state = State()
@@ -93,6 +97,7 @@ def run(
             connections_max_idle_ms=idle_ms,
             max_connections=max_connections,
             timers=LoopTimers(clock),
+            **server_args,
         )
         await server.start()
         try:

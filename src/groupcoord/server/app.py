@@ -14,6 +14,8 @@ Connection limits, by Kafka's broker property names:
   closes at once only above ``max.connections.per.ip``; closing lets a client's reconnect
   backoff take over and keeps descriptors bounded while the backlog would otherwise fill.
 * ``socket.request.max.bytes``: enforced per frame by the connection (``server.connection``).
+* ``queued.max.request.bytes`` (default -1: no bound): the bytes of requests being read and not
+  yet handled, broker-wide (``server.memory_pool``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from groupcoord.clock import SystemClock
 from groupcoord.loop_timers import LoopTimers
 from groupcoord.server.connection import OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, KafkaConnection, Traffic
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.memory_pool import MemoryPool
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,7 @@ class KafkaServer:
         timers: LoopTimers | None = None,
         output_high_water: int = OUTPUT_HIGH_WATER,
         output_low_water: int = OUTPUT_LOW_WATER,
+        queued_max_request_bytes: int = -1,
     ) -> None:
         self.dispatcher = dispatcher
         self.host = host
@@ -76,6 +80,8 @@ class KafkaServer:
         #: (``server.connection``, "Bounded output"), and where it resumes
         self.output_high_water = output_high_water
         self.output_low_water = output_low_water
+        #: queued.max.request.bytes (None when it is not positive: no bound, Kafka's MemoryPool.NONE)
+        self.memory_pool = MemoryPool(queued_max_request_bytes) if queued_max_request_bytes > 0 else None
         #: the keyed timer service (and its clock) the idle sweep runs on
         self.timers = timers or LoopTimers(SystemClock())
         self._server: asyncio.base_events.Server | None = None
@@ -102,6 +108,7 @@ class KafkaServer:
             traffic=self.traffic,
             output_high_water=self.output_high_water,
             output_low_water=self.output_low_water,
+            memory_pool=self.memory_pool,
         )
         self._connections.add(conn)
         return conn

@@ -100,6 +100,7 @@ from groupcoord.protocol.registry import (
     UnsupportedVersionError,
 )
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.memory_pool import MemoryPool
 
 log = logging.getLogger(__name__)
 
@@ -205,8 +206,15 @@ class KafkaConnection(asyncio.Protocol):
         traffic: Traffic | None = None,
         output_high_water: int = OUTPUT_HIGH_WATER,
         output_low_water: int = OUTPUT_LOW_WATER,
+        memory_pool: MemoryPool | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        #: queued.max.request.bytes (server.memory_pool): the frame at the head of the decoder
+        #: holds ``_reserved`` bytes of it, a held frame ``_held_reserved``
+        self._pool = memory_pool
+        self._reserved = 0
+        self._held_reserved = 0
+        self._waiting_memory = False
         self._high_water = output_high_water
         self._low_water = min(output_low_water, output_high_water)
         self._traffic = traffic if traffic is not None else Traffic()
@@ -299,11 +307,52 @@ class KafkaConnection(asyncio.Protocol):
         if self._sender is not None:
             self._sender.cancel()
         self._drop_output()
+        self._release_memory()
         self._gate.resume()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
         if self._on_close is not None:
             self._on_close(self)
+
+    # ------------------------------------------------------------------ queued.max.request.bytes
+    def _reserve(self) -> bool:
+        """Reserve the next frame's size from the memory pool once its size prefix is in;
+        False (and the connection waits, not reading) while the pool refuses it."""
+        if self._reserved:
+            return True
+        size = self._decoder.next_size()
+        if size <= 0:
+            return True  # no prefix yet (or a bad one: next_frame reports it)
+        pool = self._pool
+        assert pool is not None
+        if pool.try_allocate(size):
+            self._reserved = size
+            return True
+        self._waiting_memory = True
+        pool.wait(self.connection_id, self._memory_available)
+        return False
+
+    def _memory_available(self) -> None:
+        """The pool has memory again: try again on the loop (not inside the releasing call)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        loop.call_soon(self._retry_memory)
+
+    def _retry_memory(self) -> None:
+        self._waiting_memory = False
+        if not self._closing:
+            self._pump()
+
+    def _release_memory(self) -> None:
+        """Give back what this connection holds of the pool (it is closing)."""
+        pool = self._pool
+        if pool is None:
+            return
+        pool.forget(self.connection_id)
+        held, self._reserved, self._held_reserved = self._reserved + self._held_reserved, 0, 0
+        if held:
+            pool.release(held)
 
     # ------------------------------------------------------------------ output flow control
     def pause_writing(self) -> None:
@@ -345,6 +394,7 @@ class KafkaConnection(asyncio.Protocol):
             or self._gate.paused
             or self._sender is not None
             or len(self._pending) >= MAX_IN_FLIGHT
+            or self._waiting_memory
             or self._output_over()
         )
 
@@ -384,9 +434,12 @@ class KafkaConnection(asyncio.Protocol):
                     self._held = held
                     return self._only_full()
                 frame = held
+                reserved, self._held_reserved = self._held_reserved, 0
             else:
                 if self._blocked():
                     return self._only_full()
+                if self._pool is not None and not self._reserve():
+                    return False
                 try:
                     read = self._decoder.next_frame()
                 except FrameError as exc:
@@ -394,14 +447,18 @@ class KafkaConnection(asyncio.Protocol):
                     return False
                 if read is None:
                     return False
+                reserved, self._reserved = self._reserved, 0
                 if self._unanswered and (
                     self._run_class is None
                     or self.dispatcher.overlap_class(_api_key(read)) != self._run_class
                 ):
                     self._held = read
+                    self._held_reserved = reserved
                     return False
                 frame = read
             self._handle_frame(frame)
+            if reserved:
+                self._pool.release(reserved)  # type: ignore[union-attr]
 
     def _only_full(self) -> bool:
         """Whether the one thing stopping the reading is a full queue whose head is ready."""
