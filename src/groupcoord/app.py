@@ -61,6 +61,7 @@ from groupcoord.runtime import txn_handlers as txn
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
 from groupcoord.server.app import KafkaServer
+from groupcoord.server.connection_quotas import ConnectionQuotas
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
 
@@ -324,6 +325,14 @@ class BrokerApp:
             max_connections=config.max_connections,
             timers=self.broker.timers,
             queued_max_request_bytes=config.queued_max_request_bytes,
+            connection_quotas=ConnectionQuotas(
+                max_connections=config.max_connections,
+                max_connections_per_ip=config.max_connections_per_ip,
+                overrides=config.connections_per_ip_overrides(),
+                max_connection_creation_rate=config.max_connection_creation_rate,
+                quota_window_num=config.quota_window_num,
+                quota_window_size_seconds=config.quota_window_size_seconds,
+            ),
         )
         #: the Prometheus endpoint, when ``metrics.listen`` is set (its bound address:
         #: ``metrics.address`` after :meth:`start`)

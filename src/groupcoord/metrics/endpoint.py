@@ -396,7 +396,7 @@ def _server_metrics(snap: Snapshot) -> list[Family]:
         ),
         _counter(
             "groupcoord_connections_refused",
-            "Client connections closed at once because max.connections were open.",
+            "Client connections closed at once: over max.connections.per.ip, or past the listen backlog.",
             snap.connections_refused,
         ),
         _counter("groupcoord_received_bytes", "Bytes received from clients (requests).", snap.bytes_in),

@@ -8,11 +8,10 @@ Connection limits, by Kafka's broker property names:
   parked JoinGroup, a long-poll Fetch, a response being sent) is not idle. One sweep, on the
   keyed timer service, runs when the least recently active connection could first expire; a
   stalled half-frame therefore holds its bytes for at most this long.
-* ``max.connections`` (default 2,147,483,647): a connection accepted while this many are open is
-  closed at once, with one log line. Kafka instead stops accepting (the acceptor waits in
-  ``ConnectionQuotas.waitForConnectionSlot``, and connections queue in the listen backlog) and
-  closes at once only above ``max.connections.per.ip``; closing lets a client's reconnect
-  backoff take over and keeps descriptors bounded while the backlog would otherwise fill.
+* ``max.connections``, ``max.connections.per.ip`` (+ overrides), ``max.connection.creation.rate``
+  and the per-IP ``connection_creation_rate`` quota: Kafka's ``ConnectionQuotas`` (which
+  connections wait, which are closed: ``server.connection_quotas``). Every connection goes
+  through the :class:`~groupcoord.server.connection_quotas.Acceptor` when it is made.
 * ``socket.request.max.bytes``: enforced per frame by the connection (``server.connection``).
 * ``queued.max.request.bytes`` (default -1: no bound): the bytes of requests being read and not
   yet handled, broker-wide (``server.memory_pool``).
@@ -30,6 +29,7 @@ from typing import Any
 from groupcoord.clock import SystemClock
 from groupcoord.loop_timers import LoopTimers
 from groupcoord.server.connection import OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, KafkaConnection, Traffic
+from groupcoord.server.connection_quotas import LISTEN_BACKLOG, Acceptor, ConnectionQuotas
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.memory_pool import MemoryPool
 
@@ -40,19 +40,6 @@ DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000
 DEFAULT_MAX_CONNECTIONS = 2_147_483_647
 
 _IDLE_SWEEP_KEY = ("server", "idle-connections")
-
-
-class _Refused(asyncio.Protocol):
-    """A connection over ``max.connections``: closed as soon as it is made."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        peer = transport.get_extra_info("peername")
-        where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
-        log.warning("refusing connection from %s: max.connections=%d reached", where, self.limit)
-        transport.close()
 
 
 class KafkaServer:
@@ -69,6 +56,7 @@ class KafkaServer:
         output_high_water: int = OUTPUT_HIGH_WATER,
         output_low_water: int = OUTPUT_LOW_WATER,
         queued_max_request_bytes: int = -1,
+        connection_quotas: ConnectionQuotas | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.host = host
@@ -76,6 +64,9 @@ class KafkaServer:
         self.max_frame_bytes = max_frame_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
         self.max_connections = max_connections
+        #: max.connections, max.connections.per.ip (+ overrides), max.connection.creation.rate
+        #: (``server.connection_quotas``)
+        self.connection_quotas = connection_quotas or ConnectionQuotas(max_connections=max_connections)
         #: per connection: answers not yet taken by the client above which it stops being read
         #: (``server.connection``, "Bounded output"), and where it resumes
         self.output_high_water = output_high_water
@@ -89,21 +80,20 @@ class KafkaServer:
         self._ids = itertools.count(1)
         #: byte and connection totals (read by the metrics endpoint)
         self.traffic = Traffic()
+        self.acceptor = Acceptor(self.connection_quotas, self.timers, self.traffic)
 
     @property
     def connections(self) -> frozenset[KafkaConnection]:
         return frozenset(self._connections)
 
     def _new_connection(self) -> asyncio.Protocol:
-        if len(self._connections) >= self.max_connections:
-            self.traffic.refused += 1
-            return _Refused(self.max_connections)
         self.traffic.accepted += 1
         conn = KafkaConnection(
             self.dispatcher,
             next(self._ids),
             self.max_frame_bytes,
-            on_close=self._connections.discard,
+            on_close=self._closed,
+            on_made=self.acceptor.arrived,
             now_ms=self.timers.clock.now_ms,
             traffic=self.traffic,
             output_high_water=self.output_high_water,
@@ -113,6 +103,10 @@ class KafkaServer:
         self._connections.add(conn)
         return conn
 
+    def _closed(self, conn: KafkaConnection) -> None:
+        self._connections.discard(conn)
+        self.acceptor.closed(conn)
+
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port) (port 0 picks a free one)."""
         loop = asyncio.get_running_loop()
@@ -121,7 +115,7 @@ class KafkaServer:
         infos = await loop.getaddrinfo(self.host or None, self.port, type=socket.SOCK_STREAM)
         address = str(infos[0][4][0])
         self._server = await loop.create_server(
-            self._new_connection, address, self.port, reuse_address=True, backlog=512
+            self._new_connection, address, self.port, reuse_address=True, backlog=LISTEN_BACKLOG
         )
         sock = self._server.sockets[0]
         with contextlib.suppress(OSError):

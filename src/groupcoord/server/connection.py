@@ -207,6 +207,7 @@ class KafkaConnection(asyncio.Protocol):
         output_high_water: int = OUTPUT_HIGH_WATER,
         output_low_water: int = OUTPUT_LOW_WATER,
         memory_pool: MemoryPool | None = None,
+        on_made: Callable[[KafkaConnection], None] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         #: queued.max.request.bytes (server.memory_pool): the frame at the head of the decoder
@@ -252,6 +253,12 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = False
         self._draining = False
         self._on_close = on_close
+        #: the server's acceptor (connection quotas): told when the connection is made; until it
+        #: calls :meth:`admit`, the connection reads nothing (as if still in the listen backlog)
+        self._on_made = on_made
+        self.admitted = on_made is None
+        #: counted in the connection quotas' per-address counts (the acceptor's business)
+        self.counted = False
         self._drained: asyncio.Future[None] | None = None
         #: pieces waiting behind a file region being sent (or about to be)
         self._out: deque[Piece] = deque()
@@ -275,7 +282,14 @@ class KafkaConnection(asyncio.Protocol):
     def idle_since(self) -> int | None:
         """When this connection became idle (the clock's ms), or None while it is not idle:
         it is closing, or owes an answer to a request (parked, waiting, or being sent)."""
-        if self._closing or self._unanswered or self._pending or self._out or self._sender is not None:
+        if (
+            self._closing
+            or not self.admitted
+            or self._unanswered
+            or self._pending
+            or self._out
+            or self._sender is not None
+        ):
             return None
         return self.last_active_ms
 
@@ -290,6 +304,32 @@ class KafkaConnection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None and hasattr(os, "sendfile"):
             self._sock_fd = sock.fileno()
+        if self._on_made is not None:
+            self._transport.pause_reading()
+            self._reading_paused = True
+            self._on_made(self)
+
+    # ------------------------------------------------------------------ connection quotas
+    @property
+    def client_ip(self) -> str:
+        """The client's address, without the leading slash of :attr:`client_host`."""
+        return self.client_host[1:]
+
+    def admit(self) -> None:
+        """Start serving a connection the acceptor held back (connection quotas)."""
+        if self.admitted or self._closing:
+            return
+        self.admitted = True
+        self.last_active_ms = self._now_ms()
+        self._update_reading()
+
+    def refuse(self) -> None:
+        """Close a connection the acceptor will not serve (the acceptor logs why)."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._transport is not None:
+            self._transport.close()
 
     def data_received(self, data: bytes) -> None:
         if self._closing or self._draining:
@@ -400,7 +440,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def _update_reading(self) -> None:
         transport = self._transport
-        if transport is None or self._closing:
+        if transport is None or self._closing or not self.admitted:
             return
         want_pause = self._blocked()
         if want_pause and not self._reading_paused:
