@@ -400,6 +400,11 @@ def _server_metrics(snap: Snapshot) -> list[Family]:
             snap.connections_refused,
         ),
         _counter("groupcoord_received_bytes", "Bytes received from clients (requests).", snap.bytes_in),
+        _gauge(
+            "groupcoord_log_cleaner_uncleanable_partitions",
+            "Compacted partitions the log cleaner skips after a failure (uncleanable-partitions-count).",
+            snap.uncleanable_partitions,
+        ),
         _counter(
             "groupcoord_sent_bytes",
             "Bytes of answers sent to clients (fetched records included).",
