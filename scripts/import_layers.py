@@ -113,6 +113,10 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "`groupcoord topics`: topics over the wire, through the admin client",
         (*_BASE, *_FORMATS, "admin", "admin_client"),
     ),
+    "admin_quotas": (
+        "`groupcoord quotas`: client quotas over the wire, through the admin client",
+        (*_BASE, *_FORMATS, "admin_client"),
+    ),
     # ---- composition roots: they alone wire everything
     "app": ("the composition root: route table, BrokerApp, serve", ("*",)),
     "cli": ("the `groupcoord` command", ("*",)),

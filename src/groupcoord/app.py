@@ -38,6 +38,7 @@ from groupcoord import native
 from groupcoord.broker import (
     alter_configs,
     api_versions,
+    client_quotas,
     delete_records,
     describe_cluster,
     describe_configs,
@@ -48,6 +49,7 @@ from groupcoord.broker import (
     produce,
     topics,
 )
+from groupcoord.broker.client_quotas import ClientQuotaStore
 from groupcoord.broker.offsets_v0 import offset_commit_v0, offset_fetch_v0, old_or
 from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
@@ -61,6 +63,7 @@ from groupcoord.runtime import txn_handlers as txn
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
 from groupcoord.server.app import KafkaServer
+from groupcoord.server.client_quotas import ClientQuotas
 from groupcoord.server.connection_quotas import ConnectionQuotas
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
@@ -233,6 +236,24 @@ TXN_APIS = frozenset(
 )
 
 
+def quota_routes(store: ClientQuotaStore) -> list[Route[Broker]]:
+    """DescribeClientQuotas and AlterClientQuotas, bound to the broker's quota store."""
+    return [
+        Route(
+            api_key=K.DESCRIBE_CLIENT_QUOTAS,
+            min_version=0,
+            max_version=1,
+            handler=partial(client_quotas.describe_client_quotas, store),
+        ),
+        Route(
+            api_key=K.ALTER_CLIENT_QUOTAS,
+            min_version=0,
+            max_version=1,
+            handler=partial(client_quotas.alter_client_quotas, store),
+        ),
+    ]
+
+
 def build_dispatcher(
     broker: Broker,
     group_runtime: GroupRuntime | None,
@@ -312,8 +333,20 @@ class BrokerApp:
         self.broker = _open_broker(config, data_dir, self.clock)
         self.groups = GroupRuntime(self.broker)
         self.transactions = TxnRuntime(self.broker, on_offsets_marker=self.groups.complete_transaction)
+        #: client quotas: configured (persisted, the APIs) and enforced (server.client_quotas)
+        self.client_quotas = ClientQuotaStore(data_dir)
+        self.quota_enforcer = ClientQuotas(
+            quota_window_num=config.quota_window_num,
+            quota_window_size_seconds=config.quota_window_size_seconds,
+        )
+        self.quota_enforcer.update(self.client_quotas.quotas)
+        self.client_quotas.listeners.append(self.quota_enforcer.update)
         self.dispatcher = build_dispatcher(
-            self.broker, self.groups, self.transactions, extra=extra_routes, interceptor=interceptor
+            self.broker,
+            self.groups,
+            self.transactions,
+            extra=[*quota_routes(self.client_quotas), *extra_routes],
+            interceptor=interceptor,
         )
         listener = config.listener()
         self.server = KafkaServer(
@@ -332,7 +365,9 @@ class BrokerApp:
                 max_connection_creation_rate=config.max_connection_creation_rate,
                 quota_window_num=config.quota_window_num,
                 quota_window_size_seconds=config.quota_window_size_seconds,
+                ip_connection_rate=self.quota_enforcer.ip_connection_rate,
             ),
+            client_quotas=self.quota_enforcer,
         )
         #: the Prometheus endpoint, when ``metrics.listen`` is set (its bound address:
         #: ``metrics.address`` after :meth:`start`)

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from groupcoord import admin, admin_topics
+from groupcoord import admin, admin_quotas, admin_topics
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import ConfigError
 from groupcoord.pipeline import cli as pipeline_cli
@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         register(subparsers)
     admin.register(subparsers)  # groupcoord groups list|describe|reset-offsets|delete|delete-offsets
     admin_topics.register(subparsers)  # groupcoord topics list|describe|create|delete|alter
+    admin_quotas.register(subparsers)  # groupcoord quotas list|alter
     pipeline_cli.register(subparsers)  # groupcoord analyze|simulate
     return parser
 

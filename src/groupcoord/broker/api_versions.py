@@ -22,8 +22,7 @@ def answer_entity(broker: Broker, version: int) -> Any:
     resp_t = broker.registry.lookup(18, version).response_type
     key_t = child(resp_t, "api_keys")
     keys = tuple(
-        make(key_t, api_key=key, min_version=lo, max_version=hi)
-        for key, lo, hi in broker.registry.ranges()
+        make(key_t, api_key=key, min_version=lo, max_version=hi) for key, lo, hi in broker.registry.ranges()
     )
     return make(resp_t, error_code=err(ErrorCode.NONE), api_keys=keys, throttle_time=NO_THROTTLE)
 

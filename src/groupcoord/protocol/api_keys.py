@@ -67,6 +67,10 @@ class ApiKey(enum.IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     #: delete a group's committed offsets of partitions it no longer consumes
     OFFSET_DELETE = 47
+    #: client quotas matching a filter (KIP-546)
+    DESCRIBE_CLIENT_QUOTAS = 48
+    #: set or remove client quotas (KIP-546)
+    ALTER_CLIENT_QUOTAS = 49
     #: the cluster's id, controller and brokers
     DESCRIBE_CLUSTER = 60
     #: transactions by transactional id (KIP-664)

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 _TIMER_KEY = ("transaction-coordinator",)
 
+
 class TxnRuntime:
     """Args:
     broker: the broker whose logs and timers it uses.
@@ -111,9 +112,7 @@ class TxnRuntime:
         self.broker.timers.cancel(_TIMER_KEY)
 
     # ------------------------------------------------------------------ calls
-    def call(
-        self, invoke: Callable[[Callable[[Any], None]], TxnResult], encode: Callable[[Any], Any]
-    ) -> Any:
+    def call(self, invoke: Callable[[Callable[[Any], None]], TxnResult], encode: Callable[[Any], Any]) -> Any:
         """Run one shard entry point; the encoded reply now, or a future of it."""
         return now_or_later(lambda reply: self._apply(invoke(reply)), encode)
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from groupcoord.clock import SystemClock
 from groupcoord.loop_timers import LoopTimers
+from groupcoord.server.client_quotas import ClientQuotas
 from groupcoord.server.connection import OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, KafkaConnection, Traffic
 from groupcoord.server.connection_quotas import LISTEN_BACKLOG, Acceptor, ConnectionQuotas
 from groupcoord.server.dispatch import Dispatcher
@@ -57,6 +58,7 @@ class KafkaServer:
         output_low_water: int = OUTPUT_LOW_WATER,
         queued_max_request_bytes: int = -1,
         connection_quotas: ConnectionQuotas | None = None,
+        client_quotas: ClientQuotas | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.host = host
@@ -81,6 +83,8 @@ class KafkaServer:
         #: byte and connection totals (read by the metrics endpoint)
         self.traffic = Traffic()
         self.acceptor = Acceptor(self.connection_quotas, self.timers, self.traffic)
+        #: client quotas to enforce (server.client_quotas), None: none
+        self.client_quotas = client_quotas
 
     @property
     def connections(self) -> frozenset[KafkaConnection]:
@@ -94,6 +98,7 @@ class KafkaServer:
             self.max_frame_bytes,
             on_close=self._closed,
             on_made=self.acceptor.arrived,
+            client_quotas=self.client_quotas,
             now_ms=self.timers.clock.now_ms,
             traffic=self.traffic,
             output_high_water=self.output_high_water,

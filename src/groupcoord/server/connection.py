@@ -68,6 +68,8 @@ every loop (``tests/server/test_flow_control_process.py`` measures it).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import inspect
 import io
 import logging
@@ -99,6 +101,7 @@ from groupcoord.protocol.registry import (
     UnknownApiError,
     UnsupportedVersionError,
 )
+from groupcoord.server.client_quotas import ANONYMOUS, ClientQuotas
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.memory_pool import MemoryPool
 
@@ -208,6 +211,7 @@ class KafkaConnection(asyncio.Protocol):
         output_low_water: int = OUTPUT_LOW_WATER,
         memory_pool: MemoryPool | None = None,
         on_made: Callable[[KafkaConnection], None] | None = None,
+        client_quotas: ClientQuotas | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         #: queued.max.request.bytes (server.memory_pool): the frame at the head of the decoder
@@ -259,6 +263,15 @@ class KafkaConnection(asyncio.Protocol):
         self.admitted = on_made is None
         #: counted in the connection quotas' per-address counts (the acceptor's business)
         self.counted = False
+        #: client quotas (server.client_quotas): the user they apply to (the principal's name;
+        #: ANONYMOUS until authentication says otherwise) and the channel mute of a throttle
+        self._quotas = client_quotas
+        self.user = ANONYMOUS
+        self._throttled = False
+        self._throttle_until = 0.0
+        self._throttle_handle: asyncio.TimerHandle | None = None
+        #: an awaited answer's request, for its quota accounting once it is ready
+        self._quota_of: dict[asyncio.Future[Any] | Later, tuple[RequestContext, int, float]] = {}
         self._drained: asyncio.Future[None] | None = None
         #: pieces waiting behind a file region being sent (or about to be)
         self._out: deque[Piece] = deque()
@@ -394,6 +407,40 @@ class KafkaConnection(asyncio.Protocol):
         if held:
             pool.release(held)
 
+    # ------------------------------------------------------------------ client quotas
+    def _throttle(
+        self, quotas: ClientQuotas, ctx: RequestContext, request_bytes: int, handler_s: float, response: Any
+    ) -> Any:
+        """Record a request in the client quotas; over a quota, the answer carries the throttle
+        time and the connection reads nothing more for that long (KIP-219)."""
+        response_bytes = _response_size(response) if ctx.api_key == _FETCH else 0
+        ms = quotas.throttle_ms(
+            self.user, ctx.client_id, ctx.api_key, request_bytes, response_bytes, handler_s, self._now_ms()
+        )
+        if ms <= 0:
+            return response
+        self._mute_for(ms)
+        return _with_throttle(ctx.api_key, ctx.api_version, response, ms)
+
+    def _mute_for(self, ms: int) -> None:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000.0
+        self._throttled = True
+        if self._throttle_handle is not None:
+            if until <= self._throttle_until:
+                return
+            self._throttle_handle.cancel()
+        self._throttle_until = until
+        self._throttle_handle = loop.call_at(until, self._unthrottle)
+
+    def _unthrottle(self) -> None:
+        self._throttled = False
+        self._throttle_handle = None
+        if not self._closing:
+            self._pump()
+
     # ------------------------------------------------------------------ output flow control
     def pause_writing(self) -> None:
         self._gate.pause()
@@ -435,6 +482,7 @@ class KafkaConnection(asyncio.Protocol):
             or self._sender is not None
             or len(self._pending) >= MAX_IN_FLIGHT
             or self._waiting_memory
+            or self._throttled
             or self._output_over()
         )
 
@@ -507,6 +555,7 @@ class KafkaConnection(asyncio.Protocol):
             and _ready(self._pending[0])
             and not (self._closing or self._draining or self._gate.paused or self._sender is not None)
             and not self._output_full
+            and not self._throttled
             and self._barriers == 0
         )
 
@@ -546,7 +595,10 @@ class KafkaConnection(asyncio.Protocol):
             correlation_id=correlation_id,
         )
         observe = dispatcher.observe
-        started = time.perf_counter() if observe is not None else 0.0
+        quotas = self._quotas
+        if quotas is not None and not quotas.enabled:
+            quotas = None
+        started = time.perf_counter() if observe is not None or quotas is not None else 0.0
         try:
             handler = entry.handler
             if handler is None or dispatcher.interceptor is not None:
@@ -566,10 +618,16 @@ class KafkaConnection(asyncio.Protocol):
         else:
             task = asyncio.ensure_future(result)
         if task is not None:
-            self._await(task, ctx.muted, entry.overlap, messages, correlation_id, started)
+            if quotas is not None:
+                self._await(task, ctx.muted, entry.overlap, messages, correlation_id, started)
+                self._quota_of[task] = (ctx, len(frame), time.perf_counter() - started)
+            else:
+                self._await(task, ctx.muted, entry.overlap, messages, correlation_id, started)
             return
         if observe is not None:
             observe(api_key, time.perf_counter() - started)
+        if quotas is not None:
+            result = self._throttle(quotas, ctx, len(frame), time.perf_counter() - started, result)
         if result is not None:
             data = self._encode(messages, correlation_id, result)
             if data is None:
@@ -622,6 +680,8 @@ class KafkaConnection(asyncio.Protocol):
         started: float,
     ) -> None:
         self._tasks.discard(task)
+        if task.cancelled() and self._quota_of:
+            self._quota_of.pop(task, None)
         self._unanswered -= 1
         if not self._unanswered:
             self._run_class = None
@@ -641,6 +701,9 @@ class KafkaConnection(asyncio.Protocol):
             self.abort(f"handler for {messages.name} v{messages.version} failed: {exc!r}", exc=exc)
             return
         response = task.result()
+        quota = self._quota_of.pop(task, None) if self._quota_of else None
+        if quota is not None and self._quotas is not None:
+            response = self._throttle(self._quotas, quota[0], quota[1], quota[2], response)
         if response is not None:
             data = self._encode(messages, correlation_id, response)
             if data is None:
@@ -848,6 +911,39 @@ class KafkaConnection(asyncio.Protocol):
     def close_now(self) -> None:
         if self._transport is not None and not self._transport.is_closing():
             self._transport.abort()
+
+
+_FETCH = 1
+
+
+def _response_size(response: Any) -> int:
+    """The bytes of a handler's answer body, when it gives them (a pre-encoded one)."""
+    if type(response) is not PreEncoded:
+        return 0
+    return sum(len(p) if isinstance(p, bytes) else p.length for p in response.pieces)
+
+
+def _with_throttle(api_key: int, api_version: int, response: Any, ms: int) -> Any:
+    """The answer with ``throttle_time_ms`` set: a kio entity's field, or the first int32 of a
+    pre-encoded Fetch body (v1+, ``protocol.fetch_response``). Versions without the field
+    keep their answer (the mute still applies)."""
+    if response is None:
+        return None
+    if type(response) is PreEncoded:
+        pieces = response.pieces
+        if (
+            api_key == _FETCH
+            and api_version >= 1
+            and pieces
+            and type(pieces[0]) is bytes
+            and len(pieces[0]) >= 4
+        ):
+            first = pieces[0]
+            return PreEncoded(pieces=(_SIZE.pack(ms) + first[4:], *pieces[1:]))  # type: ignore[operator]
+        return response
+    if hasattr(response, "throttle_time") and hasattr(response, "__dataclass_fields__"):
+        return dataclasses.replace(response, throttle_time=datetime.timedelta(milliseconds=ms))
+    return response
 
 
 def _ready(entry: _Slot | bytes | list[Piece]) -> bool:
