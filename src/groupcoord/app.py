@@ -49,7 +49,6 @@ from groupcoord.broker import (
     produce,
     topics,
 )
-from groupcoord.broker.client_quotas import ClientQuotaStore
 from groupcoord.broker.offsets_v0 import offset_commit_v0, offset_fetch_v0, old_or
 from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
@@ -127,6 +126,15 @@ _ROUTES: tuple[Route[Broker], ...] = (
     Route(api_key=K.DELETE_RECORDS, min_version=0, max_version=2, handler=delete_records.handle),
     Route(api_key=K.CREATE_PARTITIONS, min_version=0, max_version=3, handler=topics.create_partitions),
     Route(api_key=K.DESCRIBE_CLUSTER, min_version=0, max_version=1, handler=describe_cluster.handle),
+    Route(
+        api_key=K.DESCRIBE_CLIENT_QUOTAS,
+        min_version=0,
+        max_version=1,
+        handler=client_quotas.describe_client_quotas,
+    ),
+    Route(
+        api_key=K.ALTER_CLIENT_QUOTAS, min_version=0, max_version=1, handler=client_quotas.alter_client_quotas
+    ),
 )
 
 
@@ -236,24 +244,6 @@ TXN_APIS = frozenset(
 )
 
 
-def quota_routes(store: ClientQuotaStore) -> list[Route[Broker]]:
-    """DescribeClientQuotas and AlterClientQuotas, bound to the broker's quota store."""
-    return [
-        Route(
-            api_key=K.DESCRIBE_CLIENT_QUOTAS,
-            min_version=0,
-            max_version=1,
-            handler=partial(client_quotas.describe_client_quotas, store),
-        ),
-        Route(
-            api_key=K.ALTER_CLIENT_QUOTAS,
-            min_version=0,
-            max_version=1,
-            handler=partial(client_quotas.alter_client_quotas, store),
-        ),
-    ]
-
-
 def build_dispatcher(
     broker: Broker,
     group_runtime: GroupRuntime | None,
@@ -333,8 +323,8 @@ class BrokerApp:
         self.broker = _open_broker(config, data_dir, self.clock)
         self.groups = GroupRuntime(self.broker)
         self.transactions = TxnRuntime(self.broker, on_offsets_marker=self.groups.complete_transaction)
-        #: client quotas: configured (persisted, the APIs) and enforced (server.client_quotas)
-        self.client_quotas = ClientQuotaStore(data_dir)
+        #: client quotas: configured (broker.quota_store, the APIs) and enforced (server.client_quotas)
+        self.client_quotas = self.broker.client_quotas
         self.quota_enforcer = ClientQuotas(
             quota_window_num=config.quota_window_num,
             quota_window_size_seconds=config.quota_window_size_seconds,
@@ -345,7 +335,7 @@ class BrokerApp:
             self.broker,
             self.groups,
             self.transactions,
-            extra=[*quota_routes(self.client_quotas), *extra_routes],
+            extra=extra_routes,
             interceptor=interceptor,
         )
         listener = config.listener()

@@ -20,6 +20,7 @@ from typing import Any
 from groupcoord.broker.durability import Flusher
 from groupcoord.broker.log_cleaner import BrokerCleaner
 from groupcoord.broker.producers import PartitionProducers, ProducerIdAllocator
+from groupcoord.broker.quota_store import ClientQuotaStore
 from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
 from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -144,6 +145,9 @@ class Broker:
         self.timers = LoopTimers(clock)
         self.flusher = Flusher()
         self.producer_ids = ProducerIdAllocator(data_dir / "producer_id_block")
+        #: client quotas (broker.quota_store): AlterClientQuotas / DescribeClientQuotas change and
+        #: read them; the server enforces them (wired by groupcoord.app)
+        self.client_quotas = ClientQuotaStore(data_dir)
         self.producers: dict[TopicPartition, PartitionProducers] = {}
         self.fetch_waiters = FetchWaiters()
         #: Compaction of every partition whose cleanup.policy includes compact, armed by

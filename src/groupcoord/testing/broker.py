@@ -80,6 +80,7 @@ def _quota_entity(user: str | None, client_id: str | None, ip: str | None) -> di
             entity[entity_type] = None if name == DEFAULT_ENTITY else name
     return entity
 
+
 #: Test-friendly defaults, by Kafka's property names; every one can be overridden.
 #:
 #: * ``group.min.session.timeout.ms`` 100 (Kafka: 6,000) so a test can use short sessions;

@@ -1,0 +1,165 @@
+"""Client quotas enforced on real confluent-kafka clients (librdkafka), as Kafka's
+``ClientQuotaManager`` enforces them (``BaseQuotaTest.testThrottledProducerConsumer``,
+``QuotaTest``): a producer over ``producer_byte_rate`` and a consumer over ``consumer_byte_rate``
+are held to it, and see the throttle (``throttle_time_ms`` in the answers, the channel muted for
+that time; librdkafka reports it in its statistics' per-broker ``throttle`` window).
+
+The brokers use ``quota.window.num=2`` (windows of 1 s): with Kafka's default of 11 windows a
+client's first ten seconds are measured as if they were ten seconds long, so it may send ten
+seconds' worth at once before it is throttled, which a 20 s measurement could not tell from the
+quota. The measured rate is of the records' values (what the application sent), so batch and
+request overhead (a few percent with 1 KiB values) counts against it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from groupcoord.protocol.client import WireClient, build_request, encode_request
+from groupcoord.protocol.registry import load_messages
+from groupcoord.storage.batch import build_batch
+from groupcoord.testing import Broker
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+QUOTA = 200_000  # bytes per second
+VALUE = b"v" * 1024
+WINDOW_S = 20.0
+
+
+@pytest.fixture
+def broker() -> Iterator[Broker]:
+    with Broker({"quota.window.num": 2, "quota.window.size.seconds": 1}) as b:
+        yield b
+
+
+def _max_throttle(stats: list[dict[str, Any]]) -> int:
+    return max(
+        (int(b.get("throttle", {}).get("max", 0)) for s in stats for b in s.get("brokers", {}).values()),
+        default=0,
+    )
+
+
+def test_a_producer_over_producer_byte_rate_is_held_to_it_and_reports_the_throttle(broker: Broker) -> None:
+    broker.create_topic("q")
+    broker.set_quota(client_id="slow-producer", producer_byte_rate=QUOTA)
+    stats: list[dict[str, Any]] = []
+    delivered: list[tuple[float, int]] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        assert err is None, err
+        delivered.append((time.monotonic(), len(msg.value())))
+
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": "slow-producer",
+            "batch.size": 16384,
+            "linger.ms": 5,
+            "queue.buffering.max.kbytes": 512,
+            "statistics.interval.ms": 1000,
+            "stats_cb": lambda s: stats.append(json.loads(s)),
+        }
+    )
+    started = time.monotonic()
+    deadline = started + WINDOW_S
+    while time.monotonic() < deadline:
+        try:
+            producer.produce("q", VALUE, on_delivery=on_delivery)
+        except BufferError:
+            producer.poll(0.05)  # the local queue is full: the broker is holding us back
+        producer.poll(0)
+    producer.flush(60)
+    sent = sum(n for at, n in delivered if at <= deadline)
+    rate = sent / WINDOW_S
+    assert 0.9 * QUOTA <= rate <= 1.1 * QUOTA, rate
+    assert _max_throttle(stats) > 0
+
+
+def _fill(broker: Broker, topic: str, total: int) -> None:
+    host, port = broker.bootstrap.split(":")
+    with WireClient(host, int(port)) as client:
+        for _ in range(total // (64 * len(VALUE))):
+            batch = build_batch([(None, VALUE, ())] * 64, timestamp_ms=int(time.time() * 1000))
+            r = client.call(
+                0,
+                9,
+                transactional_id=None,
+                acks=1,
+                timeout=30_000,
+                topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+            )
+            assert r.responses[0].partition_responses[0].error_code == 0
+
+
+def test_a_consumer_over_consumer_byte_rate_is_held_to_it_and_reports_the_throttle(broker: Broker) -> None:
+    broker.create_topic("big")
+    _fill(broker, "big", int(QUOTA * WINDOW_S * 1.6))  # more than the quota lets it read
+    broker.set_quota(client_id="slow-consumer", consumer_byte_rate=QUOTA)
+    stats: list[dict[str, Any]] = []
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "client.id": "slow-consumer",
+            "group.id": "quota-group",
+            "auto.offset.reset": "earliest",
+            "fetch.max.bytes": 65536,
+            "message.max.bytes": 65536,
+            "max.partition.fetch.bytes": 16384,
+            "statistics.interval.ms": 1000,
+            "stats_cb": lambda s: stats.append(json.loads(s)),
+        }
+    )
+    try:
+        consumer.subscribe(["big"])
+        first = None
+        while first is None:
+            msg = consumer.poll(10)
+            if msg is not None and msg.error() is None:
+                first = time.monotonic()
+        received = len(VALUE)
+        deadline = first + WINDOW_S
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                received += len(msg.value())
+        rate = received / WINDOW_S
+        assert 0.9 * QUOTA <= rate <= 1.1 * QUOTA, rate
+        assert _max_throttle(stats) > 0
+    finally:
+        consumer.close()
+
+
+def test_a_throttled_produce_carries_throttle_time_ms_and_mutes_the_connection(broker: Broker) -> None:
+    """Over the raw wire: one Produce of L bytes against a quota of 10,000 B/s measured over 2
+    windows of 1 s is a rate of L / 1 s, so the answer's throttle time is exactly
+    (L - 10,000) / 10,000 * 1,000 ms (``QuotaUtils.throttleTime``); the next request on the
+    connection is not read before that time has passed (KIP-219)."""
+    broker.create_topic("raw")
+    broker.set_quota(client_id="raw-producer", producer_byte_rate=10_000)
+    messages = load_messages(0, 9)
+    batch = build_batch([(None, b"x" * 14_000, ())], timestamp_ms=int(time.time() * 1000))
+    request = build_request(
+        messages.request_type,
+        {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout": 30_000,
+            "topic_data": [{"name": "raw", "partition_data": [{"index": 0, "records": batch}]}],
+        },
+    )
+    size = len(encode_request(messages, 1, request, "raw-producer")) - 4
+    expected = round((size - 10_000) / 10_000 * 1_000)
+    host, port = broker.bootstrap.split(":")
+    with WireClient(host, int(port), client_id="raw-producer") as client:
+        response = client.call_entity(messages, request)
+        answered = time.monotonic()
+        assert response.responses[0].partition_responses[0].error_code == 0
+        assert response.throttle_time.total_seconds() * 1000 == expected
+        client.call(18, 3, client_software_name="t", client_software_version="1")
+        assert time.monotonic() - answered >= 0.9 * expected / 1000
