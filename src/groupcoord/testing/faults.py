@@ -92,6 +92,7 @@ API_NAMES: dict[str, int] = {
     "IncrementalAlterConfigs": 44,
     "OffsetDelete": 47,
     "DescribeClientQuotas": 48,
+    "AlterClientQuotas": 49,
     "DescribeCluster": 60,
     "DescribeProducers": 61,
     "DescribeTransactions": 65,
