@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,7 @@ def _probes(client: WireClient, n: int) -> list[float]:
     return [probe(client, "bench-group", "big") for _ in range(n)]
 
 
-def _busy_reader(port: int, stop: threading.Event) -> None:
+def _busy_reader(port: int, stop: Any) -> None:
     """Pipelines ApiVersions (up to 64 outstanding) and reads every answer until ``stop``."""
     with socket.create_connection(("127.0.0.1", port)) as sock:
         frames = b"".join(api_versions_frame(i) for i in range(1, 65))
@@ -100,12 +100,15 @@ def run(loop: str, probes: int) -> dict[str, Any]:
         out["fetch-flood"] = {**_summary(samples), "flood_frames_written": flood.sent_frames}
         flood.close()
 
-        stop = threading.Event()
-        busy = threading.Thread(target=_busy_reader, args=(broker.port, stop), daemon=True)
+        # in a process of its own, so that it does not share this process's GIL with the probes
+        stop = multiprocessing.Event()
+        busy = multiprocessing.Process(target=_busy_reader, args=(broker.port, stop), daemon=True)
         busy.start()
         out["api-versions-flood"] = _summary(_probes(client, probes))
         stop.set()
         busy.join(timeout=30)
+        if busy.is_alive():
+            busy.kill()
         out["rss_growth_mb"] = round((broker.status("VmHWM") - before) / 2**20, 1)
     return out
 

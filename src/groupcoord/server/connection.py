@@ -119,6 +119,9 @@ OUTPUT_LOW_WATER = 1024 * 1024
 #: A file region copied through the transport (a loop without ``loop.sendfile``) goes in pieces
 #: of at most this many bytes, each written once the transport takes more.
 COPY_CHUNK = 256 * 1024
+#: Fairness: at most this many frames of one connection are handed to handlers in one turn of
+#: the event loop; the rest wait for the next turn, after the other connections' events.
+FRAMES_PER_TURN = 16
 
 _write_api_versions_v0 = entity_writer(ApiVersionsResponseV0)
 _SIZE = struct.Struct(">i")
@@ -270,6 +273,9 @@ class KafkaConnection(asyncio.Protocol):
         self._throttled = False
         self._throttle_until = 0.0
         self._throttle_handle: asyncio.TimerHandle | None = None
+        #: fairness: frames handled in this turn of the loop, and whether the rest wait for the next
+        self._turn_frames = 0
+        self._yielding = False
         #: an awaited answer's request, for its quota accounting once it is ready
         self._quota_of: dict[asyncio.Future[Any] | Later, tuple[RequestContext, int, float]] = {}
         self._drained: asyncio.Future[None] | None = None
@@ -407,6 +413,21 @@ class KafkaConnection(asyncio.Protocol):
         if held:
             pool.release(held)
 
+    # ------------------------------------------------------------------ fairness
+    def _yield_turn(self) -> None:
+        """This connection has had FRAMES_PER_TURN frames handled in one turn of the loop: the
+        rest wait (unread) for the next turn, so that other connections are served in between."""
+        self._yielding = True
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        loop.call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        self._yielding = False
+        if not self._closing:
+            self._pump()
+
     # ------------------------------------------------------------------ client quotas
     def _throttle(
         self, quotas: ClientQuotas, ctx: RequestContext, request_bytes: int, handler_s: float, response: Any
@@ -483,6 +504,7 @@ class KafkaConnection(asyncio.Protocol):
             or len(self._pending) >= MAX_IN_FLIGHT
             or self._waiting_memory
             or self._throttled
+            or self._yielding
             or self._output_over()
         )
 
@@ -499,6 +521,7 @@ class KafkaConnection(asyncio.Protocol):
             self._reading_paused = False
 
     def _pump(self) -> None:
+        self._turn_frames = 0
         while self._dispatch():
             # Stopped at MAX_IN_FLIGHT answers owed: write the ready ones, then go on with the
             # frames already buffered (no more bytes may ever come to wake this up).
@@ -547,6 +570,9 @@ class KafkaConnection(asyncio.Protocol):
             self._handle_frame(frame)
             if reserved:
                 self._pool.release(reserved)  # type: ignore[union-attr]
+            self._turn_frames += 1
+            if self._turn_frames >= FRAMES_PER_TURN and not self._yielding:
+                self._yield_turn()
 
     def _only_full(self) -> bool:
         """Whether the one thing stopping the reading is a full queue whose head is ready."""
@@ -556,6 +582,7 @@ class KafkaConnection(asyncio.Protocol):
             and not (self._closing or self._draining or self._gate.paused or self._sender is not None)
             and not self._output_full
             and not self._throttled
+            and not self._yielding
             and self._barriers == 0
         )
 
@@ -618,11 +645,9 @@ class KafkaConnection(asyncio.Protocol):
         else:
             task = asyncio.ensure_future(result)
         if task is not None:
-            if quotas is not None:
-                self._await(task, ctx.muted, entry.overlap, messages, correlation_id, started)
+            if quotas is not None:  # before _await: a Later already done answers inside it
                 self._quota_of[task] = (ctx, len(frame), time.perf_counter() - started)
-            else:
-                self._await(task, ctx.muted, entry.overlap, messages, correlation_id, started)
+            self._await(task, ctx.muted, entry.overlap, messages, correlation_id, started)
             return
         if observe is not None:
             observe(api_key, time.perf_counter() - started)
