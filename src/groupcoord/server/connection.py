@@ -63,6 +63,17 @@ task writes a piece only while the transport is not paused, and a region that ca
 is empty, else copied ``COPY_CHUNK`` bytes at a time. A client that writes requests and never
 reads therefore costs this connection at most about one high-water mark plus one answer, on
 every loop (``tests/server/test_flow_control_process.py`` measures it).
+
+Fairness. One connection has at most ``FRAMES_PER_TURN`` frames handed to handlers per turn of
+the event loop; the rest stay buffered (and the connection unread) until the next turn, after the
+other connections' events, so a client that pipelines requests as fast as they are answered adds
+a bounded delay to everyone else (``bench/fairness.py``).
+
+Limits and quotas, each in methods of their own below: ``queued.max.request.bytes`` (a frame's
+size is taken from the broker-wide ``server.memory_pool`` when its prefix arrives; while the pool
+refuses, the connection waits unread), the acceptor of ``server.connection_quotas`` (a connection
+reads nothing until it is admitted), and client quotas (``server.client_quotas``: an answer over
+its quota carries the throttle time and the connection reads nothing more for that long).
 """
 
 from __future__ import annotations
