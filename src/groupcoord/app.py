@@ -62,7 +62,7 @@ from groupcoord.runtime import txn_handlers as txn
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
 from groupcoord.server.app import KafkaServer
-from groupcoord.server.client_quotas import ClientQuotas
+from groupcoord.server.client_quotas import ANONYMOUS, ClientQuotas
 from groupcoord.server.connection_quotas import ConnectionQuotas
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
@@ -331,6 +331,9 @@ class BrokerApp:
         )
         self.quota_enforcer.update(self.client_quotas.quotas)
         self.client_quotas.listeners.append(self.quota_enforcer.update)
+        enforcer = self.quota_enforcer
+        # the user is ANONYMOUS until the server authenticates connections (SASL)
+        self.broker.fetch_bytes_cap = lambda client_id: enforcer.max_fetch_bytes(ANONYMOUS, client_id)
         self.dispatcher = build_dispatcher(
             self.broker,
             self.groups,

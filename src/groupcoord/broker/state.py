@@ -148,6 +148,9 @@ class Broker:
         #: client quotas (broker.quota_store): AlterClientQuotas / DescribeClientQuotas change and
         #: read them; the server enforces them (wired by groupcoord.app)
         self.client_quotas = ClientQuotaStore(data_dir)
+        #: the most a Fetch of a client id may return under its consumer_byte_rate (Kafka's
+        #: getMaxValueInQuotaWindow); set by groupcoord.app, None: no cap
+        self.fetch_bytes_cap: Callable[[str], int] | None = None
         self.producers: dict[TopicPartition, PartitionProducers] = {}
         self.fetch_waiters = FetchWaiters()
         #: Compaction of every partition whose cleanup.policy includes compact, armed by

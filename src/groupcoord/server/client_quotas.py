@@ -20,9 +20,11 @@ times, and the connection (``server.connection``) applies them. What a client ob
   ``throttle_time_ms`` and the connection reads nothing more for that long after it
   (KIP-219: the channel is muted until the throttle time has passed).
 
-Where we differ: a throttled Fetch is answered with its records (and the throttle time)
-instead of Kafka's empty answer; the connection is muted from the moment the answer is ready
-rather than once it is sent. ``controller_mutation_rate`` is not enforced.
+A throttled Fetch is answered empty (no partitions, the throttle time, session id 0), and its
+bytes are taken back out of the consumer rate, as ``KafkaApis.handleFetchRequest`` does with
+``getThrottledResponse`` and ``unrecordQuotaSensor``. Where we differ: the connection is muted
+from the moment the answer is ready rather than once it is sent. ``controller_mutation_rate``
+is not enforced.
 """
 
 from __future__ import annotations
@@ -95,6 +97,15 @@ class _Manager:
             throttle = min(throttle, self.max_throttle_ms)
         return throttle
 
+    def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
+        """Take back a recorded value (``unrecordQuotaSensor``: a throttled Fetch is answered
+        empty, so its bytes do not count)."""
+        resolved = self.resolve(user, client_id)
+        if resolved is not None:
+            rate = self.rates.get(resolved[1])
+            if rate is not None:
+                rate.record(-value, now_ms)
+
 
 _MISSING = object()
 
@@ -120,6 +131,15 @@ class ClientQuotas:
             for entity, values in quotas.items()
             if len(entity) == 1 and entity[0][0] == IP and IP_RATE_KEY in values
         }
+
+    def max_fetch_bytes(self, user: str, client_id: str) -> int:
+        """The most one Fetch answer may hold without being throttled for sure: the consumer
+        quota times (samples - 1) windows (``getMaxValueInQuotaWindow``); no quota: no cap."""
+        resolved = self.fetch.resolve(user, client_id) if self.enabled else None
+        if resolved is None:
+            return 2**31 - 1
+        whole = resolved[0] * (self.fetch.samples - 1) * self.fetch.window_ms / 1000.0
+        return max(1, min(int(whole), 2**31 - 1))
 
     def ip_connection_rate(self, ip: str) -> int:
         """``connection_creation_rate`` of an address: its own, else the default ip's, else none

@@ -99,6 +99,7 @@ from kio.static.primitive import i16
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import FileRegion, Later, Piece, PreEncoded, RequestContext
 from groupcoord.protocol.entities import err
+from groupcoord.protocol.fetch_response import encode_fetch_body
 from groupcoord.protocol.framing import FrameDecoder, FrameError, encode_frame
 from groupcoord.protocol.headers import (
     MalformedRequestError,
@@ -452,6 +453,12 @@ class KafkaConnection(asyncio.Protocol):
         if ms <= 0:
             return response
         self._mute_for(ms)
+        if ctx.api_key == _FETCH and response is not None:
+            # KafkaApis: a throttled fetch gets an empty answer and its bytes are not counted
+            quotas.fetch.unrecord(self.user, ctx.client_id, float(response_bytes), self._now_ms())
+            if type(response) is PreEncoded:
+                _release(response.pieces)
+            return PreEncoded(pieces=tuple(encode_fetch_body(ctx.api_version, [], throttle_ms=ms)))  # type: ignore[arg-type]
         return _with_throttle(ctx.api_key, ctx.api_version, response, ms)
 
     def _mute_for(self, ms: int) -> None:
