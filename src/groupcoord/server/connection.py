@@ -172,7 +172,7 @@ class Traffic:
         self.bytes_in = 0  #: bytes read from clients
         self.bytes_out = 0  #: bytes of answers handed to the transport (file regions included)
         self.accepted = 0  #: connections accepted
-        self.refused = 0  #: connections closed at once for max.connections
+        self.refused = 0  #: connections closed at once: over max.connections.per.ip, or past the backlog
 
 
 class WriteGate:
