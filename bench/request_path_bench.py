@@ -64,6 +64,9 @@ class CollectingTransport(asyncio.Transport):
     def resume_reading(self) -> None:
         pass
 
+    def get_write_buffer_size(self) -> int:
+        return 0
+
     def is_closing(self) -> bool:
         return False
 

@@ -113,7 +113,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         (*_BASE, "formats", "storage", "coordinator.records", "ui"),
     ),
     "admin": (
-        "the CLI verbs (`groupcoord groups|topics|acls|users`) and their wire client",
+        "the CLI verbs (`groupcoord groups|topics|acls|users|quotas`) and their wire client",
         (*_BASE, *_FORMATS, "coordinator.records"),
     ),
     # ---- composition roots: they alone wire everything

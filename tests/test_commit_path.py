@@ -160,6 +160,9 @@ class _Collecting(asyncio.Transport):
     def resume_reading(self) -> None:
         pass
 
+    def get_write_buffer_size(self) -> int:
+        return 0  # everything written is kept, none of it waits (the connection's output bound)
+
     def is_closing(self) -> bool:
         return False
 

@@ -40,6 +40,7 @@ from groupcoord.broker import (
     alter_configs,
     api_versions,
     authz,
+    client_quotas,
     delete_records,
     describe_cluster,
     describe_configs,
@@ -68,6 +69,8 @@ from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
 from groupcoord.server import sasl
 from groupcoord.server.app import KafkaServer
+from groupcoord.server.client_quotas import ClientQuotas, quota_user
+from groupcoord.server.connection_quotas import ConnectionQuotas
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
 from groupcoord.server.session import ListenerSecurity
@@ -151,6 +154,15 @@ _ROUTES: tuple[Route[Broker], ...] = (
     Route(api_key=K.DESCRIBE_ACLS, min_version=1, max_version=3, handler=acl_api.describe_acls),
     Route(api_key=K.CREATE_ACLS, min_version=1, max_version=3, handler=acl_api.create_acls),
     Route(api_key=K.DELETE_ACLS, min_version=1, max_version=3, handler=acl_api.delete_acls),
+    Route(
+        api_key=K.DESCRIBE_CLIENT_QUOTAS,
+        min_version=0,
+        max_version=1,
+        handler=client_quotas.describe_client_quotas,
+    ),
+    Route(
+        api_key=K.ALTER_CLIENT_QUOTAS, min_version=0, max_version=1, handler=client_quotas.alter_client_quotas
+    ),
 )
 
 
@@ -398,8 +410,24 @@ class BrokerApp:
         self.broker = _open_broker(config, data_dir, self.clock)
         self.groups = GroupRuntime(self.broker)
         self.transactions = TxnRuntime(self.broker, on_offsets_marker=self.groups.complete_transaction)
+        #: client quotas: configured (broker.quota_store, the APIs) and enforced (server.client_quotas)
+        self.client_quotas = self.broker.client_quotas
+        self.quota_enforcer = ClientQuotas(
+            quota_window_num=config.quota_window_num,
+            quota_window_size_seconds=config.quota_window_size_seconds,
+        )
+        self.quota_enforcer.update(self.client_quotas.quotas)
+        self.client_quotas.listeners.append(self.quota_enforcer.update)
+        enforcer = self.quota_enforcer
+        self.broker.fetch_bytes_cap = lambda principal, client_id: enforcer.max_fetch_bytes(
+            quota_user(principal), client_id
+        )
         self.dispatcher = build_dispatcher(
-            self.broker, self.groups, self.transactions, extra=extra_routes, interceptor=interceptor
+            self.broker,
+            self.groups,
+            self.transactions,
+            extra=extra_routes,
+            interceptor=interceptor,
         )
         self.servers = [
             KafkaServer(
@@ -411,6 +439,18 @@ class BrokerApp:
                 max_connections=config.max_connections,
                 timers=self.broker.timers,
                 security=security,
+                queued_max_request_bytes=config.queued_max_request_bytes,
+                # per listener: the connection limits count each listener's own connections
+                connection_quotas=ConnectionQuotas(
+                    max_connections=config.max_connections,
+                    max_connections_per_ip=config.max_connections_per_ip,
+                    overrides=config.connections_per_ip_overrides(),
+                    max_connection_creation_rate=config.max_connection_creation_rate,
+                    quota_window_num=config.quota_window_num,
+                    quota_window_size_seconds=config.quota_window_size_seconds,
+                    ip_connection_rate=self.quota_enforcer.ip_connection_rate,
+                ),
+                client_quotas=self.quota_enforcer,
             )
             for spec, security in zip(self.listeners, securities, strict=True)
         ]

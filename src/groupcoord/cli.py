@@ -14,6 +14,7 @@ from pathlib import Path
 
 from groupcoord.admin import acls as admin_acls
 from groupcoord.admin import groups as admin_groups
+from groupcoord.admin import quotas as admin_quotas
 from groupcoord.admin import topics as admin_topics
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import ConfigError
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     admin_groups.register(subparsers)  # groupcoord groups list|describe|reset-offsets|delete|delete-offsets
     admin_topics.register(subparsers)  # groupcoord topics list|describe|create|delete|alter
     admin_acls.register(subparsers)  # groupcoord acls list|add|remove, users list|add|remove
+    admin_quotas.register(subparsers)  # groupcoord quotas list|alter
     pipeline_cli.register(subparsers)  # groupcoord analyze|simulate
     return parser
 

@@ -44,6 +44,8 @@ from groupcoord.listeners import (
     parse_protocol_map,
 )
 
+LONG_MIN = -(1 << 63)
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -100,6 +102,16 @@ class BrokerConfig:
     # Connections (Kafka's socket server): idle expiry (-1: never) and the broker-wide cap.
     connections_max_idle_ms: int = 600000
     max_connections: int = INT_MAX
+    # Connection quotas (Kafka's ConnectionQuotas): per IP, its overrides ("host:count,..."),
+    # and the broker-wide rate of new connections per second.
+    max_connections_per_ip: int = INT_MAX
+    max_connections_per_ip_overrides: str = ""
+    max_connection_creation_rate: int = INT_MAX
+    # Bytes of requests read and not yet handled, broker-wide (Kafka's MemoryPool; <= 0: no bound).
+    queued_max_request_bytes: int = -1
+    # Client quotas (KIP-13/124): the rate windows of ClientQuotaManager.
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
     # Group coordinator (reference §3 defaults).
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
@@ -269,6 +281,18 @@ class BrokerConfig:
                 f"({self.group_min_session_timeout_ms}) exceeds group.max.session.timeout.ms "
                 f"({self.group_max_session_timeout_ms})"
             )
+        if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
+            # KafkaConfig.validateValues
+            raise ConfigError(
+                f"queued.max.request.bytes ({self.queued_max_request_bytes}) must be larger or equal "
+                f"to socket.request.max.bytes ({self.socket_request_max_bytes})"
+            )
+        overrides = self.connections_per_ip_overrides()
+        if self.max_connections_per_ip == 0 and not overrides:
+            raise ConfigError(
+                "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
+                "property is set."
+            )
         settings = self.security_settings
         for spec in self.listener_specs():
             has_store = settings.for_listener(spec.name, "ssl.keystore.location") or settings.for_listener(
@@ -283,6 +307,11 @@ class BrokerConfig:
         self.advertised_specs()
         self.metrics_listener()
         self.console_listener()
+
+    def connections_per_ip_overrides(self) -> dict[str, int]:
+        """``max.connections.per.ip.overrides`` as {host or IP: count} (Kafka's ``host:count``
+        list, comma-separated; a host name is resolved when a connection is checked)."""
+        return parse_connection_overrides(self.max_connections_per_ip_overrides)
 
 
 #: Ignored Kafka keys already logged in this process (one line per key, not per load).
@@ -370,6 +399,28 @@ def _choice(*options: str) -> dict[str, Any]:
     }
 
 
+def parse_connection_overrides(text: str) -> dict[str, int]:
+    """``host:count,host:count`` (Kafka's ``Utils.parseMap``; entries trimmed, empty = none)."""
+    out: dict[str, int] = {}
+    for entry in text.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        if not sep or not host.strip():
+            raise ValueError(entry)
+        value = _int(count.strip())
+        if value < 0:
+            raise ValueError(entry)
+        out[host.strip()] = value
+    return out
+
+
+def _connection_overrides(text: str) -> str:
+    parse_connection_overrides(text)
+    return text
+
+
 def _host_port(text: str) -> str:
     """``HOST:PORT`` (a bracketed IPv6 host allowed, an empty host = every address)."""
     m = re.fullmatch(r"(\[[^\]]*\]|[^:/\s\[\]]*):(\d{1,5})", text)
@@ -428,6 +479,18 @@ PROPERTIES: dict[str, PropertySpec] = {
     "socket.request.max.bytes": PropertySpec(field="socket_request_max_bytes", **_int_at_least(1, INT_MAX)),
     "connections.max.idle.ms": PropertySpec(field="connections_max_idle_ms", **_int_at_least(-1)),
     "max.connections": PropertySpec(field="max_connections", **_int_at_least(0, INT_MAX)),
+    "max.connections.per.ip": PropertySpec(field="max_connections_per_ip", **_int_at_least(0, INT_MAX)),
+    "max.connections.per.ip.overrides": PropertySpec(
+        field="max_connections_per_ip_overrides",
+        parse_value=lambda text: _connection_overrides(text),
+        expectation="a comma-separated list of host:count, e.g. hostName:100,127.0.0.1:200",
+    ),
+    "max.connection.creation.rate": PropertySpec(
+        field="max_connection_creation_rate", **_int_at_least(0, INT_MAX)
+    ),
+    "queued.max.request.bytes": PropertySpec(field="queued_max_request_bytes", **_int_at_least(LONG_MIN)),
+    "quota.window.num": PropertySpec(field="quota_window_num", **_int_at_least(1, INT_MAX)),
+    "quota.window.size.seconds": PropertySpec(field="quota_window_size_seconds", **_int_at_least(1, INT_MAX)),
     "group.min.session.timeout.ms": PropertySpec(
         field="group_min_session_timeout_ms", **_int_at_least(0, INT_MAX)
     ),

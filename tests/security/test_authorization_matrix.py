@@ -621,6 +621,32 @@ CASES = [
         ("ALTER", "CLUSTER", "kafka-cluster"),
         E.RESOURCE_NOT_FOUND,
     ),
+    Case(
+        "DescribeClientQuotas",
+        "KafkaApis.handleDescribeClientQuotasRequest authorize(DESCRIBE_CONFIGS, CLUSTER)",
+        lambda c, n: c.call(K.DESCRIBE_CLIENT_QUOTAS, 1, components=[], strict=False),
+        lambda r: r.error_code,
+        E.CLUSTER_AUTHORIZATION_FAILED,
+        ("DESCRIBE_CONFIGS", "CLUSTER", "kafka-cluster"),
+    ),
+    Case(
+        "AlterClientQuotas",
+        "KafkaApis.handleAlterClientQuotasRequest authorize(ALTER_CONFIGS, CLUSTER)",
+        lambda c, n: c.call(
+            K.ALTER_CLIENT_QUOTAS,
+            1,
+            entries=[
+                {
+                    "entity": [{"entity_type": "client-id", "entity_name": n.group}],
+                    "ops": [{"key": "producer_byte_rate", "value": 1048576.0, "remove": False}],
+                }
+            ],
+            validate_only=True,
+        ),
+        lambda r: r.entries[0].error_code,
+        E.CLUSTER_AUTHORIZATION_FAILED,
+        ("ALTER_CONFIGS", "CLUSTER", "kafka-cluster"),
+    ),
 ]
 
 

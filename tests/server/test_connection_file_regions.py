@@ -29,13 +29,19 @@ from groupcoord.protocol.entities import child, err, make
 from groupcoord.protocol.fetch_response import PartitionOut, TopicOut, encode_fetch_body
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.app import KafkaServer
-from groupcoord.server.connection import _send_region
+from groupcoord.server.connection import OUTPUT_HIGH_WATER, WriteGate, _send_region
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.storage.log import FileRegion
 
 ZERO = datetime.timedelta(0)
 FETCH, METADATA, HEARTBEAT = 1, 3, 12
 BIG = 16 << 20  # more than the socket buffers hold: the send stays pending until read
+#: A high-water mark above two BIG answers: with it, a request behind a BIG answer is handled
+#: while the region is still being sent (the scenarios about what happens to a region queued
+#: behind another). With the default mark (OUTPUT_HIGH_WATER, below BIG), a BIG answer owed
+#: stops the connection until the client has taken most of it
+#: (test_a_large_region_owed_stops_the_connection_until_the_client_reads_it).
+PIPELINED = 64 << 20
 
 
 class State:
@@ -122,6 +128,7 @@ def run(
     files: dict[int, tuple[Path, int, int]],
     scenario: Scenario,
     loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+    high_water: int = OUTPUT_HIGH_WATER,
 ) -> State:
     async def main() -> State:
         state = State(files)
@@ -129,7 +136,9 @@ def run(
         d.add(FETCH, 4, 16, fetch_handler, overlap="test")
         d.add(METADATA, 0, 12, metadata, overlap="test")
         d.add(HEARTBEAT, 0, 4, heartbeat, overlap="test")
-        server = KafkaServer(d, host="127.0.0.1", port=0, max_frame_bytes=1 << 20)
+        server = KafkaServer(
+            d, host="127.0.0.1", port=0, max_frame_bytes=1 << 20, output_high_water=high_water
+        )
         await server.start()
         try:
             await asyncio.wait_for(scenario(state, server), timeout=60)
@@ -313,7 +322,7 @@ def test_region_of_a_deleted_file_is_still_sent_whole(tmp_path: Path) -> None:
         assert corr == 2 and resp.responses[0].partitions[1].records == small
         c.close()
 
-    run(files, scenario)
+    run(files, scenario, high_water=PIPELINED)
 
 
 def test_region_cut_short_by_truncation_closes_the_connection_and_frees_descriptors(tmp_path: Path) -> None:
@@ -338,7 +347,7 @@ def test_region_cut_short_by_truncation_closes_the_connection_and_frees_descript
         await until(lambda: not open_regions(state) and not server.connections)
         assert conn.closed
 
-    run(files, scenario)
+    run(files, scenario, high_water=PIPELINED)
 
 
 def test_client_gone_mid_send_releases_every_pending_region(tmp_path: Path) -> None:
@@ -386,7 +395,7 @@ def test_parked_answer_completed_during_a_region_send_waits_behind_it(tmp_path: 
         assert (await c.recv(HEARTBEAT, 4))[0] == 3
         c.close()
 
-    run(files, scenario)
+    run(files, scenario, high_water=PIPELINED)
 
 
 def test_region_on_a_transport_without_sendfile_is_copied_exactly(tmp_path: Path) -> None:
@@ -401,7 +410,7 @@ def test_region_on_a_transport_without_sendfile_is_copied_exactly(tmp_path: Path
         region = FileRegion(fd, 1_000, 200_000)
         reader = asyncio.ensure_future(asyncio.to_thread(_read_all, r, 200_000))
         try:
-            await _send_region(loop, transport, region)  # a pipe transport has no sendfile
+            await _send_region(loop, transport, region, WriteGate())  # a pipe transport has no sendfile
         finally:
             region.close()
         got = await reader
@@ -437,7 +446,7 @@ def test_send_region_copies_when_the_loop_has_no_sendfile(tmp_path: Path) -> Non
         transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
         region = FileRegion(os.open(path, os.O_RDONLY), 100, len(payload))
         try:
-            await _send_region(loop, transport, region)  # type: ignore[arg-type]
+            await _send_region(loop, transport, region, WriteGate())  # type: ignore[arg-type]
         finally:
             region.close()
         transport.close()

@@ -1,5 +1,6 @@
 """Connection limits over real loopback sockets: idle expiry (``connections.max.idle.ms``), the
-bytes a stalled frame may hold, ``socket.request.max.bytes`` and ``max.connections``.
+bytes a stalled frame may hold and ``socket.request.max.bytes`` (the connection quotas:
+``test_connection_quotas.py``; ``queued.max.request.bytes``: ``test_request_memory_pool.py``).
 
 Idle time is protocol time: the server's sweep runs on a keyed timer service over a
 ManualClock that the tests move forward, then fire with ``run_due()``; nothing sleeps.
@@ -42,9 +43,12 @@ IDLE_MS = 10_000
 class State:
     def __init__(self) -> None:
         self.parked: dict[int, asyncio.Future[int]] = {}
+        #: correlation ids of the Metadata requests handled, in order
+        self.handled: list[int] = []
 
 
 def metadata(state: State, ctx: RequestContext, req: Any) -> Any:
+    state.handled.append(ctx.correlation_id)
     m = load_messages(METADATA, ctx.api_version)
     return make(m.response_type, throttle_time=ZERO, brokers=(), cluster_id="c", controller_id=0, topics=())
 
@@ -78,6 +82,7 @@ def run(
     max_frame_bytes: int = 1 << 20,
     idle_ms: int = IDLE_MS,
     max_connections: int = INT_MAX,
+    **server_args: Any,
 ) -> None:
     async def main() -> None:
         state = State()
@@ -93,6 +98,7 @@ def run(
             connections_max_idle_ms=idle_ms,
             max_connections=max_connections,
             timers=LoopTimers(clock),
+            **server_args,
         )
         await server.start()
         try:
@@ -294,28 +300,6 @@ def test_size_prefix_over_socket_request_max_bytes_closes_the_connection_with_on
 # ---------------------------------------------------------------------- max.connections
 
 
-def test_connection_beyond_max_connections_is_closed_at_once_with_one_log_line(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    async def scenario(env: Env) -> None:
-        a = await Client.connect(env)
-        b = await Client.connect(env)
-        assert await a.md(1) == 1 and await b.md(1) == 1
-        refused = await Client.connect(env)
-        assert await refused.closed_by_server()
-        assert len(closes(caplog.records, "max.connections=2")) == 1
-        assert await a.md(2) == 2 and await b.md(2) == 2  # the open ones are untouched
-        a.close()
-        await until(lambda: len(env.server.connections) == 1)
-        c = await Client.connect(env)  # a slot is free again
-        assert await c.md(3) == 3
-        refused.close()
-        b.close()
-        c.close()
-
-    run(scenario, max_connections=2)
-
-
 # ---------------------------------------------------------------------- the properties
 
 
@@ -382,23 +366,3 @@ def test_serve_closes_a_connection_idle_longer_than_the_configured_connections_m
     finally:
         err_text = _stop(proc)
     assert len([line for line in err_text.splitlines() if "connections.max.idle.ms" in line]) == 1
-
-
-def test_serve_refuses_a_connection_beyond_the_configured_max_connections(tmp_path: Path) -> None:
-    proc, port = _serve(tmp_path, "max.connections=1")
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=60) as first:
-            m = load_messages(METADATA, 12)
-            req = make(m.request_type, topics=(), include_topic_authorized_operations=False)
-            first.sendall(encode_request(m, 5, req))
-            head = b""
-            while len(head) < 8:
-                chunk = first.recv(8 - len(head))
-                assert chunk, "closed before answering"
-                head += chunk
-            assert struct.unpack(">ii", head)[1] == 5  # answered: this one is in
-            with socket.create_connection(("127.0.0.1", port), timeout=60) as second:
-                assert _closed_by_peer(second)
-    finally:
-        err_text = _stop(proc)
-    assert len([line for line in err_text.splitlines() if "max.connections=1 reached" in line]) == 1

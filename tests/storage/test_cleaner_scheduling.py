@@ -12,10 +12,12 @@ reads each log's current config); with ``log.cleaner.enable=false`` no cleaner r
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from groupcoord.broker.log_cleaner import BrokerCleaner
 from groupcoord.clock import ManualClock
@@ -167,3 +169,60 @@ def test_close_during_a_pass_waits_for_the_current_partition_and_skips_the_rest(
 
     asyncio.run(main())
     assert (first.compactions, second.compactions) == (1, 0)
+
+
+def corrupt_first_segment(plog_dir: Path) -> None:
+    """Overwrite the attributes and more of the first batch of the oldest segment: the cleaner
+    meets an unknown compression codec there."""
+    first = sorted(plog_dir.glob("*.log"))[0]
+    data = bytearray(first.read_bytes())
+    data[20:40] = b"\xff" * 20
+    first.write_bytes(bytes(data))
+
+
+def test_a_partition_whose_compaction_fails_is_marked_uncleanable_once_and_skipped(
+    tmp_path: Path, caplog: Any
+) -> None:
+    """KIP-346 (``LogCleaner``: "Unexpected exception thrown when cleaning log ... Marking its
+    partition ... as uncleanable"; ``LogCleanerManagerTest.testMarkPartitionUncleanable...``):
+    one WARNING line without a traceback, the partition skipped by every later pass while the
+    others are cleaned, counted in ``uncleanable``; deleting the partition clears the mark
+    (``maintainUncleanablePartitions``)."""
+    clock = ManualClock()
+    logs = {
+        ("bad", 0): open_log(tmp_path / "bad-0", "compact", clock),
+        ("good", 0): open_log(tmp_path / "good-0", "compact", clock),
+    }
+    for plog in logs.values():
+        fill(plog)
+    corrupt_first_segment(tmp_path / "bad-0")
+
+    async def main() -> None:
+        timers = LoopTimers(clock)
+        cleaner = BrokerCleaner(partitions=lambda: logs, clock=clock, timers=timers, backoff_ms=BACKOFF)
+        cleaner.start()
+        for n in (1, 2, 3):
+            clock.advance(BACKOFF)
+            timers.run_due()
+            await until(lambda n=n: cleaner.passes == n)  # type: ignore[misc]
+        first, later = caplog.records, cleaner.last_pass
+        lines = [r for r in first if "uncleanable" in r.getMessage()]
+        assert len(lines) == 1 and lines[0].levelname == "WARNING" and lines[0].exc_info is None
+        assert "bad-0" in lines[0].getMessage() and "unknown compression codec" in lines[0].getMessage()
+        assert cleaner.uncleanable == {("bad", 0)}
+        assert later is not None and later.partitions == (("good", 0),) and later.failed == ()
+        assert offsets(logs[("good", 0)])[-1] == 5
+        # the partition is deleted (and, say, created again): the mark goes with it
+        logs[("bad", 0)].close()
+        clock.advance(BACKOFF)
+        timers.run_due()
+        await until(lambda: cleaner.passes == 4)
+        assert cleaner.uncleanable == frozenset()
+        await cleaner.close()
+        timers.close()
+
+    caplog.set_level(logging.INFO, logger="groupcoord.broker.log_cleaner")
+    asyncio.run(main())
+    for plog in logs.values():
+        if not plog.closed:
+            plog.close()

@@ -42,6 +42,7 @@ WHERE: dict[int, tuple[str, ...]] = {
     15: ("groups.error_code",),  # DescribeGroups
     19: ("topics.error_code",),  # CreateTopics
     20: ("responses.error_code",),  # DeleteTopics
+    49: ("entries.error_code",),  # AlterClientQuotas
     21: ("topics.partitions.error_code",),  # DeleteRecords
     24: ("results_by_topic_v3_and_below.results_by_partition.partition_error_code",),  # AddPartitionsToTxn
     28: ("topics.partitions.error_code",),  # TxnOffsetCommit
@@ -104,6 +105,8 @@ def _scalar(tp: Any, name: str) -> Any:
         return tp(datetime.timedelta(milliseconds=100))
     if issubclass(tp, uuid.UUID):
         return uuid.UUID(int=1)
+    if issubclass(tp, float):  # AlterClientQuotas' op value
+        return tp(1.0)
     raise AssertionError(f"no probe value for {name}: {tp}")
 
 

@@ -69,6 +69,8 @@ _CLIENT_RANGES: dict[int, tuple[int, int]] = {
     FIND_COORDINATOR: (0, 3),
     DESCRIBE_GROUPS: (0, 5),
     LIST_GROUPS: (0, 4),
+    48: (0, 1),  # DescribeClientQuotas (admin.quotas)
+    49: (0, 1),  # AlterClientQuotas (admin.quotas)
 }
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2

@@ -739,7 +739,9 @@ def _delete_records(broker: Broker, ctx: RequestContext, request: Any, proceed: 
 def _cluster(op: Op) -> Guard:
     """An API that needs ``op`` on the cluster as a whole (``authorizeClusterOperation``):
     DescribeAcls (AclApis: DESCRIBE), DescribeUserScramCredentials (KafkaApis 3520: DESCRIBE),
-    AlterUserScramCredentials (3545: ALTER), else CLUSTER_AUTHORIZATION_FAILED."""
+    AlterUserScramCredentials (3545: ALTER), DescribeClientQuotas (DESCRIBE_CONFIGS) and
+    AlterClientQuotas (ALTER_CONFIGS, every entry answered with the error: the request's
+    ``getErrorResponse``), else CLUSTER_AUTHORIZATION_FAILED."""
 
     def guard(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
         if broker.allowed(ctx, op, Resource.CLUSTER, CLUSTER_NAME):
@@ -760,6 +762,24 @@ def _cluster(op: Op) -> Guard:
             result_t = child(resp_t, "filter_results")
             return _blank(
                 resp_t, filter_results=tuple(_blank(result_t, error_code=err(C)) for _ in request.filters)
+            )
+        if ctx.api_key == ApiKey.ALTER_CLIENT_QUOTAS:
+            entry_t = child(resp_t, "entries")
+            entity_t = child(entry_t, "entity")
+            return _blank(
+                resp_t,
+                entries=tuple(
+                    _blank(
+                        entry_t,
+                        error_code=err(C),
+                        error_message=None,
+                        entity=tuple(
+                            _blank(entity_t, entity_type=e.entity_type, entity_name=e.entity_name)
+                            for e in entry.entity
+                        ),
+                    )
+                    for entry in request.entries
+                ),
             )
         raise AssertionError(f"no cluster-denied answer for API {ctx.api_key}")
 
@@ -800,6 +820,8 @@ _GUARDS: dict[ApiKey, Guard] = {
     ApiKey.DELETE_ACLS: _cluster(Op.ALTER),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster(Op.DESCRIBE),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _cluster(Op.ALTER),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _cluster(Op.DESCRIBE_CONFIGS),
+    ApiKey.ALTER_CLIENT_QUOTAS: _cluster(Op.ALTER_CONFIGS),
 }
 
 #: Every API checked: by a guard here, or in its handler.

@@ -219,10 +219,15 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     plan = _plan(broker, request, by_id=version >= 13, ctx=ctx)
     max_bytes = int(getattr(request, "max_bytes", 2147483647))
+    cap = broker.fetch_bytes_cap
+    if cap is not None:
+        # KafkaApis.handleFetchRequest: never more than the consumer quota allows in its window,
+        # else every answer would be over the quota and answered empty (min_bytes follows)
+        max_bytes = min(max_bytes, cap(ctx.principal, ctx.client_id))
     read_committed = version >= 4 and int(getattr(request, "isolation_level", 0)) == 1
     topics, total, failed = _build(broker, plan, max_bytes, read_committed, version)
     max_wait = ms(request.max_wait)
-    min_bytes = int(request.min_bytes)
+    min_bytes = min(int(request.min_bytes), max_bytes)
     if failed or max_wait <= 0 or total >= min_bytes or not plan:
         return _encode(version, topics)
     _release(topics)

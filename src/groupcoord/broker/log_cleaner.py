@@ -12,6 +12,16 @@ touches only rolled segments and takes the log's lock only for short moments (th
 layer's threading rule, :mod:`groupcoord.storage.log`), so appends and fetches go on meanwhile.
 The next pass is armed when one ends, ``log.cleaner.backoff.ms`` after its end.
 
+A partition whose compaction fails (a corrupt batch in a segment, an I/O error) is marked
+**uncleanable**, as KIP-346 does it (``LogCleaner``: "Unexpected exception thrown when cleaning
+log ... Marking its partition ... as uncleanable"; ``LogCleanerManager.markPartitionUncleanable``):
+one WARNING line names the partition and the error, later passes skip it, and
+:attr:`BrokerCleaner.uncleanable` (the metrics endpoint's
+``groupcoord_log_cleaner_uncleanable_partitions``, Kafka's ``uncleanable-partitions-count``)
+counts it. The mark is cleared as Kafka clears it: when the partition is deleted (its log
+closes: ``maintainUncleanablePartitions`` at the start of every pass), and on restart (the set
+lives in memory). The rest of the log keeps serving appends and fetches meanwhile.
+
 ``log.cleaner.enable=false`` turns the cleaner off: no partition is ever compacted (Kafka: the
 cleaner does not start).
 
@@ -73,7 +83,7 @@ class CleanerPass:
     partitions: tuple[tuple[str, int], ...]
     segments_cleaned: int
     records_removed: int
-    #: partitions whose compaction raised (logged with their traceback)
+    #: partitions whose compaction raised in this pass (each marked uncleanable, one log line)
     failed: tuple[tuple[str, int], ...] = ()
     #: the pass stopped early because the broker is closing
     stopped: bool = False
@@ -101,6 +111,9 @@ class BrokerCleaner:
         self._executor: ThreadPoolExecutor | None = None
         self._running: Future[CleanerPass] | None = None
         self._closed = False
+        #: partitions marked uncleanable (KIP-346): skipped until deleted or the broker restarts;
+        #: written by the cleaner thread, read anywhere (a set swapped whole, never mutated)
+        self.uncleanable: frozenset[tuple[str, int]] = frozenset()
         #: Passes completed since start (read by tests).
         self.passes = 0
         self.last_pass: CleanerPass | None = None
@@ -177,23 +190,35 @@ class BrokerCleaner:
         failed: list[tuple[str, int]] = []
         cleaned = removed = 0
         stopped = False
+        # maintainUncleanablePartitions: a partition deleted since (its log closed or gone) is
+        # forgotten, so one created again under the same name is cleaned
+        live = {tp for tp, plog in self._partitions().items() if not plog.closed}
+        uncleanable = self.uncleanable & live
         for tp, plog in targets:
             if self._stop.is_set():
                 stopped = True
                 break
-            if plog.closed:  # deleted (or closed) since the pass began
+            if plog.closed or tp in uncleanable:  # deleted since the pass began, or uncleanable
                 continue
             visited.append(tp)
             try:
                 report = plog.compact(now_ms)
-            except Exception:
+            except Exception as exc:
                 if plog.closed:
                     continue  # deleted while being cleaned: its files are gone
-                log.exception("%s-%d: compaction failed", tp[0], tp[1])
+                log.warning(
+                    "Unexpected exception thrown when cleaning log %s-%d. Marking its partition as "
+                    "uncleanable: %r",
+                    tp[0],
+                    tp[1],
+                    exc,
+                )
                 failed.append(tp)
+                uncleanable = uncleanable | {tp}
                 continue
             cleaned += report.segments_cleaned
             removed += report.records_removed
+        self.uncleanable = frozenset(uncleanable)
         return CleanerPass(
             started_ms=now_ms,
             partitions=tuple(visited),

@@ -21,6 +21,7 @@ from groupcoord.broker.acl import AclStore, Authorizer, Op, Resource
 from groupcoord.broker.durability import Flusher
 from groupcoord.broker.log_cleaner import BrokerCleaner
 from groupcoord.broker.producers import PartitionProducers, ProducerIdAllocator
+from groupcoord.broker.quota_store import ClientQuotaStore
 from groupcoord.broker.scram import ScramStore
 from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
@@ -162,6 +163,12 @@ class Broker:
         self.timers = LoopTimers(clock)
         self.flusher = Flusher()
         self.producer_ids = ProducerIdAllocator(data_dir / "producer_id_block")
+        #: client quotas (broker.quota_store): AlterClientQuotas / DescribeClientQuotas change and
+        #: read them; the server enforces them (wired by groupcoord.app)
+        self.client_quotas = ClientQuotaStore(data_dir)
+        #: the most a Fetch of (principal, client id) may return under its consumer_byte_rate
+        #: (Kafka's getMaxValueInQuotaWindow); set by groupcoord.app, None: no cap
+        self.fetch_bytes_cap: Callable[[str, str], int] | None = None
         self.producers: dict[TopicPartition, PartitionProducers] = {}
         self.fetch_waiters = FetchWaiters()
         #: Compaction of every partition whose cleanup.policy includes compact, armed by

@@ -396,10 +396,15 @@ def _server_metrics(snap: Snapshot) -> list[Family]:
         ),
         _counter(
             "groupcoord_connections_refused",
-            "Client connections closed at once because max.connections were open.",
+            "Client connections closed at once: over max.connections.per.ip, or past the listen backlog.",
             snap.connections_refused,
         ),
         _counter("groupcoord_received_bytes", "Bytes received from clients (requests).", snap.bytes_in),
+        _gauge(
+            "groupcoord_log_cleaner_uncleanable_partitions",
+            "Compacted partitions the log cleaner skips after a failure (uncleanable-partitions-count).",
+            snap.uncleanable_partitions,
+        ),
         _counter(
             "groupcoord_sent_bytes",
             "Bytes of answers sent to clients (fetched records included).",

@@ -85,6 +85,8 @@ class Snapshot:
     connections_refused: int
     #: seconds the loop spent taking this snapshot (yields excluded)
     took_s: float
+    #: compacted partitions the log cleaner marked uncleanable (KIP-346)
+    uncleanable_partitions: int = 0
 
 
 async def take_snapshot(
@@ -167,6 +169,7 @@ async def take_snapshot(
         connections_accepted=traffic.accepted,
         connections_refused=traffic.refused,
         took_s=busy,
+        uncleanable_partitions=len(broker.cleaner.uncleanable),
     )
 
 

@@ -77,6 +77,10 @@ class ApiKey(enum.IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     #: delete a group's committed offsets of partitions it no longer consumes
     OFFSET_DELETE = 47
+    #: client quotas matching a filter (KIP-546)
+    DESCRIBE_CLIENT_QUOTAS = 48
+    #: set or remove client quotas (KIP-546)
+    ALTER_CLIENT_QUOTAS = 49
     #: SCRAM credentials' mechanisms and iterations per user (KIP-554)
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     #: add or remove SCRAM credentials (KIP-554)

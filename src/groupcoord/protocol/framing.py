@@ -52,6 +52,13 @@ class FrameDecoder:
             self._pos = 0
         self._buf += data
 
+    def next_size(self) -> int:
+        """The size of the next frame once its 4-byte prefix has arrived, else -1 (a bad prefix
+        is reported by :meth:`next_frame`)."""
+        if len(self._buf) - self._pos < 4:
+            return -1
+        return int(_SIZE.unpack_from(self._buf, self._pos)[0])
+
     def next_frame(self) -> bytes | None:
         """The next complete frame, or None until more bytes arrive.
 
@@ -71,7 +78,8 @@ class FrameDecoder:
         if avail < 4 + size:
             return None
         start = pos + 4
-        frame = bytes(buf[start : start + size])
+        with memoryview(buf) as view:  # one copy of the frame, not a bytearray slice and then bytes
+            frame = bytes(view[start : start + size])
         self._pos = start + size
         if self._pos > 65536 and self._pos * 2 > len(buf):
             del buf[: self._pos]

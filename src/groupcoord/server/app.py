@@ -8,12 +8,13 @@ Connection limits, by Kafka's broker property names:
   parked JoinGroup, a long-poll Fetch, a response being sent) is not idle. One sweep, on the
   keyed timer service, runs when the least recently active connection could first expire; a
   stalled half-frame therefore holds its bytes for at most this long.
-* ``max.connections`` (default 2,147,483,647): a connection accepted while this many are open is
-  closed at once, with one log line. Kafka instead stops accepting (the acceptor waits in
-  ``ConnectionQuotas.waitForConnectionSlot``, and connections queue in the listen backlog) and
-  closes at once only above ``max.connections.per.ip``; closing lets a client's reconnect
-  backoff take over and keeps descriptors bounded while the backlog would otherwise fill.
+* ``max.connections``, ``max.connections.per.ip`` (+ overrides), ``max.connection.creation.rate``
+  and the per-IP ``connection_creation_rate`` quota: Kafka's ``ConnectionQuotas`` (which
+  connections wait, which are closed: ``server.connection_quotas``). Every connection goes
+  through the :class:`~groupcoord.server.connection_quotas.Acceptor` when it is made.
 * ``socket.request.max.bytes``: enforced per frame by the connection (``server.connection``).
+* ``queued.max.request.bytes`` (default -1: no bound): the bytes of requests being read and not
+  yet handled, broker-wide (``server.memory_pool``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ from typing import Any
 
 from groupcoord.clock import SystemClock
 from groupcoord.handling.loop_timers import LoopTimers
-from groupcoord.server.connection import KafkaConnection, Traffic
+from groupcoord.server.client_quotas import ClientQuotas
+from groupcoord.server.connection import OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, KafkaConnection, Traffic
+from groupcoord.server.connection_quotas import LISTEN_BACKLOG, Acceptor, ConnectionQuotas
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.memory_pool import MemoryPool
 from groupcoord.server.session import ListenerSecurity
 from groupcoord.server.tls_transport import TlsProtocol
 
@@ -40,19 +44,6 @@ DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000
 DEFAULT_MAX_CONNECTIONS = 2_147_483_647
 
 _IDLE_SWEEP_KEY = ("server", "idle-connections")
-
-
-class _Refused(asyncio.Protocol):
-    """A connection over ``max.connections``: closed as soon as it is made."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        peer = transport.get_extra_info("peername")
-        where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
-        log.warning("refusing connection from %s: max.connections=%d reached", where, self.limit)
-        transport.close()
 
 
 class KafkaServer:
@@ -67,6 +58,11 @@ class KafkaServer:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         timers: LoopTimers | None = None,
         security: ListenerSecurity | None = None,
+        output_high_water: int = OUTPUT_HIGH_WATER,
+        output_low_water: int = OUTPUT_LOW_WATER,
+        queued_max_request_bytes: int = -1,
+        connection_quotas: ConnectionQuotas | None = None,
+        client_quotas: ClientQuotas | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         #: this listener's name, protocol, TLS context and SASL settings (``server.session``)
@@ -76,6 +72,15 @@ class KafkaServer:
         self.max_frame_bytes = max_frame_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
         self.max_connections = max_connections
+        #: max.connections, max.connections.per.ip (+ overrides), max.connection.creation.rate
+        #: (``server.connection_quotas``)
+        self.connection_quotas = connection_quotas or ConnectionQuotas(max_connections=max_connections)
+        #: per connection: answers not yet taken by the client above which it stops being read
+        #: (``server.connection``, "Bounded output"), and where it resumes
+        self.output_high_water = output_high_water
+        self.output_low_water = output_low_water
+        #: queued.max.request.bytes (None when it is not positive: no bound, Kafka's MemoryPool.NONE)
+        self.memory_pool = MemoryPool(queued_max_request_bytes) if queued_max_request_bytes > 0 else None
         #: the keyed timer service (and its clock) the idle sweep runs on
         self.timers = timers or LoopTimers(SystemClock())
         self._server: asyncio.base_events.Server | None = None
@@ -83,24 +88,29 @@ class KafkaServer:
         self._ids = itertools.count(1)
         #: byte and connection totals (read by the metrics endpoint)
         self.traffic = Traffic()
+        self.acceptor = Acceptor(self.connection_quotas, self.timers, self.traffic)
+        #: client quotas to enforce (server.client_quotas), None: none
+        self.client_quotas = client_quotas
 
     @property
     def connections(self) -> frozenset[KafkaConnection]:
         return frozenset(self._connections)
 
     def _new_connection(self) -> asyncio.Protocol:
-        if len(self._connections) >= self.max_connections:
-            self.traffic.refused += 1
-            return _Refused(self.max_connections)
         self.traffic.accepted += 1
         conn = KafkaConnection(
             self.dispatcher,
             next(self._ids),
             self.max_frame_bytes,
-            on_close=self._connections.discard,
+            on_close=self._closed,
+            on_made=self.acceptor.arrived,
+            client_quotas=self.client_quotas,
             now_ms=self.timers.clock.now_ms,
             traffic=self.traffic,
             session=self.security.new_session(),
+            output_high_water=self.output_high_water,
+            output_low_water=self.output_low_water,
+            memory_pool=self.memory_pool,
         )
         self._connections.add(conn)
         ssl_context = self.security.ssl_context
@@ -126,6 +136,10 @@ class KafkaServer:
         proto = _TlsProto(conn, context, on_handshake=on_handshake, on_refused=on_refused)
         return proto
 
+    def _closed(self, conn: KafkaConnection) -> None:
+        self._connections.discard(conn)
+        self.acceptor.closed(conn)
+
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port) (port 0 picks a free one)."""
         loop = asyncio.get_running_loop()
@@ -134,7 +148,7 @@ class KafkaServer:
         infos = await loop.getaddrinfo(self.host or None, self.port, type=socket.SOCK_STREAM)
         address = str(infos[0][4][0])
         self._server = await loop.create_server(
-            self._new_connection, address, self.port, reuse_address=True, backlog=512
+            self._new_connection, address, self.port, reuse_address=True, backlog=LISTEN_BACKLOG
         )
         sock = self._server.sockets[0]
         with contextlib.suppress(OSError):

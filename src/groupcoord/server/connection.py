@@ -48,11 +48,39 @@ not take it all, by a sender task that waits for the socket. While that task run
 connection stops reading and every later answer queues behind it, so responses keep their order
 and a slow reader still holds the broker back. A region that comes up short (its file was
 truncated meanwhile) closes the connection: the frame's size was already promised.
+
+Bounded output. Kafka's network layer holds one answer per connection (the channel is muted
+until it is sent), so a client that does not read stops being read. Here pipelining keeps up to
+``MAX_IN_FLIGHT`` answers owed, so the bound is on bytes instead: the connection counts the
+bytes of its answers that the client has not taken yet — ready answers still queued, pieces
+waiting behind a file region, a region by the bytes it will send, and the transport's write
+buffer — and stops handing frames to handlers (and reading) above ``OUTPUT_HIGH_WATER``, until
+that count is back at ``OUTPUT_LOW_WATER`` or below. Nothing polls: the count falls when the
+transport drains (asyncio's ``pause_writing``/``resume_writing``) or the sender task moves on,
+and those are the points that re-check it. Every send path waits for the transport: the sender
+task writes a piece only while the transport is not paused, and a region that cannot go with
+``loop.sendfile`` (uvloop has none) is sent with ``os.sendfile`` when the transport's buffer
+is empty, else copied ``COPY_CHUNK`` bytes at a time. A client that writes requests and never
+reads therefore costs this connection at most about one high-water mark plus one answer, on
+every loop (``tests/server/test_flow_control_process.py`` measures it).
+
+Fairness. One connection has at most ``FRAMES_PER_TURN`` frames handed to handlers per turn of
+the event loop; the rest stay buffered (and the connection unread) until the next turn, after the
+other connections' events, so a client that pipelines requests as fast as they are answered adds
+a bounded delay to everyone else (``bench/fairness.py``).
+
+Limits and quotas, each in methods of their own below: ``queued.max.request.bytes`` (a frame's
+size is taken from the broker-wide ``server.memory_pool`` when its prefix arrives; while the pool
+refuses, the connection waits unread), the acceptor of ``server.connection_quotas`` (a connection
+reads nothing until it is admitted), and client quotas (``server.client_quotas``: an answer over
+its quota carries the throttle time and the connection reads nothing more for that long).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import inspect
 import io
 import logging
@@ -71,6 +99,7 @@ from kio.static.primitive import i16
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import FileRegion, Later, Piece, PreEncoded, RequestContext
 from groupcoord.protocol.entities import err
+from groupcoord.protocol.fetch_response import encode_fetch_body
 from groupcoord.protocol.framing import FrameDecoder, FrameError, encode_frame
 from groupcoord.protocol.headers import (
     MalformedRequestError,
@@ -84,13 +113,28 @@ from groupcoord.protocol.registry import (
     UnknownApiError,
     UnsupportedVersionError,
 )
+from groupcoord.server.client_quotas import ClientQuotas, quota_user
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.memory_pool import MemoryPool
 from groupcoord.server.session import Session
 
 log = logging.getLogger(__name__)
 
 #: Stop reading while this many responses are still owed on one connection.
 MAX_IN_FLIGHT = 256
+
+#: Output flow control (see "Bounded output" above): a connection whose answers not yet taken by
+#: the client (ready answers still queued here, file regions by the bytes they will send, and
+#: the transport's write buffer) exceed OUTPUT_HIGH_WATER bytes handles no further request until
+#: they are back at or below OUTPUT_LOW_WATER.
+OUTPUT_HIGH_WATER = 4 * 1024 * 1024
+OUTPUT_LOW_WATER = 1024 * 1024
+#: A file region copied through the transport (a loop without ``loop.sendfile``) goes in pieces
+#: of at most this many bytes, each written once the transport takes more.
+COPY_CHUNK = 256 * 1024
+#: Fairness: at most this many frames of one connection are handed to handlers in one turn of
+#: the event loop; the rest wait for the next turn, after the other connections' events.
+FRAMES_PER_TURN = 16
 
 _write_api_versions_v0 = entity_writer(ApiVersionsResponseV0)
 _SIZE = struct.Struct(">i")
@@ -129,7 +173,35 @@ class Traffic:
         self.bytes_in = 0  #: bytes read from clients
         self.bytes_out = 0  #: bytes of answers handed to the transport (file regions included)
         self.accepted = 0  #: connections accepted
-        self.refused = 0  #: connections closed at once for max.connections
+        self.refused = 0  #: connections closed at once: over max.connections.per.ip, or past the backlog
+
+
+class WriteGate:
+    """asyncio's write flow control as something to await: the protocol's ``pause_writing`` and
+    ``resume_writing`` call :meth:`pause` and :meth:`resume`; :meth:`wait` returns once the
+    transport takes more (at once when it is not paused). :meth:`resume` is also called when
+    the connection is lost, so no sender waits forever."""
+
+    __slots__ = ("_waiter", "paused")
+
+    def __init__(self) -> None:
+        self.paused = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        while self.paused:
+            if self._waiter is None:
+                self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
 
 
 class _Slot:
@@ -151,12 +223,25 @@ class KafkaConnection(asyncio.Protocol):
         on_close: Callable[[KafkaConnection], None] | None = None,
         now_ms: Callable[[], int] | None = None,
         traffic: Traffic | None = None,
+        output_high_water: int = OUTPUT_HIGH_WATER,
+        output_low_water: int = OUTPUT_LOW_WATER,
+        memory_pool: MemoryPool | None = None,
+        on_made: Callable[[KafkaConnection], None] | None = None,
+        client_quotas: ClientQuotas | None = None,
         session: Session | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         #: the listener, principal and SASL state of this connection (``server.session``)
         self.session = session if session is not None else Session()
         self.session.close_after_answers = self.close_after_answers
+        #: queued.max.request.bytes (server.memory_pool): the frame at the head of the decoder
+        #: holds ``_reserved`` bytes of it, a held frame ``_held_reserved``
+        self._pool = memory_pool
+        self._reserved = 0
+        self._held_reserved = 0
+        self._waiting_memory = False
+        self._high_water = output_high_water
+        self._low_water = min(output_low_water, output_high_water)
         self._traffic = traffic if traffic is not None else Traffic()
         self.connection_id = connection_id
         self.client_host = "/unknown"
@@ -176,7 +261,13 @@ class KafkaConnection(asyncio.Protocol):
         #: a frame read behind a run of overlapping requests, not itself overlapping: handled
         #: once the run is answered
         self._held: bytes | None = None
-        self._write_paused = False
+        #: the transport's write flow control (pause_writing / resume_writing)
+        self._gate = WriteGate()
+        #: bytes of ready answers not yet handed to the transport (file regions by what they
+        #: will still send): with the transport's buffer, what OUTPUT_HIGH_WATER bounds
+        self._owed_bytes = 0
+        #: stopped for output above OUTPUT_HIGH_WATER, until back at OUTPUT_LOW_WATER
+        self._output_full = False
         self._reading_paused = False
         #: a _pump is due at the end of this batch of completed answers (see _on_done)
         self._pump_scheduled = False
@@ -186,6 +277,23 @@ class KafkaConnection(asyncio.Protocol):
         self._closing = False
         self._draining = False
         self._on_close = on_close
+        #: the server's acceptor (connection quotas): told when the connection is made; until it
+        #: calls :meth:`admit`, the connection reads nothing (as if still in the listen backlog)
+        self._on_made = on_made
+        self.admitted = on_made is None
+        #: counted in the connection quotas' per-address counts (the acceptor's business)
+        self.counted = False
+        #: client quotas (server.client_quotas) and the channel mute of a throttle; the user they
+        #: apply to is the session principal's name (:attr:`user`)
+        self._quotas = client_quotas
+        self._throttled = False
+        self._throttle_until = 0.0
+        self._throttle_handle: asyncio.TimerHandle | None = None
+        #: fairness: frames handled in this turn of the loop, and whether the rest wait for the next
+        self._turn_frames = 0
+        self._yielding = False
+        #: an awaited answer's request, for its quota accounting once it is ready
+        self._quota_of: dict[asyncio.Future[Any] | Later, tuple[RequestContext, int, float]] = {}
         self._drained: asyncio.Future[None] | None = None
         #: pieces waiting behind a file region being sent (or about to be)
         self._out: deque[Piece] = deque()
@@ -194,6 +302,12 @@ class KafkaConnection(asyncio.Protocol):
         self._now_ms = now_ms or _monotonic_ms
         #: when bytes last came in or went out (the clock's ms), for connections.max.idle.ms
         self.last_active_ms = self._now_ms()
+
+    @property
+    def user(self) -> str:
+        """The user client quotas apply to: the name of the session's principal (ANONYMOUS until
+        TLS or SASL authenticates the connection)."""
+        return quota_user(self.session.principal)
 
     @property
     def closed(self) -> bool:
@@ -209,7 +323,14 @@ class KafkaConnection(asyncio.Protocol):
     def idle_since(self) -> int | None:
         """When this connection became idle (the clock's ms), or None while it is not idle:
         it is closing, or owes an answer to a request (parked, waiting, or being sent)."""
-        if self._closing or self._unanswered or self._pending or self._out or self._sender is not None:
+        if (
+            self._closing
+            or not self.admitted
+            or self._unanswered
+            or self._pending
+            or self._out
+            or self._sender is not None
+        ):
             return None
         return self.last_active_ms
 
@@ -225,6 +346,32 @@ class KafkaConnection(asyncio.Protocol):
         # Under TLS the socket carries ciphertext: file regions go through the transport.
         if sock is not None and hasattr(os, "sendfile") and transport.get_extra_info("ssl_object") is None:
             self._sock_fd = sock.fileno()
+        if self._on_made is not None:
+            self._transport.pause_reading()
+            self._reading_paused = True
+            self._on_made(self)
+
+    # ------------------------------------------------------------------ connection quotas
+    @property
+    def client_ip(self) -> str:
+        """The client's address, without the leading slash of :attr:`client_host`."""
+        return self.client_host[1:]
+
+    def admit(self) -> None:
+        """Start serving a connection the acceptor held back (connection quotas)."""
+        if self.admitted or self._closing:
+            return
+        self.admitted = True
+        self.last_active_ms = self._now_ms()
+        self._update_reading()
+
+    def refuse(self) -> None:
+        """Close a connection the acceptor will not serve (the acceptor logs why)."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._transport is not None:
+            self._transport.close()
 
     def data_received(self, data: bytes) -> None:
         if self._closing or self._draining:
@@ -242,19 +389,137 @@ class KafkaConnection(asyncio.Protocol):
         if self._sender is not None:
             self._sender.cancel()
         self._drop_output()
+        self._release_memory()
+        self._gate.resume()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
         if self._on_close is not None:
             self._on_close(self)
 
+    # ------------------------------------------------------------------ queued.max.request.bytes
+    def _reserve(self) -> bool:
+        """Reserve the next frame's size from the memory pool once its size prefix is in;
+        False (and the connection waits, not reading) while the pool refuses it."""
+        if self._reserved:
+            return True
+        size = self._decoder.next_size()
+        if size <= 0:
+            return True  # no prefix yet (or a bad one: next_frame reports it)
+        pool = self._pool
+        assert pool is not None
+        if pool.try_allocate(size):
+            self._reserved = size
+            return True
+        self._waiting_memory = True
+        pool.wait(self.connection_id, self._memory_available)
+        return False
+
+    def _memory_available(self) -> None:
+        """The pool has memory again: try again on the loop (not inside the releasing call)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        loop.call_soon(self._retry_memory)
+
+    def _retry_memory(self) -> None:
+        self._waiting_memory = False
+        if not self._closing:
+            self._pump()
+
+    def _release_memory(self) -> None:
+        """Give back what this connection holds of the pool (it is closing)."""
+        pool = self._pool
+        if pool is None:
+            return
+        pool.forget(self.connection_id)
+        held, self._reserved, self._held_reserved = self._reserved + self._held_reserved, 0, 0
+        if held:
+            pool.release(held)
+
+    # ------------------------------------------------------------------ fairness
+    def _yield_turn(self) -> None:
+        """This connection has had FRAMES_PER_TURN frames handled in one turn of the loop: the
+        rest wait (unread) for the next turn, so that other connections are served in between."""
+        self._yielding = True
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        loop.call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        self._yielding = False
+        if not self._closing:
+            self._pump()
+
+    # ------------------------------------------------------------------ client quotas
+    def _throttle(
+        self, quotas: ClientQuotas, ctx: RequestContext, request_bytes: int, handler_s: float, response: Any
+    ) -> Any:
+        """Record a request in the client quotas; over a quota, the answer carries the throttle
+        time and the connection reads nothing more for that long (KIP-219)."""
+        response_bytes = _response_size(response) if ctx.api_key == _FETCH else 0
+        ms = quotas.throttle_ms(
+            self.user, ctx.client_id, ctx.api_key, request_bytes, response_bytes, handler_s, self._now_ms()
+        )
+        if ms <= 0:
+            return response
+        self._mute_for(ms)
+        if ctx.api_key == _FETCH and response is not None:
+            # KafkaApis: a throttled fetch gets an empty answer and its bytes are not counted
+            quotas.fetch.unrecord(self.user, ctx.client_id, float(response_bytes), self._now_ms())
+            if type(response) is PreEncoded:
+                _release(response.pieces)
+            return PreEncoded(pieces=tuple(encode_fetch_body(ctx.api_version, [], throttle_ms=ms)))  # type: ignore[arg-type]
+        return _with_throttle(ctx.api_key, ctx.api_version, response, ms)
+
+    def _mute_for(self, ms: int) -> None:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000.0
+        self._throttled = True
+        if self._throttle_handle is not None:
+            if until <= self._throttle_until:
+                return
+            self._throttle_handle.cancel()
+        self._throttle_until = until
+        self._throttle_handle = loop.call_at(until, self._unthrottle)
+
+    def _unthrottle(self) -> None:
+        self._throttled = False
+        self._throttle_handle = None
+        if not self._closing:
+            self._pump()
+
+    # ------------------------------------------------------------------ output flow control
     def pause_writing(self) -> None:
-        self._write_paused = True
+        self._gate.pause()
         self._update_reading()
 
     def resume_writing(self) -> None:
-        self._write_paused = False
+        self._gate.resume()
         self._update_reading()
         self._pump()
+
+    def _output_over(self) -> bool:
+        """Whether answers not yet taken by the client hold this connection back: above the
+        high-water mark it stops, and it goes on once they are at the low-water mark or below."""
+        transport = self._transport
+        backlog = self._owed_bytes + (transport.get_write_buffer_size() if transport is not None else 0)
+        if self._output_full:
+            if backlog <= self._low_water:
+                self._output_full = False
+        elif backlog > self._high_water:
+            self._output_full = True
+        return self._output_full
+
+    def _owe(self, data: bytes | list[Piece]) -> None:
+        """Count a ready answer as owed until it is handed to the transport."""
+        if isinstance(data, bytes):
+            self._owed_bytes += len(data)
+        else:
+            for piece in data:
+                self._owed_bytes += len(piece) if isinstance(piece, bytes) else piece.length
 
     # ------------------------------------------------------------------ request path
     def _blocked(self) -> bool:
@@ -263,14 +528,18 @@ class KafkaConnection(asyncio.Protocol):
             or self._draining
             or self._barriers > 0
             or self._held is not None
-            or self._write_paused
+            or self._gate.paused
             or self._sender is not None
             or len(self._pending) >= MAX_IN_FLIGHT
+            or self._waiting_memory
+            or self._throttled
+            or self._yielding
+            or self._output_over()
         )
 
     def _update_reading(self) -> None:
         transport = self._transport
-        if transport is None or self._closing:
+        if transport is None or self._closing or not self.admitted:
             return
         want_pause = self._blocked()
         if want_pause and not self._reading_paused:
@@ -281,6 +550,7 @@ class KafkaConnection(asyncio.Protocol):
             self._reading_paused = False
 
     def _pump(self) -> None:
+        self._turn_frames = 0
         while self._dispatch():
             # Stopped at MAX_IN_FLIGHT answers owed: write the ready ones, then go on with the
             # frames already buffered (no more bytes may ever come to wake this up).
@@ -304,9 +574,12 @@ class KafkaConnection(asyncio.Protocol):
                     self._held = held
                     return self._only_full()
                 frame = held
+                reserved, self._held_reserved = self._held_reserved, 0
             else:
                 if self._blocked():
                     return self._only_full()
+                if self._pool is not None and not self._reserve():
+                    return False
                 try:
                     read = self._decoder.next_frame()
                 except FrameError as exc:
@@ -314,21 +587,31 @@ class KafkaConnection(asyncio.Protocol):
                     return False
                 if read is None:
                     return False
+                reserved, self._reserved = self._reserved, 0
                 if self._unanswered and (
                     self._run_class is None
                     or self.dispatcher.overlap_class(_api_key(read)) != self._run_class
                 ):
                     self._held = read
+                    self._held_reserved = reserved
                     return False
                 frame = read
             self._handle_frame(frame)
+            if reserved:
+                self._pool.release(reserved)  # type: ignore[union-attr]
+            self._turn_frames += 1
+            if self._turn_frames >= FRAMES_PER_TURN and not self._yielding:
+                self._yield_turn()
 
     def _only_full(self) -> bool:
         """Whether the one thing stopping the reading is a full queue whose head is ready."""
         return (
             len(self._pending) >= MAX_IN_FLIGHT
             and _ready(self._pending[0])
-            and not (self._closing or self._draining or self._write_paused or self._sender is not None)
+            and not (self._closing or self._draining or self._gate.paused or self._sender is not None)
+            and not self._output_full
+            and not self._throttled
+            and not self._yielding
             and self._barriers == 0
         )
 
@@ -345,9 +628,9 @@ class KafkaConnection(asyncio.Protocol):
             except UnsupportedVersionError:
                 if api_key != API_VERSIONS_KEY:
                     raise
-                self._pending.append(
-                    unsupported_api_versions_answer(correlation_id, dispatcher.registry.ranges())
-                )
+                answer = unsupported_api_versions_answer(correlation_id, dispatcher.registry.ranges())
+                self._owed_bytes += len(answer)
+                self._pending.append(answer)
                 return
             messages = entry.messages
             client_id, body_offset = read_request_header(frame, messages.request_header_version)
@@ -375,7 +658,10 @@ class KafkaConnection(asyncio.Protocol):
             session=session,
         )
         observe = dispatcher.observe
-        started = time.perf_counter() if observe is not None else 0.0
+        quotas = self._quotas
+        if quotas is not None and not quotas.enabled:
+            quotas = None
+        started = time.perf_counter() if observe is not None or quotas is not None else 0.0
         try:
             handler = entry.handler
             if handler is None or dispatcher.interceptor is not None:
@@ -395,14 +681,19 @@ class KafkaConnection(asyncio.Protocol):
         else:
             task = asyncio.ensure_future(result)
         if task is not None:
+            if quotas is not None:  # before _await: a Later already done answers inside it
+                self._quota_of[task] = (ctx, len(frame), time.perf_counter() - started)
             self._await(task, ctx.muted, entry.overlap, messages, correlation_id, started)
             return
         if observe is not None:
             observe(api_key, time.perf_counter() - started)
+        if quotas is not None:
+            result = self._throttle(quotas, ctx, len(frame), time.perf_counter() - started, result)
         if result is not None:
             data = self._encode(messages, correlation_id, result)
             if data is None:
                 return
+            self._owe(data)
             self._pending.append(data)
 
     def _await(
@@ -450,6 +741,8 @@ class KafkaConnection(asyncio.Protocol):
         started: float,
     ) -> None:
         self._tasks.discard(task)
+        if task.cancelled() and self._quota_of:
+            self._quota_of.pop(task, None)
         self._unanswered -= 1
         if not self._unanswered:
             self._run_class = None
@@ -469,10 +762,14 @@ class KafkaConnection(asyncio.Protocol):
             self.abort(f"handler for {messages.name} v{messages.version} failed: {exc!r}", exc=exc)
             return
         response = task.result()
+        quota = self._quota_of.pop(task, None) if self._quota_of else None
+        if quota is not None and self._quotas is not None:
+            response = self._throttle(self._quotas, quota[0], quota[1], quota[2], response)
         if response is not None:
             data = self._encode(messages, correlation_id, response)
             if data is None:
                 return
+            self._owe(data)
             slot.data = data
         slot.done = True
         # Awaited answers become ready in batches (a flush round confirms every commit it
@@ -500,6 +797,7 @@ class KafkaConnection(asyncio.Protocol):
         # While a region is being sent nothing may be written around it: everything queues.
         behind = self._sender is not None
         size = 0
+        written = 0
         while pending:
             head = pending[0]
             if isinstance(head, _Slot):
@@ -517,17 +815,20 @@ class KafkaConnection(asyncio.Protocol):
                     out.append(data)
                 else:
                     chunks.append(data)
+                    written += len(data)
                 continue
             for piece in data:
                 size += len(piece) if isinstance(piece, bytes) else piece.length
                 if not behind and not out and type(piece) is bytes:
                     chunks.append(piece)
+                    written += len(piece)
                 else:
                     out.append(piece)
         if self._closing or transport is None:
             self._drop_output()
             return
         self._traffic.bytes_out += size
+        self._owed_bytes -= written
         if chunks:
             transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
             self.last_active_ms = self._now_ms()
@@ -553,6 +854,7 @@ class KafkaConnection(asyncio.Protocol):
             if type(piece) is bytes:
                 out.popleft()
                 transport.write(piece)
+                self._owed_bytes -= len(piece)
                 continue
             assert isinstance(piece, FileRegion)
             if sock_fd < 0 or transport.get_write_buffer_size() or transport.is_closing():
@@ -564,6 +866,7 @@ class KafkaConnection(asyncio.Protocol):
             except OSError as exc:
                 self.abort(f"cannot send a file region: {exc!r}")
                 return
+            self._owed_bytes -= sent
             if sent < piece.length:
                 # the socket is full, or the file got shorter: the sender task waits or tells
                 piece.advance(sent)
@@ -572,21 +875,30 @@ class KafkaConnection(asyncio.Protocol):
             piece.close()
 
     async def _send_out(self, transport: asyncio.Transport) -> None:
-        """Write the queued pieces in order, file regions with ``loop.sendfile``."""
+        """Write the queued pieces in order, each once the transport takes more, file regions
+        with ``loop.sendfile`` (or :func:`_send_region`'s fallbacks)."""
         loop = asyncio.get_running_loop()
         out = self._out
+        gate = self._gate
         try:
             while out and not self._closing:
+                await gate.wait()
+                if self._closing:
+                    break
                 piece = out.popleft()
                 if type(piece) is bytes:
                     chunks = [piece]
                     while out and type(out[0]) is bytes:
                         chunks.append(out.popleft())  # type: ignore[arg-type]
-                    transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+                    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                    transport.write(data)
+                    self._owed_bytes -= len(data)
                     continue
                 assert isinstance(piece, FileRegion)
+                owed = piece.length
                 try:
-                    await _send_region(loop, transport, piece)
+                    await _send_region(loop, transport, piece, gate, self._sock_fd)
+                    self._owed_bytes -= owed
                 finally:
                     piece.close()
         except asyncio.CancelledError:
@@ -610,6 +922,7 @@ class KafkaConnection(asyncio.Protocol):
         self._pending.clear()
         _release(self._out)
         self._out.clear()
+        self._owed_bytes = 0
 
     # ------------------------------------------------------------------ closing
     def abort(self, reason: str, exc: BaseException | None = None) -> None:
@@ -669,6 +982,39 @@ class KafkaConnection(asyncio.Protocol):
             self._transport.abort()
 
 
+_FETCH = 1
+
+
+def _response_size(response: Any) -> int:
+    """The bytes of a handler's answer body, when it gives them (a pre-encoded one)."""
+    if type(response) is not PreEncoded:
+        return 0
+    return sum(len(p) if isinstance(p, bytes) else p.length for p in response.pieces)
+
+
+def _with_throttle(api_key: int, api_version: int, response: Any, ms: int) -> Any:
+    """The answer with ``throttle_time_ms`` set: a kio entity's field, or the first int32 of a
+    pre-encoded Fetch body (v1+, ``protocol.fetch_response``). Versions without the field
+    keep their answer (the mute still applies)."""
+    if response is None:
+        return None
+    if type(response) is PreEncoded:
+        pieces = response.pieces
+        if (
+            api_key == _FETCH
+            and api_version >= 1
+            and pieces
+            and type(pieces[0]) is bytes
+            and len(pieces[0]) >= 4
+        ):
+            first = pieces[0]
+            return PreEncoded(pieces=(_SIZE.pack(ms) + first[4:], *pieces[1:]))  # type: ignore[operator]
+        return response
+    if hasattr(response, "throttle_time") and hasattr(response, "__dataclass_fields__"):
+        return dataclasses.replace(response, throttle_time=datetime.timedelta(milliseconds=ms))
+    return response
+
+
 def _ready(entry: _Slot | bytes | list[Piece]) -> bool:
     """Whether an entry of the answers owed is ready to be written."""
     return entry.done if isinstance(entry, _Slot) else True
@@ -710,9 +1056,22 @@ def _frame_pieces(messages: ApiMessages, correlation_id: int, response: PreEncod
 
 
 async def _send_region(
-    loop: asyncio.AbstractEventLoop, transport: asyncio.Transport, region: FileRegion
+    loop: asyncio.AbstractEventLoop,
+    transport: asyncio.Transport,
+    region: FileRegion,
+    gate: WriteGate,
+    sock_fd: int = -1,
 ) -> None:
-    """All ``region.length`` bytes of the region, or an error (the frame cannot be shortened)."""
+    """All ``region.length`` bytes of the region, or an error (the frame cannot be shortened).
+
+    ``loop.sendfile`` where the loop has it (it waits for the transport itself). Otherwise — a
+    transport without sendfile support, or a loop without ``loop.sendfile`` (uvloop inherits
+    AbstractEventLoop's NotImplementedError, a RuntimeError) — the region goes piece by piece,
+    each once ``gate`` says the transport takes more: straight from the file with
+    ``os.sendfile`` on ``sock_fd`` while the transport has nothing buffered, else copied
+    ``COPY_CHUNK`` bytes at a time. So at most about one chunk and the transport's high-water
+    mark of the region are ever in memory, however large it is.
+    """
     if region.length == 0:
         return
     with open(region.fd, "rb", buffering=0, closefd=False) as file:
@@ -721,11 +1080,32 @@ async def _send_region(
         except RuntimeError:
             if transport.is_closing():
                 raise
-            # a transport without sendfile support (not a socket transport), or a loop without
-            # loop.sendfile (uvloop: AbstractEventLoop's NotImplementedError, a RuntimeError): copy
-            data = region.read()
-            sent = len(data)
-            if sent == region.length:
-                transport.write(data)
+            await _send_region_in_pieces(transport, region, gate, sock_fd)
+            return
     if sent != region.length:
         raise OSError(f"file region shrank: {sent} of {region.length} bytes available")
+
+
+async def _send_region_in_pieces(
+    transport: asyncio.Transport, region: FileRegion, gate: WriteGate, sock_fd: int
+) -> None:
+    total = region.length
+    while region.length:
+        await gate.wait()
+        if transport.is_closing():
+            raise ConnectionResetError("connection closed while sending a file region")
+        if sock_fd >= 0 and not transport.get_write_buffer_size():
+            try:
+                sent = os.sendfile(sock_fd, region.fd, region.position, region.length)
+            except (BlockingIOError, InterruptedError):
+                sent = -1  # the socket is full: queue a chunk in the transport, which waits for it
+            if sent > 0:
+                region.advance(sent)
+                continue
+            if sent == 0:
+                raise OSError(f"file region shrank: {total - region.length} of {total} bytes available")
+        chunk = os.pread(region.fd, min(COPY_CHUNK, region.length), region.position)
+        if not chunk:
+            raise OSError(f"file region shrank: {total - region.length} of {total} bytes available")
+        transport.write(chunk)
+        region.advance(len(chunk))

@@ -12,12 +12,13 @@ imports pytest nowhere but in the plugin module. See docs/testing.md.
 from __future__ import annotations
 
 from groupcoord.coordinator.events import EventReason, GroupEvent
-from groupcoord.testing.broker import DEFAULT_SETTINGS, AdvancingClock, Broker
+from groupcoord.testing.broker import DEFAULT_ENTITY, DEFAULT_SETTINGS, AdvancingClock, Broker
 from groupcoord.testing.faults import API_NAMES
 from groupcoord.testing.wire import GroupView, MemberView, Record, TopicPartition
 
 __all__ = [
     "API_NAMES",
+    "DEFAULT_ENTITY",
     "DEFAULT_SETTINGS",
     "AdvancingClock",
     "Broker",

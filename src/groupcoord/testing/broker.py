@@ -46,6 +46,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from groupcoord.admin import quotas as admin_quotas
+from groupcoord.admin.client import AdminClient
 from groupcoord.broker.acl import STANDARD_AUTHORIZER
 from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.events import GroupEvent
@@ -67,7 +69,19 @@ if typing.TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_SETTINGS", "AdvancingClock", "Broker"]
+__all__ = ["DEFAULT_ENTITY", "DEFAULT_SETTINGS", "AdvancingClock", "Broker"]
+
+#: names a quota entity type's default in :meth:`Broker.set_quota` (``--entity-default``)
+DEFAULT_ENTITY = "<default>"
+
+
+def _quota_entity(user: str | None, client_id: str | None, ip: str | None) -> dict[str, str | None]:
+    entity: dict[str, str | None] = {}
+    for entity_type, name in (("user", user), ("client-id", client_id), ("ip", ip)):
+        if name is not None:
+            entity[entity_type] = None if name == DEFAULT_ENTITY else name
+    return entity
+
 
 #: Test-friendly defaults, by Kafka's property names; every one can be overridden.
 #:
@@ -786,6 +800,42 @@ class Broker:
 
     def records(self, topic: str, partition: int | None = None) -> list[Record]:
         return wire.records(self.bootstrap, topic, partition)
+
+    # ------------------------------------------------------------------ client quotas
+    def set_quota(
+        self,
+        *,
+        user: str | None = None,
+        client_id: str | None = None,
+        ip: str | None = None,
+        **quotas: float | None,
+    ) -> None:
+        """Set (or, with None, remove) client quotas of one entity, over the wire
+        (AlterClientQuotas), as ``kafka-configs.sh --alter --add-config`` would.
+
+        The entity is ``user``, ``client_id`` (alone or both) or ``ip``; :data:`DEFAULT_ENTITY`
+        names a type's default (``kafka-configs.sh --entity-default``). The quotas are Kafka's:
+        ``producer_byte_rate``, ``consumer_byte_rate`` (bytes/s), ``request_percentage``,
+        ``connection_creation_rate`` (of an ``ip``). Without SASL every client's user is
+        ``ANONYMOUS``. A refused change raises ``AdminError`` with Kafka's message::
+
+            broker.set_quota(client_id="slow-producer", producer_byte_rate=1_000_000)
+            broker.set_quota(client_id="slow-producer", producer_byte_rate=None)  # removed
+        """
+        entity = _quota_entity(user, client_id, ip)
+        add = {k: float(v) for k, v in quotas.items() if v is not None}
+        delete = [k for k, v in quotas.items() if v is None]
+        with AdminClient(self.bootstrap, client_id="groupcoord-testing") as admin:
+            admin_quotas.alter_quotas(admin, entity, add=add, delete=delete)
+
+    def quotas(
+        self, *, user: str | None = None, client_id: str | None = None, ip: str | None = None
+    ) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+        """The configured quotas of the entities matching the filter (DescribeClientQuotas;
+        no filter: every entity), keyed by entity ((type, name or None) pairs)."""
+        entity = _quota_entity(user, client_id, ip)
+        with AdminClient(self.bootstrap, client_id="groupcoord-testing") as admin:
+            return dict(admin_quotas.describe_quotas(admin, entity or None))
 
     def log_tail(self, lines: int = 50) -> str:
         """The broker's newest log lines (in-process: its thread's records; subprocess: stderr)."""

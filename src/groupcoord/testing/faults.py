@@ -94,6 +94,7 @@ API_NAMES: dict[str, int] = {
     "DescribeClientQuotas": 48,
     "DescribeUserScramCredentials": 50,
     "AlterUserScramCredentials": 51,
+    "AlterClientQuotas": 49,
     "DescribeCluster": 60,
     "DescribeProducers": 61,
     "DescribeTransactions": 65,

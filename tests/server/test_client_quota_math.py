@@ -1,0 +1,88 @@
+"""The arithmetic a throttled client observes: Kafka's windowed ``Rate`` and
+``QuotaUtils.throttleTime`` (``RateTest``, ``QuotaUtilsTest``, ``ClientQuotaManagerTest``), and
+which configured quota applies to a (user, client id) (``DefaultQuotaCallback``,
+``ClientQuotaManagerTest.testQuotaConfigPrecedence``)."""
+
+from __future__ import annotations
+
+from groupcoord.server.client_quotas import NO_IP_RATE, ClientQuotas
+from groupcoord.server.rate import Rate
+
+
+def test_rate_counts_at_least_samples_minus_one_windows_and_throttles_back_to_the_bound() -> None:
+    rate = Rate(11, 1000)
+    rate.record(20_000, 0)
+    assert rate.window_size_ms(0) == 10_000  # 0 elapsed, counted as 10 whole windows
+    assert rate.measure(0) == 2_000.0
+    assert rate.throttle_ms(1_000, 0) == 10_000  # (2000 - 1000) / 1000 * 10,000
+    assert rate.throttle_ms(2_000, 0) == 0
+
+
+def test_rate_forgets_samples_a_whole_monitored_window_old() -> None:
+    rate = Rate(2, 1000)
+    rate.record(5_000, 0)
+    rate.record(1_000, 1_500)
+    assert rate.measure(1_500) == 6_000 / 1.5
+    # at 2,000 the first sample's last event is 2 windows old: reset (to start now), so only the
+    # second counts, over 500 ms elapsed since it started plus one window (samples - 1)
+    assert rate.measure(2_000) == 1_000 / 1.5
+
+
+def test_throttle_rounds_half_up_as_java_math_round() -> None:
+    rate = Rate(2, 1000)
+    rate.record(1_0005, 0)  # 10,005 over 1 s against 10,000: 0.0005 * 1000 = 0.5 ms
+    assert rate.throttle_ms(10_000, 0) == 1
+
+
+U, C = "alice", "app"
+FULL = {
+    (("client-id", C), ("user", U)): 1.0,
+    (("client-id", None), ("user", U)): 2.0,
+    (("user", U),): 3.0,
+    (("client-id", C), ("user", None)): 4.0,
+    (("client-id", None), ("user", None)): 5.0,
+    (("user", None),): 6.0,
+    (("client-id", C),): 7.0,
+    (("client-id", None),): 8.0,
+}
+
+
+def test_the_most_specific_configured_quota_applies_in_kafkas_order() -> None:
+    quotas = ClientQuotas()
+    entities = list(FULL)
+    expected_tags = [(U, C), (U, C), (U, ""), (U, C), (U, C), (U, ""), ("", C), ("", C)]
+    for i, entity in enumerate(entities):
+        configured = {e: {"producer_byte_rate": FULL[e]} for e in entities[i:]}
+        quotas.update(configured)
+        assert quotas.produce.resolve(U, C) == (FULL[entity], expected_tags[i]), entity
+    quotas.update({})
+    assert quotas.produce.resolve(U, C) is None and not quotas.enabled
+
+
+def test_a_user_quota_is_shared_by_all_that_users_clients() -> None:
+    quotas = ClientQuotas()
+    quotas.update({(("user", U),): {"producer_byte_rate": 1_000.0}})
+    assert quotas.throttle_ms(U, "a", 0, 6_000, 0, 0.0, 0) == 0  # 600 B/s over 10 s
+    # another client of the same user shares the rate: 12,000 over 10 s is 1,200 B/s
+    assert quotas.throttle_ms(U, "b", 0, 6_000, 0, 0.0, 0) == 2_000
+    assert quotas.throttle_ms("bob", "a", 0, 60_000, 0, 0.0, 0) == 0  # no quota for bob
+
+
+def test_request_percentage_throttle_is_capped_at_one_window() -> None:
+    quotas = ClientQuotas()
+    quotas.update({(("client-id", None),): {"request_percentage": 1.0}})
+    # a handler that took 2 s: 200 percent-seconds over 10 s = 20 % against 1 %: capped at 1 s
+    assert quotas.throttle_ms(U, C, 3, 0, 0, 2.0, 0) == 1_000
+
+
+def test_ip_connection_creation_rate_specific_then_default_then_none() -> None:
+    quotas = ClientQuotas()
+    quotas.update({(("ip", "10.0.0.1"),): {"connection_creation_rate": 5.0}})
+    assert (quotas.ip_connection_rate("10.0.0.1"), quotas.ip_connection_rate("10.0.0.2")) == (5, NO_IP_RATE)
+    quotas.update(
+        {
+            (("ip", "10.0.0.1"),): {"connection_creation_rate": 5.0},
+            (("ip", None),): {"connection_creation_rate": 9.0},
+        }
+    )
+    assert (quotas.ip_connection_rate("10.0.0.1"), quotas.ip_connection_rate("10.0.0.2")) == (5, 9)
