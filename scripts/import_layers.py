@@ -31,7 +31,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 
 #: Leaves every layer may use: wire error codes, time, limits and internal topic names, the
 #: keyed timer, Kafka's property table, the shared request types.
-_BASE = ("errors", "clock", "constants", "timer", "config", "listeners", "gcutil")
+_BASE = ("errors", "clock", "constants", "timer", "config", "gcutil")
 #: The Kafka formats a core may read: the wire protocol (and its one request codec), and the bytes
 #: broker and client share - record batches, varints, compression, ConsumerProtocol.
 _FORMATS = ("protocol", "formats")
@@ -47,8 +47,10 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "gcutil": ("garbage-collector tuning", ()),
     "native": ("whether the request path runs compiled; the stale-build guard", ()),
     "timer": ("the keyed timer (pure)", ("clock",)),
-    "listeners": ("listeners and their security settings by Kafka's names", ("errors",)),
-    "config": ("broker config keyed by Kafka's property names", ("constants", "errors", "listeners")),
+    "config": (
+        "broker config keyed by Kafka's property names; listeners and their security settings",
+        ("constants", "errors"),
+    ),
     "protocol": (
         "sans-I/O framing, headers, API keys and registry, wire primitives",
         ("constants", "errors"),

@@ -57,10 +57,10 @@ from groupcoord.broker.offsets_v0 import offset_commit_v0, offset_fetch_v0, old_
 from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
 from groupcoord.config import BrokerConfig
+from groupcoord.config.listeners import ListenerSpec, parse_jaas_users
 from groupcoord.console import BrokerConsole
 from groupcoord.errors import ConfigError, DataDirError
 from groupcoord.handling import Interceptor, Route
-from groupcoord.listeners import ListenerSpec, parse_jaas_users
 from groupcoord.metrics import BrokerMetrics
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.runtime import group_handlers as groups

@@ -13,9 +13,9 @@ from typing import Any
 from groupcoord.broker import dynamic_config
 from groupcoord.broker.state import Broker
 from groupcoord.config import PROPERTIES, BrokerConfig
+from groupcoord.config.listeners import is_sensitive
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
-from groupcoord.listeners import is_sensitive
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make
 from groupcoord.storage.log_config import (
     BROKER_SYNONYMS,

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import re2
 
+from groupcoord.config.listeners import SecuritySettings
 from groupcoord.errors import ConfigError
-from groupcoord.listeners import SecuritySettings
 
 __all__ = ["PrincipalMapper", "build_server_context", "openssl_cipher_name"]
 

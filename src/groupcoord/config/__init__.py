@@ -15,7 +15,7 @@ Single-broker choices (documented, not hidden):
   (:data:`KAFKA_BROKER_CONFIG_NAMES`) that is not in :data:`PROPERTIES` is accepted and ignored
   with one log line; any other unknown key stops startup with a "did you mean" suggestion.
 * ``listeners`` / ``advertised.listeners``: every named listener is served, with its protocol from
-  ``listener.security.protocol.map`` (``groupcoord.listeners``); Kafka's ``CONTROLLER://`` entries
+  ``listener.security.protocol.map`` (``groupcoord.config.listeners``); Kafka's ``CONTROLLER://`` entries
   (and those ``controller.listener.names`` names) are skipped; ``log.dirs``: its first directory is
   the data dir.
 * Security keys (:data:`SECURITY_KEYS`, ``listener.name.<l>.*``) are kept raw in
@@ -33,16 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groupcoord.constants import INT32_MAX as INT_MAX
-from groupcoord.constants import LONG_MAX
-from groupcoord.errors import ConfigError
-from groupcoord.listeners import (
+from groupcoord.config.listeners import (
     ListenerSpec,
     SecuritySettings,
     is_sensitive,
     parse_listeners,
     parse_protocol_map,
 )
+from groupcoord.constants import INT32_MAX as INT_MAX
+from groupcoord.constants import LONG_MAX
+from groupcoord.errors import ConfigError
 
 LONG_MIN = -(1 << 63)
 
@@ -678,7 +678,7 @@ KAFKA_BROKER_CONFIG_NAMES: frozenset[str] = frozenset(_KAFKA_BROKER_CONFIG_NAMES
 KAFKA_BROKER_CONFIG_PREFIXES = ("listener.name.",)
 
 #: The security keys groupcoord acts on (TLS, SASL, listeners, the authorizer), kept raw in
-#: :attr:`BrokerConfig.security` (``groupcoord.listeners.SecuritySettings`` resolves them per
+#: :attr:`BrokerConfig.security` (``groupcoord.config.listeners.SecuritySettings`` resolves them per
 #: listener). ``super.users`` and ``allow.everyone.if.no.acl.found`` are the authorizer's keys
 #: (``StandardAuthorizer``), not in Kafka's broker ``CONFIG_DEF``.
 SECURITY_KEYS = frozenset(
