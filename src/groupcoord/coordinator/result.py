@@ -81,6 +81,10 @@ class CoordinatorResult:
         self.writes: list[PendingWrite] = []
         self.events: list[GroupEvent] = []
 
+    def respond(self, reply: Reply, response: Any) -> None:
+        """Complete ``reply`` with ``response`` (in the order the shard answers)."""
+        self.responses.append((reply, response))
+
     def __repr__(self) -> str:
         return (
             f"CoordinatorResult(responses={len(self.responses)}, writes={len(self.writes)}, "

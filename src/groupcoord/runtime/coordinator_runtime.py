@@ -253,7 +253,7 @@ class CoordinatorRuntime:
         return self.shard.group(group_id)
 
     def groups(self) -> list[ClassicGroup]:
-        return self.shard.groups()
+        return self.shard.all_groups()
 
     def partition_for(self, group_id: str) -> int:
         return self.shard.partition_for(group_id)
