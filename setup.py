@@ -41,6 +41,7 @@ NATIVE_MODULES = (
     "groupcoord/server/dispatch.py",
     "groupcoord/runtime/answers.py",
     "groupcoord/runtime/coordinator_runtime.py",
+    "groupcoord/runtime/group_coordinator.py",
     "groupcoord/runtime/group_handlers.py",
     "groupcoord/runtime/group_runtime.py",
     "groupcoord/coordinator/api.py",

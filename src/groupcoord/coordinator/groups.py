@@ -194,9 +194,9 @@ class GroupMetadataManager:
 
     # ------------------------------------------------------------------ DescribeGroups, ListGroups
     def describe_groups(self, group_ids: Sequence[str]) -> DescribeGroupsResponse:
-        return DescribeGroupsResponse(groups=tuple(self._describe_one(g) for g in group_ids))
+        return DescribeGroupsResponse(groups=tuple(self.describe_group(g) for g in group_ids))
 
-    def _describe_one(self, group_id: str) -> DescribedGroup:
+    def describe_group(self, group_id: str) -> DescribedGroup:
         def dead(error: ErrorCode) -> DescribedGroup:
             return DescribedGroup(
                 group_id=group_id,

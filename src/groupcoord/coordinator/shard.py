@@ -27,6 +27,7 @@ from groupcoord.clock import Clock
 from groupcoord.coordinator.api import (
     DeleteGroupResult,
     DeleteGroupsResponse,
+    DescribedGroup,
     DescribeGroupsResponse,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -136,6 +137,13 @@ class GroupCoordinatorShard:
 
     def next_deadline(self) -> int | None:
         return self._ctx.timer.next_deadline()
+
+    def describe_group(self, group_id: str) -> DescribedGroup:
+        return self.groups.describe_group(group_id)
+
+    def list_groups_now(self, states_filter: Sequence[str] | None) -> ListGroupsResponse:
+        """ListGroups of this shard's groups (a query: no result to apply)."""
+        return self.groups.list_groups(states_filter)
 
     def pending_transactional_offsets(self, group_id: str) -> dict[int, dict[tuple[str, int], int]]:
         """Producer id -> partition -> offset pending in its open transaction (tests, describe)."""
@@ -398,6 +406,20 @@ class GroupCoordinatorShard:
         self.groups.complete_loading(out, partition)
         return out
 
+    def on_loaded(self) -> CoordinatorResult:
+        """The runtime's report that the shard's partitions are replayed: their groups go live."""
+        out = CoordinatorResult()
+        for partition in sorted(self._ctx.loading):
+            out = _merge(out, self.complete_loading(partition))
+        return out
+
+    def on_unloaded(self) -> CoordinatorResult:
+        """The runtime's report that the shard's partitions are led elsewhere now."""
+        out = CoordinatorResult()
+        for partition in sorted(self._ctx.owned):
+            out = _merge(out, self.unload_partition(partition))
+        return out
+
     def unload_partition(self, partition: int) -> CoordinatorResult:
         """Leadership of ``partition`` lost: its groups die and parked requests get NOT_COORDINATOR."""
         ctx = self._ctx
@@ -408,3 +430,10 @@ class GroupCoordinatorShard:
         self.offsets.unload(partition)
         self.groups.unload(out, partition, was_loading)
         return out
+
+
+def _merge(into: CoordinatorResult, more: CoordinatorResult) -> CoordinatorResult:
+    into.responses.extend(more.responses)
+    into.writes.extend(more.writes)
+    into.events.extend(more.events)
+    return into
