@@ -285,15 +285,7 @@ class ClassicGroupManager:
         self, group: ClassicGroup, member_id: str, instance_id: str | None
     ) -> ErrorCode | None:
         """Kafka's ``validateCurrentMember`` (static fencing, then membership)."""
-        if instance_id is not None:
-            mapped = group.static_members.get(instance_id)
-            if mapped is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if mapped != member_id:
-                return ErrorCode.FENCED_INSTANCE_ID
-        if member_id not in group.members:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return None
+        return group.validate_member(member_id, instance_id)
 
     def park_join(
         self,

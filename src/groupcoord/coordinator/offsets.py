@@ -36,7 +36,6 @@ from groupcoord.coordinator.api import (
     TxnOffsetCommitRequest,
 )
 from groupcoord.coordinator.context import (
-    COMPLETING,
     DEAD,
     EMPTY,
     PREPARING,
@@ -61,7 +60,7 @@ from groupcoord.coordinator.records import (
     new_offset_commit_tombstone,
 )
 from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
-from groupcoord.coordinator.state import GroupState
+from groupcoord.coordinator.txn_offsets import PendingTransactionalOffsets
 from groupcoord.coordinator.writes import (
     OffsetCommitWrite,
     OffsetDeleteWrite,
@@ -92,59 +91,6 @@ def committed_offset(value: OffsetCommitValue) -> CommittedOffset:
         commit_timestamp=value.commit_timestamp,
         expire_timestamp=value.expire_timestamp,
     )
-
-
-def expired_offsets(
-    group: ClassicGroup,
-    now_ms: int,
-    retention_ms: int,
-    pending: Container[tuple[str, int]] = (),
-) -> list[tuple[str, int]]:
-    """The (topic, partition) keys whose committed offsets have expired at ``now_ms``.
-
-    Keys in ``pending`` (a commit of the partition is still being written) never expire: the
-    tombstone would land behind the commit (Kafka's ``removeExpiredOffsets``:
-    ``!pendingOffsetCommits.contains(topicPartition)``).
-
-    * Empty group with a protocol type: retention counts from the time the group became
-      Empty (falling back to the commit time).
-    * Stable ``consumer`` group with a known subscription: only topics no member
-      subscribes to expire, counted from the commit time.
-    * Simple group (no protocol type): per commit time.
-    * Otherwise nothing expires.
-    An explicit expire timestamp (OffsetCommit v2-v4 retention) wins over the rule above.
-    """
-
-    def base_commit(o: CommittedOffset) -> int:
-        return o.commit_timestamp
-
-    def base_empty(o: CommittedOffset) -> int:
-        return group.state_timestamp if group.state_timestamp is not None else o.commit_timestamp
-
-    skip: frozenset[str] = frozenset()
-    if group.protocol_type is not None and group.state is GroupState.EMPTY:
-        base = base_empty
-    elif (
-        group.protocol_type == CONSUMER_PROTOCOL_TYPE
-        and group.subscribed_topics is not None
-        and group.state is GroupState.STABLE
-    ):
-        base = base_commit
-        skip = group.subscribed_topics
-    elif group.protocol_type is None:
-        base = base_commit
-    else:
-        return []
-    out = []
-    for key, o in group.offsets.items():
-        if key[0] in skip or key in pending:
-            continue
-        if o.expire_timestamp is not None:
-            if now_ms >= o.expire_timestamp:
-                out.append(key)
-        elif now_ms - base(o) >= retention_ms:
-            out.append(key)
-    return out
 
 
 # Write-error translation, reference §2.12 (offsets).
@@ -197,20 +143,6 @@ class StableFetch:
     errors: dict[str, ErrorCode]
 
 
-@dataclass(eq=False, slots=True)
-class PendingTxnOffset:
-    """An offset committed inside a transaction (TxnOffsetCommit), durable but not yet ended.
-
-    ``superseded``: a plain commit of the same partition was written after it, so a COMMIT
-    marker must not put it in place (Kafka compares the records' log offsets:
-    ``OffsetMetadataManager.replayEndTransactionMarker``; replay runs in log order, so a flag
-    set when the later commit replays says the same).
-    """
-
-    offset: CommittedOffset
-    superseded: bool = False
-
-
 class OffsetManager:
     """Args:
     ctx: what the shard's parts share (config, clock, timer, partitions, events).
@@ -228,13 +160,9 @@ class OffsetManager:
         self._offset_writes: dict[str, set[int]] = {}
         self._pending_commits: dict[str, dict[tuple[str, int], int]] = {}
         self._stable_fetches: dict[int, list[StableFetch]] = {}
-        # Transactional offset commits (KIP-98/447, Kafka 4.x OffsetMetadataManager's
-        # pendingTransactionalOffsets and openTransactionsByGroup): producer id -> group ->
-        # partition -> offset, durable but invisible until the transaction's marker; group ->
-        # producer ids with such offsets; partition -> markers that came while it was loading.
-        self._txn_offsets: dict[int, dict[str, dict[tuple[str, int], PendingTxnOffset]]] = {}
-        self._open_txns: dict[str, set[int]] = {}
-        self._deferred_markers: dict[int, list[tuple[int, bool]]] = {}
+        #: Transactional offset commits (KIP-98/447), durable but invisible until their
+        #: transaction's marker.
+        self.transactional = PendingTransactionalOffsets()
 
     def pending_commit_keys(self, group_id: str) -> Iterable[tuple[str, int]]:
         """The partitions of ``group_id`` with a commit being written."""
@@ -356,7 +284,9 @@ class OffsetManager:
                 out.respond(reply, _commit_response_all(req, missing))
                 return None
             group = self._groups.simple_group(out, req.group_id)  # offsets only
-        error = self._validate_offset_commit(group, req)
+        error = group.validate_offset_commit(
+            req.member_id, req.group_instance_id, req.generation_id, isinstance(req, TxnOffsetCommitRequest)
+        )
         if error is not None:
             out.respond(reply, _commit_response_all(req, error))
             return None
@@ -453,54 +383,24 @@ class OffsetManager:
             return
         if key.group not in self._table:
             self._groups.replayed_group(key.group, value.commit_timestamp)
-        pending = self._txn_offsets.setdefault(producer_id, {}).setdefault(key.group, {})
-        pending[(key.topic, key.partition)] = PendingTxnOffset(committed_offset(value))
-        self._open_txns.setdefault(key.group, set()).add(producer_id)
-
-    def _plain_offset_replayed(self, group_id: str, key: tuple[str, int], tombstone: bool) -> None:
-        """A plain commit or a tombstone of ``key`` replayed while transactions of the group
-        are open: a tombstone drops their pending offsets of it (Kafka 4.x ``replay``), a
-        commit supersedes them (it is later in the log than they are)."""
-        for producer_id in self._open_txns.get(group_id, ()):
-            pending = self._txn_offsets.get(producer_id, {}).get(group_id)
-            if pending is None or key not in pending:
-                continue
-            if tombstone:
-                del pending[key]
-            else:
-                pending[key].superseded = True
+        self.transactional.add(producer_id, key.group, (key.topic, key.partition), committed_offset(value))
 
     def end_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
         """A COMMIT or ABORT marker of ``producer_id`` is in ``partition`` (Kafka 4.x
         ``OffsetMetadataManager.replayEndTransactionMarker``): its pending offsets of the
         partition's groups become the committed offsets (unless a later plain commit
         superseded them) or are dropped."""
-        by_group = self._txn_offsets.get(producer_id)
-        if not by_group:
-            return
-        for group_id in [g for g in by_group if self._ctx.partition_for(g) == partition]:
-            pending = by_group.pop(group_id)
-            producers = self._open_txns.get(group_id)
-            if producers is not None:
-                producers.discard(producer_id)
-                if not producers:
-                    del self._open_txns[group_id]
-            live = {key: p.offset for key, p in pending.items() if not p.superseded}
-            if not commit or not live:
-                continue
+        ctx = self._ctx
+        ended = self.transactional.end(producer_id, commit, lambda g: ctx.partition_for(g) == partition)
+        for group_id, live in ended.items():
             group = self._table.get(group_id)
             if group is None:
-                group = self._groups.replayed_group(group_id, self._ctx.now())
+                group = self._groups.replayed_group(group_id, ctx.now())
             group.offsets.update(live)
-        if not by_group:
-            del self._txn_offsets[producer_id]
 
     def txn_pending_keys(self, group_id: str) -> set[tuple[str, int]]:
         """The partitions of ``group_id`` with an offset pending in an open transaction."""
-        keys: set[tuple[str, int]] = set()
-        for producer_id in self._open_txns.get(group_id, ()):
-            keys.update(self._txn_offsets.get(producer_id, {}).get(group_id, ()))
-        return keys
+        return self.transactional.keys(group_id)
 
     def offset_commit_written(
         self,
@@ -538,27 +438,6 @@ class OffsetManager:
                 write.request, {k: mapped if code is ErrorCode.NONE else code for k, code in results.items()}
             ),
         )
-
-    def _validate_offset_commit(
-        self, group: ClassicGroup, req: OffsetCommitRequest | TxnOffsetCommitRequest
-    ) -> ErrorCode | None:
-        """Kafka's ``ClassicGroup.validateOffsetCommit``; a transactional commit with no member
-        id and no generation is accepted in any state (only plain ones need an Empty group)."""
-        if group.state is DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if req.generation_id < 0 and group.state is EMPTY:
-            return None  # an admin / simple commit
-        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            error = self._groups.classic.validate_current_member(group, req.member_id, req.group_instance_id)
-            if error is not None:
-                return error
-            if req.generation_id != group.generation:
-                return ErrorCode.ILLEGAL_GENERATION
-        elif not isinstance(req, TxnOffsetCommitRequest):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.state is COMPLETING:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return None
 
     # ================================================================== OffsetFetch
     def handle_offset_fetch(
@@ -602,7 +481,7 @@ class OffsetManager:
         group = self._table.get(req.group_id)
         stored = group.offsets if group is not None and group.state is not DEAD else {}
         unstable: Container[tuple[str, int]] = ()
-        if require_stable and req.group_id in self._open_txns:
+        if require_stable and self.transactional.has_open(req.group_id):
             unstable = self.txn_pending_keys(req.group_id)
 
         def part(topic: str, partition: int) -> OffsetFetchPartitionResponse:
@@ -670,7 +549,9 @@ class OffsetManager:
 
         pending = self._pending_commits.get(req.group_id, {})
         # Kafka 4.x deleteOffsets: a pending transactional offset gets a tombstone too.
-        txn_pending = self.txn_pending_keys(req.group_id) if req.group_id in self._open_txns else set()
+        txn_pending = (
+            self.txn_pending_keys(req.group_id) if self.transactional.has_open(req.group_id) else set()
+        )
         records: list[CoordinatorRecord] = []
         for t in req.topics:
             if is_subscribed(t.name):
@@ -724,11 +605,11 @@ class OffsetManager:
                 continue
             commits = self._pending_commits.get(group.group_id, {})
             pending: Container[tuple[str, int]] = commits
-            open_txns = group.group_id in self._open_txns
+            open_txns = self.transactional.has_open(group.group_id)
             if open_txns:
                 # Kafka 4.x: an offset with a transactional commit pending does not expire.
                 pending = {*commits, *self.txn_pending_keys(group.group_id)}
-            expired = expired_offsets(group, now, retention, pending)
+            expired = group.expired_offsets(now, retention, pending)
             records = [new_offset_commit_tombstone(group.group_id, t, part) for (t, part) in expired]
             becomes_dead = (
                 group.state is EMPTY
@@ -785,8 +666,8 @@ class OffsetManager:
         Used on the live path (once a write is durable) and while loading a partition.
         """
         group = self._table.get(key.group)
-        if key.group in self._open_txns:
-            self._plain_offset_replayed(key.group, (key.topic, key.partition), value is None)
+        if self.transactional.has_open(key.group):
+            self.transactional.plain_replayed(key.group, (key.topic, key.partition), value is None)
         if value is None:
             if group is not None:
                 group.offsets.pop((key.topic, key.partition), None)
@@ -825,10 +706,10 @@ class OffsetManager:
         if group is None:
             # As replay() of a commit: no state timestamp, not a group record's.
             group = self._groups.replayed_group(group_id, 0)
-        if group_id in self._open_txns:
+        if self.transactional.has_open(group_id):
             offsets = list(offsets)
             for key, _ in offsets:
-                self._plain_offset_replayed(group_id, key, False)
+                self.transactional.plain_replayed(group_id, key, False)
         group.offsets.update(offsets)
 
     def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
@@ -836,33 +717,24 @@ class OffsetManager:
         partition loads, it is applied when the load completes (the loader may or may not have
         read it from the log; applying it twice changes nothing)."""
         if partition in self._ctx.loading:
-            self._deferred_markers.setdefault(partition, []).append((producer_id, commit))
+            self.transactional.defer(partition, producer_id, commit)
             return
         if partition in self._ctx.owned:
             self.end_transaction(partition, producer_id, commit)
 
     def complete_loading(self, partition: int) -> None:
         """The markers that came while ``partition`` loaded are applied."""
-        for producer_id, commit in self._deferred_markers.pop(partition, ()):
+        for producer_id, commit in self.transactional.take_deferred(partition):
             self.end_transaction(partition, producer_id, commit)
 
     def unload(self, partition: int) -> None:
         """Leadership of ``partition`` lost: its groups' transactional offsets are forgotten."""
-        self._deferred_markers.pop(partition, None)
-        for by_group in self._txn_offsets.values():
-            for group_id in [g for g in by_group if self._ctx.partition_for(g) == partition]:
-                del by_group[group_id]
-                self._open_txns.pop(group_id, None)
-        for producer_id in [pid for pid, by_group in self._txn_offsets.items() if not by_group]:
-            del self._txn_offsets[producer_id]
+        ctx = self._ctx
+        self.transactional.forget(partition, lambda g: ctx.partition_for(g) == partition)
 
     def pending_transactional_offsets(self, group_id: str) -> dict[int, dict[tuple[str, int], int]]:
         """Producer id -> partition -> offset pending in its open transaction (tests, describe)."""
-        out: dict[int, dict[tuple[str, int], int]] = {}
-        for producer_id in sorted(self._open_txns.get(group_id, ())):
-            pending = self._txn_offsets.get(producer_id, {}).get(group_id, {})
-            out[producer_id] = {k: p.offset.offset for k, p in pending.items()}
-        return out
+        return self.transactional.by_producer(group_id)
 
 
 #: (topic, partition, code) -> the answer of a one-partition commit (see _commit_response).

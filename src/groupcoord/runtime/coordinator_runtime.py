@@ -193,13 +193,15 @@ class CoordinatorRuntime(Generic[S]):
                 )
             else:
                 self._sink.append(write.partition, write.records, done)
-        if self._replies and not self._delivering:
-            self._deliver()
+        # The shard's timer is re-armed before its answers go out: a reply may lead straight
+        # into the next request, which arms it again.
         shard = self._shards.get(partition)
         if shard is not None:
             deadline = self._deadlines[partition] = shard.next_deadline()
             if self._timers is not None:
                 self._arm(partition, deadline)
+        if self._replies and not self._delivering:
+            self._deliver()
 
     def respond(self, reply: Callable[[Any], None], response: Any) -> None:
         """Complete ``reply`` in order with the shards' responses (an answer no shard made)."""
