@@ -481,7 +481,7 @@ class OffsetManager:
         group = self._table.get(req.group_id)
         stored = group.offsets if group is not None and group.state is not DEAD else {}
         unstable: Container[tuple[str, int]] = ()
-        if require_stable and self.transactional.has_open(req.group_id):
+        if require_stable and req.group_id in self.transactional.open:
             unstable = self.txn_pending_keys(req.group_id)
 
         def part(topic: str, partition: int) -> OffsetFetchPartitionResponse:
@@ -550,7 +550,7 @@ class OffsetManager:
         pending = self._pending_commits.get(req.group_id, {})
         # Kafka 4.x deleteOffsets: a pending transactional offset gets a tombstone too.
         txn_pending = (
-            self.txn_pending_keys(req.group_id) if self.transactional.has_open(req.group_id) else set()
+            self.txn_pending_keys(req.group_id) if req.group_id in self.transactional.open else set()
         )
         records: list[CoordinatorRecord] = []
         for t in req.topics:
@@ -605,7 +605,7 @@ class OffsetManager:
                 continue
             commits = self._pending_commits.get(group.group_id, {})
             pending: Container[tuple[str, int]] = commits
-            open_txns = self.transactional.has_open(group.group_id)
+            open_txns = group.group_id in self.transactional.open
             if open_txns:
                 # Kafka 4.x: an offset with a transactional commit pending does not expire.
                 pending = {*commits, *self.txn_pending_keys(group.group_id)}
@@ -666,7 +666,7 @@ class OffsetManager:
         Used on the live path (once a write is durable) and while loading a partition.
         """
         group = self._table.get(key.group)
-        if self.transactional.has_open(key.group):
+        if key.group in self.transactional.open:
             self.transactional.plain_replayed(key.group, (key.topic, key.partition), value is None)
         if value is None:
             if group is not None:
@@ -706,7 +706,7 @@ class OffsetManager:
         if group is None:
             # As replay() of a commit: no state timestamp, not a group record's.
             group = self._groups.replayed_group(group_id, 0)
-        if self.transactional.has_open(group_id):
+        if group_id in self.transactional.open:
             offsets = list(offsets)
             for key, _ in offsets:
                 self.transactional.plain_replayed(group_id, key, False)

@@ -36,26 +36,23 @@ class PendingTransactionalOffsets:
     def __init__(self) -> None:
         #: producer id -> group -> partition -> offset
         self._by_producer: dict[int, dict[str, dict[Key, PendingTxnOffset]]] = {}
-        #: group -> producer ids with offsets pending for it
-        self._open: dict[str, set[int]] = {}
+        #: group -> producer ids with offsets pending for it (read on every commit replay: a
+        #: group in here has an open transaction)
+        self.open: dict[str, set[int]] = {}
         #: ``__consumer_offsets`` partition -> markers (producer id, commit) that came while it loaded
         self._deferred: dict[int, list[tuple[int, bool]]] = {}
-
-    def has_open(self, group_id: str) -> bool:
-        """Whether some transaction has an offset of ``group_id`` pending."""
-        return group_id in self._open
 
     def add(self, producer_id: int, group_id: str, key: Key, offset: CommittedOffset) -> None:
         """A transactional commit of ``producer_id`` is durable (or replayed)."""
         pending = self._by_producer.setdefault(producer_id, {}).setdefault(group_id, {})
         pending[key] = PendingTxnOffset(offset)
-        self._open.setdefault(group_id, set()).add(producer_id)
+        self.open.setdefault(group_id, set()).add(producer_id)
 
     def plain_replayed(self, group_id: str, key: Key, tombstone: bool) -> None:
         """A plain commit or a tombstone of ``key`` replayed while transactions of the group
         are open: a tombstone drops their pending offsets of it (Kafka 4.x ``replay``), a
         commit supersedes them (it is later in the log than they are)."""
-        for producer_id in self._open.get(group_id, ()):
+        for producer_id in self.open.get(group_id, ()):
             pending = self._by_producer.get(producer_id, {}).get(group_id)
             if pending is None or key not in pending:
                 continue
@@ -77,11 +74,11 @@ class PendingTransactionalOffsets:
             return ended
         for group_id in [g for g in by_group if in_partition(g)]:
             pending = by_group.pop(group_id)
-            producers = self._open.get(group_id)
+            producers = self.open.get(group_id)
             if producers is not None:
                 producers.discard(producer_id)
                 if not producers:
-                    del self._open[group_id]
+                    del self.open[group_id]
             live = {key: p.offset for key, p in pending.items() if not p.superseded}
             if commit and live:
                 ended[group_id] = live
@@ -92,7 +89,7 @@ class PendingTransactionalOffsets:
     def keys(self, group_id: str) -> set[Key]:
         """The partitions of ``group_id`` with an offset pending in an open transaction."""
         keys: set[Key] = set()
-        for producer_id in self._open.get(group_id, ()):
+        for producer_id in self.open.get(group_id, ()):
             keys.update(self._by_producer.get(producer_id, {}).get(group_id, ()))
         return keys
 
@@ -109,14 +106,14 @@ class PendingTransactionalOffsets:
         for by_group in self._by_producer.values():
             for group_id in [g for g in by_group if in_partition(g)]:
                 del by_group[group_id]
-                self._open.pop(group_id, None)
+                self.open.pop(group_id, None)
         for producer_id in [pid for pid, by_group in self._by_producer.items() if not by_group]:
             del self._by_producer[producer_id]
 
     def by_producer(self, group_id: str) -> dict[int, dict[Key, int]]:
         """Producer id -> partition -> offset pending in its open transaction (tests, describe)."""
         out: dict[int, dict[Key, int]] = {}
-        for producer_id in sorted(self._open.get(group_id, ())):
+        for producer_id in sorted(self.open.get(group_id, ())):
             pending = self._by_producer.get(producer_id, {}).get(group_id, {})
             out[producer_id] = {k: p.offset.offset for k, p in pending.items()}
         return out
