@@ -51,8 +51,6 @@ from groupcoord.coordinator.group import (
 from groupcoord.coordinator.groups import GroupMetadataManager
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
-    GroupMetadataKey,
-    GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
     new_group_metadata_tombstone,
@@ -69,10 +67,13 @@ from groupcoord.coordinator.writes import (
     OffsetWriteKind,
     TxnOffsetCommitWrite,
 )
-from groupcoord.errors import ErrorCode, IllegalStateError
+from groupcoord.errors import ErrorCode
 from groupcoord.gcutil import untrack
 
 log = logging.getLogger(__name__)
+
+#: The shard's replay of one durable record (``GroupCoordinatorShard``), given to the manager.
+ReplayRecord = Callable[[CoordinatorResult, CoordinatorRecord], None]
 
 
 def java_string_length(s: str) -> int:
@@ -147,10 +148,13 @@ class OffsetManager:
     """Args:
     ctx: what the shard's parts share (config, clock, timer, partitions, events).
     groups: the groups manager; offsets are kept in their groups (``ClassicGroup.offsets``).
+    replay: the shard's replay of a record, for this manager's writes once durable (offset
+        commits and tombstones, and a deletion's or an expiry's group tombstone).
     """
 
-    def __init__(self, ctx: ShardContext, groups: GroupMetadataManager) -> None:
+    def __init__(self, ctx: ShardContext, groups: GroupMetadataManager, replay: ReplayRecord) -> None:
         self._ctx = ctx
+        self._replay_record = replay
         self._config = ctx.config
         self._groups = groups
         self._table = groups.groups
@@ -379,7 +383,7 @@ class OffsetManager:
         for the producer; anything else replays as usual."""
         key, value = record.key, record.value
         if not isinstance(key, OffsetCommitKey) or not isinstance(value, OffsetCommitValue):
-            self._replay_written(out, record)
+            self._replay_record(out, record)
             return
         if key.group not in self._table:
             self._groups.replayed_group(key.group, value.commit_timestamp)
@@ -428,7 +432,7 @@ class OffsetManager:
                 if producer_id >= 0:
                     self.replay_transactional(out, record, producer_id)
                 else:
-                    self._replay_written(out, record)
+                    self._replay_record(out, record)
             out.respond(write.reply, _commit_response(write.request, results))
             return
         mapped = map_offset_write_error(error)
@@ -576,7 +580,7 @@ class OffsetManager:
     ) -> None:
         if error is ErrorCode.NONE:
             for record in records:
-                self._replay_written(out, record)
+                self._replay_record(out, record)
         write_error = map_offset_write_error(error)
         subscribed = write.subscribed
         topics = tuple(
@@ -653,7 +657,7 @@ class OffsetManager:
             # Nothing reached the group meanwhile: a Dead group takes no commit and no join.
             self._remove_expired_group(out, group)
         for record in records:
-            self._replay_written(out, record)
+            self._replay_record(out, record)
 
     def _remove_expired_group(self, out: CoordinatorResult, group: ClassicGroup) -> None:
         log.info("group=%s empty with no offsets left: removing", group.group_id)
@@ -677,21 +681,6 @@ class OffsetManager:
         # Numbers and a string, alive until the next commit of the partition: the cyclic
         # collector would only walk it (groupcoord.gcutil).
         group.offsets[(key.topic, key.partition)] = untrack(committed_offset(value))
-
-    def _replay_written(self, out: CoordinatorResult, record: CoordinatorRecord) -> None:
-        """Replay a record of one of this manager's writes, now durable: an offset commit or
-        tombstone, or the group tombstone of a deletion or an expiry (to the groups manager)."""
-        key, value = record.key, record.value
-        if isinstance(key, OffsetCommitKey):
-            if value is not None and not isinstance(value, OffsetCommitValue):
-                raise IllegalStateError(f"offset commit key with value {type(value).__name__}")
-            self.replay(key, value)
-        elif isinstance(key, GroupMetadataKey):
-            if value is not None and not isinstance(value, GroupMetadataValue):
-                raise IllegalStateError(f"group metadata key with value {type(value).__name__}")
-            self._groups.replay(out, key, value)
-        else:
-            log.warning("skipping record with unknown key type %s", type(key).__name__)
 
     def replay_offsets(
         self, group_id: str, offsets: Iterable[tuple[tuple[str, int], CommittedOffset]]

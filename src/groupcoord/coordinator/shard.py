@@ -116,7 +116,7 @@ class GroupCoordinatorShard:
         #: The groups manager (the group table, the classic protocol).
         self.groups = GroupMetadataManager(ctx)
         #: The offsets manager.
-        self.offsets = OffsetManager(ctx, self.groups)
+        self.offsets = OffsetManager(ctx, self.groups, self._replay)
         self._classic = self.groups.classic
         ctx.timer.schedule(OFFSET_EXPIRY, ctx.now() + config.offsets_retention_check_interval_ms, None)
 
