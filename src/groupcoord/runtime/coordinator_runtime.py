@@ -136,7 +136,9 @@ class CoordinatorRuntime(Generic[S]):
         self._timers = timers
         self._name = name
         self._shards: dict[int, S] = {}
-        self._armed: dict[int, int | None] = {}
+        #: Each shard's loop timer: the deadline it is armed for, and its callback (made once).
+        self._armed: dict[int, int] = {}
+        self._callbacks: dict[int, Callable[[], None]] = {}
         #: Each shard's earliest deadline, as of the last call into it.
         self._deadlines: dict[int, int | None] = {}
         self._replies: deque[tuple[Callable[[Any], None], Any]] = deque()
@@ -174,8 +176,8 @@ class CoordinatorRuntime(Generic[S]):
         result = shard.on_unloaded()
         del self._shards[partition]
         self._deadlines.pop(partition, None)
+        self._disarm(partition)
         self.apply(partition, result)
-        self._arm(partition, None)
 
     # ------------------------------------------------------------------ applying results
     def apply(self, partition: int, result: CoordinatorResult) -> None:
@@ -240,16 +242,31 @@ class CoordinatorRuntime(Generic[S]):
                 self.apply(partition, shard.poll())
 
     def _arm(self, partition: int, deadline: int | None) -> None:
-        """Keep one loop timer per shard at its earliest deadline (most calls leave it where it
-        was, and then nothing is re-armed)."""
-        if self._armed.get(partition) == deadline or self._timers is None:
+        """Keep one loop timer per shard, armed no later than the shard's earliest deadline.
+
+        Only a deadline earlier than the armed one re-arms it. A deadline that moved later (a
+        member's session pushed out by each heartbeat or commit: in a shard of one group, its
+        earliest deadline moves on nearly every call) leaves the loop timer where it was: it
+        fires early, the shard's ``poll`` finds nothing due, and the timer is armed again at the
+        deadline of then. One early wake-up per session instead of a reschedule per request.
+        """
+        timers = self._timers
+        if timers is None or deadline is None or self._closed:
+            return
+        armed = self._armed.get(partition)
+        if armed is not None and armed <= deadline:
             return
         self._armed[partition] = deadline
-        key = (self._name, partition)
-        if deadline is None or self._closed:
-            self._timers.cancel(key)
-        else:
-            self._timers.schedule(key, deadline, functools.partial(self._on_timer, partition))
+        callback = self._callbacks.get(partition)
+        if callback is None:
+            callback = self._callbacks[partition] = functools.partial(self._on_timer, partition)
+        timers.schedule((self._name, partition), deadline, callback)
+
+    def _disarm(self, partition: int) -> None:
+        self._armed.pop(partition, None)
+        self._callbacks.pop(partition, None)
+        if self._timers is not None:
+            self._timers.cancel((self._name, partition))
 
     def _on_timer(self, partition: int) -> None:
         self._armed.pop(partition, None)  # the loop timer that called us is spent
