@@ -139,8 +139,10 @@ class CoordinatorRuntime(Generic[S]):
         #: Each shard's loop timer: the deadline it is armed for, and its callback (made once).
         self._armed: dict[int, int] = {}
         self._callbacks: dict[int, Callable[[], None]] = {}
-        #: Each shard's earliest deadline, as of the last call into it.
+        #: Each shard's earliest deadline as last read, and the shards called since (for
+        #: next_deadline and poll: the drivers without loop timers).
         self._deadlines: dict[int, int | None] = {}
+        self._stale: set[int] = set()
         self._replies: deque[tuple[Callable[[Any], None], Any]] = deque()
         self._delivering = False
         self._closed = False
@@ -196,12 +198,13 @@ class CoordinatorRuntime(Generic[S]):
             else:
                 self._sink.append(write.partition, write.records, done)
         # The shard's timer is re-armed before its answers go out: a reply may lead straight
-        # into the next request, which arms it again.
-        shard = self._shards.get(partition)
-        if shard is not None:
-            deadline = self._deadlines[partition] = shard.next_deadline()
-            if self._timers is not None:
-                self._arm(partition, deadline)
+        # into the next request, which arms it again. For next_deadline and poll, the shard's
+        # deadline is read when the driver asks.
+        self._stale.add(partition)
+        if self._timers is not None:
+            shard = self._shards.get(partition)
+            if shard is not None:
+                self._arm(partition, shard.next_deadline())
         if self._replies and not self._delivering:
             self._deliver()
 
@@ -230,10 +233,19 @@ class CoordinatorRuntime(Generic[S]):
     # ------------------------------------------------------------------ time
     def next_deadline(self) -> int | None:
         """The earliest deadline of any shard."""
+        self._refresh()
         return min((d for d in self._deadlines.values() if d is not None), default=None)
+
+    def _refresh(self) -> None:
+        stale, self._stale = self._stale, set()
+        for partition in stale:
+            shard = self._shards.get(partition)
+            if shard is not None:
+                self._deadlines[partition] = shard.next_deadline()
 
     def poll(self) -> None:
         """Run the timers due at the clock's current time, in each shard that has one."""
+        self._refresh()
         now = self._clock.now_ms()
         due = [p for p, d in self._deadlines.items() if d is not None and d <= now]
         for partition in sorted(due):

@@ -126,33 +126,40 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ one group's requests
     def join_group(self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]) -> None:
-        p, shard = self._shard(req.group_id)
+        p = self.partition_for(req.group_id)
+        shard = self.runtime.shard(p) or self._elsewhere
         self.runtime.apply(p, shard.join_group(req, reply))
 
     def sync_group(self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]) -> None:
-        p, shard = self._shard(req.group_id)
+        p = self.partition_for(req.group_id)
+        shard = self.runtime.shard(p) or self._elsewhere
         self.runtime.apply(p, shard.sync_group(req, reply))
 
     def heartbeat(self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]) -> None:
-        p, shard = self._shard(req.group_id)
+        p = self.partition_for(req.group_id)
+        shard = self.runtime.shard(p) or self._elsewhere
         self.runtime.apply(p, shard.heartbeat(req, reply))
 
     def leave_group(self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]) -> None:
-        p, shard = self._shard(req.group_id)
+        p = self.partition_for(req.group_id)
+        shard = self.runtime.shard(p) or self._elsewhere
         self.runtime.apply(p, shard.leave_group(req, reply))
 
     def offset_commit(self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]) -> None:
-        p, shard = self._shard(req.group_id)
+        p = self.partition_for(req.group_id)
+        shard = self.runtime.shard(p) or self._elsewhere
         self.runtime.apply(p, shard.offset_commit(req, reply))
 
     def txn_offset_commit(
         self, req: TxnOffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
     ) -> None:
-        p, shard = self._shard(req.group_id)
+        p = self.partition_for(req.group_id)
+        shard = self.runtime.shard(p) or self._elsewhere
         self.runtime.apply(p, shard.txn_offset_commit(req, reply))
 
     def offset_delete(self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]) -> None:
-        p, shard = self._shard(req.group_id)
+        p = self.partition_for(req.group_id)
+        shard = self.runtime.shard(p) or self._elsewhere
         self.runtime.apply(p, shard.offset_delete(req, reply))
 
     # ------------------------------------------------------------------ several groups
