@@ -28,8 +28,8 @@ SRC = ROOT / "src"
 
 #: The request path of the coordinator, from the socket to the log and back: the modules a commit,
 #: heartbeat, join or sync runs through (bench/commit_probe.py's profiles). The coordinator package
-#: is compiled whole: its shard is one class made of mixins, and a compiled method called on an
-#: instance of a class compiled apart is refused.
+#: is compiled whole (its shard and managers call each other directly), and with it the runtime
+#: that hosts its shards and the group coordinator that routes to them.
 NATIVE_MODULES = (
     "groupcoord/clock.py",
     "groupcoord/timer.py",
@@ -58,6 +58,7 @@ NATIVE_MODULES = (
     "groupcoord/coordinator/shard.py",
     "groupcoord/coordinator/state.py",
     "groupcoord/coordinator/timers.py",
+    "groupcoord/coordinator/txn_offsets.py",
     "groupcoord/coordinator/writes.py",
     "groupcoord/storage/batch.py",
     "groupcoord/storage/journal.py",

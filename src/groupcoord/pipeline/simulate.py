@@ -1,6 +1,6 @@
 """``groupcoord simulate``: consumer groups in virtual time, written as a real data directory.
 
-The simulator drives the real coordinator core (:class:`GroupCoordinator` around the shard) under a
+The simulator drives the real coordinator core (:class:`GroupCoordinator` and its shards) under a
 :class:`ManualClock` with the real member cores of ``groupcoord.client``: every simulated consumer is
 a :class:`~groupcoord.client.consumer_core.ConsumerCoordinator` (the Java client's defaults scaled
 down), driven as ``docs/client.md`` describes -- its application thread calls ``poll`` (once a
