@@ -35,6 +35,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
+from groupcoord.errors import ErrorCode
+
 #: A caller's handle for one response (Kafka's response future).
 Reply = Callable[[Any], None]
 
@@ -92,3 +96,33 @@ class CoordinatorResult:
             f"CoordinatorResult(responses={len(self.responses)}, writes={len(self.writes)}, "
             f"events={len(self.events)})"
         )
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Shard:
+    """What every coordinator shard offers the runtime (Kafka 4.x's ``CoordinatorShard``).
+
+    Request handlers are each shard type's own (the caller calls them and hands the result to
+    the runtime); these are the calls the runtime makes itself. A base class, not a protocol:
+    compiled (setup.py), the runtime's calls into a shard that derives from it are direct ones.
+    """
+
+    def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
+        """``write`` is durable (``NONE``) or failed with ``error``."""
+        raise NotImplementedError
+
+    def poll(self) -> CoordinatorResult:
+        """Run every timer due at the clock's current time."""
+        raise NotImplementedError
+
+    def next_deadline(self) -> int | None:
+        """The earliest timer's deadline, if any."""
+        raise NotImplementedError
+
+    def on_loaded(self) -> CoordinatorResult:
+        """Every record of the shard's partition has been replayed."""
+        raise NotImplementedError
+
+    def on_unloaded(self) -> CoordinatorResult:
+        """The shard's partition is led elsewhere now: answer what waits, drop the state."""
+        raise NotImplementedError

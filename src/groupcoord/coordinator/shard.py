@@ -61,7 +61,7 @@ from groupcoord.coordinator.records import (
     new_group_metadata_tombstone,
     new_offset_commit_tombstone,
 )
-from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite, Shard
 from groupcoord.coordinator.timers import (
     OFFSET_EXPIRY,
     DelayedHeartbeat,
@@ -87,7 +87,7 @@ from groupcoord.errors import ErrorCode, IllegalStateError
 log = logging.getLogger(__name__)
 
 
-class GroupCoordinatorShard:
+class GroupCoordinatorShard(Shard):
     """Args:
     config: the coordinator's settings.
     clock: protocol time (a manual clock in tests and the simulator).

@@ -2,7 +2,8 @@
 
 Kafka 4.x's ``CoordinatorRuntime``: a coordinator is a set of shards, one per partition of its
 internal topic (``__consumer_offsets`` for groups, ``__transaction_state`` for transactions),
-each a sans-I/O state machine (:class:`Shard`) that the runtime drives. The runtime knows no
+each a sans-I/O state machine (:class:`~groupcoord.coordinator.result.Shard`) that the runtime
+drives. The runtime knows no
 coordinator: it hosts any shard and applies the
 :class:`~groupcoord.coordinator.result.CoordinatorResult` each of its calls returns:
 
@@ -35,37 +36,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from groupcoord.clock import Clock
-from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite, Shard
 from groupcoord.errors import ErrorCode
 from groupcoord.loop_timers import LoopTimers
-
-
-class Shard(Protocol):
-    """What a coordinator shard offers the runtime (Kafka 4.x's ``CoordinatorShard``).
-
-    Request handlers are the shard type's own (the runtime's caller calls them and hands the
-    result to :meth:`CoordinatorRuntime.apply`); these are the calls the runtime makes itself.
-    """
-
-    def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
-        """``write`` is durable (``NONE``) or failed with ``error``."""
-        ...
-
-    def poll(self) -> CoordinatorResult:
-        """Run every timer due at the clock's current time."""
-        ...
-
-    def next_deadline(self) -> int | None:
-        """The earliest timer's deadline, if any."""
-        ...
-
-    def on_loaded(self) -> CoordinatorResult:
-        """Every record of the shard's partition has been replayed."""
-        ...
-
-    def on_unloaded(self) -> CoordinatorResult:
-        """The shard's partition is led elsewhere now: answer what waits, drop the state."""
-        ...
 
 
 class RecordSink(Protocol):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from groupcoord.clock import Clock
 from groupcoord.constants import OFFSETS_TOPIC
-from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite, Shard
 from groupcoord.errors import ErrorCode, IllegalStateError
 from groupcoord.timer import KeyedTimer
 from groupcoord.transactions.api import (
@@ -131,7 +131,7 @@ def _map_append_error(error: ErrorCode) -> ErrorCode:
     return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
-class TransactionCoordinatorShard:
+class TransactionCoordinatorShard(Shard):
     def __init__(
         self,
         *,
