@@ -28,8 +28,8 @@ SRC = ROOT / "src"
 
 #: The request path of the coordinator, from the socket to the log and back: the modules a commit,
 #: heartbeat, join or sync runs through (bench/commit_probe.py's profiles). The coordinator package
-#: is compiled whole: its shard is one class made of mixins, and a compiled method called on an
-#: instance of a class compiled apart is refused.
+#: is compiled whole (its shard and managers call each other directly), and with it the runtime
+#: that hosts its shards and the group coordinator that routes to them.
 NATIVE_MODULES = (
     "groupcoord/clock.py",
     "groupcoord/timer.py",
@@ -41,22 +41,24 @@ NATIVE_MODULES = (
     "groupcoord/server/dispatch.py",
     "groupcoord/runtime/answers.py",
     "groupcoord/runtime/coordinator_runtime.py",
+    "groupcoord/runtime/group_coordinator.py",
     "groupcoord/runtime/group_handlers.py",
     "groupcoord/runtime/group_runtime.py",
-    "groupcoord/coordinator/admin.py",
     "groupcoord/coordinator/api.py",
-    "groupcoord/coordinator/base.py",
     "groupcoord/coordinator/classic_group.py",
+    "groupcoord/coordinator/classic_messages.py",
     "groupcoord/coordinator/config.py",
+    "groupcoord/coordinator/context.py",
     "groupcoord/coordinator/events.py",
     "groupcoord/coordinator/group.py",
+    "groupcoord/coordinator/groups.py",
     "groupcoord/coordinator/offsets.py",
     "groupcoord/coordinator/records.py",
-    "groupcoord/coordinator/replay.py",
     "groupcoord/coordinator/result.py",
     "groupcoord/coordinator/shard.py",
     "groupcoord/coordinator/state.py",
     "groupcoord/coordinator/timers.py",
+    "groupcoord/coordinator/txn_offsets.py",
     "groupcoord/coordinator/writes.py",
     "groupcoord/formats/batch.py",
     "groupcoord/storage/journal.py",

@@ -41,7 +41,7 @@ from groupcoord.coordinator.api import (
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.records import CoordinatorRecord, encode_record
 from groupcoord.errors import ErrorCode
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOLS = (("range", b"\x00\x00\x00\x00\x00\x01\x00\x05topic\xff\xff\xff\xff"),)
@@ -66,18 +66,18 @@ def _noop(_: Any) -> None:
     return None
 
 
-def _coordinator(encode: bool = False) -> tuple[CoordinatorRuntime, ManualClock]:
+def _coordinator(encode: bool = False) -> tuple[GroupCoordinator, ManualClock]:
     clock = ManualClock()
     counter = itertools.count()
     config = GroupConfig(group_initial_rebalance_delay_ms=3_000)
-    c = CoordinatorRuntime(
+    c = GroupCoordinator(
         config, clock, record_sink=Sink(encode), member_id_factory=lambda p: f"{p}-{next(counter)}"
     )
     return c, clock
 
 
 def form_group(
-    c: CoordinatorRuntime, clock: ManualClock, group: str, n: int, rebalance_ms: int = 300_000
+    c: GroupCoordinator, clock: ManualClock, group: str, n: int, rebalance_ms: int = 300_000
 ) -> tuple[list[str], int, int]:
     """n members two-step join; returns (member ids, generation, virtual ms until Stable)."""
     start = clock.now_ms()

@@ -69,7 +69,10 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "storage": ("segmented log in Kafka's on-disk layout", (*_BASE, "formats", "handling")),
     # ---- sans-I/O cores
     "coordinator": ("the group coordinator shard: handlers return results", (*_BASE, *_FORMATS)),
-    "transactions": ("the transaction coordinator, same shape as the coordinator", (*_BASE, *_FORMATS)),
+    "transactions": (
+        "the transaction coordinator shard, same shape as the coordinator's; its result is the shards' one",
+        (*_BASE, *_FORMATS, "coordinator.result"),
+    ),
     "client": ("the member side: sans-I/O member core, assignors, consumers", (*_BASE, *_FORMATS)),
     # ---- the server knows framing, ordering and transport only
     "server": (
@@ -81,9 +84,10 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "topics and partitions; produce, fetch, metadata and admin handlers",
         (*_BASE, *_FORMATS, "handling", "storage"),
     ),
-    # ---- the coordinator runtime: drives the shard on the broker's loop and log
+    # ---- the coordinator runtime: drives every shard on the broker's loop and log
     "runtime": (
-        "applies the shard's results: replay, append, complete on durability, timers",
+        "one runtime for every coordinator shard (one per internal-topic partition): append, "
+        "complete on durability, timers, load and unload; the group and transaction coordinators on it",
         (
             *_BASE,
             *_FORMATS,
@@ -107,7 +111,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     # ---- the two cores meeting in one process (no sockets)
     "member_bridge": (
         "member-core requests to the coordinator core's api and back: simulator, in-process tests",
-        (*_BASE, "client.messages", "client.types", "coordinator.api", "runtime.coordinator_runtime"),
+        (*_BASE, "client.messages", "client.types", "coordinator.api", "runtime.group_coordinator"),
     ),
     # ---- offline readers
     "pipeline": (
@@ -128,7 +132,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
 #: Modules allowed more than their component, and why (by design, not pending work).
 MODULE_ALLOWED: Mapping[str, tuple[tuple[str, ...], str]] = {
     "pipeline.simulate": (
-        ("coordinator", "runtime.coordinator_runtime", "client", "member_bridge"),
+        ("coordinator", "runtime.group_coordinator", "client", "member_bridge"),
         "the simulator runs the real coordinator and member cores in virtual time (design.md, principle 1)",
     ),
 }

@@ -108,7 +108,7 @@ def _verifying(route: Route[Broker], rt: TxnRuntime) -> Route[Broker]:
     """Produce verifies transactional batches with the transaction runtime (KIP-890 part 1)."""
     if route.api_key is not K.PRODUCE:
         return route
-    return dataclasses.replace(route, handler=partial(produce.handle, verify_txn=rt.shard.verify_partition))
+    return dataclasses.replace(route, handler=partial(produce.handle, verify_txn=rt.verify_partition))
 
 
 #: The routes whose handlers need no runtime. ``overlap``: requests of one class may wait

@@ -1,7 +1,7 @@
 """The member core's requests carried to the coordinator core in-process, and the answers back.
 
 :func:`call_coordinator` translates one version-neutral ``client.messages`` request into the
-coordinator's ``coordinator.api`` request, hands it to a :class:`CoordinatorRuntime` and maps the
+coordinator's ``coordinator.api`` request, hands it to a :class:`GroupCoordinator` and maps the
 answer back to the ``client.messages`` response the member core reads. :func:`error_response`
 builds the response a request gets when it fails with one error code. No sockets, no wire
 encoding: the simulator (``pipeline.simulate``) and the in-process member tests
@@ -18,7 +18,7 @@ from groupcoord.client import messages as m
 from groupcoord.client.types import TopicPartition
 from groupcoord.coordinator import api
 from groupcoord.errors import ErrorCode
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def error_response(req: m.Request, err: ErrorCode) -> m.Response:
 
 
 def call_coordinator(
-    c: CoordinatorRuntime,
+    c: GroupCoordinator,
     req: m.Request,
     reply: Reply,
     *,
@@ -93,7 +93,7 @@ def call_coordinator(
         raise ValueError(f"not a group request: {type(req).__name__}")
 
 
-def _join(c: CoordinatorRuntime, req: m.JoinGroupRequest, reply: Reply, client_id: str, host: str) -> None:
+def _join(c: GroupCoordinator, req: m.JoinGroupRequest, reply: Reply, client_id: str, host: str) -> None:
     def join_reply(r: api.JoinGroupResponse) -> None:
         reply(
             m.JoinGroupResponse(
@@ -131,7 +131,7 @@ def _join(c: CoordinatorRuntime, req: m.JoinGroupRequest, reply: Reply, client_i
     )
 
 
-def _sync(c: CoordinatorRuntime, req: m.SyncGroupRequest, reply: Reply) -> None:
+def _sync(c: GroupCoordinator, req: m.SyncGroupRequest, reply: Reply) -> None:
     c.sync_group(
         api.SyncGroupRequest(
             group_id=req.group_id,
@@ -154,7 +154,7 @@ def _sync(c: CoordinatorRuntime, req: m.SyncGroupRequest, reply: Reply) -> None:
     )
 
 
-def _commit(c: CoordinatorRuntime, req: m.OffsetCommitRequest, reply: Reply) -> None:
+def _commit(c: GroupCoordinator, req: m.OffsetCommitRequest, reply: Reply) -> None:
     by_topic: dict[str, list[api.OffsetCommitPartition]] = {}
     for tp, om in req.offsets:
         by_topic.setdefault(tp.topic, []).append(
@@ -184,7 +184,7 @@ def _commit(c: CoordinatorRuntime, req: m.OffsetCommitRequest, reply: Reply) -> 
     )
 
 
-def _fetch(c: CoordinatorRuntime, req: m.OffsetFetchRequest, reply: Reply) -> None:
+def _fetch(c: GroupCoordinator, req: m.OffsetFetchRequest, reply: Reply) -> None:
     topics: tuple[api.OffsetFetchTopic, ...] | None = None
     if req.partitions is not None:
         grouped: dict[str, list[int]] = {}

@@ -23,7 +23,7 @@ from groupcoord.coordinator.records import (
     encode_record,
 )
 from groupcoord.formats.batch import build_batch
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 
 T0 = 1_700_000_000_000
@@ -75,7 +75,7 @@ LOG: list[list[CoordinatorRecord]] = [
 GroupState = tuple[str, int, dict[tuple[str, int], tuple[int, str, int]]]
 
 
-def state(coordinator: CoordinatorRuntime) -> dict[str, GroupState]:
+def state(coordinator: GroupCoordinator) -> dict[str, GroupState]:
     return {
         g.group_id: (
             g.state.value,
@@ -90,7 +90,7 @@ def test_loading_skips_superseded_commits_yet_ends_in_the_state_of_a_full_replay
     clock = ManualClock(T0 + 10)
     config = BrokerConfig.load(None, ["offsets.topic.num.partitions=1"])
 
-    async def load() -> CoordinatorRuntime:
+    async def load() -> GroupCoordinator:
         broker = Broker.open(config, tmp_path, clock)
         runtime = GroupRuntime(broker)
         runtime.ensure_topics()
@@ -109,7 +109,7 @@ def test_loading_skips_superseded_commits_yet_ends_in_the_state_of_a_full_replay
         def append(self, partition: int, records: object, done: object) -> None:
             raise AssertionError("replaying writes nothing")
 
-    reference = CoordinatorRuntime(
+    reference = GroupCoordinator(
         GroupConfig.from_broker(config), clock, record_sink=Sink(), owned_partitions=()
     )
     reference.begin_loading(0)

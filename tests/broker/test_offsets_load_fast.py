@@ -49,7 +49,7 @@ from groupcoord.formats.batch import (
     parse_header,
 )
 from groupcoord.runtime import loader as offsets_load
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.runtime.loader import OffsetsLoader
 
@@ -170,7 +170,7 @@ def random_log(seed: int, *, groups: list[str] | None = None, n: int = 300) -> l
     return out
 
 
-def snapshot(c: CoordinatorRuntime) -> list[Any]:
+def snapshot(c: GroupCoordinator) -> list[Any]:
     out: list[Any] = []
     for g in c.groups():
         out.append(
@@ -210,8 +210,8 @@ def snapshot(c: CoordinatorRuntime) -> list[Any]:
     return out
 
 
-def coordinator(clock: ManualClock, partitions: int, events: list[GroupEvent]) -> CoordinatorRuntime:
-    return CoordinatorRuntime(
+def coordinator(clock: ManualClock, partitions: int, events: list[GroupEvent]) -> GroupCoordinator:
+    return GroupCoordinator(
         GroupConfig(offsets_topic_num_partitions=partitions),
         clock,
         record_sink=_NoWrites(),
@@ -220,7 +220,7 @@ def coordinator(clock: ManualClock, partitions: int, events: list[GroupEvent]) -
     )
 
 
-def full_replay(c: CoordinatorRuntime, batches: list[tuple[bytes, bool]]) -> int:
+def full_replay(c: GroupCoordinator, batches: list[tuple[bytes, bool]]) -> int:
     """The general path, record by record; the number of records replayed."""
     count = 0
     for batch, is_control in batches:
@@ -240,7 +240,7 @@ def full_replay(c: CoordinatorRuntime, batches: list[tuple[bytes, bool]]) -> int
     return count
 
 
-def bulk_load(c: CoordinatorRuntime, batches: list[tuple[bytes, bool]], partition: int = 0) -> int:
+def bulk_load(c: GroupCoordinator, batches: list[tuple[bytes, bool]], partition: int = 0) -> int:
     loader = OffsetsLoader(c, OFFSETS_TOPIC, partition)
     for batch, _is_control in batches:
         loader.feed(parse_header(batch), batch)
@@ -351,7 +351,7 @@ def test_broker_start_loads_every_partition_into_the_state_of_a_full_replay(tmp_
     clock = ManualClock(T0 + 10_000)
     config = BrokerConfig.load(None, [f"offsets.topic.num.partitions={nparts}"])
 
-    async def load() -> CoordinatorRuntime:
+    async def load() -> GroupCoordinator:
         broker = Broker.open(config, tmp_path, clock)
         runtime = GroupRuntime(broker)
         runtime.ensure_topics()

@@ -38,7 +38,7 @@ from groupcoord.coordinator.records import CoordinatorRecord
 from groupcoord.errors import ErrorCode
 from groupcoord.member_bridge import call_coordinator
 from groupcoord.member_bridge import error_response as _error_response
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 GROUP = "g"
 
@@ -105,7 +105,7 @@ class Broker:
     def __init__(self, world: World, node: m.Node) -> None:
         self.node = node
         counter = world.member_ids
-        self.coordinator = CoordinatorRuntime(
+        self.coordinator = GroupCoordinator(
             world.group_config,
             world.clock,
             record_sink=world.sink,
@@ -145,7 +145,7 @@ class World:
         return b
 
     @property
-    def coordinator(self) -> CoordinatorRuntime:
+    def coordinator(self) -> GroupCoordinator:
         return self.brokers[self.coordinator_node].coordinator
 
     def now(self) -> int:

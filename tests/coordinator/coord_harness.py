@@ -35,7 +35,7 @@ from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord
 from groupcoord.errors import ErrorCode
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 T = TypeVar("T")
 
@@ -101,7 +101,7 @@ class ListSink:
 
 
 class Harness:
-    def __init__(self, **config: Any) -> None:
+    def __init__(self, *, sink: ListSink | None = None, **config: Any) -> None:
         defaults: dict[str, Any] = dict(
             group_min_session_timeout_ms=10,
             group_max_session_timeout_ms=600_000,
@@ -110,10 +110,10 @@ class Harness:
         defaults.update(config)
         self.config = GroupConfig(**defaults)
         self.clock = ManualClock(1_000_000)
-        self.sink = ListSink()
+        self.sink = sink if sink is not None else ListSink()
         self.events: list[GroupEvent] = []
         counter = itertools.count(1)
-        self.coordinator = CoordinatorRuntime(
+        self.coordinator = GroupCoordinator(
             self.config,
             self.clock,
             record_sink=self.sink,
@@ -122,7 +122,7 @@ class Harness:
         )
 
     @property
-    def c(self) -> CoordinatorRuntime:
+    def c(self) -> GroupCoordinator:
         return self.coordinator
 
     # ------------------------------------------------------------ time

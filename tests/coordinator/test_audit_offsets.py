@@ -36,7 +36,7 @@ from groupcoord.coordinator.api import (
 from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey
 from groupcoord.errors import ErrorCode
 from groupcoord.formats.consumer_protocol import Subscription, encode_subscription
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 NONE = ErrorCode.NONE
 SUBSCRIBED = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
@@ -147,9 +147,9 @@ def _commit_errors(r: Reply[OffsetCommitResponse]) -> dict[tuple[str, int], Erro
     return {(t.name, p.partition): p.error for t in r.value.topics for p in t.partitions}
 
 
-def _reload(h: Harness) -> CoordinatorRuntime:
+def _reload(h: Harness) -> GroupCoordinator:
     """A fresh coordinator that loads the group's partition from the writes that were durable."""
-    fresh = CoordinatorRuntime(h.config, ManualClock(h.clock.now_ms()), record_sink=h.sink.__class__())
+    fresh = GroupCoordinator(h.config, ManualClock(h.clock.now_ms()), record_sink=h.sink.__class__())
     p = fresh.partition_for(GROUP)
     fresh.unload_partition(p)
     fresh.begin_loading(p)
@@ -294,7 +294,7 @@ def test_delete_groups_with_a_commit_in_flight_leaves_no_offset_behind_in_the_lo
 # ------------------------------------------------------------------ item 4: require_stable
 def test_require_stable_fetch_waits_for_the_commit_in_flight_and_returns_it() -> None:
     """Kafka 4.x ``GroupCoordinatorService.fetchOffsets``: with ``requireStable`` the fetch runs
-    as a write operation, so it reads the latest state and ``CoordinatorRuntime`` holds its answer
+    as a write operation, so it reads the latest state and ``GroupCoordinator`` holds its answer
     until the pending writes are committed ("the response waits until the pending offsets are
     committed"). A plain fetch answers at once with the last durable offset."""
     h = Harness()
@@ -342,7 +342,7 @@ def test_require_stable_fetch_answers_the_commit_before_the_fetch() -> None:
 
 def test_require_stable_fetch_after_a_failed_commit_answers_the_groups_write_error() -> None:
     """When the write the fetch waits on fails, 4.x fails the fetch with it
-    (``CoordinatorRuntime.failCurrentBatch`` completes the batch's deferred events exceptionally)
+    (``GroupCoordinator.failCurrentBatch`` completes the batch's deferred events exceptionally)
     and ``GroupCoordinatorService.handleOffsetFetchException`` answers the group NOT_COORDINATOR
     for a storage error; a retried fetch then sees the last durable offset."""
     h = Harness()

@@ -22,7 +22,7 @@ from groupcoord.coordinator.api import (
 )
 from groupcoord.coordinator.records import GroupMetadataValue
 from groupcoord.errors import ErrorCode
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 NONE = ErrorCode.NONE
 
@@ -49,9 +49,9 @@ def _join(
     return r
 
 
-def _reload(h: Harness) -> CoordinatorRuntime:
+def _reload(h: Harness) -> GroupCoordinator:
     """A fresh coordinator that loads the group's partition from the writes that were durable."""
-    fresh = CoordinatorRuntime(h.config, ManualClock(h.clock.now_ms()), record_sink=ListSink())
+    fresh = GroupCoordinator(h.config, ManualClock(h.clock.now_ms()), record_sink=ListSink())
     p = fresh.partition_for(GROUP)
     fresh.unload_partition(p)
     fresh.begin_loading(p)
@@ -142,7 +142,7 @@ def test_static_replacement_between_the_leaders_sync_and_its_own_rebalances_at_t
 def test_delete_groups_whose_tombstones_fail_keeps_the_group_and_answers_the_mapped_error(
     storage_error: ErrorCode, answered: ErrorCode
 ) -> None:
-    """Kafka 4.x ``GroupCoordinatorService.deleteGroups``: the write fails, ``CoordinatorRuntime``
+    """Kafka 4.x ``GroupCoordinatorService.deleteGroups``: the write fails, ``GroupCoordinator``
     reverts the shard to its last committed state (the group is back, offsets and all) and the
     error is mapped by ``CoordinatorOperationExceptionHelper.handleOperationException``
     (see ``GroupCoordinatorServiceTest.testDeleteGroupsWithException``). Memory agrees with the

@@ -13,7 +13,7 @@ from groupcoord.coordinator.records import (
     OffsetCommitValue,
 )
 from groupcoord.coordinator.state import GroupState
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 T0 = 1_700_000_000_000
 
@@ -23,8 +23,8 @@ class _NoWrites:
         raise AssertionError("loading writes nothing")
 
 
-def _coordinator() -> CoordinatorRuntime:
-    c = CoordinatorRuntime(
+def _coordinator() -> GroupCoordinator:
+    c = GroupCoordinator(
         GroupConfig(offsets_topic_num_partitions=1),
         ManualClock(T0),
         record_sink=_NoWrites(),

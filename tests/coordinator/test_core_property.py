@@ -46,7 +46,7 @@ from groupcoord.coordinator.group import ClassicGroup
 from groupcoord.coordinator.records import decode_record, encode_record
 from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 PROTOCOL_CHOICES: tuple[tuple[tuple[str, bytes], ...], ...] = (
     (("range", b"r1"),),
@@ -90,11 +90,11 @@ class World:
     owner: dict[str, int] = field(default_factory=dict)  # member id -> client index
     leaders: dict[int, set[str]] = field(default_factory=dict)  # generation -> leader ids
     last_generation: int = 0
-    coordinator: CoordinatorRuntime = field(init=False)
+    coordinator: GroupCoordinator = field(init=False)
 
     def __post_init__(self) -> None:
         counter = itertools.count(1)
-        self.coordinator = CoordinatorRuntime(
+        self.coordinator = GroupCoordinator(
             CONFIG,
             self.clock,
             record_sink=self.sink,
@@ -261,7 +261,7 @@ def persisted_view(g: ClassicGroup) -> dict[str, Any]:
 
 
 def check_replay(world: World) -> None:
-    fresh = CoordinatorRuntime(CONFIG, ManualClock(world.clock.now_ms()), record_sink=ListSink())
+    fresh = GroupCoordinator(CONFIG, ManualClock(world.clock.now_ms()), record_sink=ListSink())
     p = fresh.partition_for(GROUP)
     fresh.unload_partition(p)
     fresh.begin_loading(p)

@@ -37,7 +37,7 @@ from groupcoord.coordinator.records import (
 )
 from groupcoord.errors import ErrorCode
 from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch, parse_header
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 from groupcoord.runtime.loader import OffsetsLoader
 from groupcoord.storage.control import build_marker_batch
 
@@ -64,10 +64,7 @@ class TxnSink(ListSink):
 
 
 def harness() -> Harness:
-    h = Harness()
-    h.sink = TxnSink()
-    h.coordinator._sink = h.sink  # the harness's own sink, with the transactional method
-    return h
+    return Harness(sink=TxnSink())  # a sink with the transactional method
 
 
 def txn_commit(
@@ -154,10 +151,10 @@ def test_txn_offsets_become_visible_only_after_the_commit_marker() -> None:
     h.commit({("t", 0): 5})
     txn_commit(h, {("t", 0): 10, ("t", 1): 20})
     assert offsets(h) == {("t", 0): 5}
-    assert h.c.shard.pending_transactional_offsets(GROUP) == {PID: {("t", 0): 10, ("t", 1): 20}}
+    assert h.c.pending_transactional_offsets(GROUP) == {PID: {("t", 0): 10, ("t", 1): 20}}
     end(h, commit=True)
     assert offsets(h) == {("t", 0): 10, ("t", 1): 20}
-    assert h.c.shard.pending_transactional_offsets(GROUP) == {}
+    assert h.c.pending_transactional_offsets(GROUP) == {}
 
 
 def test_abort_marker_drops_the_pending_txn_offsets() -> None:
@@ -167,7 +164,7 @@ def test_abort_marker_drops_the_pending_txn_offsets() -> None:
     txn_commit(h, {("t", 0): 10})
     end(h, commit=False)
     assert offsets(h) == {("t", 0): 5}
-    assert h.c.shard.pending_transactional_offsets(GROUP) == {}
+    assert h.c.pending_transactional_offsets(GROUP) == {}
 
 
 def test_markers_of_one_producer_leave_another_producers_offsets_pending() -> None:
@@ -178,7 +175,7 @@ def test_markers_of_one_producer_leave_another_producers_offsets_pending() -> No
     txn_commit(h, {("t", 1): 20}, producer_id=OTHER_PID)
     end(h, commit=True, producer_id=PID)
     assert offsets(h) == {("t", 0): 10}
-    assert h.c.shard.pending_transactional_offsets(GROUP) == {OTHER_PID: {("t", 1): 20}}
+    assert h.c.pending_transactional_offsets(GROUP) == {OTHER_PID: {("t", 1): 20}}
     end(h, commit=False, producer_id=OTHER_PID)
     assert offsets(h) == {("t", 0): 10}
 
@@ -237,7 +234,7 @@ def test_a_failed_txn_offset_write_is_answered_with_the_mapped_error_and_leaves_
     assert codes(txn_commit(h, {("t", 0): 10})) == {("t", 0): ErrorCode.NOT_COORDINATOR}
     h.sink.fail = ErrorCode.INVALID_PRODUCER_EPOCH
     assert codes(txn_commit(h, {("t", 0): 10})) == {("t", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
-    assert h.c.shard.pending_transactional_offsets(GROUP) == {}
+    assert h.c.pending_transactional_offsets(GROUP) == {}
 
 
 # ------------------------------------------------------------------ validation
@@ -272,7 +269,7 @@ def test_txn_commit_with_a_stale_member_or_generation_is_rejected(
         h, {("t", 0): 1}, member_id=member or m1, generation=gen if generation is None else generation
     )
     assert codes(r) == {("t", 0): expected}
-    assert h.c.shard.pending_transactional_offsets(GROUP) == {}
+    assert h.c.pending_transactional_offsets(GROUP) == {}
 
 
 def test_txn_commit_without_member_fields_is_accepted_in_a_stable_group() -> None:
@@ -418,7 +415,7 @@ def _marker(pid: int, commit: bool) -> bytes:
 
 def _load(batches: list[bytes]) -> Harness:
     h = Harness()
-    fresh = CoordinatorRuntime(h.config, ManualClock(h.clock.now_ms()), record_sink=ListSink())
+    fresh = GroupCoordinator(h.config, ManualClock(h.clock.now_ms()), record_sink=ListSink())
     h.coordinator = fresh
     partition = fresh.partition_for(GROUP)
     fresh.begin_loading(partition)
@@ -443,7 +440,7 @@ def test_load_with_committed_and_aborted_transactional_offset_commits() -> None:
         ]
     )
     assert offsets(h) == {("t", 0): 10, ("t", 1): 1}
-    assert h.c.shard.pending_transactional_offsets(GROUP) == {}
+    assert h.c.pending_transactional_offsets(GROUP) == {}
 
 
 def test_load_keeps_unresolved_transactional_offsets_pending_until_their_marker() -> None:
@@ -452,7 +449,7 @@ def test_load_keeps_unresolved_transactional_offsets_pending_until_their_marker(
     require_stable fetch sees UNSTABLE_OFFSET_COMMIT); the live marker then applies them."""
     h = _load([_plain(("t", 0, 1)), _txn(PID, ("t", 0, 10)), _txn(OTHER_PID, ("t", 1, 20))])
     assert offsets(h) == {("t", 0): 1}
-    assert h.c.shard.pending_transactional_offsets(GROUP) == {PID: {("t", 0): 10}, OTHER_PID: {("t", 1): 20}}
+    assert h.c.pending_transactional_offsets(GROUP) == {PID: {("t", 0): 10}, OTHER_PID: {("t", 1): 20}}
     assert stable_fetch(h, (0,)) == {0: (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)}
     end(h, commit=True, producer_id=OTHER_PID)
     end(h, commit=True, producer_id=PID)
@@ -472,7 +469,7 @@ def test_a_live_marker_during_loading_is_applied_when_the_load_completes() -> No
     """A marker written (e.g. by the transaction coordinator's recovery) while the partition is
     still loading is applied once the load completes, after the pending offsets it ends."""
     h = Harness()
-    fresh = CoordinatorRuntime(h.config, ManualClock(h.clock.now_ms()), record_sink=ListSink())
+    fresh = GroupCoordinator(h.config, ManualClock(h.clock.now_ms()), record_sink=ListSink())
     h.coordinator = fresh
     partition = fresh.partition_for(GROUP)
     fresh.begin_loading(partition)

@@ -29,7 +29,7 @@ from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.records import OffsetCommitKey
 from groupcoord.coordinator.shard import GroupCoordinatorShard
 from groupcoord.errors import ErrorCode
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 CONFIG = GroupConfig(group_min_session_timeout_ms=10, group_initial_rebalance_delay_ms=0)
 
@@ -113,7 +113,7 @@ def test_the_runtime_delivers_responses_in_order_when_a_reply_calls_back_in() ->
     that sends its connection's next request (as a client does) gets that answer after every
     answer of the same call."""
     clock = ManualClock(1_000)
-    runtime = CoordinatorRuntime(CONFIG, clock, record_sink=ListSink())
+    runtime = GroupCoordinator(CONFIG, clock, record_sink=ListSink())
     seen: list[str] = []
 
     def first_reply(response: Any) -> None:

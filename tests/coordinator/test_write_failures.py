@@ -1,7 +1,7 @@
 """A write that fails leaves memory as the log has it: nothing is dropped before it is durable.
 
 Kafka 4.x's runtime replays a handler's records at once and, when their append fails, reverts
-the shard's state to the last committed offset (``CoordinatorRuntime``: ``SnapshotRegistry
+the shard's state to the last committed offset (``GroupCoordinator``: ``SnapshotRegistry
 .revertToSnapshot`` on a failed write), so memory never holds what the log lacks, nor lacks
 what the log holds. These tests reload the group from the writes that were durable and compare.
 """

@@ -237,7 +237,7 @@ def test_end_txn_prepares_writes_markers_then_completes(commit: bool) -> None:
     got = [resp for _, resp in result.responses]
     assert [g.error for g in got] == [ErrorCode.NONE]
     assert h.state(T) == ("PrepareCommit" if commit else "PrepareAbort")
-    (mw,) = result.marker_writes
+    (mw,) = result.events
     assert (mw.commit, mw.producer_id, mw.producer_epoch, mw.partitions) == (
         commit,
         pid,
@@ -246,7 +246,7 @@ def test_end_txn_prepares_writes_markers_then_completes(commit: bool) -> None:
     )
     assert h.shard.timer_deadline(TxnTimeout(T)) is None
     done = h.shard.complete_markers(mw, ErrorCode.NONE)
-    (complete,) = done.log_writes
+    (complete,) = done.writes
     h.hold = False
     h.finish_write(complete)
     assert h.state(T) == ("CompleteCommit" if commit else "CompleteAbort")

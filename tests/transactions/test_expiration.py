@@ -122,7 +122,7 @@ def test_the_broker_settings_reach_the_transaction_coordinator(tmp_path: Path) -
     broker = Broker.open(config, tmp_path, ManualClock())
     try:
         rt = TxnRuntime(broker)
-        c = rt.shard.config
+        c = rt.config
         assert (c.max_timeout_ms, c.transactional_id_expiration_ms, c.remove_expired_interval_ms) == (
             5000,
             20000,

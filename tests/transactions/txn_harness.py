@@ -11,6 +11,7 @@ import itertools
 from typing import Any
 
 from groupcoord.clock import ManualClock
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
 from groupcoord.errors import ErrorCode
 from groupcoord.transactions.api import (
     AddOffsetsToTxnRequest,
@@ -25,7 +26,7 @@ from groupcoord.transactions.records import (
     encode_key,
     encode_value,
 )
-from groupcoord.transactions.result import MarkerWrite, TxnLogWrite, TxnResult
+from groupcoord.transactions.result import MarkerWrite
 from groupcoord.transactions.shard import TransactionCoordinatorShard, TxnConfig
 
 TIMEOUT = 60_000
@@ -39,7 +40,7 @@ class Harness:
         self.log: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self.markers: list[MarkerWrite] = []
         self.hold = False
-        self.held_writes: list[TxnLogWrite] = []
+        self.held_writes: list[PendingWrite] = []
         self.held_markers: list[MarkerWrite] = []
         self.shard = self._new_shard()
         for p in range(self.config.num_partitions):
@@ -52,21 +53,22 @@ class Harness:
         )
 
     # ------------------------------------------------------------------ applying results
-    def apply(self, result: TxnResult) -> None:
+    def apply(self, result: CoordinatorResult) -> None:
         for reply, response in result.responses:
             reply(response)
-        for w in result.log_writes:
+        for w in result.writes:
             if self.hold:
                 self.held_writes.append(w)
             else:
                 self.finish_write(w)
-        for m in result.marker_writes:
+        for m in result.events:  # the transaction shard's events are its marker writes
+            assert isinstance(m, MarkerWrite)
             if self.hold:
                 self.held_markers.append(m)
             else:
                 self.finish_markers(m)
 
-    def finish_write(self, w: TxnLogWrite, error: ErrorCode = ErrorCode.NONE) -> None:
+    def finish_write(self, w: PendingWrite, error: ErrorCode = ErrorCode.NONE) -> None:
         if error is ErrorCode.NONE:
             for rec in w.records:
                 self.log.setdefault(w.partition, []).append(
@@ -74,7 +76,7 @@ class Harness:
                 )
         self.apply(self.shard.complete_write(w, error))
 
-    def complete_held(self, error: ErrorCode = ErrorCode.NONE) -> TxnResult:
+    def complete_held(self, error: ErrorCode = ErrorCode.NONE) -> CoordinatorResult:
         """Complete the oldest held write and return the shard's result without applying it."""
         w = self.held_writes.pop(0)
         if error is ErrorCode.NONE:

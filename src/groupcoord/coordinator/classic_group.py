@@ -1,11 +1,19 @@
 """The classic rebalance protocol: JoinGroup, SyncGroup, Heartbeat and LeaveGroup.
 
 Names follow the seeds and Kafka's ``GroupCoordinator.scala`` / 4.x ``GroupMetadataManager``:
-:meth:`~ClassicGroupHandlers.handle_join_group`, ``do_unknown_join_group``, ``do_join_group``,
+:meth:`~ClassicGroupManager.handle_join_group`, ``do_unknown_join_group``, ``do_join_group``,
 ``add_member_and_rebalance``, ``update_member_and_rebalance``, ``prepare_rebalance``,
 ``on_complete_join``, ``handle_sync_group``, ``handle_heartbeat``, ``handle_leave_group`` and
 ``complete_and_schedule_next_heartbeat_expiration``, plus the expiry of each timer
-(``timers.py``). What each state allows is in ``state.py``.
+(``timers.py``), the replay of the classic group record and what a load or an unload does to a
+classic group. What each state allows is in ``state.py``.
+
+:class:`ClassicGroupManager` is the classic group type's part of the groups manager
+(:class:`~groupcoord.coordinator.groups.GroupMetadataManager`, which owns the group table it
+is given). Each request handler returns the
+:class:`~groupcoord.coordinator.result.CoordinatorResult` it made; every other method is given
+the result it adds to (``out``), as Kafka's manager methods are given the list their records go
+to. Nothing is kept between calls but the groups and the shard's timers.
 
 One piece on purpose (over 800 lines): the four handlers share the rebalance machinery (the
 join phase, the sync phase, member removal and the static-member rules), which the seeds and
@@ -22,25 +30,31 @@ from groupcoord.coordinator.api import (
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
-    JoinGroupResponseMember,
     LeaveGroupMemberResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.base import (
+from groupcoord.coordinator.classic_messages import (
+    EMPTY_CONSUMER_ASSIGNMENT,
+    HEARTBEAT_RESPONSES,
+    join_error,
+    join_response,
+    leave_response,
+    map_group_write_error,
+    sync_error,
+    sync_ok,
+    with_rebalance_timeout,
+)
+from groupcoord.coordinator.context import (
     COMPLETING,
     DEAD,
     EMPTY,
-    EMPTY_CONSUMER_ASSIGNMENT,
     PREPARING,
     STABLE,
     UNKNOWN_MEMBER_ID,
-    ShardBase,
-    join_error,
-    map_group_write_error,
-    sync_error,
+    ShardContext,
 )
 from groupcoord.coordinator.events import EventReason
 from groupcoord.coordinator.group import (
@@ -50,10 +64,14 @@ from groupcoord.coordinator.group import (
 )
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
+    GroupMetadataKey,
+    GroupMetadataValue,
     new_group_metadata_record,
 )
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
 from groupcoord.coordinator.state import can_rebalance
 from groupcoord.coordinator.timers import (
+    DelayedHeartbeat,
     DelayedJoin,
     InitialDelayedJoin,
     PendingMemberExpiry,
@@ -63,56 +81,92 @@ from groupcoord.coordinator.writes import (
     AssignmentWrite,
     EmptyGroupWrite,
     StaticMemberReplacementWrite,
+    WriteCompletion,
 )
 from groupcoord.errors import ErrorCode, IllegalStateError
 
 log = logging.getLogger(__name__)
 
-#: One (immutable) Heartbeat answer per code: a stable group's most frequent response.
-_HEARTBEAT_RESPONSES = {code: HeartbeatResponse(error=code) for code in ErrorCode}
+#: How the classic manager has a durable group record applied: the groups manager's ``replay``.
+ReplayGroupRecord = Callable[[CoordinatorResult, GroupMetadataKey, GroupMetadataValue | None], None]
 
 
-class ClassicGroupHandlers(ShardBase):
+class ClassicGroupManager:
+    """Args:
+    ctx: what the shard's parts share (config, clock, timer, partitions, events).
+    groups: the shard's group table, owned by the groups manager.
+    replay: the groups manager's replay of a group record (a write of this manager is durable).
+    """
+
+    def __init__(self, ctx: ShardContext, groups: dict[str, ClassicGroup], replay: ReplayGroupRecord) -> None:
+        self._ctx = ctx
+        self._config = ctx.config
+        self._timer = ctx.timer
+        self._groups = groups
+        self._replay = replay
+
+    def _append(
+        self,
+        out: CoordinatorResult,
+        group_id: str,
+        records: Sequence[CoordinatorRecord],
+        completion: WriteCompletion,
+    ) -> None:
+        out.writes.append(PendingWrite(self._ctx.partition_for(group_id), tuple(records), completion))
+
+    def _replay_written(self, out: CoordinatorResult, record: CoordinatorRecord) -> None:
+        """Replay a group record this manager wrote, now durable."""
+        key, value = record.key, record.value
+        if not isinstance(key, GroupMetadataKey) or not (
+            value is None or isinstance(value, GroupMetadataValue)
+        ):
+            raise IllegalStateError(f"not a group record: {record!r}")
+        self._replay(out, key, value)
+
     # ================================================================== JoinGroup
-    def handle_join_group(self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]) -> None:
+    def handle_join_group(
+        self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
+    ) -> CoordinatorResult:
         """Kafka's ``handleJoinGroup``."""
+        out = CoordinatorResult()
         v = req.version
         if not req.group_id:
-            self._respond(reply, join_error(v, ErrorCode.INVALID_GROUP_ID, req.member_id))
-            return
-        status = self._status(req.group_id)
+            out.respond(reply, join_error(v, ErrorCode.INVALID_GROUP_ID, req.member_id))
+            return out
+        status = self._ctx.status(req.group_id)
         if status is not None:
-            self._respond(reply, join_error(v, status, req.member_id))
-            return
+            out.respond(reply, join_error(v, status, req.member_id))
+            return out
         if v == 0:
             # JoinGroup v0 has no rebalance timeout: the session timeout stands in for it.
-            req = _with_rebalance_timeout(req, req.session_timeout_ms)
+            req = with_rebalance_timeout(req, req.session_timeout_ms)
         cfg = self._config
         if not (
             cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms
         ):
-            self._respond(reply, join_error(v, ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
-            return
+            out.respond(reply, join_error(v, ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
+            return out
         is_unknown = req.member_id == UNKNOWN_MEMBER_ID
         group = self._groups.get(req.group_id)
         if group is None:
             if not is_unknown:
-                self._respond(reply, join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
-                return
-            group = ClassicGroup(req.group_id, self._now())
+                out.respond(reply, join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
+                return out
+            group = ClassicGroup(req.group_id, self._ctx.now())
             self._groups[req.group_id] = group
-            self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
+            self._ctx.emit(out, group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
 
         if not self.accept_joining_member(group, req.member_id):
-            self._reject_over_max_size(group, req)
-            self._respond(reply, join_error(v, ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID))
+            self._reject_over_max_size(out, group, req)
+            out.respond(reply, join_error(v, ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID))
         elif is_unknown:
-            self.do_unknown_join_group(group, req, reply)
+            self.do_unknown_join_group(out, group, req, reply)
         else:
-            self.do_join_group(group, req, reply)
+            self.do_join_group(out, group, req, reply)
 
         if group.state is PREPARING:
-            self.maybe_complete_join(group)
+            self.maybe_complete_join(out, group)
+        return out
 
     def accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         """Kafka's ``acceptJoiningMember`` (group.max.size, KIP-389 / KAFKA-9885)."""
@@ -126,141 +180,116 @@ class ClassicGroupHandlers(ShardBase):
             ) or group.num_awaiting_join < max_size
         return member is not None or len(group.members) < max_size
 
-    def _reject_over_max_size(self, group: ClassicGroup, req: JoinGroupRequest) -> None:
+    def _reject_over_max_size(
+        self, out: CoordinatorResult, group: ClassicGroup, req: JoinGroupRequest
+    ) -> None:
         member = group.members.get(req.member_id)
         if member is not None:
             self.remove_member(
-                group, member, EventReason.MAX_SIZE_EXCEEDED, answer_parked=ErrorCode.UNKNOWN_MEMBER_ID
+                out, group, member, EventReason.MAX_SIZE_EXCEEDED, answer_parked=ErrorCode.UNKNOWN_MEMBER_ID
             )
         group.pending_members.pop(req.member_id, None)
         self._timer.cancel(PendingMemberExpiry(group.group_id, req.member_id))
         log.info("group=%s member=%s rejected: group.max.size reached", group.group_id, req.member_id)
 
     def do_unknown_join_group(
-        self, group: ClassicGroup, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
+        self,
+        out: CoordinatorResult,
+        group: ClassicGroup,
+        req: JoinGroupRequest,
+        reply: Callable[[JoinGroupResponse], None],
     ) -> None:
         """Kafka's ``doNewMemberJoinGroup`` (``doUnknownJoinGroup``)."""
         v = req.version
         if group.state is DEAD:
-            self._respond(reply, join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id))
+            out.respond(reply, join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id))
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            self._respond(reply, join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+            out.respond(reply, join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
             return
         instance_id = req.group_instance_id
-        new_member_id = self._new_member_id(instance_id if instance_id is not None else req.client_id)
+        new_member_id = self._ctx.new_member_id(instance_id if instance_id is not None else req.client_id)
         if instance_id is not None:
             old_member_id = group.static_members.get(instance_id)
             if old_member_id is not None:
-                self.update_static_member_and_rebalance(group, old_member_id, new_member_id, req, reply)
+                self.update_static_member_and_rebalance(out, group, old_member_id, new_member_id, req, reply)
             else:
-                self.add_member_and_rebalance(group, req, new_member_id, reply)
+                self.add_member_and_rebalance(out, group, req, new_member_id, reply)
         elif v >= 4:
             # KIP-394: hand out an id and wait for the member to come back with it.
             group.pending_members[new_member_id] = req.session_timeout_ms
             self._timer.schedule(
-                PendingMemberExpiry(group.group_id, new_member_id), self._now() + req.session_timeout_ms, None
+                PendingMemberExpiry(group.group_id, new_member_id),
+                self._ctx.now() + req.session_timeout_ms,
+                None,
             )
-            self._respond(reply, join_error(v, ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
+            out.respond(reply, join_error(v, ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
         else:
-            self.add_member_and_rebalance(group, req, new_member_id, reply)
+            self.add_member_and_rebalance(out, group, req, new_member_id, reply)
 
     def do_join_group(
-        self, group: ClassicGroup, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
+        self,
+        out: CoordinatorResult,
+        group: ClassicGroup,
+        req: JoinGroupRequest,
+        reply: Callable[[JoinGroupResponse], None],
     ) -> None:
         """Kafka's ``doCurrentMemberJoinGroup`` (``doJoinGroup``)."""
         v = req.version
         member_id = req.member_id
         if group.state is DEAD:
-            self._respond(reply, join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
+            out.respond(reply, join_error(v, ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
             return
         if not group.supports_protocols(req.protocol_type, req.protocols):
-            self._respond(reply, join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            out.respond(reply, join_error(v, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
         if member_id in group.pending_members:
             if req.group_instance_id is not None:
                 # Kafka treats this as an internal error (a pending id is never static).
-                self._respond(reply, join_error(v, ErrorCode.UNKNOWN_SERVER_ERROR, member_id))
+                out.respond(reply, join_error(v, ErrorCode.UNKNOWN_SERVER_ERROR, member_id))
                 return
             self._timer.cancel(PendingMemberExpiry(group.group_id, member_id))
-            self.add_member_and_rebalance(group, req, member_id, reply)
+            self.add_member_and_rebalance(out, group, req, member_id, reply)
             return
         error = self.validate_current_member(group, member_id, req.group_instance_id)
         if error is not None:
-            self._respond(reply, join_error(v, error, member_id))
+            out.respond(reply, join_error(v, error, member_id))
             return
         member = group.members[member_id]
         state = group.state
         if state is PREPARING:
             self.update_member_and_rebalance(
-                group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
+                out, group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
             )
         elif state is COMPLETING:
             if member.matches(req.protocols):
                 # A resend of the JoinGroup the member already got an answer to.
-                self._respond(
-                    reply, self._join_response(group, member, with_members=group.is_leader(member_id))
-                )
+                out.respond(reply, join_response(group, member, with_members=group.is_leader(member_id)))
             else:
                 self.update_member_and_rebalance(
-                    group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
+                    out, group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
                 )
         elif state is STABLE:
             if group.is_leader(member_id):
-                self.update_member_and_rebalance(group, member, req, reply, EventReason.LEADER_REJOINED)
+                self.update_member_and_rebalance(out, group, member, req, reply, EventReason.LEADER_REJOINED)
             elif not member.matches(req.protocols):
                 self.update_member_and_rebalance(
-                    group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
+                    out, group, member, req, reply, EventReason.MEMBER_REJOINED_WITH_NEW_METADATA
                 )
             else:
-                self._respond(reply, self._join_response(group, member, with_members=False))
+                out.respond(reply, join_response(group, member, with_members=False))
         else:  # Empty: the member must reset its generation and rejoin
-            self._respond(reply, join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, member_id))
-
-    def _join_response(
-        self,
-        group: ClassicGroup,
-        member: Member,
-        *,
-        with_members: bool,
-        leader: str | None = None,
-        skip_assignment: bool = False,
-    ) -> JoinGroupResponse:
-        members: tuple[JoinGroupResponseMember, ...] = ()
-        if with_members:
-            members = tuple(
-                JoinGroupResponseMember(
-                    member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=md
-                )
-                for m, md in group.current_member_metadata()
-            )
-        return JoinGroupResponse(
-            error=ErrorCode.NONE,
-            generation_id=group.generation,
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            leader=(leader if leader is not None else group.leader_id) or "",
-            skip_assignment=skip_assignment,
-            member_id=member.member_id,
-            members=members,
-        )
+            out.respond(reply, join_error(v, ErrorCode.UNKNOWN_MEMBER_ID, member_id))
 
     def validate_current_member(
         self, group: ClassicGroup, member_id: str, instance_id: str | None
     ) -> ErrorCode | None:
         """Kafka's ``validateCurrentMember`` (static fencing, then membership)."""
-        if instance_id is not None:
-            mapped = group.static_members.get(instance_id)
-            if mapped is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if mapped != member_id:
-                return ErrorCode.FENCED_INSTANCE_ID
-        if member_id not in group.members:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return None
+        return group.validate_member(member_id, instance_id)
 
     def park_join(
         self,
+        out: CoordinatorResult,
         group: ClassicGroup,
         member: Member,
         req: JoinGroupRequest,
@@ -270,7 +299,7 @@ class ClassicGroupHandlers(ShardBase):
         if previous is not None:
             # A retried JoinGroup supersedes the parked one: answer the old one now.
             group.set_awaiting_join(member, None)
-            self._respond(
+            out.respond(
                 previous, join_error(member.join_version, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)
             )
         group.set_awaiting_join(member, reply)
@@ -279,6 +308,7 @@ class ClassicGroupHandlers(ShardBase):
 
     def add_member_and_rebalance(
         self,
+        out: CoordinatorResult,
         group: ClassicGroup,
         req: JoinGroupRequest,
         member_id: str,
@@ -301,19 +331,20 @@ class ClassicGroupHandlers(ShardBase):
         if group.state is PREPARING and group.previous_state is EMPTY:
             group.new_member_added = True  # extends the initial rebalance delay (KIP-134)
         group.add(member)
-        self._emit(
-            group, "member_added", EventReason.NEW_MEMBER_JOINED, member=member, client_reason=req.reason
+        self._ctx.emit(
+            out, group, "member_added", EventReason.NEW_MEMBER_JOINED, member=member, client_reason=req.reason
         )
         # KAFKA-7610: a parked new member cannot heartbeat; give it the new-member join timeout.
         self.complete_and_schedule_next_heartbeat_expiration(
             group, member, self._config.group_new_member_join_timeout_ms
         )
         self.maybe_prepare_rebalance(
-            group, EventReason.NEW_MEMBER_JOINED, member=member, client_reason=req.reason
+            out, group, EventReason.NEW_MEMBER_JOINED, member=member, client_reason=req.reason
         )
 
     def update_member_and_rebalance(
         self,
+        out: CoordinatorResult,
         group: ClassicGroup,
         member: Member,
         req: JoinGroupRequest,
@@ -324,19 +355,21 @@ class ClassicGroupHandlers(ShardBase):
         group.update_protocols(member, req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
-        self.park_join(group, member, req, reply)
+        self.park_join(out, group, member, req, reply)
         if changed:
-            self._emit(
+            self._ctx.emit(
+                out,
                 group,
                 "member_updated",
                 EventReason.MEMBER_REJOINED_WITH_NEW_METADATA,
                 member=member,
                 client_reason=req.reason,
             )
-        self.maybe_prepare_rebalance(group, reason, member=member, client_reason=req.reason)
+        self.maybe_prepare_rebalance(out, group, reason, member=member, client_reason=req.reason)
 
     def update_static_member_and_rebalance(
         self,
+        out: CoordinatorResult,
         group: ClassicGroup,
         old_member_id: str,
         new_member_id: str,
@@ -353,12 +386,14 @@ class ClassicGroupHandlers(ShardBase):
         old_session_timeout = member.session_timeout_ms
         fenced = member.awaiting_join is not None or member.awaiting_sync is not None
         # Fence whatever the old id still has parked: that process is a zombie now.
-        self._reply_join(
-            group, member, join_error(member.join_version, ErrorCode.FENCED_INSTANCE_ID, old_member_id)
+        self.reply_join(
+            out, group, member, join_error(member.join_version, ErrorCode.FENCED_INSTANCE_ID, old_member_id)
         )
-        self._reply_sync(member, sync_error(ErrorCode.FENCED_INSTANCE_ID))
+        self.reply_sync(out, member, sync_error(ErrorCode.FENCED_INSTANCE_ID))
         if fenced:
-            self._emit(group, "member_updated", EventReason.FENCED, member=member, member_id=old_member_id)
+            self._ctx.emit(
+                out, group, "member_updated", EventReason.FENCED, member=member, member_id=old_member_id
+            )
         self._cancel_heartbeat(group, old_member_id)
         # Kafka's replaceStaticMember: the member keeps the client id and host it joined with.
         group.replace_static_member(instance_id, old_member_id, new_member_id)
@@ -366,8 +401,9 @@ class ClassicGroupHandlers(ShardBase):
         group.update_protocols(member, req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
-        self.park_join(group, member, req, reply)
-        self._emit(
+        self.park_join(out, group, member, req, reply)
+        self._ctx.emit(
+            out,
             group,
             "member_updated",
             EventReason.STATIC_MEMBER_REPLACED,
@@ -379,6 +415,7 @@ class ClassicGroupHandlers(ShardBase):
         if state is STABLE:
             if group.select_protocol() == group.protocol_name:
                 self.persist_static_member_replacement(
+                    out,
                     group,
                     member,
                     old_member_id,
@@ -390,12 +427,12 @@ class ClassicGroupHandlers(ShardBase):
                 )
             else:
                 self.maybe_prepare_rebalance(
-                    group, EventReason.PROTOCOL_CHANGED, member=member, client_reason=req.reason
+                    out, group, EventReason.PROTOCOL_CHANGED, member=member, client_reason=req.reason
                 )
         elif state is COMPLETING:
             # The leader may be assigning for the old id right now: start over.
             self.prepare_rebalance(
-                group, EventReason.STATIC_MEMBER_REPLACED, member=member, client_reason=req.reason
+                out, group, EventReason.STATIC_MEMBER_REPLACED, member=member, client_reason=req.reason
             )
         elif state is PREPARING:
             pass  # parked; the handler tries to complete the join
@@ -404,6 +441,7 @@ class ClassicGroupHandlers(ShardBase):
 
     def persist_static_member_replacement(
         self,
+        out: CoordinatorResult,
         group: ClassicGroup,
         member: Member,
         old_member_id: str,
@@ -428,10 +466,14 @@ class ClassicGroupHandlers(ShardBase):
             old_session_timeout_ms=old_session_timeout,
             join_version=req.version,
         )
-        self._append(group.group_id, [record], write)
+        self._append(out, group.group_id, [record], write)
 
-    def _static_replacement_written(
-        self, write: StaticMemberReplacementWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    def static_replacement_written(
+        self,
+        out: CoordinatorResult,
+        write: StaticMemberReplacementWrite,
+        records: Sequence[CoordinatorRecord],
+        error: ErrorCode,
     ) -> None:
         group = write.group
         new_member_id = write.new_member_id
@@ -460,7 +502,7 @@ class ClassicGroupHandlers(ShardBase):
             group.replace_static_member(write.instance_id, new_member_id, write.old_member_id)
             self.complete_and_schedule_next_heartbeat_expiration(group, member)
             if reply is not None:
-                self._respond(
+                out.respond(
                     reply,
                     JoinGroupResponse(
                         error=map_group_write_error(error),
@@ -475,21 +517,20 @@ class ClassicGroupHandlers(ShardBase):
                 )
             return
         for record in records:
-            self._replay(record)
+            self._replay_written(out, record)
         if write.join_version >= 9:
             is_leader = group.is_leader(new_member_id)
-            response = self._join_response(group, member, with_members=is_leader, skip_assignment=is_leader)
+            response = join_response(group, member, with_members=is_leader, skip_assignment=is_leader)
         else:
             # Old clients get the old leader id, so a restarted static leader does not
             # compute an assignment the Stable group would never distribute.
-            response = self._join_response(
-                group, member, with_members=False, leader=write.current_leader or ""
-            )
-        self._reply_join(group, member, response)
+            response = join_response(group, member, with_members=False, leader=write.current_leader or "")
+        self.reply_join(out, group, member, response)
 
     # ---------------------------------------------------------------- rebalance
     def maybe_prepare_rebalance(
         self,
+        out: CoordinatorResult,
         group: ClassicGroup,
         reason: EventReason,
         *,
@@ -497,12 +538,13 @@ class ClassicGroupHandlers(ShardBase):
         client_reason: str | None = None,
     ) -> None:
         if can_rebalance(group.state):
-            self.prepare_rebalance(group, reason, member=member, client_reason=client_reason)
+            self.prepare_rebalance(out, group, reason, member=member, client_reason=client_reason)
         elif group.state is PREPARING:
-            self.maybe_complete_join(group)
+            self.maybe_complete_join(out, group)
 
     def prepare_rebalance(
         self,
+        out: CoordinatorResult,
         group: ClassicGroup,
         reason: EventReason,
         *,
@@ -510,10 +552,10 @@ class ClassicGroupHandlers(ShardBase):
         client_reason: str | None = None,
     ) -> None:
         if group.state is COMPLETING:
-            self.reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+            self.reset_and_propagate_assignment_error(out, group, ErrorCode.REBALANCE_IN_PROGRESS)
         self._timer.cancel(PendingSync(group.group_id))
         group.pending_sync.clear()
-        now = self._now()
+        now = self._ctx.now()
         rebalance_timeout = group.rebalance_timeout_ms()
         if group.state is EMPTY:
             delay = self._config.group_initial_rebalance_delay_ms
@@ -524,21 +566,23 @@ class ClassicGroupHandlers(ShardBase):
             )
         else:
             self._timer.schedule(DelayedJoin(group.group_id), now + rebalance_timeout, None)
-        self._transition(group, PREPARING, reason, member=member, client_reason=client_reason)
-        self.maybe_complete_join(group)
+        self._ctx.transition(out, group, PREPARING, reason, member=member, client_reason=client_reason)
+        self.maybe_complete_join(out, group)
 
-    def reset_and_propagate_assignment_error(self, group: ClassicGroup, error: ErrorCode) -> None:
+    def reset_and_propagate_assignment_error(
+        self, out: CoordinatorResult, group: ClassicGroup, error: ErrorCode
+    ) -> None:
         for m in group.members.values():
             m.assignment = b""
-            self._reply_sync(m, sync_error(error))
+            self.reply_sync(out, m, sync_error(error))
 
-    def maybe_complete_join(self, group: ClassicGroup) -> None:
+    def maybe_complete_join(self, out: CoordinatorResult, group: ClassicGroup) -> None:
         """Complete the join phase early when everyone has rejoined (never during the initial delay)."""
         if group.state is PREPARING and group.all_members_joined() and group.previous_state is not EMPTY:
             self._timer.cancel(DelayedJoin(group.group_id))
-            self.on_complete_join(group)
+            self.on_complete_join(out, group)
 
-    def on_delayed_join(self, group_id: str, payload: object) -> None:
+    def on_delayed_join(self, out: CoordinatorResult, group_id: str, payload: object) -> None:
         group = self._groups.get(group_id)
         if group is None or group.state is not PREPARING:
             return
@@ -547,16 +591,16 @@ class ClassicGroupHandlers(ShardBase):
             delay = min(self._config.group_initial_rebalance_delay_ms, payload.remaining_ms)
             remaining = max(payload.remaining_ms - payload.delay_ms, 0)
             self._timer.schedule(
-                DelayedJoin(group_id), self._now() + delay, InitialDelayedJoin(delay, remaining)
+                DelayedJoin(group_id), self._ctx.now() + delay, InitialDelayedJoin(delay, remaining)
             )
             return
-        self.on_complete_join(group)
+        self.on_complete_join(out, group)
 
-    def on_complete_join(self, group: ClassicGroup) -> None:
+    def on_complete_join(self, out: CoordinatorResult, group: ClassicGroup) -> None:
         """Kafka's ``onCompleteJoin``: close the join phase and start the next generation."""
         for m in group.not_yet_rejoined():
             if not m.is_static:
-                self.remove_member(group, m, EventReason.NOT_REJOINED_BEFORE_REBALANCE_TIMEOUT)
+                self.remove_member(out, group, m, EventReason.NOT_REJOINED_BEFORE_REBALANCE_TIMEOUT)
         if group.state is DEAD:
             return
         if group.members and not self._maybe_elect_new_joined_leader(group):
@@ -567,7 +611,7 @@ class ClassicGroupHandlers(ShardBase):
                 list(group.members),
             )
             self._timer.schedule(
-                DelayedJoin(group.group_id), self._now() + group.rebalance_timeout_ms(), None
+                DelayedJoin(group.group_id), self._ctx.now() + group.rebalance_timeout_ms(), None
             )
             return
         group.generation += 1
@@ -575,25 +619,29 @@ class ClassicGroupHandlers(ShardBase):
         if group.members:
             group.protocol_name = group.select_protocol()
             group.subscribed_topics = group.compute_subscribed_topics()
-            self._transition(group, COMPLETING, EventReason.JOIN_COMPLETED)
+            self._ctx.transition(out, group, COMPLETING, EventReason.JOIN_COMPLETED)
             for m in list(group.members.values()):
-                response = self._join_response(group, m, with_members=group.is_leader(m.member_id))
-                self._reply_join(group, m, response)
+                response = join_response(group, m, with_members=group.is_leader(m.member_id))
+                self.reply_join(out, group, m, response)
                 self.complete_and_schedule_next_heartbeat_expiration(group, m)
                 m.is_new = False
                 group.pending_sync.add(m.member_id)
             self._timer.schedule(
-                PendingSync(group.group_id), self._now() + group.rebalance_timeout_ms(), group.generation
+                PendingSync(group.group_id), self._ctx.now() + group.rebalance_timeout_ms(), group.generation
             )
         else:
             group.protocol_name = None
             group.subscribed_topics = group.compute_subscribed_topics()
-            self._transition(group, EMPTY, EventReason.JOIN_COMPLETED)
+            self._ctx.transition(out, group, EMPTY, EventReason.JOIN_COMPLETED)
             record = new_group_metadata_record(group, {})
-            self._append(group.group_id, [record], EmptyGroupWrite(group, group.generation))
+            self._append(out, group.group_id, [record], EmptyGroupWrite(group, group.generation))
 
-    def _empty_group_written(
-        self, write: EmptyGroupWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    def empty_group_written(
+        self,
+        out: CoordinatorResult,
+        write: EmptyGroupWrite,
+        records: Sequence[CoordinatorRecord],
+        error: ErrorCode,
     ) -> None:
         group = write.group
         if error is not ErrorCode.NONE:
@@ -604,7 +652,7 @@ class ClassicGroupHandlers(ShardBase):
             and group.generation == write.generation
         ):
             for record in records:
-                self._replay(record)
+                self._replay_written(out, record)
 
     def _maybe_elect_new_joined_leader(self, group: ClassicGroup) -> bool:
         if group.leader_id is not None:
@@ -620,6 +668,7 @@ class ClassicGroupHandlers(ShardBase):
     # ---------------------------------------------------------------- removal
     def remove_member(
         self,
+        out: CoordinatorResult,
         group: ClassicGroup,
         member: Member,
         reason: EventReason,
@@ -628,24 +677,29 @@ class ClassicGroupHandlers(ShardBase):
         client_reason: str | None = None,
     ) -> None:
         """Drop a member without starting a rebalance; answers its parked requests."""
-        self._reply_join(group, member, join_error(member.join_version, answer_parked, UNKNOWN_MEMBER_ID))
-        self._reply_sync(member, sync_error(answer_parked))
+        self.reply_join(out, group, member, join_error(member.join_version, answer_parked, UNKNOWN_MEMBER_ID))
+        self.reply_sync(out, member, sync_error(answer_parked))
         self._cancel_heartbeat(group, member.member_id)
         group.remove(member.member_id)
-        self._emit(group, "member_removed", reason, member=member, client_reason=client_reason)
+        self._ctx.emit(out, group, "member_removed", reason, member=member, client_reason=client_reason)
         if not group.pending_sync:
             self._timer.cancel(PendingSync(group.group_id))
 
     def remove_member_and_update_group(
-        self, group: ClassicGroup, member: Member, reason: EventReason, client_reason: str | None = None
+        self,
+        out: CoordinatorResult,
+        group: ClassicGroup,
+        member: Member,
+        reason: EventReason,
+        client_reason: str | None = None,
     ) -> None:
-        self.remove_member(group, member, reason, client_reason=client_reason)
+        self.remove_member(out, group, member, reason, client_reason=client_reason)
         if group.state in (STABLE, COMPLETING):
-            self.maybe_prepare_rebalance(group, reason, member=member, client_reason=client_reason)
+            self.maybe_prepare_rebalance(out, group, reason, member=member, client_reason=client_reason)
         elif group.state is PREPARING:
-            self.maybe_complete_join(group)
+            self.maybe_complete_join(out, group)
 
-    def on_expire_heartbeat(self, group_id: str, member_id: str) -> None:
+    def on_expire_heartbeat(self, out: CoordinatorResult, group_id: str, member_id: str) -> None:
         group = self._groups.get(group_id)
         if group is None or group.state is DEAD:
             return
@@ -656,84 +710,82 @@ class ClassicGroupHandlers(ShardBase):
             return  # a parked request counts as liveness
         reason = EventReason.NEW_MEMBER_JOIN_TIMEOUT if member.is_new else EventReason.SESSION_TIMEOUT
         log.info("group=%s member=%s expired (%s)", group_id, member_id, reason.value)
-        self.remove_member_and_update_group(group, member, reason)
+        self.remove_member_and_update_group(out, group, member, reason)
 
-    def on_expire_pending_member(self, group_id: str, member_id: str) -> None:
+    def on_expire_pending_member(self, out: CoordinatorResult, group_id: str, member_id: str) -> None:
         group = self._groups.get(group_id)
         if group is None or member_id not in group.pending_members:
             return
         del group.pending_members[member_id]
-        self._emit(group, "member_removed", EventReason.PENDING_MEMBER_EXPIRED, member_id=member_id)
+        self._ctx.emit(out, group, "member_removed", EventReason.PENDING_MEMBER_EXPIRED, member_id=member_id)
         if group.state is PREPARING:
-            self.maybe_complete_join(group)
+            self.maybe_complete_join(out, group)
 
     # ================================================================== SyncGroup
-    def handle_sync_group(self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]) -> None:
+    def handle_sync_group(
+        self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]
+    ) -> CoordinatorResult:
+        out = CoordinatorResult()
         if req.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
-            self._respond(reply, sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return
+            out.respond(reply, sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return out
         if not req.group_id:
-            self._respond(reply, sync_error(ErrorCode.INVALID_GROUP_ID))
-            return
-        status = self._status(req.group_id)
+            out.respond(reply, sync_error(ErrorCode.INVALID_GROUP_ID))
+            return out
+        status = self._ctx.status(req.group_id)
         if status is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             # 3.x: the rebalance state was lost with the load; make the member rejoin.
-            self._respond(reply, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
-            return
+            out.respond(reply, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+            return out
         if status is not None:
-            self._respond(reply, sync_error(status))
-            return
+            out.respond(reply, sync_error(status))
+            return out
         group = self._groups.get(req.group_id)
         if group is None:
-            self._respond(reply, sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
-            return
+            out.respond(reply, sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+            return out
         if group.state is DEAD:
-            self._respond(reply, sync_error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            return
+            out.respond(reply, sync_error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return out
         error = self.validate_current_member(group, req.member_id, req.group_instance_id)
         if error is not None:
-            self._respond(reply, sync_error(error))
-            return
+            out.respond(reply, sync_error(error))
+            return out
         if req.generation_id != group.generation:
-            self._respond(reply, sync_error(ErrorCode.ILLEGAL_GENERATION))
-            return
+            out.respond(reply, sync_error(ErrorCode.ILLEGAL_GENERATION))
+            return out
         if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
             req.protocol_name is not None and req.protocol_name != group.protocol_name
         ):
-            self._respond(reply, sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return
+            out.respond(reply, sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return out
         member = group.members[req.member_id]
         state = group.state
         if state is EMPTY:
-            self._respond(reply, sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+            out.respond(reply, sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
         elif state is PREPARING:
-            self._respond(reply, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+            out.respond(reply, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
         elif state is COMPLETING:
             if member.awaiting_sync is not None:
-                self._reply_sync(member, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))  # superseded
+                self.reply_sync(out, member, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))  # superseded
             member.awaiting_sync = reply
             self._remove_pending_sync_member(group, member.member_id)
             if group.is_leader(member.member_id):
-                self.persist_leader_assignment(group, dict(req.assignments))
+                self.persist_leader_assignment(out, group, dict(req.assignments))
         else:  # Stable
             self._remove_pending_sync_member(group, member.member_id)
             self.complete_and_schedule_next_heartbeat_expiration(group, member)
-            self._respond(reply, self._sync_ok(group, member.assignment))
-
-    def _sync_ok(self, group: ClassicGroup, assignment: bytes) -> SyncGroupResponse:
-        return SyncGroupResponse(
-            error=ErrorCode.NONE,
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            assignment=assignment,
-        )
+            out.respond(reply, sync_ok(group, member.assignment))
+        return out
 
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync.discard(member_id)
         if not group.pending_sync:
             self._timer.cancel(PendingSync(group.group_id))
 
-    def persist_leader_assignment(self, group: ClassicGroup, given: dict[str, bytes]) -> None:
+    def persist_leader_assignment(
+        self, out: CoordinatorResult, group: ClassicGroup, given: dict[str, bytes]
+    ) -> None:
         empty = EMPTY_CONSUMER_ASSIGNMENT if group.protocol_type == CONSUMER_PROTOCOL_TYPE else b""
         assignments: dict[str, bytes] = {}
         for member_id in group.members:
@@ -748,10 +800,14 @@ class ClassicGroupHandlers(ShardBase):
                 )
                 assignments[member_id] = empty
         record = new_group_metadata_record(group, assignments)
-        self._append(group.group_id, [record], AssignmentWrite(group, group.generation))
+        self._append(out, group.group_id, [record], AssignmentWrite(group, group.generation))
 
-    def _assignment_written(
-        self, write: AssignmentWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    def assignment_written(
+        self,
+        out: CoordinatorResult,
+        write: AssignmentWrite,
+        records: Sequence[CoordinatorRecord],
+        error: ErrorCode,
     ) -> None:
         group = write.group
         if (
@@ -762,21 +818,21 @@ class ClassicGroupHandlers(ShardBase):
             return  # the group moved on while the write was in flight
         if error is ErrorCode.NONE:
             for record in records:
-                self._replay(record)
+                self._replay_written(out, record)
             for m in group.members.values():
                 if m.awaiting_sync is not None:
-                    self._reply_sync(m, self._sync_ok(group, m.assignment))
+                    self.reply_sync(out, m, sync_ok(group, m.assignment))
                     self.complete_and_schedule_next_heartbeat_expiration(group, m)
-            self._transition(group, STABLE, EventReason.ASSIGNMENT_PERSISTED)
+            self._ctx.transition(out, group, STABLE, EventReason.ASSIGNMENT_PERSISTED)
         else:
             mapped = map_group_write_error(error)
             log.warning(
                 "group=%s assignment not persisted: %s -> %s", group.group_id, error.name, mapped.name
             )
-            self.reset_and_propagate_assignment_error(group, mapped)
-            self.maybe_prepare_rebalance(group, EventReason.ASSIGNMENT_PERSIST_FAILED)
+            self.reset_and_propagate_assignment_error(out, group, mapped)
+            self.maybe_prepare_rebalance(out, group, EventReason.ASSIGNMENT_PERSIST_FAILED)
 
-    def on_expire_pending_sync(self, group_id: str, generation: int) -> None:
+    def on_expire_pending_sync(self, out: CoordinatorResult, group_id: str, generation: int) -> None:
         group = self._groups.get(group_id)
         if group is None or group.generation != generation or group.state not in (COMPLETING, STABLE):
             return
@@ -793,56 +849,63 @@ class ClassicGroupHandlers(ShardBase):
             sorted(group.pending_sync),
         )
         for m in missing:
-            self.remove_member(group, m, EventReason.SYNC_TIMEOUT)
+            self.remove_member(out, group, m, EventReason.SYNC_TIMEOUT)
         group.pending_sync.clear()
         if group.state in (STABLE, COMPLETING):
-            self.maybe_prepare_rebalance(group, EventReason.SYNC_TIMEOUT)
+            self.maybe_prepare_rebalance(out, group, EventReason.SYNC_TIMEOUT)
 
     # ================================================================== Heartbeat
-    def handle_heartbeat(self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]) -> None:
+    def handle_heartbeat(
+        self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]
+    ) -> CoordinatorResult:
+        out = CoordinatorResult()
         if not req.group_id:
-            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.INVALID_GROUP_ID])
-            return
-        status = self._status(req.group_id)
+            out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.INVALID_GROUP_ID])
+            return out
+        status = self._ctx.status(req.group_id)
         if status is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.NONE])  # respond blindly while loading
-            return
+            out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.NONE])  # respond blindly while loading
+            return out
         if status is not None:
-            self._respond(reply, _HEARTBEAT_RESPONSES[status])
-            return
+            out.respond(reply, HEARTBEAT_RESPONSES[status])
+            return out
         group = self._groups.get(req.group_id)
         if group is None:
-            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.UNKNOWN_MEMBER_ID])
-            return
+            out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.UNKNOWN_MEMBER_ID])
+            return out
         if group.state is DEAD:
-            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.COORDINATOR_NOT_AVAILABLE])
-            return
+            out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.COORDINATOR_NOT_AVAILABLE])
+            return out
         error = self.validate_current_member(group, req.member_id, req.group_instance_id)
         if error is not None:
-            self._respond(reply, _HEARTBEAT_RESPONSES[error])
-            return
+            out.respond(reply, HEARTBEAT_RESPONSES[error])
+            return out
         if req.generation_id != group.generation:
-            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.ILLEGAL_GENERATION])
-            return
+            out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.ILLEGAL_GENERATION])
+            return out
         member = group.members[req.member_id]
         if group.state is EMPTY:
-            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.UNKNOWN_MEMBER_ID])
+            out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.UNKNOWN_MEMBER_ID])
         elif group.state is PREPARING:
             self.complete_and_schedule_next_heartbeat_expiration(group, member)
-            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.REBALANCE_IN_PROGRESS])
+            out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.REBALANCE_IN_PROGRESS])
         else:
             self.complete_and_schedule_next_heartbeat_expiration(group, member)
-            self._respond(reply, _HEARTBEAT_RESPONSES[ErrorCode.NONE])
+            out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.NONE])
+        return out
 
     # ================================================================== LeaveGroup
-    def handle_leave_group(self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]) -> None:
+    def handle_leave_group(
+        self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]
+    ) -> CoordinatorResult:
+        out = CoordinatorResult()
         if not req.group_id:
-            self._respond(reply, self._leave_response(req, ErrorCode.INVALID_GROUP_ID, ()))
-            return
-        status = self._status(req.group_id)
+            out.respond(reply, leave_response(req, ErrorCode.INVALID_GROUP_ID, ()))
+            return out
+        status = self._ctx.status(req.group_id)
         if status is not None:
-            self._respond(reply, self._leave_response(req, status, ()))
-            return
+            out.respond(reply, leave_response(req, status, ()))
+            return out
         group = self._groups.get(req.group_id)
         if group is None:
             results = tuple(
@@ -853,59 +916,101 @@ class ClassicGroupHandlers(ShardBase):
                 )
                 for m in req.members
             )
-            self._respond(reply, self._leave_response(req, ErrorCode.NONE, results))
-            return
+            out.respond(reply, leave_response(req, ErrorCode.NONE, results))
+            return out
         if group.state is DEAD:
-            self._respond(reply, self._leave_response(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, ()))
-            return
-        out = []
+            out.respond(reply, leave_response(req, ErrorCode.COORDINATOR_NOT_AVAILABLE, ()))
+            return out
+        members = []
         for lm in req.members:
-            error = self._leave_one(group, lm.member_id, lm.group_instance_id, lm.reason)
-            out.append(
+            error = self._leave_one(out, group, lm.member_id, lm.group_instance_id, lm.reason)
+            members.append(
                 LeaveGroupMemberResponse(
                     member_id=lm.member_id, group_instance_id=lm.group_instance_id, error=error
                 )
             )
-        self._respond(reply, self._leave_response(req, ErrorCode.NONE, tuple(out)))
-
-    @staticmethod
-    def _leave_response(
-        req: LeaveGroupRequest, error: ErrorCode, members: tuple[LeaveGroupMemberResponse, ...]
-    ) -> LeaveGroupResponse:
-        if req.version <= 2 and error is ErrorCode.NONE:
-            error = next((m.error for m in members if m.error is not ErrorCode.NONE), ErrorCode.NONE)
-        return LeaveGroupResponse(error=error, members=members)
+        out.respond(reply, leave_response(req, ErrorCode.NONE, tuple(members)))
+        return out
 
     def _leave_one(
-        self, group: ClassicGroup, member_id: str, instance_id: str | None, reason: str | None
+        self,
+        out: CoordinatorResult,
+        group: ClassicGroup,
+        member_id: str,
+        instance_id: str | None,
+        reason: str | None,
     ) -> ErrorCode:
         if member_id == UNKNOWN_MEMBER_ID and instance_id is not None:
             mapped = group.static_members.get(instance_id)
             if mapped is None or mapped not in group.members:
                 return ErrorCode.UNKNOWN_MEMBER_ID
             self.remove_member_and_update_group(
-                group, group.members[mapped], EventReason.MEMBER_LEFT, client_reason=reason
+                out, group, group.members[mapped], EventReason.MEMBER_LEFT, client_reason=reason
             )
             return ErrorCode.NONE
         if member_id in group.pending_members:
             del group.pending_members[member_id]
             self._timer.cancel(PendingMemberExpiry(group.group_id, member_id))
-            self._emit(
-                group, "member_removed", EventReason.MEMBER_LEFT, member_id=member_id, client_reason=reason
+            self._ctx.emit(
+                out,
+                group,
+                "member_removed",
+                EventReason.MEMBER_LEFT,
+                member_id=member_id,
+                client_reason=reason,
             )
             if group.state is PREPARING:
-                self.maybe_complete_join(group)
+                self.maybe_complete_join(out, group)
             return ErrorCode.NONE
         error = self.validate_current_member(group, member_id, instance_id)
         if error is not None:
             return error
         self.remove_member_and_update_group(
-            group, group.members[member_id], EventReason.MEMBER_LEFT, client_reason=reason
+            out, group, group.members[member_id], EventReason.MEMBER_LEFT, client_reason=reason
         )
         return ErrorCode.NONE
 
+    def reply_join(
+        self, out: CoordinatorResult, group: ClassicGroup, member: Member, response: JoinGroupResponse
+    ) -> None:
+        reply = member.awaiting_join
+        if reply is None:
+            return
+        group.set_awaiting_join(member, None)
+        member.join_reason = None
+        out.respond(reply, response)
 
-def _with_rebalance_timeout(req: JoinGroupRequest, rebalance_timeout_ms: int) -> JoinGroupRequest:
-    from dataclasses import replace
+    def reply_sync(self, out: CoordinatorResult, member: Member, response: SyncGroupResponse) -> None:
+        reply = member.awaiting_sync
+        if reply is None:
+            return
+        member.awaiting_sync = None
+        out.respond(reply, response)
 
-    return replace(req, rebalance_timeout_ms=rebalance_timeout_ms)
+    # ---------------------------------------------------------------- heartbeats and timers
+    def complete_and_schedule_next_heartbeat_expiration(
+        self, group: ClassicGroup, member: Member, timeout_ms: int | None = None
+    ) -> None:
+        """Kafka's ``completeAndScheduleNextHeartbeatExpiration``."""
+        timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        self._timer.schedule(self._heartbeat_key(group, member), self._ctx.now() + timeout, None)
+
+    @staticmethod
+    def _heartbeat_key(group: ClassicGroup, member: Member) -> DelayedHeartbeat:
+        key = member.heartbeat_key
+        if key is None or key.member_id != member.member_id or key.group_id != group.group_id:
+            key = member.heartbeat_key = DelayedHeartbeat(group.group_id, member.member_id)
+        return key
+
+    def _cancel_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
+        self._timer.cancel(DelayedHeartbeat(group.group_id, member_id))
+
+    def cancel_timers(self, group: ClassicGroup) -> None:
+        """Every timer of ``group`` and its members (the group is being forgotten)."""
+        group_id = group.group_id
+        self._timer.cancel(DelayedJoin(group_id))
+        self._timer.cancel(PendingSync(group_id))
+        for member_id in group.members:
+            self._cancel_heartbeat(group, member_id)
+        for member_id in group.pending_members:
+            self._timer.cancel(PendingMemberExpiry(group_id, member_id))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.coordinator.state import GroupState, check_loaded_state, check_transition
 from groupcoord.coordinator.timers import DelayedHeartbeat
-from groupcoord.errors import IllegalStateError
+from groupcoord.errors import ErrorCode, IllegalStateError
 from groupcoord.gcutil import track, untrack
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class Member:
         self._awaiting_sync: SyncReply | None = None
         self.is_new = False
         #: The coordinator's session-timer key for this member, made once (see
-        #: ShardBase._heartbeat_key): a fresh key per heartbeat would outlive the
+        #: ClassicGroupManager._heartbeat_key): a fresh key per heartbeat would outlive the
         #: request, in the timer, until its deadline.
         self.heartbeat_key: DelayedHeartbeat | None = None
         # A member lives as long as its group and, between rebalances, holds only strings,
@@ -301,6 +301,93 @@ class ClassicGroup:
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    # ------------------------------------------------------------------ validation
+    def validate_member(self, member_id: str, instance_id: str | None) -> ErrorCode | None:
+        """Kafka's ``validateCurrentMember`` (static fencing, then membership)."""
+        if instance_id is not None:
+            mapped = self.static_members.get(instance_id)
+            if mapped is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if mapped != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return None
+
+    def validate_offset_commit(
+        self, member_id: str, instance_id: str | None, generation_id: int, transactional: bool
+    ) -> ErrorCode | None:
+        """Kafka's ``ClassicGroup.validateOffsetCommit``; a transactional commit with no member
+        id and no generation is accepted in any state (only plain ones need an Empty group)."""
+        if self.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and self.state is GroupState.EMPTY:
+            return None  # an admin / simple commit
+        if generation_id >= 0 or member_id or instance_id is not None:
+            error = self.validate_member(member_id, instance_id)
+            if error is not None:
+                return error
+            if generation_id != self.generation:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif not transactional:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if self.state is GroupState.COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return None
+
+    # ------------------------------------------------------------------ offsets
+    def expired_offsets(
+        self,
+        now_ms: int,
+        retention_ms: int,
+        pending: Container[tuple[str, int]] = (),
+    ) -> list[tuple[str, int]]:
+        """The (topic, partition) keys whose committed offsets have expired at ``now_ms``.
+
+        Keys in ``pending`` (a commit of the partition is still being written) never expire: the
+        tombstone would land behind the commit (Kafka's ``removeExpiredOffsets``:
+        ``!pendingOffsetCommits.contains(topicPartition)``).
+
+        * Empty group with a protocol type: retention counts from the time the group became
+          Empty (falling back to the commit time).
+        * Stable ``consumer`` group with a known subscription: only topics no member
+          subscribes to expire, counted from the commit time.
+        * Simple group (no protocol type): per commit time.
+        * Otherwise nothing expires.
+        An explicit expire timestamp (OffsetCommit v2-v4 retention) wins over the rule above.
+        """
+
+        def base_commit(o: CommittedOffset) -> int:
+            return o.commit_timestamp
+
+        def base_empty(o: CommittedOffset) -> int:
+            return self.state_timestamp if self.state_timestamp is not None else o.commit_timestamp
+
+        skip: frozenset[str] = frozenset()
+        if self.protocol_type is not None and self.state is GroupState.EMPTY:
+            base = base_empty
+        elif (
+            self.protocol_type == CONSUMER_PROTOCOL_TYPE
+            and self.subscribed_topics is not None
+            and self.state is GroupState.STABLE
+        ):
+            base = base_commit
+            skip = self.subscribed_topics
+        elif self.protocol_type is None:
+            base = base_commit
+        else:
+            return []
+        out = []
+        for key, o in self.offsets.items():
+            if key[0] in skip or key in pending:
+                continue
+            if o.expire_timestamp is not None:
+                if now_ms >= o.expire_timestamp:
+                    out.append(key)
+            elif now_ms - base(o) >= retention_ms:
+                out.append(key)
+        return out
 
     # ------------------------------------------------------------------ protocols
     def compute_subscribed_topics(self) -> frozenset[str] | None:

@@ -1,6 +1,11 @@
-"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and retention (expiry).
+"""The offsets manager: OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete, retention.
 
-Kafka's ``OffsetMetadataManager`` (4.x) / the offset half of ``GroupMetadataManager.scala``.
+Kafka 4.x's ``OffsetMetadataManager`` (the offset half of 3.x's ``GroupMetadataManager.scala``).
+:class:`OffsetManager` holds what is in flight about offsets (the writes, the pending commits, the
+require_stable fetches waiting for them, the offsets pending in open transactions) and reaches
+the groups only through the groups manager it is given. Each request handler returns its
+:class:`~groupcoord.coordinator.result.CoordinatorResult`; the other methods add to the one they
+are given (``out``).
 Every write that changes a group's offsets is tracked while in flight: its partitions count as
 pending commits (expiry skips them, deletions tombstone them) and a ``require_stable``
 OffsetFetch waits for it (KIP-447, as Kafka 4.x).
@@ -8,8 +13,10 @@ OffsetFetch waits for it (KIP-447, as Kafka 4.x).
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
+from dataclasses import dataclass
 
 from groupcoord.coordinator.api import (
     OffsetCommitPartitionResponse,
@@ -28,24 +35,20 @@ from groupcoord.coordinator.api import (
     OffsetFetchTopicResponse,
     TxnOffsetCommitRequest,
 )
-from groupcoord.coordinator.base import (
-    COMPLETING,
+from groupcoord.coordinator.context import (
     DEAD,
     EMPTY,
-    FETCH_WRITE_ERRORS,
     PREPARING,
     STABLE,
-    PendingTxnOffset,
-    StableFetch,
-    map_offset_write_error,
+    ShardContext,
 )
-from groupcoord.coordinator.classic_group import ClassicGroupHandlers
 from groupcoord.coordinator.events import EventReason
 from groupcoord.coordinator.group import (
     CONSUMER_PROTOCOL_TYPE,
     ClassicGroup,
     CommittedOffset,
 )
+from groupcoord.coordinator.groups import GroupMetadataManager
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
     OffsetCommitKey,
@@ -54,8 +57,8 @@ from groupcoord.coordinator.records import (
     new_offset_commit_record,
     new_offset_commit_tombstone,
 )
-from groupcoord.coordinator.result import PendingWrite
-from groupcoord.coordinator.state import GroupState
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
+from groupcoord.coordinator.txn_offsets import PendingTransactionalOffsets
 from groupcoord.coordinator.writes import (
     OffsetCommitWrite,
     OffsetDeleteWrite,
@@ -65,8 +68,12 @@ from groupcoord.coordinator.writes import (
     TxnOffsetCommitWrite,
 )
 from groupcoord.errors import ErrorCode
+from groupcoord.gcutil import untrack
 
 log = logging.getLogger(__name__)
+
+#: The shard's replay of one durable record (``GroupCoordinatorShard``), given to the manager.
+ReplayRecord = Callable[[CoordinatorResult, CoordinatorRecord], None]
 
 
 def java_string_length(s: str) -> int:
@@ -87,62 +94,87 @@ def committed_offset(value: OffsetCommitValue) -> CommittedOffset:
     )
 
 
-def expired_offsets(
-    group: ClassicGroup,
-    now_ms: int,
-    retention_ms: int,
-    pending: Container[tuple[str, int]] = (),
-) -> list[tuple[str, int]]:
-    """The (topic, partition) keys whose committed offsets have expired at ``now_ms``.
+# Write-error translation, reference §2.12 (offsets).
+OFFSET_WRITE_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
 
-    Keys in ``pending`` (a commit of the partition is still being written) never expire: the
-    tombstone would land behind the commit (Kafka's ``removeExpiredOffsets``:
-    ``!pendingOffsetCommits.contains(topicPartition)``).
 
-    * Empty group with a protocol type: retention counts from the time the group became
-      Empty (falling back to the commit time).
-    * Stable ``consumer`` group with a known subscription: only topics no member
-      subscribes to expire, counted from the commit time.
-    * Simple group (no protocol type): per commit time.
-    * Otherwise nothing expires.
-    An explicit expire timestamp (OffsetCommit v2-v4 retention) wins over the rule above.
+# Kafka 4.x, for writes whose failure 3.x never reported (DeleteGroups):
+# CoordinatorOperationExceptionHelper.handleOperationException.
+OPERATION_WRITE_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+# Kafka 4.x, for a require_stable OffsetFetch whose awaited write failed:
+# GroupCoordinatorService.handleOffsetFetchException (then handleOperationException).
+FETCH_WRITE_ERRORS = {
+    **OPERATION_WRITE_ERRORS,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.NOT_COORDINATOR,
+}
+
+
+def map_offset_write_error(code: ErrorCode) -> ErrorCode:
+    return OFFSET_WRITE_ERRORS.get(code, code)
+
+
+@dataclass(eq=False, slots=True)
+class StableFetch:
+    """A require_stable OffsetFetch waiting for the offset writes in flight when it arrived."""
+
+    request: OffsetFetchRequest
+    reply: Callable[[OffsetFetchResponse], None]
+    waiting: set[int]
+    errors: dict[str, ErrorCode]
+
+
+class OffsetManager:
+    """Args:
+    ctx: what the shard's parts share (config, clock, timer, partitions, events).
+    groups: the groups manager; offsets are kept in their groups (``ClassicGroup.offsets``).
+    replay: the shard's replay of a record, for this manager's writes once durable (offset
+        commits and tombstones, and a deletion's or an expiry's group tombstone).
     """
 
-    def base_commit(o: CommittedOffset) -> int:
-        return o.commit_timestamp
+    def __init__(self, ctx: ShardContext, groups: GroupMetadataManager, replay: ReplayRecord) -> None:
+        self._ctx = ctx
+        self._replay_record = replay
+        self._config = ctx.config
+        self._groups = groups
+        self._table = groups.groups
+        # Offset writes in flight (soft state): group -> write tokens; group -> partition ->
+        # commits of it being written (Kafka's pendingOffsetCommits); token -> stable fetches.
+        self._write_tokens = itertools.count()
+        self._offset_writes: dict[str, set[int]] = {}
+        self._pending_commits: dict[str, dict[tuple[str, int], int]] = {}
+        self._stable_fetches: dict[int, list[StableFetch]] = {}
+        #: Transactional offset commits (KIP-98/447), durable but invisible until their
+        #: transaction's marker.
+        self.transactional = PendingTransactionalOffsets()
 
-    def base_empty(o: CommittedOffset) -> int:
-        return group.state_timestamp if group.state_timestamp is not None else o.commit_timestamp
+    def pending_commit_keys(self, group_id: str) -> Iterable[tuple[str, int]]:
+        """The partitions of ``group_id`` with a commit being written."""
+        return self._pending_commits.get(group_id, {}).keys()
 
-    skip: frozenset[str] = frozenset()
-    if group.protocol_type is not None and group.state is GroupState.EMPTY:
-        base = base_empty
-    elif (
-        group.protocol_type == CONSUMER_PROTOCOL_TYPE
-        and group.subscribed_topics is not None
-        and group.state is GroupState.STABLE
-    ):
-        base = base_commit
-        skip = group.subscribed_topics
-    elif group.protocol_type is None:
-        base = base_commit
-    else:
-        return []
-    out = []
-    for key, o in group.offsets.items():
-        if key[0] in skip or key in pending:
-            continue
-        if o.expire_timestamp is not None:
-            if now_ms >= o.expire_timestamp:
-                out.append(key)
-        elif now_ms - base(o) >= retention_ms:
-            out.append(key)
-    return out
-
-
-class OffsetHandlers(ClassicGroupHandlers):
-    def _append_offset_write(
+    def append_offset_write(
         self,
+        out: CoordinatorResult,
         group_id: str,
         records: Sequence[CoordinatorRecord],
         then: OffsetWriteKind,
@@ -168,9 +200,9 @@ class OffsetHandlers(ClassicGroupHandlers):
             for key in commits:
                 pending[key] = pending.get(key, 0) + 1
         completion = OffsetWrite(token, group_id, tuple(commits), then)
-        self._out.writes.append(
+        out.writes.append(
             PendingWrite(
-                self.partition_for(group_id),
+                self._ctx.partition_for(group_id),
                 tuple(records),
                 completion,
                 producer_id=producer[0],
@@ -178,7 +210,7 @@ class OffsetHandlers(ClassicGroupHandlers):
             )
         )
 
-    def _offset_write_finished(self, write: OffsetWrite) -> None:
+    def offset_write_finished(self, write: OffsetWrite) -> None:
         group_id = write.group_id
         writes = self._offset_writes.get(group_id)
         if writes is not None:
@@ -196,38 +228,48 @@ class OffsetHandlers(ClassicGroupHandlers):
             if not pending:
                 del self._pending_commits[group_id]
 
-    def _wake_stable_fetches(self, token: int, group_id: str, error: ErrorCode) -> None:
+    @property
+    def stable_fetches_waiting(self) -> bool:
+        """Whether a require_stable OffsetFetch waits for some write."""
+        return bool(self._stable_fetches)
+
+    def wake_stable_fetches(
+        self, out: CoordinatorResult, token: int, group_id: str, error: ErrorCode
+    ) -> None:
         for fetch in self._stable_fetches.pop(token, ()):
             fetch.waiting.discard(token)
             if error is not ErrorCode.NONE:
                 fetch.errors.setdefault(group_id, FETCH_WRITE_ERRORS.get(error, error))
             if not fetch.waiting:
-                self._respond(fetch.reply, self._offset_fetch_response(fetch.request, fetch.errors))
+                out.respond(fetch.reply, self._offset_fetch_response(fetch.request, fetch.errors))
 
     # ================================================================== OffsetCommit
-    def _handle_offset_commit(
+    def handle_offset_commit(
         self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
-    ) -> None:
+    ) -> CoordinatorResult:
+        out = CoordinatorResult()
 
         missing = ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION
-        group = self._commit_target(req, reply, missing)
+        group = self._commit_target(out, req, reply, missing)
         if group is None:
-            return
+            return out
         member = group.members.get(req.member_id)
         if member is not None and group.state in (STABLE, PREPARING):
-            self.complete_and_schedule_next_heartbeat_expiration(group, member)
+            self._groups.classic.complete_and_schedule_next_heartbeat_expiration(group, member)
 
         expire: int | None = None
         if 2 <= req.version <= 4 and req.retention_time_ms != -1:
-            expire = self._now() + req.retention_time_ms
+            expire = self._ctx.now() + req.retention_time_ms
         results, records, commits = self._commit_records(req, expire)
         if not records:
-            self._respond(reply, _commit_response(req, results))
-            return
-        self._append_offset_write(req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
+            out.respond(reply, _commit_response(req, results))
+            return out
+        self.append_offset_write(out, req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
+        return out
 
     def _commit_target(
         self,
+        out: CoordinatorResult,
         req: OffsetCommitRequest | TxnOffsetCommitRequest,
         reply: Callable[[OffsetCommitResponse], None],
         missing: ErrorCode,
@@ -236,21 +278,21 @@ class OffsetHandlers(ClassicGroupHandlers):
         been answered with one code for every partition: the shard's status, then ``missing``
         for a generation naming a group that is not there (no generation makes a "simple"
         group, offsets only), then the commit's own checks (:meth:`_validate_offset_commit`)."""
-        status = self._status(req.group_id)
+        status = self._ctx.status(req.group_id)
         if status is not None:
-            self._respond(reply, _commit_response_all(req, status))
+            out.respond(reply, _commit_response_all(req, status))
             return None
-        group = self._groups.get(req.group_id)
+        group = self._table.get(req.group_id)
         if group is None:
             if req.generation_id >= 0:
-                self._respond(reply, _commit_response_all(req, missing))
+                out.respond(reply, _commit_response_all(req, missing))
                 return None
-            group = ClassicGroup(req.group_id, self._now())  # a "simple" group: offsets only
-            self._groups[req.group_id] = group
-            self._emit(group, "state_change", EventReason.GROUP_CREATED, to_state=EMPTY)
-        error = self._validate_offset_commit(group, req)
+            group = self._groups.simple_group(out, req.group_id)  # offsets only
+        error = group.validate_offset_commit(
+            req.member_id, req.group_instance_id, req.generation_id, isinstance(req, TxnOffsetCommitRequest)
+        )
         if error is not None:
-            self._respond(reply, _commit_response_all(req, error))
+            out.respond(reply, _commit_response_all(req, error))
             return None
         return group
 
@@ -259,7 +301,7 @@ class OffsetHandlers(ClassicGroupHandlers):
     ) -> tuple[dict[tuple[str, int], ErrorCode], list[CoordinatorRecord], list[tuple[str, int]]]:
         """Each partition's code before the write, the commit records to write, and the
         (topic, partition) of each record."""
-        now = self._now()
+        now = self._ctx.now()
         max_md = self._config.offset_metadata_max_bytes
         results: dict[tuple[str, int], ErrorCode] = {}
         records: list[CoordinatorRecord] = []
@@ -291,178 +333,136 @@ class OffsetHandlers(ClassicGroupHandlers):
         return results, records, commits
 
     # ================================================================== TxnOffsetCommit
-    def _handle_txn_offset_commit(
+    def handle_txn_offset_commit(
         self, req: TxnOffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
-    ) -> None:
+    ) -> CoordinatorResult:
         """Kafka 4.x ``OffsetMetadataManager.commitTransactionalOffset``: validated as a commit
         (``validateTransactionalOffsetCommit``), written as a transactional batch of the
-        producer, then pending for it until its transaction's marker (:meth:`_end_transaction`).
+        producer, then pending for it until its transaction's marker (:meth:`end_transaction`).
 
         The producer epoch is checked by the log against the partition's producer state
         (INVALID_PRODUCER_EPOCH for a fenced producer), as Kafka's append does.
         """
+        out = CoordinatorResult()
 
         if not req.group_id:
             # GroupCoordinatorService: isGroupIdNotEmpty
-            self._respond(reply, _commit_response_all(req, ErrorCode.INVALID_GROUP_ID))
-            return
-        if self._commit_target(req, reply, ErrorCode.ILLEGAL_GENERATION) is None:
-            return
+            out.respond(reply, _commit_response_all(req, ErrorCode.INVALID_GROUP_ID))
+            return out
+        if self._commit_target(out, req, reply, ErrorCode.ILLEGAL_GENERATION) is None:
+            return out
         results, records, commits = self._commit_records(req, None)
         if not records:
-            self._respond(reply, _commit_response(req, results))
-            return
-        self._append_offset_write(
+            out.respond(reply, _commit_response(req, results))
+            return out
+        self.append_offset_write(
+            out,
             req.group_id,
             records,
             TxnOffsetCommitWrite(reply, req, results),
             commits,
             producer=(req.producer_id, req.producer_epoch),
         )
+        return out
 
-    def _txn_offset_commit_written(
-        self, write: TxnOffsetCommitWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    def txn_offset_commit_written(
+        self,
+        out: CoordinatorResult,
+        write: TxnOffsetCommitWrite,
+        records: Sequence[CoordinatorRecord],
+        error: ErrorCode,
     ) -> None:
         producer_id = write.request.producer_id
-        self._commit_written(write, records, error, lambda r: self._replay_transactional(r, producer_id))
+        self._commit_written(out, write, records, error, producer_id)
 
-    def _replay_transactional(self, record: CoordinatorRecord, producer_id: int) -> None:
+    def replay_transactional(
+        self, out: CoordinatorResult, record: CoordinatorRecord, producer_id: int
+    ) -> None:
         """A record of a transactional batch of ``producer_id`` (Kafka 4.x
         ``OffsetMetadataManager.replay`` with a producer id): an offset commit becomes pending
         for the producer; anything else replays as usual."""
         key, value = record.key, record.value
         if not isinstance(key, OffsetCommitKey) or not isinstance(value, OffsetCommitValue):
-            self._replay(record)
+            self._replay_record(out, record)
             return
-        if key.group not in self._groups:
-            self._replayed_offsets_group(key.group, value)
-        pending = self._txn_offsets.setdefault(producer_id, {}).setdefault(key.group, {})
-        pending[(key.topic, key.partition)] = PendingTxnOffset(committed_offset(value))
-        self._open_txns.setdefault(key.group, set()).add(producer_id)
+        if key.group not in self._table:
+            self._groups.replayed_group(key.group, value.commit_timestamp)
+        self.transactional.add(producer_id, key.group, (key.topic, key.partition), committed_offset(value))
 
-    def _replayed_offsets_group(self, group_id: str, value: OffsetCommitValue) -> ClassicGroup:
-        """The group a replayed commit of an unknown group makes: offsets only, with no state
-        timestamp (it was not created now but at the record's commit)."""
-        group = ClassicGroup(group_id, value.commit_timestamp)
-        group.state_timestamp = None
-        self._groups[group_id] = group
-        return group
-
-    def _plain_offset_replayed(self, group_id: str, key: tuple[str, int], tombstone: bool) -> None:
-        """A plain commit or a tombstone of ``key`` replayed while transactions of the group
-        are open: a tombstone drops their pending offsets of it (Kafka 4.x ``replay``), a
-        commit supersedes them (it is later in the log than they are)."""
-        for producer_id in self._open_txns.get(group_id, ()):
-            pending = self._txn_offsets.get(producer_id, {}).get(group_id)
-            if pending is None or key not in pending:
-                continue
-            if tombstone:
-                del pending[key]
-            else:
-                pending[key].superseded = True
-
-    def _end_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+    def end_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
         """A COMMIT or ABORT marker of ``producer_id`` is in ``partition`` (Kafka 4.x
         ``OffsetMetadataManager.replayEndTransactionMarker``): its pending offsets of the
         partition's groups become the committed offsets (unless a later plain commit
         superseded them) or are dropped."""
-        by_group = self._txn_offsets.get(producer_id)
-        if not by_group:
-            return
-        for group_id in [g for g in by_group if self.partition_for(g) == partition]:
-            pending = by_group.pop(group_id)
-            producers = self._open_txns.get(group_id)
-            if producers is not None:
-                producers.discard(producer_id)
-                if not producers:
-                    del self._open_txns[group_id]
-            live = {key: p.offset for key, p in pending.items() if not p.superseded}
-            if not commit or not live:
-                continue
-            group = self._groups.get(group_id)
+        ctx = self._ctx
+        ended = self.transactional.end(producer_id, commit, lambda g: ctx.partition_for(g) == partition)
+        for group_id, live in ended.items():
+            group = self._table.get(group_id)
             if group is None:
-                group = ClassicGroup(group_id, self._now())
-                group.state_timestamp = None
-                self._groups[group_id] = group
+                group = self._groups.replayed_group(group_id, ctx.now())
             group.offsets.update(live)
-        if not by_group:
-            del self._txn_offsets[producer_id]
 
-    def _txn_pending_keys(self, group_id: str) -> set[tuple[str, int]]:
+    def txn_pending_keys(self, group_id: str) -> set[tuple[str, int]]:
         """The partitions of ``group_id`` with an offset pending in an open transaction."""
-        keys: set[tuple[str, int]] = set()
-        for producer_id in self._open_txns.get(group_id, ()):
-            keys.update(self._txn_offsets.get(producer_id, {}).get(group_id, ()))
-        return keys
+        return self.transactional.keys(group_id)
 
-    def _offset_commit_written(
-        self, write: OffsetCommitWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    def offset_commit_written(
+        self,
+        out: CoordinatorResult,
+        write: OffsetCommitWrite,
+        records: Sequence[CoordinatorRecord],
+        error: ErrorCode,
     ) -> None:
-        self._commit_written(write, records, error, self._replay)
+        self._commit_written(out, write, records, error, -1)
 
     def _commit_written(
         self,
+        out: CoordinatorResult,
         write: OffsetCommitWrite | TxnOffsetCommitWrite,
         records: Sequence[CoordinatorRecord],
         error: ErrorCode,
-        replay: Callable[[CoordinatorRecord], None],
+        producer_id: int,
     ) -> None:
-        """A commit's write finished: on success replay its records (plainly, or pending for a
-        transaction) and answer each partition its code before the write; on failure the
+        """A commit's write finished: on success replay its records (plainly, or pending for the
+        transaction of ``producer_id``) and answer each partition its code before the write; on failure the
         partitions that had none get the write's error, mapped as Kafka maps it."""
         results = write.results
         if error is ErrorCode.NONE:
             for record in records:
-                replay(record)
-            self._respond(write.reply, _commit_response(write.request, results))
+                if producer_id >= 0:
+                    self.replay_transactional(out, record, producer_id)
+                else:
+                    self._replay_record(out, record)
+            out.respond(write.reply, _commit_response(write.request, results))
             return
         mapped = map_offset_write_error(error)
-        self._respond(
+        out.respond(
             write.reply,
             _commit_response(
                 write.request, {k: mapped if code is ErrorCode.NONE else code for k, code in results.items()}
             ),
         )
 
-    def _validate_offset_commit(
-        self, group: ClassicGroup, req: OffsetCommitRequest | TxnOffsetCommitRequest
-    ) -> ErrorCode | None:
-        """Kafka's ``ClassicGroup.validateOffsetCommit``; a transactional commit with no member
-        id and no generation is accepted in any state (only plain ones need an Empty group)."""
-        if group.state is DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if req.generation_id < 0 and group.state is EMPTY:
-            return None  # an admin / simple commit
-        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            error = self.validate_current_member(group, req.member_id, req.group_instance_id)
-            if error is not None:
-                return error
-            if req.generation_id != group.generation:
-                return ErrorCode.ILLEGAL_GENERATION
-        elif not isinstance(req, TxnOffsetCommitRequest):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.state is COMPLETING:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return None
-
     # ================================================================== OffsetFetch
-    def _handle_offset_fetch(
+    def handle_offset_fetch(
         self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]
-    ) -> None:
+    ) -> CoordinatorResult:
         """With ``require_stable`` (KIP-447), as Kafka 4.x: wait for the group's offset writes in
         flight (those already started, not later ones), then read; a group whose awaited write
         failed answers that write's error (``GroupCoordinatorService.fetchOffsets``)."""
+        out = CoordinatorResult()
         if req.require_stable:
             waiting: set[int] = set()
             for g in req.groups:
-                if self._status(g.group_id) is None:
+                if self._ctx.status(g.group_id) is None:
                     waiting.update(self._offset_writes.get(g.group_id, ()))
             if waiting:
                 fetch = StableFetch(request=req, reply=reply, waiting=waiting, errors={})
                 for token in waiting:
                     self._stable_fetches.setdefault(token, []).append(fetch)
-                return
-        self._respond(reply, self._offset_fetch_response(req, {}))
+                return out
+        out.respond(reply, self._offset_fetch_response(req, {}))
+        return out
 
     def _offset_fetch_response(
         self, req: OffsetFetchRequest, errors: dict[str, ErrorCode]
@@ -479,14 +479,14 @@ class OffsetHandlers(ClassicGroupHandlers):
     def _fetch_one(self, req: OffsetFetchGroup, require_stable: bool = False) -> OffsetFetchGroupResponse:
         """With ``require_stable``, a partition with an offset pending in an open transaction
         answers UNSTABLE_OFFSET_COMMIT (Kafka 4.x ``OffsetMetadataManager.fetchOffsets``)."""
-        status = self._status(req.group_id)
+        status = self._ctx.status(req.group_id)
         if status is not None:
             return OffsetFetchGroupResponse(group_id=req.group_id, error=status, topics=())
-        group = self._groups.get(req.group_id)
+        group = self._table.get(req.group_id)
         stored = group.offsets if group is not None and group.state is not DEAD else {}
         unstable: Container[tuple[str, int]] = ()
-        if require_stable and req.group_id in self._open_txns:
-            unstable = self._txn_pending_keys(req.group_id)
+        if require_stable and req.group_id in self.transactional.open:
+            unstable = self.txn_pending_keys(req.group_id)
 
         def part(topic: str, partition: int) -> OffsetFetchPartitionResponse:
             if (topic, partition) in unstable:
@@ -523,28 +523,29 @@ class OffsetHandlers(ClassicGroupHandlers):
         )
         return OffsetFetchGroupResponse(group_id=req.group_id, error=ErrorCode.NONE, topics=topics)
 
-    def _handle_offset_delete(
+    def handle_offset_delete(
         self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]
-    ) -> None:
+    ) -> CoordinatorResult:
+        out = CoordinatorResult()
         if not req.group_id:
             # Kafka's isValidGroupId: only the offset and admin APIs accept "", not OffsetDelete.
-            self._respond(reply, OffsetDeleteResponse(error=ErrorCode.INVALID_GROUP_ID, topics=()))
-            return
-        status = self._status(req.group_id)
+            out.respond(reply, OffsetDeleteResponse(error=ErrorCode.INVALID_GROUP_ID, topics=()))
+            return out
+        status = self._ctx.status(req.group_id)
         if status is not None:
-            self._respond(reply, OffsetDeleteResponse(error=status, topics=()))
-            return
-        group = self._groups.get(req.group_id)
+            out.respond(reply, OffsetDeleteResponse(error=status, topics=()))
+            return out
+        group = self._table.get(req.group_id)
         if group is None or group.state is DEAD:
-            self._respond(reply, OffsetDeleteResponse(error=ErrorCode.GROUP_ID_NOT_FOUND, topics=()))
-            return
+            out.respond(reply, OffsetDeleteResponse(error=ErrorCode.GROUP_ID_NOT_FOUND, topics=()))
+            return out
         # Kafka's isSubscribedToTopic: in a non-Empty consumer group an unknown subscription
         # (None: unparsable, or no generation yet) counts every topic as subscribed.
         subscribed: frozenset[str] | None = frozenset()
         if group.state is not EMPTY:
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-                self._respond(reply, OffsetDeleteResponse(error=ErrorCode.NON_EMPTY_GROUP, topics=()))
-                return
+                out.respond(reply, OffsetDeleteResponse(error=ErrorCode.NON_EMPTY_GROUP, topics=()))
+                return out
             subscribed = group.subscribed_topics
 
         def is_subscribed(topic: str) -> bool:
@@ -552,7 +553,9 @@ class OffsetHandlers(ClassicGroupHandlers):
 
         pending = self._pending_commits.get(req.group_id, {})
         # Kafka 4.x deleteOffsets: a pending transactional offset gets a tombstone too.
-        txn_pending = self._txn_pending_keys(req.group_id) if req.group_id in self._open_txns else set()
+        txn_pending = (
+            self.txn_pending_keys(req.group_id) if req.group_id in self.transactional.open else set()
+        )
         records: list[CoordinatorRecord] = []
         for t in req.topics:
             if is_subscribed(t.name):
@@ -563,16 +566,21 @@ class OffsetHandlers(ClassicGroupHandlers):
 
         write = OffsetDeleteWrite(reply, req, subscribed)
         if not records:
-            self._offset_delete_written(write, (), ErrorCode.NONE)
-            return
-        self._append_offset_write(req.group_id, records, write)
+            self.offset_delete_written(out, write, (), ErrorCode.NONE)
+            return out
+        self.append_offset_write(out, req.group_id, records, write)
+        return out
 
-    def _offset_delete_written(
-        self, write: OffsetDeleteWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    def offset_delete_written(
+        self,
+        out: CoordinatorResult,
+        write: OffsetDeleteWrite,
+        records: Sequence[CoordinatorRecord],
+        error: ErrorCode,
     ) -> None:
         if error is ErrorCode.NONE:
             for record in records:
-                self._replay(record)
+                self._replay_record(out, record)
         write_error = map_offset_write_error(error)
         subscribed = write.subscribed
         topics = tuple(
@@ -590,23 +598,22 @@ class OffsetHandlers(ClassicGroupHandlers):
             )
             for t in write.request.topics
         )
-        self._respond(write.reply, OffsetDeleteResponse(error=ErrorCode.NONE, topics=topics))
+        out.respond(write.reply, OffsetDeleteResponse(error=ErrorCode.NONE, topics=topics))
 
     # ================================================================== offset expiry
-    def _expire_offsets(self) -> None:
-        now = self._now()
+    def expire_offsets(self, out: CoordinatorResult) -> None:
+        now = self._ctx.now()
         retention = self._config.offsets_retention_ms
-        for group in list(self._groups.values()):
-            p = self.partition_for(group.group_id)
-            if p in self._loading or p not in self._owned or group.state is DEAD:
+        for group in list(self._table.values()):
+            if not self._ctx.serves(group.group_id) or group.state is DEAD:
                 continue
             commits = self._pending_commits.get(group.group_id, {})
             pending: Container[tuple[str, int]] = commits
-            open_txns = group.group_id in self._open_txns
+            open_txns = group.group_id in self.transactional.open
             if open_txns:
                 # Kafka 4.x: an offset with a transactional commit pending does not expire.
-                pending = {*commits, *self._txn_pending_keys(group.group_id)}
-            expired = expired_offsets(group, now, retention, pending)
+                pending = {*commits, *self.txn_pending_keys(group.group_id)}
+            expired = group.expired_offsets(now, retention, pending)
             records = [new_offset_commit_tombstone(group.group_id, t, part) for (t, part) in expired]
             becomes_dead = (
                 group.state is EMPTY
@@ -619,7 +626,7 @@ class OffsetHandlers(ClassicGroupHandlers):
                 records.append(new_group_metadata_tombstone(group.group_id))
             if not records:
                 if becomes_dead:
-                    self._remove_expired_group(group)
+                    self._remove_expired_group(out, group)
                 continue
             if becomes_dead:
                 # Dead to other requests while its tombstones are written; removed once they are
@@ -628,13 +635,17 @@ class OffsetHandlers(ClassicGroupHandlers):
                 group.transition_to(DEAD, now)
             else:
                 write = OffsetExpiryWrite(group, removes_group=False, restore=None)
-            self._append_offset_write(group.group_id, records, write)
+            self.append_offset_write(out, group.group_id, records, write)
 
-    def _offset_expiry_written(
-        self, write: OffsetExpiryWrite, records: Sequence[CoordinatorRecord], error: ErrorCode
+    def offset_expiry_written(
+        self,
+        out: CoordinatorResult,
+        write: OffsetExpiryWrite,
+        records: Sequence[CoordinatorRecord],
+        error: ErrorCode,
     ) -> None:
         group = write.group
-        live = self._groups.get(group.group_id) is group
+        live = self._table.get(group.group_id) is group
         if write.restore is not None and live and group.state is DEAD:
             group.revert_state(write.restore)
         if error is not ErrorCode.NONE:
@@ -644,14 +655,75 @@ class OffsetHandlers(ClassicGroupHandlers):
             return
         if write.removes_group and live:
             # Nothing reached the group meanwhile: a Dead group takes no commit and no join.
-            self._remove_expired_group(group)
+            self._remove_expired_group(out, group)
         for record in records:
-            self._replay(record)
+            self._replay_record(out, record)
 
-    def _remove_expired_group(self, group: ClassicGroup) -> None:
+    def _remove_expired_group(self, out: CoordinatorResult, group: ClassicGroup) -> None:
         log.info("group=%s empty with no offsets left: removing", group.group_id)
-        self._transition(group, DEAD, EventReason.OFFSETS_EXPIRED)
-        self._drop_group(group.group_id)
+        self._groups.remove_group(out, group, EventReason.OFFSETS_EXPIRED)
+
+    # ================================================================== records and loading
+    def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
+        """Apply an offset commit record (or its tombstone): the one way offsets change.
+
+        Used on the live path (once a write is durable) and while loading a partition.
+        """
+        group = self._table.get(key.group)
+        if key.group in self.transactional.open:
+            self.transactional.plain_replayed(key.group, (key.topic, key.partition), value is None)
+        if value is None:
+            if group is not None:
+                group.offsets.pop((key.topic, key.partition), None)
+            return
+        if group is None:
+            group = self._groups.replayed_group(key.group, value.commit_timestamp)
+        # Numbers and a string, alive until the next commit of the partition: the cyclic
+        # collector would only walk it (groupcoord.gcutil).
+        group.offsets[(key.topic, key.partition)] = untrack(committed_offset(value))
+
+    def replay_offsets(
+        self, group_id: str, offsets: Iterable[tuple[tuple[str, int], CommittedOffset]]
+    ) -> None:
+        """Replay a run of offset commits of ``group_id``, in log order, for a bulk loader.
+
+        The same as replaying each commit record (:meth:`replay`): the offsets-only group a
+        commit creates if there is none, then each ``(topic, partition) -> offset`` assigned in
+        order. A commit replay produces no responses, writes or events.
+        """
+        group = self._table.get(group_id)
+        if group is None:
+            # As replay() of a commit: no state timestamp, not a group record's.
+            group = self._groups.replayed_group(group_id, 0)
+        if group_id in self.transactional.open:
+            offsets = list(offsets)
+            for key, _ in offsets:
+                self.transactional.plain_replayed(group_id, key, False)
+        group.offsets.update(offsets)
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """The live path: a marker of ``producer_id`` is durable in ``partition``. While the
+        partition loads, it is applied when the load completes (the loader may or may not have
+        read it from the log; applying it twice changes nothing)."""
+        if partition in self._ctx.loading:
+            self.transactional.defer(partition, producer_id, commit)
+            return
+        if partition in self._ctx.owned:
+            self.end_transaction(partition, producer_id, commit)
+
+    def complete_loading(self, partition: int) -> None:
+        """The markers that came while ``partition`` loaded are applied."""
+        for producer_id, commit in self.transactional.take_deferred(partition):
+            self.end_transaction(partition, producer_id, commit)
+
+    def unload(self, partition: int) -> None:
+        """Leadership of ``partition`` lost: its groups' transactional offsets are forgotten."""
+        ctx = self._ctx
+        self.transactional.forget(partition, lambda g: ctx.partition_for(g) == partition)
+
+    def pending_transactional_offsets(self, group_id: str) -> dict[int, dict[tuple[str, int], int]]:
+        """Producer id -> partition -> offset pending in its open transaction (tests, describe)."""
+        return self.transactional.by_producer(group_id)
 
 
 #: (topic, partition, code) -> the answer of a one-partition commit (see _commit_response).

@@ -1,23 +1,28 @@
-"""What a shard call returns: the coordinator's only way to act on the world.
+"""What a shard call returns: a coordinator's only way to act on the world.
 
-The coordinator shard (:class:`~groupcoord.coordinator.shard.GroupCoordinatorShard`) never
-answers a client, writes a record or publishes an event itself. Every entry point (a request
-handler, a timer expiry, a write completion, a load step) returns a
-:class:`CoordinatorResult` listing what should happen, and the runtime
-(:mod:`groupcoord.runtime`) does it:
+The type every coordinator shard returns (the group coordinator's
+:class:`~groupcoord.coordinator.shard.GroupCoordinatorShard` and the transaction coordinator's
+:class:`~groupcoord.transactions.shard.TransactionCoordinatorShard`); it knows no coordinator.
+A shard never answers a client, writes a record or publishes an event itself. Every entry point
+(a request handler, a timer expiry, a write completion, a load step) returns a
+:class:`CoordinatorResult` listing what should happen, and the one runtime
+(:mod:`groupcoord.runtime.coordinator_runtime`) does it:
 
 * ``responses``: ``(reply, response)`` pairs to complete now. ``reply`` is the opaque handle
   the caller passed with its request (Kafka's response future); a parked JoinGroup or SyncGroup
   keeps its handle in the member until a later call completes it.
-* ``writes``: :class:`PendingWrite` values, each a batch of records for one
-  ``__consumer_offsets`` partition plus a *completion*: a small value naming what the write was
+* ``writes``: :class:`PendingWrite` values, each a batch of records for the shard's partition of
+  its internal topic (``__consumer_offsets``, ``__transaction_state``) plus a *completion*: a
+  small value naming what the write was
   for (an assignment, an offset commit, ...). The runtime appends the records and, once they are
   durable or the write failed, hands the write back to the shard's ``complete_write``, which
   replays the records (if the group has not moved on meanwhile) and returns the responses that
   waited for the write, or reverts what the write would have made permanent. This is Kafka 4.x's
   ``CoordinatorResult`` with its append future; the completion value stands in for the Java
   lambda attached to that future.
-* ``events``: :class:`~groupcoord.coordinator.events.GroupEvent` values to publish.
+* ``events``: what else the shard's host does for it: group events to publish
+  (:class:`~groupcoord.coordinator.events.GroupEvent`), transaction markers to write
+  (:class:`~groupcoord.transactions.result.MarkerWrite`).
 
 Timers are not part of the result: as Kafka 4.x's shard schedules through the
 ``CoordinatorTimer`` it is given, the shard arms and cancels keyed timers
@@ -30,15 +35,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from groupcoord.coordinator.events import GroupEvent
-from groupcoord.coordinator.records import CoordinatorRecord
+from mypy_extensions import mypyc_attr
+
+from groupcoord.errors import ErrorCode
 
 #: A caller's handle for one response (Kafka's response future).
 Reply = Callable[[Any], None]
 
 
 class PendingWrite:
-    """Records to append to one ``__consumer_offsets`` partition, and what they were for.
+    """Records to append to one partition of a coordinator's internal topic, and what they were for.
 
     A plain class, not a dataclass: every write makes one, and compiled (setup.py) a plain
     class's ``__init__`` is native while a dataclass's stays the interpreted one it generates.
@@ -49,7 +55,7 @@ class PendingWrite:
     def __init__(
         self,
         partition: int,
-        records: tuple[CoordinatorRecord, ...],
+        records: tuple[Any, ...],
         completion: Any,
         producer_id: int = -1,
         producer_epoch: int = -1,
@@ -79,10 +85,44 @@ class CoordinatorResult:
     def __init__(self) -> None:
         self.responses: list[tuple[Reply, Any]] = []
         self.writes: list[PendingWrite] = []
-        self.events: list[GroupEvent] = []
+        self.events: list[Any] = []
+
+    def respond(self, reply: Reply, response: Any) -> None:
+        """Complete ``reply`` with ``response`` (in the order the shard answers)."""
+        self.responses.append((reply, response))
 
     def __repr__(self) -> str:
         return (
             f"CoordinatorResult(responses={len(self.responses)}, writes={len(self.writes)}, "
             f"events={len(self.events)})"
         )
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Shard:
+    """What every coordinator shard offers the runtime (Kafka 4.x's ``CoordinatorShard``).
+
+    Request handlers are each shard type's own (the caller calls them and hands the result to
+    the runtime); these are the calls the runtime makes itself. A base class, not a protocol:
+    compiled (setup.py), the runtime's calls into a shard that derives from it are direct ones.
+    """
+
+    def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
+        """``write`` is durable (``NONE``) or failed with ``error``."""
+        raise NotImplementedError
+
+    def poll(self) -> CoordinatorResult:
+        """Run every timer due at the clock's current time."""
+        raise NotImplementedError
+
+    def next_deadline(self) -> int | None:
+        """The earliest timer's deadline, if any."""
+        raise NotImplementedError
+
+    def on_loaded(self) -> CoordinatorResult:
+        """Every record of the shard's partition has been replayed."""
+        raise NotImplementedError
+
+    def on_unloaded(self) -> CoordinatorResult:
+        """The shard's partition is led elsewhere now: answer what waits, drop the state."""
+        raise NotImplementedError

@@ -1,11 +1,17 @@
-"""The classic group coordinator as a shard: handlers, timers and replay, returning results.
+"""The group coordinator shard: a groups manager and an offsets manager, returning results.
 
-Sans-I/O and single-threaded, as Kafka 4.x's ``GroupCoordinatorShard``. Every entry point (a
-request handler, :meth:`poll` for due timers, :meth:`complete_write` for a finished write,
-:meth:`replay` and the load steps) returns a
+Sans-I/O and single-threaded, as Kafka 4.x's ``GroupCoordinatorShard``, and composed as it is:
+the groups manager (:class:`~groupcoord.coordinator.groups.GroupMetadataManager`, with the
+classic protocol in :mod:`~groupcoord.coordinator.classic_group`) and the offsets manager
+(:class:`~groupcoord.coordinator.offsets.OffsetManager`) each hold their state; this class routes
+each request to the one that handles it, dispatches due timers and finished writes, replays
+records by their kind, loads and unloads partitions, and does what needs both (DeleteGroups).
+
+Every entry point (a request handler, :meth:`poll` for due timers, :meth:`complete_write` for a
+finished write, :meth:`replay` and the load steps) returns a
 :class:`~groupcoord.coordinator.result.CoordinatorResult`: the responses to complete now, the
 records to write (each with what to do once it is durable), the events to publish. The shard
-never calls a caller back; :mod:`groupcoord.runtime.coordinator_runtime` applies the results.
+never calls a caller back; the runtime (:mod:`groupcoord.runtime`) applies the results.
 A request handler takes the caller's ``reply`` handle and puts it in a result, at once or when
 a later call completes the request (a parked JoinGroup or SyncGroup, an OffsetCommit waiting
 for its write). Time comes from the injected clock; timers are keyed
@@ -15,10 +21,13 @@ for its write). Time comes from the injected clock; timers are keyed
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
+from groupcoord.clock import Clock
 from groupcoord.coordinator.api import (
+    DeleteGroupResult,
     DeleteGroupsResponse,
+    DescribedGroup,
     DescribeGroupsResponse,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -37,12 +46,24 @@ from groupcoord.coordinator.api import (
     SyncGroupResponse,
     TxnOffsetCommitRequest,
 )
+from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.context import DEAD, EMPTY, ShardContext
+from groupcoord.coordinator.events import EventReason
+from groupcoord.coordinator.group import ClassicGroup, CommittedOffset
+from groupcoord.coordinator.groups import GroupMetadataManager
+from groupcoord.coordinator.offsets import OPERATION_WRITE_ERRORS, OffsetManager
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    new_group_metadata_tombstone,
+    new_offset_commit_tombstone,
 )
-from groupcoord.coordinator.replay import ReplayHandlers
-from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite, Shard
 from groupcoord.coordinator.timers import (
+    OFFSET_EXPIRY,
     DelayedHeartbeat,
     DelayedJoin,
     OffsetExpiry,
@@ -51,7 +72,9 @@ from groupcoord.coordinator.timers import (
 )
 from groupcoord.coordinator.writes import (
     AssignmentWrite,
+    DeleteGroupsInFlight,
     EmptyGroupWrite,
+    GroupDeletionWrite,
     OffsetCommitWrite,
     OffsetDeleteWrite,
     OffsetExpiryWrite,
@@ -64,194 +87,353 @@ from groupcoord.errors import ErrorCode, IllegalStateError
 log = logging.getLogger(__name__)
 
 
-class GroupCoordinatorShard(ReplayHandlers):
-    def _poll(self) -> None:
-        now = self._now()
-        for key, payload in self._timer.expire(now):
-            if type(key) is DelayedHeartbeat:
-                self.on_expire_heartbeat(key.group_id, key.member_id)
-            elif type(key) is PendingMemberExpiry:
-                self.on_expire_pending_member(key.group_id, key.member_id)
-            elif type(key) is DelayedJoin:
-                self.on_delayed_join(key.group_id, payload)
-            elif type(key) is PendingSync:
-                assert isinstance(payload, int)
-                self.on_expire_pending_sync(key.group_id, payload)
-            elif type(key) is OffsetExpiry:
-                self._timer.schedule(key, now + self._config.offsets_retention_check_interval_ms, None)
-                self._expire_offsets()
-            else:  # pragma: no cover - keys are all created in this package
-                raise IllegalStateError(f"unknown timer key {key!r}")
+class GroupCoordinatorShard(Shard):
+    """Args:
+    config: the coordinator's settings.
+    clock: protocol time (a manual clock in tests and the simulator).
+    emit_events: build group events (a driver without an event sink asks for none).
+    member_id_factory: makes a member id from a client id or instance id prefix.
+    owned_partitions: the ``__consumer_offsets`` partitions led from the start (all by default;
+        the broker's shards start with none and load theirs).
+    """
 
-    # ================================================================== entry points
-    # Each runs one handler against a fresh result and returns it; see coordinator/result.py.
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        *,
+        emit_events: bool = True,
+        member_id_factory: Callable[[str], str] | None = None,
+        owned_partitions: Iterable[int] | None = None,
+    ) -> None:
+        ctx = self._ctx = ShardContext(
+            config,
+            clock,
+            emit_events=emit_events,
+            member_id_factory=member_id_factory,
+            owned_partitions=owned_partitions,
+        )
+        #: The groups manager (the group table, the classic protocol).
+        self.groups = GroupMetadataManager(ctx)
+        #: The offsets manager.
+        self.offsets = OffsetManager(ctx, self.groups, self._replay)
+        self._classic = self.groups.classic
+        ctx.timer.schedule(OFFSET_EXPIRY, ctx.now() + config.offsets_retention_check_interval_ms, None)
+
+    # ================================================================== queries
+    @property
+    def config(self) -> GroupConfig:
+        return self._ctx.config
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        """The live group object (read-only use: tests, describe, the simulator)."""
+        return self.groups.group(group_id)
+
+    def all_groups(self) -> list[ClassicGroup]:
+        return self.groups.all_groups()
+
+    def partition_for(self, group_id: str) -> int:
+        return self._ctx.partition_for(group_id)
+
+    def next_deadline(self) -> int | None:
+        return self._ctx.timer.next_deadline()
+
+    def describe_group(self, group_id: str) -> DescribedGroup:
+        return self.groups.describe_group(group_id)
+
+    def list_groups_now(self, states_filter: Sequence[str] | None) -> ListGroupsResponse:
+        """ListGroups of this shard's groups (a query: no result to apply)."""
+        return self.groups.list_groups(states_filter)
+
+    def pending_transactional_offsets(self, group_id: str) -> dict[int, dict[tuple[str, int], int]]:
+        """Producer id -> partition -> offset pending in its open transaction (tests, describe)."""
+        return self.offsets.pending_transactional_offsets(group_id)
+
+    # ================================================================== requests
     def join_group(
         self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self.handle_join_group(req, reply)
-        return out
+        return self._classic.handle_join_group(req, reply)
 
     def sync_group(
         self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self.handle_sync_group(req, reply)
-        return out
+        return self._classic.handle_sync_group(req, reply)
 
     def heartbeat(
         self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self.handle_heartbeat(req, reply)
-        return out
+        return self._classic.handle_heartbeat(req, reply)
 
     def leave_group(
         self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self.handle_leave_group(req, reply)
-        return out
+        return self._classic.handle_leave_group(req, reply)
 
     def offset_commit(
         self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self._handle_offset_commit(req, reply)
-        return out
+        return self.offsets.handle_offset_commit(req, reply)
 
     def txn_offset_commit(
         self, req: TxnOffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self._handle_txn_offset_commit(req, reply)
-        return out
-
-    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> CoordinatorResult:
-        """The live path: a COMMIT (``commit``) or ABORT marker of ``producer_id`` is durable in
-        ``__consumer_offsets`` partition ``partition``; its pending offsets there are put in
-        place or dropped (deferred to the end of the partition's load if it is loading)."""
-        out = self._out = CoordinatorResult()
-        self._complete_transaction(partition, producer_id, commit)
-        return out
-
-    def replay_transactional(self, record: CoordinatorRecord, producer_id: int) -> CoordinatorResult:
-        """Replay a record of a transactional batch of ``producer_id`` (loading)."""
-        out = self._out = CoordinatorResult()
-        self._replay_transactional(record, producer_id)
-        return out
-
-    def replay_end_transaction(self, partition: int, producer_id: int, commit: bool) -> CoordinatorResult:
-        """Replay a marker of ``producer_id`` read from ``partition`` (loading)."""
-        out = self._out = CoordinatorResult()
-        self._end_transaction(partition, producer_id, commit)
-        return out
-
-    def pending_transactional_offsets(self, group_id: str) -> dict[int, dict[tuple[str, int], int]]:
-        """Producer id -> partition -> offset pending in its open transaction (tests, describe)."""
-        out: dict[int, dict[tuple[str, int], int]] = {}
-        for producer_id in sorted(self._open_txns.get(group_id, ())):
-            pending = self._txn_offsets.get(producer_id, {}).get(group_id, {})
-            out[producer_id] = {k: p.offset.offset for k, p in pending.items()}
-        return out
+        return self.offsets.handle_txn_offset_commit(req, reply)
 
     def offset_fetch(
         self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self._handle_offset_fetch(req, reply)
-        return out
+        return self.offsets.handle_offset_fetch(req, reply)
 
     def offset_delete(
         self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self._handle_offset_delete(req, reply)
-        return out
+        return self.offsets.handle_offset_delete(req, reply)
 
     def describe_groups(
         self, group_ids: Sequence[str], reply: Callable[[DescribeGroupsResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self._handle_describe_groups(group_ids, reply)
+        out = CoordinatorResult()
+        out.respond(reply, self.groups.describe_groups(group_ids))
         return out
 
     def list_groups(
         self, states_filter: Sequence[str] | None, reply: Callable[[ListGroupsResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self._handle_list_groups(states_filter, reply)
+        out = CoordinatorResult()
+        out.respond(reply, self.groups.list_groups(states_filter))
         return out
 
     def delete_groups(
         self, group_ids: Sequence[str], reply: Callable[[DeleteGroupsResponse], None]
     ) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self._handle_delete_groups(group_ids, reply)
+        """Kafka's ``GroupCoordinatorShard.deleteGroups``: each Empty group's offsets and the
+        group itself get tombstones (the offsets manager tracks the write as one that changes
+        the group's offsets); the request is answered when every group's write has finished."""
+        out = CoordinatorResult()
+        ctx = self._ctx
+        request = DeleteGroupsInFlight(reply=reply, order=list(dict.fromkeys(group_ids)))
+        results = request.results
+        for group_id in request.order:
+            status = ctx.status(group_id)
+            group = self.groups.group(group_id)
+            if status is not None:
+                results[group_id] = status
+            elif group is None or group.state is DEAD:
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.state is not EMPTY:
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                request.waiting.add(group_id)
+                # Dead to other requests while the tombstones are written, but it dies (event,
+                # log line) only once they are durable; if they fail, it is restored as it was,
+                # as Kafka 4.x reverts to the last committed state. Offsets of commits still in
+                # flight get a tombstone too, so none outlives the group in the log.
+                before = group.state_snapshot()
+                group.transition_to(DEAD, ctx.now())
+                keys = list(group.offsets)
+                keys.extend(k for k in self.offsets.pending_commit_keys(group_id) if k not in group.offsets)
+                keys.extend(k for k in self.offsets.txn_pending_keys(group_id) if k not in keys)
+                records = [new_offset_commit_tombstone(group_id, t, p) for (t, p) in keys]
+                records.append(new_group_metadata_tombstone(group_id))
+                self.offsets.append_offset_write(
+                    out, group_id, records, GroupDeletionWrite(group, before, request)
+                )
+        self._maybe_answer_delete_groups(out, request)
         return out
 
+    def _group_deletion_written(
+        self,
+        out: CoordinatorResult,
+        write: GroupDeletionWrite,
+        records: Sequence[CoordinatorRecord],
+        error: ErrorCode,
+    ) -> None:
+        deleting = write.group
+        gid = deleting.group_id
+        results = write.request.results
+        live = self.groups.group(gid) is deleting and deleting.state is DEAD
+        if live:
+            deleting.revert_state(write.restore)
+        if error is ErrorCode.NONE:
+            if live:
+                self._ctx.transition(out, deleting, DEAD, EventReason.GROUP_DELETED)
+            for record in records:
+                self._replay(out, record)
+            results[gid] = ErrorCode.NONE
+        else:
+            results[gid] = OPERATION_WRITE_ERRORS.get(error, error)
+            log.warning(
+                "group=%s deletion not persisted (%s): group kept, answered %s",
+                gid,
+                error.name,
+                results[gid].name,
+            )
+        write.request.waiting.discard(gid)
+        self._maybe_answer_delete_groups(out, write.request)
+
+    @staticmethod
+    def _maybe_answer_delete_groups(out: CoordinatorResult, request: DeleteGroupsInFlight) -> None:
+        if request.waiting or request.answered or len(request.results) != len(request.order):
+            return
+        request.answered = True
+        out.respond(
+            request.reply,
+            DeleteGroupsResponse(
+                results=tuple(DeleteGroupResult(group_id=g, error=request.results[g]) for g in request.order)
+            ),
+        )
+
+    # ================================================================== transactions
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> CoordinatorResult:
+        """The live path: a COMMIT (``commit``) or ABORT marker of ``producer_id`` is durable in
+        ``__consumer_offsets`` partition ``partition``; its pending offsets there are put in
+        place or dropped (deferred to the end of the partition's load if it is loading)."""
+        self.offsets.complete_transaction(partition, producer_id, commit)
+        return CoordinatorResult()
+
+    def replay_transactional(self, record: CoordinatorRecord, producer_id: int) -> CoordinatorResult:
+        """Replay a record of a transactional batch of ``producer_id`` (loading)."""
+        out = CoordinatorResult()
+        self.offsets.replay_transactional(out, record, producer_id)
+        return out
+
+    def replay_end_transaction(self, partition: int, producer_id: int, commit: bool) -> CoordinatorResult:
+        """Replay a marker of ``producer_id`` read from ``partition`` (loading)."""
+        self.offsets.end_transaction(partition, producer_id, commit)
+        return CoordinatorResult()
+
+    # ================================================================== timers and writes
     def poll(self) -> CoordinatorResult:
         """Run every timer due at the clock's current time."""
-        out = self._out = CoordinatorResult()
-        self._poll()
+        out = CoordinatorResult()
+        ctx = self._ctx
+        classic = self._classic
+        now = ctx.now()
+        for key, payload in ctx.timer.expire(now):
+            if type(key) is DelayedHeartbeat:
+                classic.on_expire_heartbeat(out, key.group_id, key.member_id)
+            elif type(key) is PendingMemberExpiry:
+                classic.on_expire_pending_member(out, key.group_id, key.member_id)
+            elif type(key) is DelayedJoin:
+                classic.on_delayed_join(out, key.group_id, payload)
+            elif type(key) is PendingSync:
+                assert isinstance(payload, int)
+                classic.on_expire_pending_sync(out, key.group_id, payload)
+            elif type(key) is OffsetExpiry:
+                ctx.timer.schedule(key, now + ctx.config.offsets_retention_check_interval_ms, None)
+                self.offsets.expire_offsets(out)
+            else:  # pragma: no cover - keys are all created in this package
+                raise IllegalStateError(f"unknown timer key {key!r}")
         return out
 
     def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
         """The runtime's report that ``write`` is durable (``NONE``) or failed with ``error``."""
-        out = self._out = CoordinatorResult()
-        self._complete_write(write, error)
+        out = CoordinatorResult()
+        done = write.completion
+        records = write.records
+        if isinstance(done, OffsetWrite):
+            offsets = self.offsets
+            offsets.offset_write_finished(done)
+            then = done.then
+            if isinstance(then, OffsetCommitWrite):
+                offsets.offset_commit_written(out, then, records, error)
+            elif isinstance(then, TxnOffsetCommitWrite):
+                offsets.txn_offset_commit_written(out, then, records, error)
+            elif isinstance(then, OffsetDeleteWrite):
+                offsets.offset_delete_written(out, then, records, error)
+            elif isinstance(then, OffsetExpiryWrite):
+                offsets.offset_expiry_written(out, then, records, error)
+            else:
+                self._group_deletion_written(out, then, records, error)
+            if offsets.stable_fetches_waiting:  # a require_stable OffsetFetch waits for some write
+                offsets.wake_stable_fetches(out, done.token, done.group_id, error)
+        elif isinstance(done, AssignmentWrite):
+            self._classic.assignment_written(out, done, records, error)
+        elif isinstance(done, EmptyGroupWrite):
+            self._classic.empty_group_written(out, done, records, error)
+        elif isinstance(done, StaticMemberReplacementWrite):
+            self._classic.static_replacement_written(out, done, records, error)
+        else:  # pragma: no cover - completions are all created in this package
+            raise IllegalStateError(f"unknown write completion {done!r}")
         return out
 
+    # ================================================================== records and loading
     def replay(self, record: CoordinatorRecord) -> CoordinatorResult:
         """Apply one record to the state: the one way durable state changes.
 
         Used while loading a partition (between :meth:`begin_loading` and
-        :meth:`complete_loading`) and by tests; on the live path the shard replays a write's
-        records itself when the write completes.
+        :meth:`complete_loading`) and by tests; on the live path the managers replay a write's
+        records themselves when the write completes.
         """
-        out = self._out = CoordinatorResult()
-        self._replay(record)
+        out = CoordinatorResult()
+        self._replay(out, record)
         return out
+
+    def _replay(self, out: CoordinatorResult, record: CoordinatorRecord) -> None:
+        key = record.key
+        value = record.value
+        if isinstance(key, OffsetCommitKey):
+            if value is not None and not isinstance(value, OffsetCommitValue):
+                raise IllegalStateError(f"offset commit key with value {type(value).__name__}")
+            self.offsets.replay(key, value)
+        elif isinstance(key, GroupMetadataKey):
+            if value is not None and not isinstance(value, GroupMetadataValue):
+                raise IllegalStateError(f"group metadata key with value {type(value).__name__}")
+            self.groups.replay(out, key, value)
+        else:
+            log.warning("skipping record with unknown key type %s", type(key).__name__)
+
+    def replay_offsets(
+        self, group_id: str, offsets: Iterable[tuple[tuple[str, int], CommittedOffset]]
+    ) -> None:
+        """Bulk replay of a run of offset commits (see :meth:`OffsetManager.replay_offsets`)."""
+        self.offsets.replay_offsets(group_id, offsets)
 
     def begin_loading(self, partition: int) -> CoordinatorResult:
         """Start loading ``partition``: its groups answer COORDINATOR_LOAD_IN_PROGRESS until done."""
-        out = self._out = CoordinatorResult()
-        self._begin_loading(partition)
-        return out
+        self._ctx.owned.add(partition)
+        self._ctx.loading.add(partition)
+        return CoordinatorResult()
 
     def complete_loading(self, partition: int) -> CoordinatorResult:
-        out = self._out = CoordinatorResult()
-        self._complete_loading(partition)
+        ctx = self._ctx
+        if partition not in ctx.loading:
+            raise IllegalStateError(f"partition {partition} is not loading")
+        ctx.loading.discard(partition)
+        out = CoordinatorResult()
+        self.offsets.complete_loading(partition)
+        self.groups.complete_loading(out, partition)
+        return out
+
+    def on_loaded(self) -> CoordinatorResult:
+        """The runtime's report that the shard's partitions are replayed: their groups go live."""
+        out = CoordinatorResult()
+        for partition in sorted(self._ctx.loading):
+            out = _merge(out, self.complete_loading(partition))
+        return out
+
+    def on_unloaded(self) -> CoordinatorResult:
+        """The runtime's report that the shard's partitions are led elsewhere now."""
+        out = CoordinatorResult()
+        for partition in sorted(self._ctx.owned):
+            out = _merge(out, self.unload_partition(partition))
         return out
 
     def unload_partition(self, partition: int) -> CoordinatorResult:
         """Leadership of ``partition`` lost: its groups die and parked requests get NOT_COORDINATOR."""
-        out = self._out = CoordinatorResult()
-        self._unload_partition(partition)
+        ctx = self._ctx
+        ctx.owned.discard(partition)
+        was_loading = partition in ctx.loading
+        ctx.loading.discard(partition)
+        out = CoordinatorResult()
+        self.offsets.unload(partition)
+        self.groups.unload(out, partition, was_loading)
         return out
 
-    def _complete_write(self, write: PendingWrite, error: ErrorCode) -> None:
-        done = write.completion
-        if isinstance(done, OffsetWrite):
-            self._offset_write_finished(done)
-            then = done.then
-            if isinstance(then, OffsetCommitWrite):
-                self._offset_commit_written(then, write.records, error)
-            elif isinstance(then, TxnOffsetCommitWrite):
-                self._txn_offset_commit_written(then, write.records, error)
-            elif isinstance(then, OffsetDeleteWrite):
-                self._offset_delete_written(then, write.records, error)
-            elif isinstance(then, OffsetExpiryWrite):
-                self._offset_expiry_written(then, write.records, error)
-            else:
-                self._group_deletion_written(then, write.records, error)
-            if self._stable_fetches:  # a require_stable OffsetFetch waits for some write
-                self._wake_stable_fetches(done.token, done.group_id, error)
-        elif isinstance(done, AssignmentWrite):
-            self._assignment_written(done, write.records, error)
-        elif isinstance(done, EmptyGroupWrite):
-            self._empty_group_written(done, write.records, error)
-        elif isinstance(done, StaticMemberReplacementWrite):
-            self._static_replacement_written(done, write.records, error)
-        else:  # pragma: no cover - completions are all created in this package
-            raise IllegalStateError(f"unknown write completion {done!r}")
+
+def _merge(into: CoordinatorResult, more: CoordinatorResult) -> CoordinatorResult:
+    into.responses.extend(more.responses)
+    into.writes.extend(more.writes)
+    into.events.extend(more.events)
+    return into

@@ -28,7 +28,8 @@ Rules, in the spirit of h11's ``_state.py``:
 3. This file knows nothing about members, requests or records. What each state allows a
    request to do is stated in :data:`STATE_ACTIONS` (documentation rendered into
    ``docs/state-machine.md``) and implemented by the handlers in ``classic_group.py``,
-   ``offsets.py`` and ``admin.py``, which branch on the state in the same order.
+   ``offsets.py``, ``groups.py`` and ``shard.py`` (DeleteGroups), which branch on the state in the
+   same order.
 
 ``scripts/gen_state_machine.py`` renders these tables into ``docs/state-machine.md``;
 ``make test`` fails when the page is out of date.

@@ -1,6 +1,6 @@
 """``groupcoord simulate``: consumer groups in virtual time, written as a real data directory.
 
-The simulator drives the real coordinator core (:class:`CoordinatorRuntime` around the shard) under a
+The simulator drives the real coordinator core (:class:`GroupCoordinator` and its shards) under a
 :class:`ManualClock` with the real member cores of ``groupcoord.client``: every simulated consumer is
 a :class:`~groupcoord.client.consumer_core.ConsumerCoordinator` (the Java client's defaults scaled
 down), driven as ``docs/client.md`` describes -- its application thread calls ``poll`` (once a
@@ -64,7 +64,7 @@ from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
 from groupcoord.member_bridge import call_coordinator
 from groupcoord.pipeline.datadir import DataDirWriter
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ class Simulation:
         self.clock = ManualClock(EPOCH_MS)
         self.writer = DataDirWriter(out, offsets_partitions=config.offsets_partitions, events_partitions=1)
         self.sink = _Sink(self.writer, self.clock)
-        self.coordinator = CoordinatorRuntime(
+        self.coordinator = GroupCoordinator(
             GroupConfig(offsets_topic_num_partitions=config.offsets_partitions),
             self.clock,
             record_sink=self.sink,

@@ -1,70 +1,49 @@
-"""The runtime that applies a :class:`GroupCoordinatorShard`'s results.
+"""One runtime for every coordinator shard: it appends, completes on durability, runs timers, loads.
 
-The shard decides; this module acts. Each call into the runtime runs one shard entry point
-and applies the :class:`~groupcoord.coordinator.result.CoordinatorResult` it returns
-(Kafka 4.x's ``CoordinatorRuntime`` does the same for its shards):
+Kafka 4.x's ``CoordinatorRuntime``: a coordinator is a set of shards, one per partition of its
+internal topic (``__consumer_offsets`` for groups, ``__transaction_state`` for transactions),
+each a sans-I/O state machine (:class:`~groupcoord.coordinator.result.Shard`) that the runtime
+drives. The runtime knows no
+coordinator: it hosts any shard and applies the
+:class:`~groupcoord.coordinator.result.CoordinatorResult` each of its calls returns:
 
-1. events go to the event sink;
+1. events go to the event sink (group events to publish, transaction markers to write: the host
+   decides);
 2. responses are completed, in the order the shard produced them;
-3. each pending write's records go to the record sink (``__consumer_offsets`` in the broker, a
-   list in tests and the simulator); when the sink reports the write durable or failed, the
-   write goes back to the shard (``complete_write``) and that result is applied in turn.
+3. each pending write's records go to the record sink (the shard's own partition of the internal
+   topic in the broker, a list in tests and the simulator); when the sink reports the write
+   durable or failed, the write goes back to its shard (``complete_write``) and that result is
+   applied in turn;
+4. the shard's earliest timer is armed on the timer service it was given (the broker's loop
+   timers), and a due timer runs the shard's ``poll``.
 
-A response callback may call straight back into the runtime (the next request of a connection,
-a client's immediate rejoin). The shard is consistent between entry points, so that is safe;
-responses produced meanwhile are queued behind the ones being delivered, so every caller sees
-its responses in the order the shard produced them.
+A response callback may call straight back into the runtime (the next request of a connection, a
+client's immediate rejoin). Shards are consistent between calls, so that is safe; responses
+produced meanwhile are queued behind the ones being delivered, so every caller sees its responses
+in the order the shards produced them.
 
-The same class serves the broker (``runtime/group_runtime.py`` gives it a sink that writes the
-log and confirms on fsync) and every in-process driver (tests, the member-core world, the
-simulator), which give it a sink that is durable at once, like Kafka's shard test contexts.
+Loading is by replay: :meth:`CoordinatorRuntime.load` makes the partition's shard (answering
+COORDINATOR_LOAD_IN_PROGRESS until loaded), the host replays the partition's records into it, and
+:meth:`CoordinatorRuntime.loaded` calls its ``on_loaded``. :meth:`CoordinatorRuntime.unload`
+calls ``on_unloaded`` and forgets it.
 """
 
 from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 from groupcoord.clock import Clock
-from groupcoord.coordinator.api import (
-    DeleteGroupsResponse,
-    DescribeGroupsResponse,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    ListGroupsResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-    TxnOffsetCommitRequest,
-)
-from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.events import GroupEvent
-from groupcoord.coordinator.group import ClassicGroup, CommittedOffset
-from groupcoord.coordinator.records import CoordinatorRecord
-from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
-from groupcoord.coordinator.shard import GroupCoordinatorShard
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite, Shard
 from groupcoord.errors import ErrorCode
+from groupcoord.handling.loop_timers import LoopTimers
 
 
 class RecordSink(Protocol):
-    def append(
-        self,
-        partition: int,
-        records: Sequence[CoordinatorRecord],
-        done: Callable[[ErrorCode], None],
-    ) -> None:
-        """Write ``records`` to ``__consumer_offsets`` partition ``partition``.
+    def append(self, partition: int, records: Sequence[Any], done: Callable[[ErrorCode], None]) -> None:
+        """Write ``records`` to partition ``partition`` of the coordinator's internal topic.
 
         Call ``done(ErrorCode.NONE)`` once durable, or ``done(<storage error>)`` on failure;
         ``done`` may be called synchronously inside ``append`` or later.
@@ -76,7 +55,7 @@ class TransactionalRecordSink(Protocol):
     def append_transactional(
         self,
         partition: int,
-        records: Sequence[CoordinatorRecord],
+        records: Sequence[Any],
         producer_id: int,
         producer_epoch: int,
         done: Callable[[ErrorCode], None],
@@ -89,74 +68,130 @@ class TransactionalRecordSink(Protocol):
 
 
 #: :meth:`TransactionalRecordSink.append_transactional` as a bound method.
-TransactionalAppend = Callable[
-    [int, Sequence[CoordinatorRecord], int, int, Callable[[ErrorCode], None]], None
-]
+TransactionalAppend = Callable[[int, Sequence[Any], int, int, Callable[[ErrorCode], None]], None]
+
+S = TypeVar("S", bound=Shard)
 
 
-class CoordinatorRuntime:
-    """One shard, its record sink and its event sink; the coordinator API its callers use.
+class CoordinatorRuntime(Generic[S]):
+    """The shards of one coordinator, by partition.
 
     Args:
-        config: the coordinator's settings.
-        clock: protocol time (a manual clock in tests and the simulator).
-        record_sink: where writes go (see :class:`RecordSink`).
-        event_sink: receives every :class:`GroupEvent`; without one, none is built.
-        member_id_factory: makes a member id from a client id or instance id prefix.
-        owned_partitions: the ``__consumer_offsets`` partitions led from the start (all by
-            default; the broker starts with none and loads each).
+        new_shard: makes the shard of a partition (loading: see :meth:`load`).
+        clock: protocol time (which shards :meth:`poll` runs).
+        record_sink: where writes go (see :class:`RecordSink`); a sink with
+            ``append_transactional`` takes transactional writes there.
+        event_sink: receives every event of every shard.
+        timers: the timer service the shards' deadlines are armed on (the broker's loop timers);
+            without one, the driver calls :meth:`poll` (tests, the simulator).
+        name: the timer keys' prefix.
     """
 
     def __init__(
         self,
-        config: GroupConfig,
+        new_shard: Callable[[int], S],
         clock: Clock,
         *,
         record_sink: RecordSink,
-        event_sink: Callable[[GroupEvent], None] | None = None,
-        member_id_factory: Callable[[str], str] | None = None,
-        owned_partitions: Iterable[int] | None = None,
+        event_sink: Callable[[Any], None] | None = None,
+        timers: LoopTimers | None = None,
+        name: str = "coordinator",
     ) -> None:
-        self.shard = GroupCoordinatorShard(
-            config,
-            clock,
-            emit_events=event_sink is not None,
-            member_id_factory=member_id_factory,
-            owned_partitions=owned_partitions,
-        )
+        self._new_shard = new_shard
+        self._clock = clock
         self._sink = record_sink
+        # Looked up once, not isinstance-checked: a runtime-checkable protocol is not usable from
+        # compiled code (setup.py), and a sink need not declare the protocol it implements.
+        self._append_transactional: TransactionalAppend | None = getattr(
+            record_sink, "append_transactional", None
+        )
         self._event_sink = event_sink
+        self._timers = timers
+        self._name = name
+        self._shards: dict[int, S] = {}
+        #: Each shard's loop timer: the deadline it is armed for, and its callback (made once).
+        self._armed: dict[int, int] = {}
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        #: Each shard's earliest deadline as last read, and the shards called since (for
+        #: next_deadline and poll: the drivers without loop timers).
+        self._deadlines: dict[int, int | None] = {}
+        self._stale: set[int] = set()
         self._replies: deque[tuple[Callable[[Any], None], Any]] = deque()
         self._delivering = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ shards
+    def shard(self, partition: int) -> S | None:
+        return self._shards.get(partition)
+
+    def shards(self) -> list[S]:
+        return list(self._shards.values())
+
+    def partitions(self) -> list[int]:
+        return sorted(self._shards)
+
+    def load(self, partition: int) -> S:
+        """Make ``partition``'s shard, loading: the host replays the partition into it, then
+        calls :meth:`loaded`."""
+        if partition in self._shards:
+            raise ValueError(f"partition {partition} already has a shard")
+        shard = self._shards[partition] = self._new_shard(partition)
+        self._deadlines[partition] = shard.next_deadline()
+        return shard
+
+    def loaded(self, partition: int) -> None:
+        shard = self._shards[partition]
+        self.apply(partition, shard.on_loaded())
+
+    def unload(self, partition: int) -> None:
+        """Leadership of ``partition`` moved: its shard answers what waits and is dropped."""
+        shard = self._shards.get(partition)
+        if shard is None:
+            return
+        result = shard.on_unloaded()
+        del self._shards[partition]
+        self._deadlines.pop(partition, None)
+        self._disarm(partition)
+        self.apply(partition, result)
 
     # ------------------------------------------------------------------ applying results
-    def _apply(self, result: CoordinatorResult) -> None:
+    def apply(self, partition: int, result: CoordinatorResult) -> None:
+        """Do what a call into ``partition``'s shard asked for (see the module docstring)."""
         if result.events and self._event_sink is not None:
             for event in result.events:
                 self._event_sink(event)
         if result.responses:
             self._replies.extend(result.responses)
         for write in result.writes:
-            # Looked up, not isinstance-checked: a runtime-checkable protocol is not usable from
-            # compiled code (setup.py), and a sink need not declare the protocol it implements.
-            append_transactional: TransactionalAppend | None = (
-                getattr(self._sink, "append_transactional", None) if write.producer_id >= 0 else None
-            )
-            if append_transactional is not None:
-                append_transactional(
-                    write.partition,
-                    write.records,
-                    write.producer_id,
-                    write.producer_epoch,
-                    functools.partial(self._written, write),
+            done = functools.partial(self._written, partition, write)
+            if write.producer_id >= 0 and self._append_transactional is not None:
+                self._append_transactional(
+                    write.partition, write.records, write.producer_id, write.producer_epoch, done
                 )
-                continue
-            self._sink.append(write.partition, write.records, functools.partial(self._written, write))
+            else:
+                self._sink.append(write.partition, write.records, done)
+        # The shard's timer is re-armed before its answers go out: a reply may lead straight
+        # into the next request, which arms it again. For next_deadline and poll, the shard's
+        # deadline is read when the driver asks.
+        self._stale.add(partition)
+        if self._timers is not None:
+            shard = self._shards.get(partition)
+            if shard is not None:
+                self._arm(partition, shard.next_deadline())
         if self._replies and not self._delivering:
             self._deliver()
 
-    def _written(self, write: PendingWrite, error: ErrorCode) -> None:
-        self._apply(self.shard.complete_write(write, error))
+    def respond(self, reply: Callable[[Any], None], response: Any) -> None:
+        """Complete ``reply`` in order with the shards' responses (an answer no shard made)."""
+        self._replies.append((reply, response))
+        if not self._delivering:
+            self._deliver()
+
+    def _written(self, partition: int, write: PendingWrite, error: ErrorCode) -> None:
+        shard = self._shards.get(partition)
+        if shard is None:
+            return  # unloaded meanwhile: what waited for the write was answered then
+        self.apply(partition, shard.complete_write(write, error))
 
     def _deliver(self) -> None:
         self._delivering = True
@@ -168,92 +203,66 @@ class CoordinatorRuntime:
         finally:
             self._delivering = False
 
-    # ------------------------------------------------------------------ requests
-    def join_group(self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]) -> None:
-        self._apply(self.shard.join_group(req, reply))
-
-    def sync_group(self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]) -> None:
-        self._apply(self.shard.sync_group(req, reply))
-
-    def heartbeat(self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]) -> None:
-        self._apply(self.shard.heartbeat(req, reply))
-
-    def leave_group(self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]) -> None:
-        self._apply(self.shard.leave_group(req, reply))
-
-    def offset_commit(self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]) -> None:
-        self._apply(self.shard.offset_commit(req, reply))
-
-    def txn_offset_commit(
-        self, req: TxnOffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
-    ) -> None:
-        self._apply(self.shard.txn_offset_commit(req, reply))
-
-    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
-        """A transaction marker of ``producer_id`` is durable in ``partition`` (live path)."""
-        self._apply(self.shard.complete_transaction(partition, producer_id, commit))
-
-    def replay_transactional(self, record: CoordinatorRecord, producer_id: int) -> None:
-        self._apply(self.shard.replay_transactional(record, producer_id))
-
-    def replay_end_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
-        self._apply(self.shard.replay_end_transaction(partition, producer_id, commit))
-
-    def offset_fetch(self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]) -> None:
-        self._apply(self.shard.offset_fetch(req, reply))
-
-    def offset_delete(self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]) -> None:
-        self._apply(self.shard.offset_delete(req, reply))
-
-    def describe_groups(
-        self, group_ids: Sequence[str], reply: Callable[[DescribeGroupsResponse], None]
-    ) -> None:
-        self._apply(self.shard.describe_groups(group_ids, reply))
-
-    def list_groups(
-        self, states_filter: Sequence[str] | None, reply: Callable[[ListGroupsResponse], None]
-    ) -> None:
-        self._apply(self.shard.list_groups(states_filter, reply))
-
-    def delete_groups(self, group_ids: Sequence[str], reply: Callable[[DeleteGroupsResponse], None]) -> None:
-        self._apply(self.shard.delete_groups(group_ids, reply))
-
-    # ------------------------------------------------------------------ time and loading
+    # ------------------------------------------------------------------ time
     def next_deadline(self) -> int | None:
-        return self.shard.next_deadline()
+        """The earliest deadline of any shard."""
+        self._refresh()
+        return min((d for d in self._deadlines.values() if d is not None), default=None)
+
+    def _refresh(self) -> None:
+        stale, self._stale = self._stale, set()
+        for partition in stale:
+            shard = self._shards.get(partition)
+            if shard is not None:
+                self._deadlines[partition] = shard.next_deadline()
 
     def poll(self) -> None:
-        """Run every timer due at the clock's current time."""
-        self._apply(self.shard.poll())
+        """Run the timers due at the clock's current time, in each shard that has one."""
+        self._refresh()
+        now = self._clock.now_ms()
+        due = [p for p, d in self._deadlines.items() if d is not None and d <= now]
+        for partition in sorted(due):
+            shard = self._shards.get(partition)
+            if shard is not None:
+                self.apply(partition, shard.poll())
 
-    def replay(self, record: CoordinatorRecord) -> None:
-        self._apply(self.shard.replay(record))
+    def _arm(self, partition: int, deadline: int | None) -> None:
+        """Keep one loop timer per shard, armed no later than the shard's earliest deadline.
 
-    def replay_offsets(
-        self, group_id: str, offsets: Iterable[tuple[tuple[str, int], CommittedOffset]]
-    ) -> None:
-        """Bulk replay of offset commits (see :meth:`GroupCoordinatorShard.replay_offsets`)."""
-        self.shard.replay_offsets(group_id, offsets)
+        Only a deadline earlier than the armed one re-arms it. A deadline that moved later (a
+        member's session pushed out by each heartbeat or commit: in a shard of one group, its
+        earliest deadline moves on nearly every call) leaves the loop timer where it was: it
+        fires early, the shard's ``poll`` finds nothing due, and the timer is armed again at the
+        deadline of then. One early wake-up per session instead of a reschedule per request.
+        """
+        timers = self._timers
+        if timers is None or deadline is None or self._closed:
+            return
+        armed = self._armed.get(partition)
+        if armed is not None and armed <= deadline:
+            return
+        self._armed[partition] = deadline
+        callback = self._callbacks.get(partition)
+        if callback is None:
+            callback = self._callbacks[partition] = functools.partial(self._on_timer, partition)
+        timers.schedule((self._name, partition), deadline, callback)
 
-    def begin_loading(self, partition: int) -> None:
-        self._apply(self.shard.begin_loading(partition))
+    def _disarm(self, partition: int) -> None:
+        self._armed.pop(partition, None)
+        self._callbacks.pop(partition, None)
+        if self._timers is not None:
+            self._timers.cancel((self._name, partition))
 
-    def complete_loading(self, partition: int) -> None:
-        self._apply(self.shard.complete_loading(partition))
+    def _on_timer(self, partition: int) -> None:
+        self._armed.pop(partition, None)  # the loop timer that called us is spent
+        shard = self._shards.get(partition)
+        if shard is not None and not self._closed:
+            self.apply(partition, shard.poll())
 
-    def unload_partition(self, partition: int) -> None:
-        self._apply(self.shard.unload_partition(partition))
-
-    # ------------------------------------------------------------------ queries
-    @property
-    def config(self) -> GroupConfig:
-        return self.shard.config
-
-    def group(self, group_id: str) -> ClassicGroup | None:
-        return self.shard.group(group_id)
-
-    def groups(self) -> list[ClassicGroup]:
-        return self.shard.groups()
-
-    def partition_for(self, group_id: str) -> int:
-        return self.shard.partition_for(group_id)
+    def close(self) -> None:
+        """Stop the timers (the broker is shutting down)."""
+        self._closed = True
+        if self._timers is not None:
+            for partition in list(self._armed):
+                self._timers.cancel((self._name, partition))
+        self._armed.clear()

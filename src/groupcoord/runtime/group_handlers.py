@@ -49,7 +49,7 @@ def _call(
     """Run one coordinator handler, ``call(arg, reply)``; the encoded reply now, or an
     awaitable of it later (:func:`~groupcoord.runtime.answers.call_now_or_later`). With
     ``ctx`` given, a reply that is not immediate mutes the connection until it is sent."""
-    return call_now_or_later(call, arg, encode, after=runtime.kick, ctx=ctx)
+    return call_now_or_later(call, arg, encode, ctx=ctx)
 
 
 # ------------------------------------------------------------------------ FindCoordinator
@@ -399,7 +399,7 @@ def txn_offset_commit(
     """
     known_topics, unknown = _committable(broker, request)
     if txn is not None and known_topics and request.group_id:
-        verified = txn.shard.verify_partition(
+        verified = txn.verify_partition(
             str(request.transactional_id),
             int(request.producer_id),
             int(request.producer_epoch),

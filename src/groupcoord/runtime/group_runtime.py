@@ -1,17 +1,19 @@
 """The coordinator runtime inside the broker: the shard's records, events, timers and load.
 
-The group coordinator shard (``groupcoord.coordinator``) is pure: it takes requests and time
-and returns results; :class:`~groupcoord.runtime.coordinator_runtime.CoordinatorRuntime`
-applies them. This module gives that runtime a home on the broker's event loop:
+The group coordinator shards (``groupcoord.coordinator``) are pure: they take requests and time
+and return results; :class:`~groupcoord.runtime.group_coordinator.GroupCoordinator` routes each
+request to its partition's shard on the generic
+:class:`~groupcoord.runtime.coordinator_runtime.CoordinatorRuntime`, which applies the results.
+This module gives them a home on the broker's event loop:
 
-* its records go to the real internal topic ``__consumer_offsets`` (partition
-  ``partition_for(group)``), and a write is confirmed to the coordinator only once it is
+* each shard's records go to its own partition of the real internal topic
+  ``__consumer_offsets``, and a write is confirmed to the shard only once it is
   durable: fsynced by the broker's coalescing flusher, unless the operator chose an explicit
   ``log.flush.*`` policy, which then governs, exactly as for acks=-1 produces;
 * its events are published as JSON to the internal topic ``__group_events`` (keyed by group
   id, partitioned like ``__consumer_offsets``), batched per loop tick;
-* its timers are driven by one key on the broker's loop timer service, re-armed after every
-  call into the coordinator;
+* each shard's timers are driven by one key on the broker's loop timer service, re-armed by
+  the runtime after every call into that shard;
 * at start it replays ``__consumer_offsets`` partition by partition, yielding to the loop
   between chunks, so requests for a partition still loading get COORDINATOR_LOAD_IN_PROGRESS;
 * ``__consumer_offsets`` is compacted by the broker's log cleaner
@@ -35,7 +37,7 @@ from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, encode_record
 from groupcoord.errors import ErrorCode
 from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 from groupcoord.runtime.loader import OffsetsLoader
 from groupcoord.storage.log import PartitionLog
 
@@ -45,7 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_TIMER_KEY = ("group-coordinator",)
 #: Batches replayed between two yields to the event loop while loading.
 _LOAD_CHUNK = 256
 
@@ -61,12 +62,13 @@ class GroupRuntime:
         self.broker = broker
         self.config = GroupConfig.from_broker(broker.config)
         self.num_partitions = self.config.offsets_topic_num_partitions
-        self.coordinator = CoordinatorRuntime(
+        self.coordinator = GroupCoordinator(
             self.config,
             broker.clock,
             record_sink=self,
             event_sink=self._on_event,
             owned_partitions=(),
+            timers=broker.timers,
         )
         #: writes queued this loop tick, per partition: (entries, append time, done)
         self._tick: dict[int, list[tuple[list[Entry], int, Callable[[ErrorCode], None]]]] = {}
@@ -78,7 +80,6 @@ class GroupRuntime:
         self._load_task: asyncio.Task[None] | None = None
         self.loaded = asyncio.Event()
         self._closed = False
-        self._armed_deadline: int | None = None
 
     # ------------------------------------------------------------------ internal topics
     def ensure_topics(self) -> None:
@@ -132,7 +133,6 @@ class GroupRuntime:
             for p in range(self.num_partitions):
                 total += await self._load_partition(p)
                 self.coordinator.complete_loading(p)
-                self.kick()
         finally:
             if gc_was_enabled:
                 if gc.get_freeze_count() == 0:
@@ -188,39 +188,14 @@ class GroupRuntime:
         }
         for p in sorted(parked):
             self.coordinator.unload_partition(p)
-        self.kick()
 
     async def close(self) -> None:
         self._closed = True
         if self._load_task is not None:
             self._load_task.cancel()
-        self.broker.timers.cancel(_TIMER_KEY)
+        self.coordinator.runtime.close()
         self._write_tick()
         self._flush_events()
-
-    # ------------------------------------------------------------------ driving the core
-    def kick(self) -> None:
-        """Re-arm the loop timer for the coordinator's earliest deadline.
-
-        Called after every coordinator call; most calls (a heartbeat pushing one member's
-        session deadline out) leave the earliest deadline where it was, and then nothing is
-        re-armed.
-        """
-        deadline = self.coordinator.next_deadline()
-        if deadline == self._armed_deadline:
-            return
-        self._armed_deadline = deadline
-        if deadline is None:
-            self.broker.timers.cancel(_TIMER_KEY)
-        else:
-            self.broker.timers.schedule(_TIMER_KEY, deadline, self._on_timer)
-
-    def _on_timer(self) -> None:
-        self._armed_deadline = None  # the loop timer that called us is spent
-        if self._closed:
-            return
-        self.coordinator.poll()
-        self.kick()
 
     # ------------------------------------------------------------------ RecordSink
     def append(
@@ -289,7 +264,6 @@ class GroupRuntime:
                 dones.extend(batch_dones)
                 dirty[(OFFSETS_TOPIC, partition)] = plog
         if not dones:
-            self.kick()
             return
         if self.broker.config.flush_policy_explicit:
             self._confirm(dones, ErrorCode.NONE)
@@ -323,7 +297,6 @@ class GroupRuntime:
                 done(code)
             except Exception:  # one write's completion must not cost the others theirs
                 log.exception("%s: completing a write failed", OFFSETS_TOPIC)
-        self.kick()
 
     def append_transactional(
         self,
@@ -360,7 +333,6 @@ class GroupRuntime:
         """A COMMIT/ABORT marker of ``producer_id`` is durable in ``partition`` (the transaction
         runtime calls this): the group coordinator applies it to the pending offsets."""
         self.coordinator.complete_transaction(partition, producer_id, commit)
-        self.kick()
 
     def _append_batch(
         self, plog: PartitionLog, partition: int, batch: bytes, done: Callable[[ErrorCode], None]
@@ -389,7 +361,6 @@ class GroupRuntime:
 
     def _finish(self, done: Callable[[ErrorCode], None], code: ErrorCode) -> None:
         done(code)
-        self.kick()
 
     # ------------------------------------------------------------------ events
     def _on_event(self, event: GroupEvent) -> None:

@@ -1,7 +1,7 @@
 """Bulk replay of one ``__consumer_offsets`` partition into the group coordinator.
 
 The general way to load is to decode every record (:func:`records.decode_record`) and hand it
-to :meth:`CoordinatorRuntime.replay`, in log order. :class:`OffsetsLoader` reaches the same state
+to :meth:`GroupCoordinator.replay`, in log order. :class:`OffsetsLoader` reaches the same state
 (same groups in the same order, same offsets in the same dict order, same values) with much
 less work per record, because nearly every record is an offset commit:
 
@@ -54,7 +54,7 @@ from groupcoord.formats.batch import (
     decompress,
     iter_record_spans,
 )
-from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
+from groupcoord.runtime.group_coordinator import GroupCoordinator
 from groupcoord.storage.control import ControlType, decode_marker
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ class _Undecodable(Exception):
 class OffsetsLoader:
     """Replays the batches of one partition, fed in log order; then :meth:`finish`."""
 
-    def __init__(self, coordinator: CoordinatorRuntime, topic: str, partition: int) -> None:
+    def __init__(self, coordinator: GroupCoordinator, topic: str, partition: int) -> None:
         self._coordinator = coordinator
         self._topic = topic
         self._partition = partition

@@ -62,7 +62,7 @@ def init_producer_id(rt: TxnRuntime, broker: Broker, ctx: RequestContext, reques
             producer_epoch=r.producer_epoch,
         )
 
-    return rt.call(lambda reply: rt.shard.init_producer_id(req, reply), encode)
+    return rt.call(lambda reply: rt.init_producer_id(req, reply), encode)
 
 
 def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -110,7 +110,7 @@ def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request:
     if unknown:
         missing, skipped = err(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), err(ErrorCode.OPERATION_NOT_ATTEMPTED)
         return answer(req.partitions, lambda t, p: missing if (t, p) in unknown else skipped)
-    return rt.call(lambda reply: rt.shard.add_partitions_to_txn(req, reply), encode)
+    return rt.call(lambda reply: rt.add_partitions_to_txn(req, reply), encode)
 
 
 def add_offsets_to_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -120,7 +120,7 @@ def add_offsets_to_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, requ
         producer_epoch=int(request.producer_epoch),
         group_id=str(request.group_id),
     )
-    return rt.call(lambda reply: rt.shard.add_offsets_to_txn(req, reply), _error_only(broker, ctx))
+    return rt.call(lambda reply: rt.add_offsets_to_txn(req, reply), _error_only(broker, ctx))
 
 
 def end_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -130,7 +130,7 @@ def end_txn(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -
         producer_epoch=int(request.producer_epoch),
         committed=bool(request.committed),
     )
-    return rt.call(lambda reply: rt.shard.end_txn(req, reply), _error_only(broker, ctx))
+    return rt.call(lambda reply: rt.end_txn(req, reply), _error_only(broker, ctx))
 
 
 def _datetime(ms_value: int) -> datetime.datetime:
@@ -164,7 +164,7 @@ def describe_txns(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: 
         )
 
     ids = [str(t) for t in request.transactional_ids]
-    return rt.call(lambda reply: rt.shard.describe_transactions(ids, reply), encode)
+    return rt.call(lambda reply: rt.describe_transactions(ids, reply), encode)
 
 
 def list_txns(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -191,4 +191,4 @@ def list_txns(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request: Any)
 
     states = [str(s) for s in request.state_filters]
     pids = [int(p) for p in request.producer_id_filters]
-    return rt.call(lambda reply: rt.shard.list_transactions(states, pids, reply), encode)
+    return rt.call(lambda reply: rt.list_transactions(states, pids, reply), encode)

@@ -1,32 +1,58 @@
-"""The transaction coordinator's host on the broker: its records, markers, timers and load.
+"""The transaction coordinator on the broker: one shard per ``__transaction_state`` partition.
 
-:class:`~groupcoord.transactions.shard.TransactionCoordinatorShard` is pure; this applies its
-results on the broker's event loop, as :mod:`groupcoord.runtime.group_runtime` does for groups:
+Each :class:`~groupcoord.transactions.shard.TransactionCoordinatorShard` is pure, and the one
+runtime (:class:`~groupcoord.runtime.coordinator_runtime.CoordinatorRuntime`, the group
+coordinator's too) applies its results; this module routes each request to the shard of its
+transactional id's partition and is the shards' host on the broker's event loop:
 
-* ``log_writes`` go to ``__transaction_state`` (compacted, created on first use as Kafka creates
-  it on the first transactional FindCoordinator) and are confirmed once durable (fsynced by the
-  broker's flusher, unless an explicit ``log.flush.*`` policy governs);
-* ``marker_writes`` become one COMMIT or ABORT control batch per partition of the transaction
+* each shard's writes go to its own partition of ``__transaction_state`` (compacted, created on
+  first use as Kafka creates it on the first transactional FindCoordinator) and are confirmed
+  once durable (fsynced by the broker's flusher, unless an explicit ``log.flush.*`` policy
+  governs);
+* a shard's :class:`~groupcoord.transactions.result.MarkerWrite` events become one COMMIT or ABORT
+  control batch per partition of the transaction
   (:func:`groupcoord.storage.control.build_marker_batch`); a partition that no longer exists is
   skipped, as Kafka's marker channel drops markers for deleted partitions;
-* the shard's keyed timers ride on one key of the broker's loop timer service;
-* at start an existing ``__transaction_state`` is replayed partition by partition.
+* each shard's keyed timers ride on one key of the broker's loop timer service (the runtime);
+* at start an existing ``__transaction_state`` is replayed partition by partition, each into its
+  own shard.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from groupcoord.errors import ErrorCode
 from groupcoord.formats.batch import build_batch, decode_records
 from groupcoord.runtime.answers import now_or_later
+from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.storage.control import build_marker_batch
-from groupcoord.transactions.records import TxnRecord, decode_key, decode_value, encode_key, encode_value
-from groupcoord.transactions.result import MarkerWrite, TxnLogWrite, TxnResult
+from groupcoord.transactions.api import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ListedTransaction,
+    ListTransactionsResponse,
+)
+from groupcoord.transactions.records import (
+    TxnRecord,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    partition_for,
+)
+from groupcoord.transactions.result import MarkerWrite
 from groupcoord.transactions.shard import TransactionCoordinatorShard, TxnConfig
 
 if TYPE_CHECKING:
@@ -34,8 +60,6 @@ if TYPE_CHECKING:
     from groupcoord.storage.segment import Flushable
 
 log = logging.getLogger(__name__)
-
-_TIMER_KEY = ("transaction-coordinator",)
 
 
 class TxnRuntime:
@@ -63,25 +87,38 @@ class TxnRuntime:
             transactional_id_expiration_ms=c.transactional_id_expiration_ms,
             remove_expired_interval_ms=c.transaction_remove_expired_transaction_cleanup_interval_ms,
         )
-        self.shard = TransactionCoordinatorShard(
-            clock=broker.clock, allocate_producer_id=broker.producer_ids.allocate, config=self.config
+        self.runtime: CoordinatorRuntime[TransactionCoordinatorShard] = CoordinatorRuntime(
+            self._new_shard,
+            broker.clock,
+            record_sink=self,
+            event_sink=self._on_event,
+            timers=broker.timers,
+            name="transaction-coordinator",
         )
-        self._armed: int | None = None
-        self._closed = False
-        self._started = False
+        #: Answers for ids of partitions led elsewhere (before the start, after an unload).
+        self._elsewhere = self._new_shard(-1)
+
+    def _new_shard(self, partition: int) -> TransactionCoordinatorShard:
+        shard = TransactionCoordinatorShard(
+            clock=self.broker.clock,
+            allocate_producer_id=self.broker.producer_ids.allocate,
+            config=self.config,
+        )
+        if partition >= 0:
+            shard.begin_loading(partition)
+        return shard
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Replay ``__transaction_state`` if this data dir has it; own every partition."""
-        self._started = True
+        """Replay ``__transaction_state`` if this data dir has it, each partition into its shard."""
         have = TRANSACTION_STATE_TOPIC in self.broker.logs.topics()
         for p in range(self.config.num_partitions):
-            self._apply(self.shard.begin_loading(p))
+            shard = self.runtime.load(p)
             if have:
-                self._load_partition(p)
-            self._apply(self.shard.complete_loading(p))
+                self._load_partition(p, shard)
+            self.runtime.loaded(p)
 
-    def _load_partition(self, partition: int) -> None:
+    def _load_partition(self, partition: int, shard: TransactionCoordinatorShard) -> None:
         plog = self.broker.logs.partition(TRANSACTION_STATE_TOPIC, partition)
         for header, data in plog.iter_batches_from(plog.log_start_offset):
             if header.is_control:
@@ -94,7 +131,7 @@ class TxnRuntime:
                 except ValueError as exc:
                     log.warning("%s-%d: skipping a record: %s", TRANSACTION_STATE_TOPIC, partition, exc)
                     continue
-                self._apply(self.shard.replay(record))
+                self.runtime.apply(partition, shard.replay(record))
 
     def ensure_topic(self) -> None:
         logs = self.broker.logs
@@ -108,58 +145,107 @@ class TxnRuntime:
             log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC, self.config.num_partitions)
 
     async def close(self) -> None:
-        self._closed = True
-        self.broker.timers.cancel(_TIMER_KEY)
+        self.runtime.close()
 
-    # ------------------------------------------------------------------ calls
-    def call(self, invoke: Callable[[Callable[[Any], None]], TxnResult], encode: Callable[[Any], Any]) -> Any:
-        """Run one shard entry point; the encoded reply now, or a future of it."""
-        return now_or_later(lambda reply: self._apply(invoke(reply)), encode)
+    # ------------------------------------------------------------------ requests
+    def call(self, invoke: Callable[[Callable[[Any], None]], None], encode: Callable[[Any], Any]) -> Any:
+        """Run one request; the encoded reply now, or a future of it."""
+        return now_or_later(invoke, encode)
 
-    def _apply(self, result: TxnResult) -> None:
-        for reply, response in result.responses:
-            reply(response)
-        for w in result.log_writes:
-            self._append_records(w)
-        for m in result.marker_writes:
-            self._append_markers(m)
-        self._kick()
+    def _shard(self, transactional_id: str) -> tuple[int, TransactionCoordinatorShard]:
+        p = partition_for(transactional_id, self.config.num_partitions)
+        shard = self.runtime.shard(p)
+        return p, (shard if shard is not None else self._elsewhere)
 
-    def _kick(self) -> None:
-        deadline = self.shard.next_deadline()
-        if deadline == self._armed:
-            return
-        self._armed = deadline
-        if deadline is None:
-            self.broker.timers.cancel(_TIMER_KEY)
+    def transaction_shard(self, transactional_id: str) -> TransactionCoordinatorShard:
+        """The shard of ``transactional_id``'s partition (inspection: tests)."""
+        return self._shard(transactional_id)[1]
+
+    def verify_partition(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partition: tuple[str, int]
+    ) -> ErrorCode:
+        """See :meth:`TransactionCoordinatorShard.verify_partition` (a query)."""
+        shard = self._shard(transactional_id)[1]
+        return shard.verify_partition(transactional_id, producer_id, producer_epoch, partition)
+
+    def init_producer_id(
+        self, req: InitProducerIdRequest, reply: Callable[[InitProducerIdResponse], None]
+    ) -> None:
+        p, shard = self._shard(req.transactional_id)
+        self.runtime.apply(p, shard.init_producer_id(req, reply))
+
+    def add_partitions_to_txn(
+        self, req: AddPartitionsToTxnRequest, reply: Callable[[AddPartitionsToTxnResponse], None]
+    ) -> None:
+        p, shard = self._shard(req.transactional_id)
+        self.runtime.apply(p, shard.add_partitions_to_txn(req, reply))
+
+    def add_offsets_to_txn(
+        self, req: AddOffsetsToTxnRequest, reply: Callable[[AddOffsetsToTxnResponse], None]
+    ) -> None:
+        p, shard = self._shard(req.transactional_id)
+        self.runtime.apply(p, shard.add_offsets_to_txn(req, reply))
+
+    def end_txn(self, req: EndTxnRequest, reply: Callable[[EndTxnResponse], None]) -> None:
+        p, shard = self._shard(req.transactional_id)
+        self.runtime.apply(p, shard.end_txn(req, reply))
+
+    def describe_transactions(
+        self, ids: Sequence[str], reply: Callable[[DescribeTransactionsResponse], None]
+    ) -> None:
+        descs = tuple(self._shard(tid)[1].describe(tid) for tid in ids)
+        self.runtime.respond(reply, DescribeTransactionsResponse(transactions=descs))
+
+    def list_transactions(
+        self,
+        state_filters: Sequence[str],
+        producer_id_filters: Sequence[int],
+        reply: Callable[[ListTransactionsResponse], None],
+    ) -> None:
+        """Every shard's transactions, by id; LOAD_IN_PROGRESS while a partition loads."""
+        error = ErrorCode.NONE
+        unknown: tuple[str, ...] = ()
+        listed: list[ListedTransaction] = []
+        for shard in self.runtime.shards():
+            part = shard.list_now(state_filters, producer_id_filters)
+            if part.error is not ErrorCode.NONE:
+                error = part.error
+                continue
+            unknown = part.unknown_state_filters
+            listed.extend(part.transactions)
+        if error is not ErrorCode.NONE:
+            answer = ListTransactionsResponse(error=error, unknown_state_filters=(), transactions=())
         else:
-            self.broker.timers.schedule(_TIMER_KEY, deadline, self._on_timer)
+            listed.sort(key=lambda t: t.transactional_id)
+            answer = ListTransactionsResponse(
+                error=ErrorCode.NONE, unknown_state_filters=unknown, transactions=tuple(listed)
+            )
+        self.runtime.respond(reply, answer)
 
-    def _on_timer(self) -> None:
-        self._armed = None
-        if not self._closed:
-            self._apply(self.shard.poll())
-
-    # ------------------------------------------------------------------ writes
-    def _append_records(self, w: TxnLogWrite) -> None:
+    # ------------------------------------------------------------------ writes (RecordSink)
+    def append(self, partition: int, records: Sequence[Any], done: Callable[[ErrorCode], None]) -> None:
+        """Append a shard's records to its ``__transaction_state`` partition; ``done`` once durable
+        (on the next loop turn at the earliest: never inside the shard call that wrote)."""
         self.ensure_topic()
         try:
-            plog = self.broker.logs.partition(TRANSACTION_STATE_TOPIC, w.partition)
-            entries = [(encode_key(r.transactional_id), encode_value(r.value), ()) for r in w.records]
+            plog = self.broker.logs.partition(TRANSACTION_STATE_TOPIC, partition)
+            entries = [(encode_key(r.transactional_id), encode_value(r.value), ()) for r in records]
             batch = build_batch(entries, timestamp_ms=self.broker.clock.now_ms())
             plog.append(batch)
         except Exception as exc:
-            log.error("%s-%d append failed: %r", TRANSACTION_STATE_TOPIC, w.partition, exc)
+            log.error("%s-%d append failed: %r", TRANSACTION_STATE_TOPIC, partition, exc)
             code = getattr(exc, "code", None)
-            self._soon(
-                lambda: self.shard.complete_write(
-                    w, code if isinstance(code, ErrorCode) else ErrorCode.KAFKA_STORAGE_ERROR
-                )
-            )
+            failed = code if isinstance(code, ErrorCode) else ErrorCode.KAFKA_STORAGE_ERROR
+            self._soon(lambda: done(failed))
             return
-        self.broker.notify_append((TRANSACTION_STATE_TOPIC, w.partition), len(batch))
-        dirty: dict[Hashable, Flushable] = {(TRANSACTION_STATE_TOPIC, w.partition): plog}
-        self._durable(dirty, lambda code: self.shard.complete_write(w, code))
+        self.broker.notify_append((TRANSACTION_STATE_TOPIC, partition), len(batch))
+        dirty: dict[Hashable, Flushable] = {(TRANSACTION_STATE_TOPIC, partition): plog}
+        self._durable(dirty, done)
+
+    # ------------------------------------------------------------------ markers (events)
+    def _on_event(self, event: object) -> None:
+        if isinstance(event, MarkerWrite):
+            self._append_markers(event)
 
     def _append_markers(self, m: MarkerWrite) -> None:
         dirty: dict[Hashable, Flushable] = {}
@@ -183,13 +269,13 @@ class TxnRuntime:
                 log.error(
                     "transaction %r: marker to %s-%d failed: %r", m.transactional_id, topic, partition, exc
                 )
-                self._soon(lambda: self.shard.complete_markers(m, ErrorCode.KAFKA_STORAGE_ERROR))
+                self._soon(lambda: self._markers_written(m, ErrorCode.KAFKA_STORAGE_ERROR))
                 return
             self.broker.notify_append((topic, partition), len(batch))
             dirty[(topic, partition)] = plog
         self._durable(dirty, lambda code: self._markers_written(m, code))
 
-    def _markers_written(self, m: MarkerWrite, code: ErrorCode) -> TxnResult:
+    def _markers_written(self, m: MarkerWrite, code: ErrorCode) -> None:
         """The group coordinator applies the markers in ``__consumer_offsets`` first (Kafka's
         ``GroupCoordinator.onTransactionCompleted`` after the marker append), so a commit's
         offsets are visible before EndTxn's transaction completes."""
@@ -197,9 +283,13 @@ class TxnRuntime:
             for topic, partition in m.partitions:
                 if topic == OFFSETS_TOPIC:
                     self._on_offsets_marker(partition, m.producer_id, m.commit)
-        return self.shard.complete_markers(m, code)
+        p = partition_for(m.transactional_id, self.config.num_partitions)
+        shard = self.runtime.shard(p)
+        if shard is not None:
+            self.runtime.apply(p, shard.complete_markers(m, code))
 
-    def _durable(self, dirty: dict[Hashable, Flushable], then: Callable[[ErrorCode], TxnResult]) -> None:
+    # ------------------------------------------------------------------ durability
+    def _durable(self, dirty: dict[Hashable, Flushable], then: Callable[[ErrorCode], None]) -> None:
         if not dirty or self.broker.config.flush_policy_explicit:
             self._soon(lambda: then(ErrorCode.NONE))
             return
@@ -207,13 +297,14 @@ class TxnRuntime:
 
         def done(f: asyncio.Future[None]) -> None:
             ok = not f.cancelled() and f.exception() is None
-            self._apply(then(ErrorCode.NONE if ok else ErrorCode.KAFKA_STORAGE_ERROR))
+            then(ErrorCode.NONE if ok else ErrorCode.KAFKA_STORAGE_ERROR)
 
         fut.add_done_callback(done)
 
-    def _soon(self, step: Callable[[], TxnResult]) -> None:
+    @staticmethod
+    def _soon(step: Callable[[], None]) -> None:
         """Complete on the next loop turn (never inside the shard call that asked for it)."""
         try:
-            asyncio.get_running_loop().call_soon(lambda: self._apply(step()))
+            asyncio.get_running_loop().call_soon(step)
         except RuntimeError:  # no loop: tests driving the runtime synchronously
-            self._apply(step())
+            step()

@@ -1,7 +1,7 @@
 """The transaction coordinator as a shard: handlers, timers and replay, returning results.
 
 Sans-I/O and single-threaded, like :class:`~groupcoord.coordinator.shard.GroupCoordinatorShard`.
-Each entry point returns a :class:`~groupcoord.transactions.result.TxnResult`; nothing here
+Each entry point returns a :class:`~groupcoord.transactions.result.CoordinatorResult`; nothing here
 answers a client, appends to a log or reads a clock other than the injected one. Names follow
 Kafka's ``TransactionCoordinator`` (``handleInitProducerId``, ``handleAddPartitionsToTransaction``,
 ``handleEndTransaction``, ``abortTimedOutTransactions``) and ``TransactionMetadata``
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from groupcoord.clock import Clock
 from groupcoord.constants import OFFSETS_TOPIC
+from groupcoord.coordinator.result import CoordinatorResult, PendingWrite, Shard
 from groupcoord.errors import ErrorCode, IllegalStateError
 from groupcoord.timer import KeyedTimer
 from groupcoord.transactions.api import (
@@ -47,7 +48,7 @@ from groupcoord.transactions.api import (
 )
 from groupcoord.transactions.metadata import EPOCH_EXHAUSTED_AT, TransactionMetadata
 from groupcoord.transactions.records import TransactionLogValue, TxnRecord, partition_for
-from groupcoord.transactions.result import MarkerWrite, Reply, TxnLogWrite, TxnResult
+from groupcoord.transactions.result import MarkerWrite, Reply
 from groupcoord.transactions.state import VALID_PREVIOUS_STATES, TransactionState
 from groupcoord.transactions.timers import TXN_ID_EXPIRY, MarkerRetry, TxnIdExpiry, TxnTimeout, TxnTimerKey
 
@@ -130,7 +131,7 @@ def _map_append_error(error: ErrorCode) -> ErrorCode:
     return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
-class TransactionCoordinatorShard:
+class TransactionCoordinatorShard(Shard):
     def __init__(
         self,
         *,
@@ -146,7 +147,7 @@ class TransactionCoordinatorShard:
         self._loading: set[int] = set()
         self._timer: KeyedTimer[TxnTimerKey, None] = KeyedTimer()
         self._markers: dict[str, MarkerWrite] = {}  # markers waiting for a retry
-        self._out = TxnResult()
+        self._out = CoordinatorResult()
         self._timer.schedule(
             TXN_ID_EXPIRY, self._clock.now_ms() + self._config.remove_expired_interval_ms, None
         )
@@ -188,20 +189,20 @@ class TransactionCoordinatorShard:
         return ErrorCode.INVALID_TXN_STATE
 
     # ------------------------------------------------------------------ entry points
-    def _begin(self) -> TxnResult:
-        out = self._out = TxnResult()
+    def _begin(self) -> CoordinatorResult:
+        out = self._out = CoordinatorResult()
         return out
 
     def init_producer_id(
         self, req: InitProducerIdRequest, reply: Callable[[InitProducerIdResponse], None]
-    ) -> TxnResult:
+    ) -> CoordinatorResult:
         out = self._begin()
         self._handle_init_producer_id(req, reply)
         return out
 
     def add_partitions_to_txn(
         self, req: AddPartitionsToTxnRequest, reply: Callable[[AddPartitionsToTxnResponse], None]
-    ) -> TxnResult:
+    ) -> CoordinatorResult:
         out = self._begin()
         self._handle_add_partitions(
             req.transactional_id,
@@ -215,7 +216,7 @@ class TransactionCoordinatorShard:
 
     def add_offsets_to_txn(
         self, req: AddOffsetsToTxnRequest, reply: Callable[[AddOffsetsToTxnResponse], None]
-    ) -> TxnResult:
+    ) -> CoordinatorResult:
         out = self._begin()
         p = partition_for(req.group_id, self._config.offsets_partitions)
         self._handle_add_partitions(
@@ -228,16 +229,16 @@ class TransactionCoordinatorShard:
         )
         return out
 
-    def end_txn(self, req: EndTxnRequest, reply: Callable[[EndTxnResponse], None]) -> TxnResult:
+    def end_txn(self, req: EndTxnRequest, reply: Callable[[EndTxnResponse], None]) -> CoordinatorResult:
         out = self._begin()
         self._handle_end_txn(req, reply)
         return out
 
     def describe_transactions(
         self, ids: Sequence[str], reply: Callable[[DescribeTransactionsResponse], None]
-    ) -> TxnResult:
+    ) -> CoordinatorResult:
         out = self._begin()
-        descs = tuple(self._describe(tid) for tid in ids)
+        descs = tuple(self.describe(tid) for tid in ids)
         out.responses.append((reply, DescribeTransactionsResponse(transactions=descs)))
         return out
 
@@ -246,12 +247,12 @@ class TransactionCoordinatorShard:
         state_filters: Sequence[str],
         producer_id_filters: Sequence[int],
         reply: Callable[[ListTransactionsResponse], None],
-    ) -> TxnResult:
+    ) -> CoordinatorResult:
         out = self._begin()
-        out.responses.append((reply, self._list(state_filters, producer_id_filters)))
+        out.responses.append((reply, self.list_now(state_filters, producer_id_filters)))
         return out
 
-    def poll(self) -> TxnResult:
+    def poll(self) -> CoordinatorResult:
         """Run every timer due at the clock's current time."""
         out = self._begin()
         now = self._clock.now_ms()
@@ -261,7 +262,7 @@ class TransactionCoordinatorShard:
             elif type(key) is MarkerRetry:
                 mw = self._markers.pop(key.transactional_id, None)
                 if mw is not None:
-                    out.marker_writes.append(mw)
+                    out.events.append(mw)
             elif type(key) is TxnIdExpiry:
                 self._timer.schedule(TXN_ID_EXPIRY, now + self._config.remove_expired_interval_ms, None)
                 self._expire_transactional_ids(now)
@@ -269,49 +270,70 @@ class TransactionCoordinatorShard:
                 raise IllegalStateError(f"unknown timer key {key!r}")
         return out
 
-    def complete_write(self, write: TxnLogWrite, error: ErrorCode) -> TxnResult:
+    def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
         """The runtime's report that ``write`` is durable (``NONE``) or failed with ``error``."""
         out = self._begin()
         self._complete_write(write, error)
         return out
 
-    def complete_markers(self, write: MarkerWrite, error: ErrorCode) -> TxnResult:
+    def complete_markers(self, write: MarkerWrite, error: ErrorCode) -> CoordinatorResult:
         """Every marker of ``write`` is durable (``NONE``), or one failed with ``error``."""
         out = self._begin()
         self._markers_written(write, error)
         return out
 
-    def replay(self, record: TxnRecord) -> TxnResult:
+    def replay(self, record: TxnRecord) -> CoordinatorResult:
         """Apply one ``__transaction_state`` record (loading, and tests)."""
         out = self._begin()
         self._replay(record)
         return out
 
-    def begin_loading(self, partition: int) -> TxnResult:
+    def begin_loading(self, partition: int) -> CoordinatorResult:
         out = self._begin()
         self._loading.add(partition)
         return out
 
-    def complete_loading(self, partition: int, coordinator_epoch: int = 0) -> TxnResult:
+    def complete_loading(self, partition: int, coordinator_epoch: int = 0) -> CoordinatorResult:
         """Loading done: finish transactions the log left half-way (Kafka's load completion).
 
         PrepareCommit / PrepareAbort get their markers written again and then complete;
         an Ongoing transaction gets its timeout armed (from its recorded start).
         """
         out = self._begin()
+        self._complete_loading(partition, coordinator_epoch)
+        return out
+
+    def _complete_loading(self, partition: int, coordinator_epoch: int) -> None:
         self._loading.discard(partition)
         self._owned[partition] = coordinator_epoch
         for meta in list(self._txns.values()):
             if self.partition_for(meta.transactional_id) != partition:
                 continue
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                out.marker_writes.append(self._marker_write(meta))
+                self._out.events.append(self._marker_write(meta))
             elif meta.state is S.ONGOING:
                 self._arm_timeout(meta)
+
+    def on_loaded(self) -> CoordinatorResult:
+        """The runtime's report that the shard's partitions are replayed."""
+        out = self._begin()
+        for partition in sorted(self._loading):
+            self._complete_loading(partition, 0)
         return out
 
-    def unload_partition(self, partition: int) -> TxnResult:
+    def on_unloaded(self) -> CoordinatorResult:
+        """The runtime's report that the shard's partitions are led elsewhere now."""
         out = self._begin()
+        for partition in sorted({*self._owned, *self._loading}):
+            self._unload(partition)
+        return out
+
+    def unload_partition(self, partition: int) -> CoordinatorResult:
+        out = self._begin()
+        self._unload(partition)
+        return out
+
+    def _unload(self, partition: int) -> None:
         self._owned.pop(partition, None)
         self._loading.discard(partition)
         for tid in [t for t in self._txns if self.partition_for(t) == partition]:
@@ -319,7 +341,6 @@ class TransactionCoordinatorShard:
             self._timer.cancel(TxnTimeout(tid))
             self._timer.cancel(MarkerRetry(tid))
             self._markers.pop(tid, None)
-        return out
 
     # ------------------------------------------------------------------ helpers
     def _partition_error(self, transactional_id: str) -> ErrorCode:
@@ -349,11 +370,11 @@ class TransactionCoordinatorShard:
 
     def _write(self, meta: TransactionMetadata, value: TransactionLogValue, completion: object) -> None:
         meta.pending = value.state
-        self._out.log_writes.append(
-            TxnLogWrite(
-                partition=self.partition_for(meta.transactional_id),
-                records=(TxnRecord(transactional_id=meta.transactional_id, value=value),),
-                completion=completion,
+        self._out.writes.append(
+            PendingWrite(
+                self.partition_for(meta.transactional_id),
+                (TxnRecord(transactional_id=meta.transactional_id, value=value),),
+                completion,
             )
         )
 
@@ -570,16 +591,14 @@ class TransactionCoordinatorShard:
                     meta.last_update_ms,
                 )
                 meta.pending = S.DEAD
-                self._out.log_writes.append(
-                    TxnLogWrite(
-                        partition=p,
-                        records=(TxnRecord(transactional_id=meta.transactional_id, value=None),),
-                        completion=ExpireWrite(meta),
+                self._out.writes.append(
+                    PendingWrite(
+                        p, (TxnRecord(transactional_id=meta.transactional_id, value=None),), ExpireWrite(meta)
                     )
                 )
 
     # ------------------------------------------------------------------ completions
-    def _complete_write(self, write: TxnLogWrite, error: ErrorCode) -> None:
+    def _complete_write(self, write: PendingWrite, error: ErrorCode) -> None:
         done = write.completion
         if not isinstance(
             done, InitWrite | AddWrite | PrepareWrite | CompleteWrite | ExpireWrite
@@ -616,7 +635,7 @@ class TransactionCoordinatorShard:
                 )
         elif isinstance(done, PrepareWrite):
             if mapped is ErrorCode.NONE:
-                out.marker_writes.append(self._marker_write(meta))
+                out.events.append(self._marker_write(meta))
             elif not stale:
                 # Nothing durable changed: back to Ongoing, with the epoch the log still has.
                 if done.fenced_from_epoch is not None:
@@ -682,7 +701,7 @@ class TransactionCoordinatorShard:
         meta.apply(v)
 
     # ------------------------------------------------------------------ admin
-    def _describe(self, tid: str) -> TransactionDescription:
+    def describe(self, tid: str) -> TransactionDescription:
         error = self._partition_error(tid)
         if error is not ErrorCode.NONE:
             return TransactionDescription(transactional_id=tid, error=error)
@@ -703,7 +722,7 @@ class TransactionCoordinatorShard:
             topics=tuple((t, tuple(ps)) for t, ps in by_topic.items()),
         )
 
-    def _list(self, state_filters: Sequence[str], pid_filters: Sequence[int]) -> ListTransactionsResponse:
+    def list_now(self, state_filters: Sequence[str], pid_filters: Sequence[int]) -> ListTransactionsResponse:
         if self._loading:
             return ListTransactionsResponse(
                 error=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, unknown_state_filters=(), transactions=()
