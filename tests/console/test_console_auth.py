@@ -186,7 +186,7 @@ def test_under_the_authorizer_a_console_user_needs_describe_on_the_cluster(
             b"This user may not DESCRIBE the cluster, which the console needs (docs/operations.md).",
         )
         assert get(b, "/events", basic("alice", "alice-secret"))[0] == 403
-        assert "console: refused User:alice from 127.0.0.1: no DESCRIBE on the cluster" in caplog.messages
+        assert "console: refused user 'alice' from 127.0.0.1: no DESCRIBE on the cluster" in caplog.messages
         b.add_acl("User:alice", "DESCRIBE", "CLUSTER", "kafka-cluster")
         assert get(b, "/", basic("alice", "alice-secret"))[0] == 200
         assert get(b, "/", basic("alice", "wrong"))[0] == 401  # the password first
@@ -269,3 +269,35 @@ def test_in_chromium_the_console_goes_live_only_with_a_user(broker: Broker) -> N
         assert page.eval("document.querySelectorAll('table').length") >= 1
         assert page.problems() == refused  # nothing refused, no script error since
         page.close()
+
+
+def test_the_users_are_those_of_every_sasl_listener_by_its_mechanisms(tmp_path: Path) -> None:
+    """Two SASL listeners: PLAIN's users of both JAAS lines (one name with a password on each),
+    and SCRAM for the mechanism one of them enables (SCRAM-SHA-256), not another."""
+    jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    config = BrokerConfig.from_properties(
+        {
+            "listeners": "A://127.0.0.1:0,B://127.0.0.1:0",
+            "listener.security.protocol.map": "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.b.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "listener.name.a.plain.sasl.jaas.config": jaas + 'user_ann="ann-a" user_bo="bo-a";',
+            "listener.name.b.plain.sasl.jaas.config": jaas + 'user_ann="ann-b";',
+            "console.listen": "127.0.0.1:0",
+            "console.auth": "basic",
+        }
+    )
+    app = BrokerApp(config=config, data_dir=tmp_path / "d")
+    try:
+        assert app.console is not None and app.console.auth is not None
+        auth = app.console.auth
+        assert dict(auth.plain_users) == {"ann": ("ann-a", "ann-b"), "bo": ("bo-a",)}
+        assert auth.scram_mechanisms == ("SCRAM-SHA-256",)
+        assert auth.check("ann", "ann-a") and auth.check("ann", "ann-b") and auth.check("bo", "bo-a")
+        assert not auth.check("bo", "ann-a") and not auth.check("ann", "bo-a")
+        app.broker.scram.set_password("s256", "SCRAM-SHA-256", "pw-256")
+        app.broker.scram.set_password("s512", "SCRAM-SHA-512", "pw-512")
+        assert auth.check("s256", "pw-256") and not auth.check("s256", "pw-512")
+        assert not auth.check("s512", "pw-512")  # no listener serves SCRAM-SHA-512
+    finally:
+        asyncio.run(app.close())

@@ -12,9 +12,10 @@ The users are those a Kafka client could log in as on one of the broker's SASL l
   H(HMAC(SaltedPassword, "Client Key")) must equal the StoredKey kept (RFC 5802 §3). Nothing of the
   password is kept.
 
-Every comparison is ``hmac.compare_digest`` and an unknown user costs the same work as a known
-one (a PLAIN comparison with a placeholder; a SCRAM derivation with a throwaway credential), so
-the time of an answer does not tell which names exist.
+Every comparison is ``hmac.compare_digest`` (of SHA-256 digests for PLAIN, so that lengths do not
+show either) and an unknown user costs about the work of a known one (a PLAIN comparison with a
+placeholder; a SCRAM derivation with a throwaway credential of 4096 iterations, Kafka's default),
+so the time of an answer does not readily tell which names exist.
 """
 
 from __future__ import annotations
@@ -77,10 +78,13 @@ class BasicAuth:
     def check(self, user: str, password: str) -> bool:
         """Whether ``password`` is ``user``'s, by any mechanism the broker serves."""
         given = password.encode("utf-8")
+        # PLAIN: digests compared, so that not even the length of a password shows in the time
+        given_digest = hashlib.sha256(given).digest()
         ok = False
         for expected in self.plain_users.get(user, (_PLACEHOLDER,)):
             # no early exit: every password of the user is compared
-            ok = hmac.compare_digest(expected.encode("utf-8"), given) | ok
+            expected_digest = hashlib.sha256(expected.encode("utf-8")).digest()
+            ok = hmac.compare_digest(expected_digest, given_digest) | ok
         if user not in self.plain_users:
             ok = False
         for mechanism in self.scram_mechanisms:

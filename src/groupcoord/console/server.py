@@ -197,16 +197,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._challenge()
             return False
         if console.broker.authorizer.enabled:
-
-            async def decide() -> bool:
-                return await console.may_describe_cluster(user, peer)
-
-            allowed = console.on_loop(decide)
+            allowed = console.on_loop(lambda: console.may_describe_cluster(user, peer))
             if allowed is None:
                 self._unavailable()
                 return False
             if not allowed:
-                log.warning("console: refused User:%s from %s: no DESCRIBE on the cluster", user[:256], peer)
+                log.warning("console: refused user %r from %s: no DESCRIBE on the cluster", user[:256], peer)
                 self._send(
                     403,
                     "This user may not DESCRIBE the cluster, which the console needs (docs/operations.md).",
