@@ -59,6 +59,7 @@ from groupcoord.clock import Clock, SystemClock
 from groupcoord.config import BrokerConfig
 from groupcoord.config.listeners import ListenerSpec, parse_jaas_users
 from groupcoord.console import BrokerConsole
+from groupcoord.console.auth import BasicAuth, ScramLookup
 from groupcoord.errors import ConfigError, DataDirError
 from groupcoord.handling import Interceptor, Route
 from groupcoord.metrics import BrokerMetrics
@@ -337,6 +338,38 @@ def listener_security(
     )
 
 
+def _console_users(
+    config: BrokerConfig, securities: Iterable[ListenerSecurity], scram_lookup: ScramLookup
+) -> BasicAuth:
+    """The users ``console.auth=basic`` lets in: those a client could log in as on one of the
+    listeners (PLAIN's JAAS users, the SCRAM credentials of the mechanisms some listener
+    enables). :class:`ConfigError` naming ``console.auth`` if it is ``basic`` and no listener has
+    SASL (the console would have no user to ask for)."""
+    plain: dict[str, tuple[str, ...]] = {}
+    scram: list[str] = []
+    delay = None
+    for security in securities:
+        sasl_config = security.sasl
+        if not isinstance(sasl_config, sasl.SaslServerConfig):
+            continue
+        delay = sasl_config.failed_delay_ms
+        if "PLAIN" in sasl_config.mechanisms:
+            for user, password in sasl_config.plain_users.items():
+                plain[user] = (*plain.get(user, ()), password)
+        scram += [m for m in sasl_config.mechanisms if m in sasl.SCRAM_MECHANISMS and m not in scram]
+    if config.console_auth == "basic" and delay is None:
+        raise ConfigError(
+            "bad value for console.auth: 'basic' (no listener has SASL: the console checks the users "
+            "of the SASL_PLAINTEXT and SASL_SSL listeners, see docs/operations.md)"
+        )
+    return BasicAuth(
+        plain_users=plain,
+        scram_mechanisms=tuple(scram),
+        scram_lookup=scram_lookup,
+        failed_delay_ms=100 if delay is None else delay,
+    )
+
+
 def _reason(exc: OSError, subject: Path | None = None) -> str:
     """An OSError as a short phrase: its strerror, and the file it names unless that is ``subject``."""
     if isinstance(exc, socket.gaierror) or not exc.errno:  # a resolver error has no errno's text
@@ -405,6 +438,7 @@ class BrokerApp:
                 settings.get("super.users"),
                 settings.get("allow.everyone.if.no.acl.found"),
             )
+            console_auth = _console_users(config, securities, lambda m, u: self.broker.scram.get(m, u))
         except (ConfigError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         self.broker = _open_broker(config, data_dir, self.clock)
@@ -474,7 +508,11 @@ class BrokerApp:
         console_at = config.console_listener()
         if console_at is not None:
             self.console = BrokerConsole(
-                broker=self.broker, groups=self.groups, host=console_at.host, port=console_at.port
+                broker=self.broker,
+                groups=self.groups,
+                host=console_at.host,
+                port=console_at.port,
+                auth=console_auth if config.console_auth == "basic" else None,
             )
 
     async def start(self) -> tuple[str, int]:

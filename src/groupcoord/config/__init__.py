@@ -137,6 +137,8 @@ class BrokerConfig:
     metrics_listen: str | None = None
     # The live web console (docs/operations.md): HOST:PORT, or None for none.
     console_listen: str | None = None
+    # Who may open the console: "none" (anyone who reaches it) or "basic" (a broker user, HTTP Basic).
+    console_auth: str = "none"
     #: The security keys as given (:data:`SECURITY_KEYS` and ``listener.name.*``), name -> value.
     security: tuple[tuple[str, str], ...] = ()
     #: Property names that were set explicitly (file or --set), as opposed to defaults.
@@ -547,6 +549,8 @@ PROPERTIES: dict[str, PropertySpec] = {
         parse_value=_host_port,
         expectation="HOST:PORT, e.g. 127.0.0.1:9405",
     ),
+    # groupcoord's own: whether the console asks for one of the broker's users (docs/operations.md).
+    "console.auth": PropertySpec(field="console_auth", **_choice("none", "basic")),
 }
 
 

@@ -2,9 +2,10 @@
 
 Built by the composition root (``groupcoord.app``) when ``console.listen`` is set, like the
 metrics endpoint: the server answers on threads of its own (the standard library's
-``ThreadingHTTPServer``) and reads the broker's state only through the loop
-(``asyncio.run_coroutine_threadsafe``): a snapshot for a page, a :class:`~groupcoord.console.hub.
-Subscriber` queue for a stream. HTML is rendered on the HTTP thread, off the loop.
+``ThreadingHTTPServer``, run as :mod:`groupcoord.metrics.http_thread` runs both endpoints) and
+reads the broker's state only through the loop (``asyncio.run_coroutine_threadsafe``): a
+snapshot for a page, a :class:`~groupcoord.console.hub.Subscriber` queue for a
+stream. HTML is rendered on the HTTP thread, off the loop.
 
 Paths (GET only; the console changes nothing):
 
@@ -18,29 +19,36 @@ Paths (GET only; the console changes nothing):
 Every page is sent with a Content-Security-Policy that allows scripts from the console itself
 only: no inline script and no event-handler attribute runs, whatever a name holds (names are
 also escaped: :mod:`groupcoord.console.pages`).
+
+With ``console.auth=basic`` every path, the streams and the assets included, asks for a user of
+the broker's own (HTTP Basic, :mod:`groupcoord.console.auth`): none or a wrong one is answered 401
+with a ``WWW-Authenticate`` challenge (a wrong one after ``connection.failed.authentication.delay.ms``,
+with one log line naming the user, never the password). With the authorizer on, the user must
+also be allowed DESCRIBE on the cluster, else 403: the console shows every group and topic, a
+cluster-wide view (as Kafka's DescribeLogDirs, which also needs DESCRIBE on the cluster).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
 import logging
 import queue
-import socket
-import threading
-from collections.abc import Callable, Coroutine
+import time
+from collections.abc import Callable
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from groupcoord.broker import acl
 from groupcoord.broker.state import Broker
 from groupcoord.console import pages
+from groupcoord.console.auth import BasicAuth, parse_basic
 from groupcoord.console.history import GroupHistory, LagHistory
 from groupcoord.console.hub import Hub, Message, Subscriber
 from groupcoord.console.snapshot import Reader
+from groupcoord.metrics.http_thread import LoopHttpEndpoint, bindable, url_host
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.ui.components import asset
 
@@ -52,6 +60,9 @@ __all__ = ["SNAPSHOT_TIMEOUT_S", "BrokerConsole"]
 SNAPSHOT_TIMEOUT_S = 10.0
 #: a comment line sent on an idle stream this often (keeps proxies and the browser's view fresh)
 KEEPALIVE_S = 15.0
+
+#: ``console.auth=basic``'s challenge (RFC 7617: the browser asks for a user, sent as UTF-8)
+_CHALLENGE = 'Basic realm="groupcoord console", charset="UTF-8"'
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; "
@@ -70,27 +81,29 @@ _STATIC: dict[str, tuple[str, Callable[[], str]]] = {
     "/static/console.js": ("text/javascript; charset=utf-8", _console_js),
 }
 
-T = TypeVar("T")
 
-
-class BrokerConsole:
+class BrokerConsole(LoopHttpEndpoint):
     """One broker's live console.
 
     Args:
         broker, groups: the broker and its group runtime (state read on the loop; group events
             through ``GroupRuntime.event_listeners``).
         host, port: where to listen (``console.listen``; port 0 picks a free one).
+        auth: the broker's users, for ``console.auth=basic`` (:mod:`groupcoord.console.auth`);
+            None: no user asked for.
 
     :meth:`start` (on the broker's loop) binds and returns the bound (host, port), also kept in
     :attr:`address`; :meth:`stop` closes it and ends every open stream.
     """
 
-    def __init__(self, *, broker: Broker, groups: GroupRuntime, host: str, port: int) -> None:
+    def __init__(
+        self, *, broker: Broker, groups: GroupRuntime, host: str, port: int, auth: BasicAuth | None = None
+    ) -> None:
+        super().__init__(
+            host=host, port=port, what="console", says="console", log=log, timeout_s=SNAPSHOT_TIMEOUT_S
+        )
         self.broker = broker
-        self.host = host
-        self.port = port
-        self.address: tuple[str, int] | None = None
-        self.snapshot_timeout_s = SNAPSHOT_TIMEOUT_S
+        self.auth = auth
         lags = LagHistory()
         reader: Reader | None = None
 
@@ -101,62 +114,30 @@ class BrokerConsole:
         reader = Reader(broker, groups, history, lags)
         self.hub = Hub(reader, history)
         groups.event_listeners.append(self.hub.on_event)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._closing = threading.Event()
 
     # ------------------------------------------------------------------ lifecycle
+    def make_server(self) -> _Server:
+        httpd = bindable(_Server, self.host, self.port)((self.host, self.port), _Handler)
+        httpd.console = self
+        return httpd
+
     def start(self) -> tuple[str, int]:
-        """Listen (on the broker's loop); the bound (host, port). Raises OSError."""
-        self._loop = asyncio.get_running_loop()
-        httpd = _server(self.host, self.port, self)
-        thread = threading.Thread(
-            target=httpd.serve_forever, name=f"groupcoord-console-{httpd.server_address[1]}", daemon=True
-        )
-        thread.start()
-        self._httpd, self._thread = httpd, thread
-        self.address = (self.host, int(httpd.server_address[1]))
-        host, port = self.address
-        shown = f"[{host}]" if ":" in host else host or "0.0.0.0"
-        log.info("console on http://%s:%d/", shown, port)
-        return self.address
+        address = super().start()
+        log.info("console on http://%s:%d/", *url_host(address))
+        return address
 
     async def stop(self) -> None:
         """Close the server and end every stream (their threads see it within a second)."""
-        httpd, thread = self._httpd, self._thread
-        self._httpd = self._thread = None
         self._closing.set()
         if self._loop is not None and not self._loop.is_closed():
             self.hub.close()
-        if httpd is None:
-            return
-        await asyncio.to_thread(httpd.shutdown)
-        httpd.server_close()
-        if thread is not None:
-            await asyncio.to_thread(thread.join, 5.0)
+        await super().stop()
 
-    # ------------------------------------------------------------------ the loop, from a thread
-    def on_loop(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T | None:
-        """Run a coroutine on the broker's loop and wait for it (None: the loop is gone or
-        busy past the timeout)."""
-        loop = self._loop
-        if loop is None or loop.is_closed() or self._closing.is_set():
-            return None
-        coro = make()
-        try:
-            future = asyncio.run_coroutine_threadsafe(coro, loop)
-        except RuntimeError:  # the loop closed meanwhile
-            coro.close()
-            return None
-        try:
-            return future.result(self.snapshot_timeout_s)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            log.warning("console: the event loop gave no snapshot within %.1f s", self.snapshot_timeout_s)
-        except Exception as exc:
-            log.warning("console: no snapshot: %r", exc)
-        return None
+    async def may_describe_cluster(self, user: str, host: str) -> bool:
+        """Whether ``User:<user>`` may DESCRIBE the cluster (on the loop, which owns the ACLs)."""
+        return self.broker.authorizer.authorize(
+            "User:" + user, host, acl.Op.DESCRIBE, acl.Resource.CLUSTER, acl.CLUSTER_NAME
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -167,7 +148,13 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("console: %s %s", self.address_string(), format % args)
 
     # ------------------------------------------------------------------ answers
-    def _send(self, status: int, body: str, content_type: str = "text/html; charset=utf-8") -> None:
+    def _send(
+        self,
+        status: int,
+        body: str,
+        content_type: str = "text/html; charset=utf-8",
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         data = body.encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -176,6 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Cache-Control", "no-store")
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
@@ -183,18 +172,76 @@ class _Handler(BaseHTTPRequestHandler):
     def _unavailable(self) -> None:
         self._send(503, "The broker did not answer in time; try again.", "text/plain; charset=utf-8")
 
+    # ------------------------------------------------------------------ console.auth
+    def _admitted(self) -> bool:
+        """Whether the request may be answered (``console.auth``); if not, it has been: 401
+        with a challenge (no or wrong credentials), 403 (the authorizer refuses), 503."""
+        console = self.server.console
+        auth = console.auth
+        if auth is None:
+            return True
+        peer = self.client_address[0]
+        given = parse_basic(self.headers.get("Authorization"))
+        if given is None:
+            log.info(
+                "console: %s %s from %s: no credentials, asked for a user", self.command, _path(self), peer
+            )
+            self._challenge()
+            return False
+        user, password = given
+        if not auth.check(user, password):
+            # the user name only, never the password (as the broker's SASL failures)
+            log.warning("console: refused user %r from %s: unknown user or wrong password", user[:256], peer)
+            if auth.failed_delay_ms > 0:  # slows guessing, as a failed SASL exchange is answered late
+                time.sleep(auth.failed_delay_ms / 1000)
+            self._challenge()
+            return False
+        if console.broker.authorizer.enabled:
+            allowed = console.on_loop(lambda: console.may_describe_cluster(user, peer))
+            if allowed is None:
+                self._unavailable()
+                return False
+            if not allowed:
+                log.warning("console: refused user %r from %s: no DESCRIBE on the cluster", user[:256], peer)
+                self._send(
+                    403,
+                    "This user may not DESCRIBE the cluster, which the console needs (docs/operations.md).",
+                    "text/plain; charset=utf-8",
+                )
+                return False
+        return True
+
+    def _challenge(self) -> None:
+        self._send(
+            401,
+            "The console asks for a user of the broker (console.auth=basic).",
+            "text/plain; charset=utf-8",
+            headers=(("WWW-Authenticate", _CHALLENGE),),
+        )
+
+    # ------------------------------------------------------------------ methods
     def do_HEAD(self) -> None:
+        if not self._admitted():
+            return
         if urlsplit(self.path).path == "/events":
             self._send(405, "A stream has no head.", "text/plain; charset=utf-8")
         else:
-            self.do_GET()
+            self._get()
 
     def do_POST(self) -> None:
-        self._send(405, "The console is read-only.", "text/plain; charset=utf-8")
+        if self._admitted():
+            self._send(405, "The console is read-only.", "text/plain; charset=utf-8")
 
     do_PUT = do_DELETE = do_PATCH = do_POST
 
     def do_GET(self) -> None:
+        try:
+            if self._admitted():
+                self._get()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the browser went away
+
+    def _get(self) -> None:
         console = self.server.console
         url = urlsplit(self.path)
         path = url.path
@@ -299,18 +346,11 @@ def _render(message: Message) -> tuple[str, Any]:
     return "sections", {"sections": [list(s) for s in sections]}
 
 
+def _path(handler: BaseHTTPRequestHandler) -> str:
+    """The request's path for a log line (its query left out, at most 200 characters)."""
+    return urlsplit(handler.path).path[:200]
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     console: BrokerConsole
-
-
-def _server(host: str, port: int, console: BrokerConsole) -> _Server:
-    """A threading HTTP server bound to (host, port), IPv6 if the host is (OSError if it cannot bind)."""
-    family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-
-    class _Bound(_Server):
-        address_family = family
-
-    httpd = _Bound((host, port), _Handler)
-    httpd.console = console
-    return httpd

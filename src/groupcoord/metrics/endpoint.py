@@ -16,20 +16,17 @@ answers in the format the scraper asks for (``Accept``: the text format 0.0.4 or
 if accepted, ``?name[]=`` filters): the instruments rendered by ``prometheus_client``, then the
 snapshot's families written by :mod:`groupcoord.metrics.exposition`, several times faster than
 ``prometheus_client``'s generic path and the same bytes. The HTTP server is a threading WSGI
-server on a daemon thread of its own, with its own registry of instruments (several brokers in
-one process, as in tests, each have their own).
+server on a daemon thread of its own (:mod:`groupcoord.metrics.http_thread`, shared with the web
+console), with its own registry of instruments (several brokers in one process, as in tests,
+each have their own).
 
 Every metric is listed, with its labels and meaning, in ``docs/operations.md``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import gzip
 import logging
-import socket
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +38,7 @@ from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gz
 
 from groupcoord.broker.state import Broker
 from groupcoord.metrics.exposition import Family, render
+from groupcoord.metrics.http_thread import LoopHttpEndpoint, bindable, url_host
 from groupcoord.metrics.rebalances import DURATION_BUCKETS, RebalanceCounter
 from groupcoord.metrics.snapshot import OffsetRow, PartitionRow, Snapshot, TimestampCache, take_snapshot
 from groupcoord.protocol.api_keys import ApiKey
@@ -88,7 +86,7 @@ def request_name(api_key: int) -> str:
         return f"Api{api_key}"
 
 
-class BrokerMetrics:
+class BrokerMetrics(LoopHttpEndpoint):
     """One broker's metrics and the HTTP server that exposes them.
 
     Args:
@@ -109,14 +107,12 @@ class BrokerMetrics:
         host: str,
         port: int,
     ) -> None:
+        super().__init__(
+            host=host, port=port, what="metrics", says="metrics scrape", log=log, timeout_s=SNAPSHOT_TIMEOUT_S
+        )
         self.broker = broker
         self.groups = groups
         self.server = server
-        self.host = host
-        self.port = port
-        self.address: tuple[str, int] | None = None
-        #: how long a scrape waits for the loop's snapshot
-        self.snapshot_timeout_s = SNAPSHOT_TIMEOUT_S
         #: The instruments and process collectors, rendered by ``prometheus_client``; the
         #: snapshot's families are rendered by :mod:`groupcoord.metrics.exposition` and added.
         self._instruments = CollectorRegistry()
@@ -144,9 +140,6 @@ class BrokerMetrics:
         dispatcher.observe = self._observe
         groups.event_listeners.append(self.rebalances.on_event)
         self._cache: TimestampCache = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._httpd: WSGIServer | None = None
-        self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ hooks (on the loop)
     def _observe(self, api_key: int, seconds: float) -> None:
@@ -157,29 +150,19 @@ class BrokerMetrics:
             observe(seconds)
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> tuple[str, int]:
-        """Listen (on the broker's loop); the bound (host, port). Raises OSError."""
-        self._loop = asyncio.get_running_loop()
-        httpd = _serve_wsgi(self.host, self.port, self._app)
-        thread = threading.Thread(
-            target=httpd.serve_forever, name=f"groupcoord-metrics-{httpd.server_address[1]}", daemon=True
+    def make_server(self) -> WSGIServer:
+        return make_server(
+            self.host,
+            self.port,
+            self._app,
+            bindable(ThreadingWSGIServer, self.host, self.port),
+            _QuietHandler,
         )
-        thread.start()
-        self._httpd, self._thread = httpd, thread
-        self.address = (self.host, int(httpd.server_address[1]))
-        log.info("metrics on http://%s:%d/metrics", *_url_host(self.address))
-        return self.address
 
-    async def stop(self) -> None:
-        """Close the HTTP server (its shutdown waits up to half a second, off the loop)."""
-        httpd, thread = self._httpd, self._thread
-        self._httpd = self._thread = None
-        if httpd is None:
-            return
-        await asyncio.to_thread(httpd.shutdown)
-        httpd.server_close()
-        if thread is not None:
-            await asyncio.to_thread(thread.join, 5.0)
+    def start(self) -> tuple[str, int]:
+        address = super().start()
+        log.info("metrics on http://%s:%d/metrics", *url_host(address))
+        return address
 
     # ------------------------------------------------------------------ scrape (HTTP thread)
     def _app(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
@@ -214,25 +197,7 @@ class BrokerMetrics:
 
     def snapshot(self) -> Snapshot | None:
         """The loop's snapshot, or None (the loop is gone, or busy past the timeout)."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return None
-        coro = self._take()
-        try:
-            future = asyncio.run_coroutine_threadsafe(coro, loop)
-        except RuntimeError:  # the loop closed meanwhile
-            coro.close()
-            return None
-        try:
-            return future.result(self.snapshot_timeout_s)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            log.warning(
-                "metrics scrape: the event loop gave no snapshot within %.1f s", self.snapshot_timeout_s
-            )
-        except Exception as exc:
-            log.warning("metrics scrape: no snapshot: %r", exc)
-        return None
+        return self.on_loop(self._take)
 
     async def _take(self) -> Snapshot:
         # Everything read here, the arguments included, is read on the loop.
@@ -246,27 +211,12 @@ class BrokerMetrics:
         )
 
 
-def _url_host(address: tuple[str, int]) -> tuple[str, int]:
-    host, port = address
-    return (f"[{host}]" if ":" in host else host or "0.0.0.0"), port
-
-
 _EOF = b"# EOF\n"
 
 
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # a line per scrape on stderr is noise
-
-
-def _serve_wsgi(host: str, port: int, app: Callable[..., list[bytes]]) -> WSGIServer:
-    """A threading WSGI server bound to (host, port), IPv6 if the host is (OSError if it cannot bind)."""
-    family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-
-    class _Server(ThreadingWSGIServer):
-        address_family = family
-
-    return make_server(host, port, app, _Server, handler_class=_QuietHandler)
 
 
 #: (label values, row): an offset's (group, topic, partition), a partition's (topic, partition)
