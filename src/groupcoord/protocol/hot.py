@@ -8,9 +8,9 @@ read in one pass with ``struct``:
 
 * the same bytes are accepted and rejected as by that general path: every count and length is
   checked against the bytes that remain before anything is read, a null is accepted only where
-  the schema allows it, strings must be UTF-8, unknown tagged fields are skipped after a bounds
-  check, and anything wrong raises :class:`MalformedRequestError` (the connection closes with
-  one log line);
+  the schema allows it, strings must be UTF-8, a tagged field is refused (neither request has one, and
+  kio refuses a tag it does not know), and anything wrong raises :class:`MalformedRequestError`
+  (the connection closes with one log line);
 * the result is a named tuple with the field names of kio's entity for that version, and the
   same values (``tests/protocol/test_hot_codecs.py`` compares both over generated requests,
   truncations and corruptions). Fields a version lacks are present with the value a handler's
@@ -145,12 +145,16 @@ def _skip_tags(buf: bytes, pos: int, end: int) -> int:
     count, pos = _uvarint(buf, pos, end)
     if count > end - pos:
         raise _Bad("tagged field count overruns the frame")
-    for _ in range(count):
-        _tag, pos = _uvarint(buf, pos, end)
+    if count:
+        tag, pos = _uvarint(buf, pos, end)
         size, pos = _uvarint(buf, pos, end)
         if pos + size > end:
             raise _Bad("tagged field overruns the frame")
-        pos += size
+        # Neither request has a tagged field at any version, and the general path (kio's
+        # reader) refuses a tag it does not know, so this one does too: the same bytes are
+        # refused on both paths. (Kafka's readers keep unknown tags instead; see
+        # docs/coordinator-scenarios.md, "Unknown tagged fields".)
+        raise _Bad(f"unknown tagged field tag: {tag}")
     return pos
 
 
