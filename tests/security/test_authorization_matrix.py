@@ -24,6 +24,7 @@ from groupcoord.formats.batch import build_batch
 from groupcoord.protocol.api_keys import ApiKey as K
 from groupcoord.protocol.client import WireClient
 from groupcoord.testing import Broker
+from wire_testing import fetch_fields, produce_fields, sasl_plain_login
 
 USERS = {"admin": "admin-pw", "bob": "bob-pw"}
 
@@ -43,8 +44,7 @@ def broker() -> Iterator[Broker]:
 def _login(broker: Broker, user: str) -> WireClient:
     host, port = broker.bootstrap.split(":")
     c = WireClient(host, int(port))
-    assert c.call(K.SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == 0
-    assert c.call(K.SASL_AUTHENTICATE, 2, auth_bytes=f"\0{user}\0{USERS[user]}".encode()).error_code == 0
+    sasl_plain_login(c, user, USERS[user])
     return c
 
 
@@ -103,14 +103,7 @@ class Case:
 
 
 def _produce(c: WireClient, n: Names) -> Any:
-    return c.call(
-        K.PRODUCE,
-        9,
-        transactional_id=None,
-        acks=1,
-        timeout=5000,
-        topic_data=[{"name": n.topic, "partition_data": [{"index": 0, "records": _batch()}]}],
-    )
+    return c.call(K.PRODUCE, 9, **produce_fields(n.topic, _batch()))
 
 
 def _offset_commit(c: WireClient, n: Names) -> Any:
@@ -137,6 +130,21 @@ def _offset_commit(c: WireClient, n: Names) -> Any:
     )
 
 
+def _add_partitions_to_txn(c: WireClient, n: Names) -> Any:
+    return c.call(
+        K.ADD_PARTITIONS_TO_TXN,
+        3,
+        v3_and_below_transactional_id=n.txn,
+        v3_and_below_producer_id=1,
+        v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[{"name": n.topic, "partitions": [0]}],
+    )
+
+
+def _add_partitions_to_txn_code(r: Any) -> int:
+    return int(r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
+
+
 CASES = [
     Case(
         "Produce",
@@ -149,34 +157,7 @@ CASES = [
     Case(
         "Fetch",
         "KafkaApis.scala:813 filterByAuthorized(READ, TOPIC)",
-        lambda c, n: c.call(
-            K.FETCH,
-            12,
-            replica_id=-1,
-            max_wait=0,
-            min_bytes=0,
-            max_bytes=1 << 20,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                {
-                    "topic": n.topic,
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": 0,
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                    ],
-                }
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
-        ),
+        lambda c, n: c.call(K.FETCH, 12, **fetch_fields(n.topic, 0)),
         lambda r: r.responses[0].partitions[0].error_code,
         E.TOPIC_AUTHORIZATION_FAILED,
         ("READ", "TOPIC", "topic"),
@@ -501,15 +482,8 @@ CASES = [
     Case(
         "AddPartitionsToTxn (transaction)",
         "KafkaApis.scala:2557 authorize(WRITE, TRANSACTIONAL_ID)",
-        lambda c, n: c.call(
-            K.ADD_PARTITIONS_TO_TXN,
-            3,
-            v3_and_below_transactional_id=n.txn,
-            v3_and_below_producer_id=1,
-            v3_and_below_producer_epoch=0,
-            v3_and_below_topics=[{"name": n.topic, "partitions": [0]}],
-        ),
-        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        _add_partitions_to_txn,
+        _add_partitions_to_txn_code,
         E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
         ("WRITE", "TRANSACTIONAL_ID", "txn"),
         E.TOPIC_AUTHORIZATION_FAILED,
@@ -517,15 +491,8 @@ CASES = [
     Case(
         "AddPartitionsToTxn (topic)",
         "KafkaApis.scala:2567 filterByAuthorized(WRITE, TOPIC)",
-        lambda c, n: c.call(
-            K.ADD_PARTITIONS_TO_TXN,
-            3,
-            v3_and_below_transactional_id=n.txn,
-            v3_and_below_producer_id=1,
-            v3_and_below_producer_epoch=0,
-            v3_and_below_topics=[{"name": n.topic, "partitions": [0]}],
-        ),
-        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        _add_partitions_to_txn,
+        _add_partitions_to_txn_code,
         E.TOPIC_AUTHORIZATION_FAILED,
         ("WRITE", "TOPIC", "topic"),
         None,
