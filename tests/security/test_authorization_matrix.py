@@ -48,6 +48,27 @@ def _login(broker: Broker, user: str) -> WireClient:
     return c
 
 
+def _create_topic(broker: Broker, topic: str) -> None:
+    """``topic`` (one partition) made by the super user."""
+    with _login(broker, "admin") as admin:
+        r = admin.call(
+            K.CREATE_TOPICS,
+            7,
+            topics=[
+                {
+                    "name": topic,
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            timeout=10000,
+            validate_only=False,
+        )
+        assert r.topics[0].error_code == 0
+
+
 @dataclass
 class Names:
     topic: str
@@ -62,23 +83,7 @@ def names(broker: Broker) -> Iterator[Names]:
     n = Names(
         topic=f"t-{uuid.uuid4().hex[:8]}", group=f"g-{uuid.uuid4().hex[:8]}", txn=f"x-{uuid.uuid4().hex[:8]}"
     )
-    with _login(broker, "admin") as admin:
-        r = admin.call(
-            K.CREATE_TOPICS,
-            7,
-            topics=[
-                {
-                    "name": n.topic,
-                    "num_partitions": 1,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-            timeout=10000,
-            validate_only=False,
-        )
-        assert r.topics[0].error_code == 0
+    _create_topic(broker, n.topic)
     yield n
     broker.remove_acls("User:bob")
 
@@ -648,22 +653,7 @@ def test_offset_commit_denies_only_the_topics_not_readable(broker: Broker, names
     """KafkaApis.scala:469-483: with READ on the group, a topic without READ is answered
     TOPIC_AUTHORIZATION_FAILED and a readable one is committed."""
     other = f"o-{uuid.uuid4().hex[:6]}"
-    with _login(broker, "admin") as admin:
-        admin.call(
-            K.CREATE_TOPICS,
-            7,
-            timeout=10000,
-            validate_only=False,
-            topics=[
-                {
-                    "name": other,
-                    "num_partitions": 1,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-        )
+    _create_topic(broker, other)
     broker.add_acl("User:bob", "READ", "GROUP", names.group)
     broker.add_acl("User:bob", "READ", "TOPIC", names.topic)
     part = {
@@ -686,6 +676,71 @@ def test_offset_commit_denies_only_the_topics_not_readable(broker: Broker, names
             names.topic: E.NONE,
             other: E.TOPIC_AUTHORIZATION_FAILED,
         }
+
+
+@pytest.mark.parametrize("version", [4, 6])
+def test_delete_topics_deletes_only_the_topics_the_principal_may_delete(
+    broker: Broker, names: Names, version: int
+) -> None:
+    """KafkaApis.scala:2133-2150: of two topics asked for, the one without DELETE is answered
+    TOPIC_AUTHORIZATION_FAILED and the other is deleted (by name before v6, by entity from v6)."""
+    other = f"o-{uuid.uuid4().hex[:6]}"
+    _create_topic(broker, other)
+    broker.add_acl("User:bob", "DELETE", "TOPIC", names.topic)
+    asked = [names.topic, other]
+    with _login(broker, "bob") as bob:
+        if version >= 6:
+            topics = [{"name": t, "topic_id": uuid.UUID(int=0)} for t in asked]
+            r = bob.call(K.DELETE_TOPICS, version, topics=topics, timeout=10000)
+        else:
+            r = bob.call(K.DELETE_TOPICS, version, topic_names=asked, timeout=10000)
+        assert {t.name: t.error_code for t in r.responses} == {
+            names.topic: E.NONE,
+            other: E.TOPIC_AUTHORIZATION_FAILED,
+        }
+    with _login(broker, "admin") as admin:
+        r = admin.call(
+            K.METADATA,
+            12,
+            topics=[{"name": t, "topic_id": uuid.UUID(int=0)} for t in asked],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        assert {t.name: t.error_code for t in r.topics} == {
+            names.topic: E.UNKNOWN_TOPIC_OR_PARTITION,
+            other: E.NONE,
+        }
+
+
+def test_create_partitions_alters_only_the_topics_the_principal_may_alter(
+    broker: Broker, names: Names
+) -> None:
+    """KafkaApis.scala:2078: of two topics asked for, the one without ALTER is answered
+    TOPIC_AUTHORIZATION_FAILED and the other gets its partitions."""
+    other = f"o-{uuid.uuid4().hex[:6]}"
+    _create_topic(broker, other)
+    broker.add_acl("User:bob", "ALTER", "TOPIC", names.topic)
+    with _login(broker, "bob") as bob:
+        r = bob.call(
+            K.CREATE_PARTITIONS,
+            3,
+            topics=[{"name": t, "count": 2, "assignments": None} for t in (names.topic, other)],
+            timeout=10000,
+            validate_only=False,
+        )
+        assert {t.name: t.error_code for t in r.results} == {
+            names.topic: E.NONE,
+            other: E.TOPIC_AUTHORIZATION_FAILED,
+        }
+    with _login(broker, "admin") as admin:
+        r = admin.call(
+            K.METADATA,
+            12,
+            topics=[{"name": t, "topic_id": uuid.UUID(int=0)} for t in (names.topic, other)],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        assert {t.name: len(t.partitions) for t in r.topics} == {names.topic: 2, other: 1}
 
 
 def test_metadata_of_all_topics_lists_only_describable_ones(broker: Broker, names: Names) -> None:
