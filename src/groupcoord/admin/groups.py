@@ -38,7 +38,6 @@ from groupcoord.admin.client import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     LIST_GROUPS,
-    METADATA,
     OFFSET_COMMIT,
     OFFSET_DELETE,
     OFFSET_FETCH,
@@ -317,13 +316,7 @@ def committed_offsets(admin: AdminClient, group_id: str) -> dict[tuple[str, int]
 
 def topic_partitions(admin: AdminClient, topics: Iterable[str]) -> dict[str, list[int]]:
     """Each named topic's partitions, from Metadata; AdminError for a topic the broker lacks."""
-    r = admin.bootstrap.call(
-        METADATA,
-        topics=[{"name": t} for t in sorted(set(topics))],
-        allow_auto_topic_creation=False,
-        include_cluster_authorized_operations=False,
-        include_topic_authorized_operations=False,
-    )
+    r = admin.metadata(sorted(set(topics)))
     out: dict[str, list[int]] = {}
     for t in r.topics:
         check_error(t.error_code, f"topic {t.name!r}")

@@ -24,7 +24,6 @@ from groupcoord.admin.client import (
     DELETE_TOPICS,
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
-    METADATA,
     AdminClient,
     AdminError,
     UsageError,
@@ -57,24 +56,14 @@ class TopicDescription:
     configs: dict[str, str | None]
 
 
-def _metadata(admin: AdminClient, topics: Sequence[str] | None) -> Any:
-    return admin.bootstrap.call(
-        METADATA,
-        topics=None if topics is None else [{"name": t} for t in topics],
-        allow_auto_topic_creation=False,
-        include_cluster_authorized_operations=False,
-        include_topic_authorized_operations=False,
-    )
-
-
 def list_topics(admin: AdminClient, *, internal: bool = False) -> list[str]:
-    r = _metadata(admin, None)
+    r = admin.metadata(None)
     return sorted(t.name for t in r.topics if internal or not bool(t.is_internal))
 
 
 def describe_topics(admin: AdminClient, topics: Sequence[str] | None) -> list[TopicDescription]:
     """Each topic's partitions and non-default settings (every non-internal topic when None)."""
-    r = _metadata(admin, topics)
+    r = admin.metadata(topics)
     out = []
     for t in sorted(r.topics, key=lambda t: t.name):
         check_error(t.error_code, f"topic {t.name!r}")
