@@ -893,22 +893,8 @@ def test_offset_fetch_hides_or_refuses_topics_the_principal_may_not_describe(
         "committed_leader_epoch": -1,
         "committed_metadata": "",
     }
+    _create_topic(broker, other)
     with _login(broker, "admin") as admin:
-        admin.call(
-            K.CREATE_TOPICS,
-            7,
-            timeout=10000,
-            validate_only=False,
-            topics=[
-                {
-                    "name": other,
-                    "num_partitions": 1,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-        )
         admin.call(
             K.OFFSET_COMMIT,
             8,
@@ -996,22 +982,8 @@ def test_describe_transactions_lists_only_describable_topics(broker: Broker, nam
     """KafkaApis.scala:3731-3735: a transaction's partitions of topics the principal may not
     DESCRIBE are left out."""
     other = f"o-{uuid.uuid4().hex[:6]}"
+    _create_topic(broker, other)
     with _login(broker, "admin") as admin:
-        admin.call(
-            K.CREATE_TOPICS,
-            7,
-            timeout=10000,
-            validate_only=False,
-            topics=[
-                {
-                    "name": other,
-                    "num_partitions": 1,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-        )
         pid = admin.call(
             K.INIT_PRODUCER_ID,
             4,
