@@ -47,8 +47,14 @@ from groupcoord.formats.batch import build_batch
 from groupcoord.protocol.client import WireClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the tests' raw-wire and console helpers, as bench/fairness.py uses tests/flood_harness.py
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "console"))
+from console_helpers import commit_simple
+
 import group_bench
 import peer
+from wire_testing import produce
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOPIC = "console-bench-fleet"
@@ -60,43 +66,8 @@ def preload(host: str, port: int, groups: int, records: int) -> None:
     with WireClient(host, port, client_id="console-bench", timeout_s=120) as wire:
         # written a minute ago: every group's time lag is about a minute
         data = build_batch([(None, b"x" * 100, ())] * records, timestamp_ms=int(time.time() * 1000) - 60_000)
-        answer = wire.call(
-            0,
-            9,
-            transactional_id=None,
-            acks=-1,
-            timeout=30_000,
-            topic_data=[{"name": TOPIC, "partition_data": [{"index": 0, "records": data}]}],
-        )
-        assert int(answer.responses[0].partition_responses[0].error_code) == 0
-        names = [f"fleet-{i:05d}" for i in range(groups)]
-        for start in range(0, groups, 500):
-            chunk = names[start : start + 500]
-            for name in chunk:
-                wire.send(
-                    8,
-                    8,
-                    group_id=name,
-                    generation_id_or_member_epoch=-1,
-                    member_id="",
-                    group_instance_id=None,
-                    topics=[
-                        {
-                            "name": TOPIC,
-                            "partitions": [
-                                {
-                                    "partition_index": 0,
-                                    "committed_offset": 0,
-                                    "committed_leader_epoch": -1,
-                                    "committed_metadata": "",
-                                }
-                            ],
-                        }
-                    ],
-                )
-            for _ in chunk:
-                got = wire.recv()
-                assert all(int(p.error_code) == 0 for t in got.topics for p in t.partitions)
+        produce(wire, TOPIC, data, acks=-1)
+    commit_simple(f"{host}:{port}", [f"fleet-{i:05d}" for i in range(groups)], TOPIC, 0, 0)
 
 
 class Viewer:

@@ -32,6 +32,9 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peer
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -39,32 +42,9 @@ def start_broker(data_dir: Path) -> tuple[subprocess.Popen[str], str, float]:
     """A fresh broker as librdkafka's harness starts one; returns it, its address and the
     seconds from spawn to listening."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "groupcoord",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(data_dir),
-            "--log-level",
-            "warning",
-            "--set",
-            "auto.create.topics.enable=true",
-            "--set",
-            "num.partitions=4",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("groupcoord listening on "):
-        proc.kill()
-        raise SystemExit(f"broker did not start: {line!r}")
-    return proc, line.rsplit(" ", 1)[1].strip(), time.perf_counter() - t0
+    cmd = peer.serve_command(data_dir, {"auto.create.topics.enable": "true", "num.partitions": "4"})
+    proc, bootstrap = peer.spawn_serve(cmd)
+    return proc, bootstrap, time.perf_counter() - t0
 
 
 def produce_serial(producer: Producer, topic: str, n: int) -> list[float]:

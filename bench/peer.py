@@ -1,4 +1,6 @@
-"""Start and stop the two brokers the benchmarks compare: groupcoord and the peer (Tansu).
+"""Start and stop the two brokers the benchmarks compare: groupcoord and the peer (Tansu); and
+the one way every benchmark starts a ``groupcoord serve`` process (:func:`serve_command`,
+:func:`spawn_serve`, :func:`start_groupcoord`) and reads a process's CPU time (:func:`cpu_seconds`).
 
 Both run as child processes listening on 127.0.0.1 only; :meth:`BrokerProcess.stop` ends the
 process by its PID (SIGTERM, then SIGKILL after a grace period) and removes any temporary data
@@ -21,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,13 +49,11 @@ class BrokerProcess:
         return f"{self.host}:{self.port}"
 
     def cpu_seconds(self) -> float:
-        """User + system CPU seconds of the broker process so far (Linux /proc)."""
+        """User + system CPU seconds of the broker process so far (Linux /proc); NaN once gone."""
         try:
-            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return cpu_seconds(self.pid)
         except OSError:
             return float("nan")
-        ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks
 
     def rss_bytes(self) -> int:
         try:
@@ -97,6 +98,50 @@ class BrokerProcess:
         self.stop()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, from ``/proc/PID/stat`` (Linux);
+    OSError when there is no such process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def serve_command(
+    data_dir: Path | None = None,
+    settings: Mapping[str, str] | None = None,
+    *,
+    config: Path | None = None,
+    log_level: str | None = "warning",
+    python: str | None = None,
+) -> list[str]:
+    """``python -m groupcoord serve``: on ``--listen 127.0.0.1:0`` (or the listeners of the
+    ``--config`` properties file), with ``--data-dir``, ``--log-level`` (None: the broker's own)
+    and a ``--set KEY=VALUE`` for each setting when given."""
+    cmd = [python or sys.executable, "-m", "groupcoord", "serve"]
+    cmd += ["--listen", "127.0.0.1:0"] if config is None else ["--config", str(config)]
+    if data_dir is not None:
+        cmd += ["--data-dir", str(data_dir)]
+    if log_level is not None:
+        cmd += ["--log-level", log_level]
+    for key, value in (settings or {}).items():
+        cmd += ["--set", f"{key}={value}"]
+    return cmd
+
+
+def spawn_serve(cmd: list[str], what: str = "broker") -> tuple[subprocess.Popen[str], str]:
+    """Start ``cmd`` (a :func:`serve_command`) with its stdout piped and read the first line,
+    ``groupcoord listening on HOST:PORT``, in this thread (no polling, so a caller timing the
+    start measures it to the line); returns the process and that address. A broker that says
+    anything else first is killed and the script exits naming ``what``. The caller stops it."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("groupcoord listening on "):
+        proc.kill()
+        proc.wait()
+        raise SystemExit(f"{what} did not start: {line!r}")
+    return proc, line.rsplit(" ", 1)[1].strip()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -134,20 +179,7 @@ def start_groupcoord(
     if data_dir is None:
         data_dir = Path(tempfile.mkdtemp(prefix="groupcoord-bench-"))
     log_path = data_dir.parent / f"{data_dir.name}.log"
-    cmd = [
-        python or sys.executable,
-        "-m",
-        "groupcoord",
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--data-dir",
-        str(data_dir),
-        "--log-level",
-        log_level,
-    ]
-    for key, value in (settings or {}).items():
-        cmd += ["--set", f"{key}={value}"]
+    cmd = serve_command(data_dir, settings, log_level=log_level, python=python)
     log_file = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed by the OS at exit
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=log_file, env={**os.environ, **env} if env else None

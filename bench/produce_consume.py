@@ -24,7 +24,6 @@ import os
 import platform
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,38 +33,10 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peer
+
 PARTITIONS = 4
-
-
-def start_broker(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "groupcoord",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(data_dir),
-            "--log-level",
-            "warning",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("groupcoord listening on "):
-        proc.kill()
-        raise SystemExit(f"broker did not start: {line!r}")
-    return proc, line.rsplit(" ", 1)[1].strip()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def produce(
@@ -90,7 +61,7 @@ def produce(
         if err is not None:
             errors += 1
 
-    cpu0 = cpu_seconds(broker_pid)
+    cpu0 = peer.cpu_seconds(broker_pid)
     start = time.perf_counter()
     for i in range(n):
         while True:
@@ -111,7 +82,7 @@ def produce(
     elapsed = time.perf_counter() - start
     if left or errors:
         raise SystemExit(f"produce failed: {left} undelivered, {errors} errors")
-    return elapsed, cpu_seconds(broker_pid) - cpu0
+    return elapsed, peer.cpu_seconds(broker_pid) - cpu0
 
 
 def consume(bootstrap: str, topic: str, n: int, broker_pid: int) -> dict[str, float]:
@@ -124,7 +95,7 @@ def consume(bootstrap: str, topic: str, n: int, broker_pid: int) -> dict[str, fl
             "max.partition.fetch.bytes": 10485760,
         }
     )
-    cpu0 = cpu_seconds(broker_pid)
+    cpu0 = peer.cpu_seconds(broker_pid)
     c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     got = 0
     start = time.perf_counter()
@@ -138,7 +109,7 @@ def consume(bootstrap: str, topic: str, n: int, broker_pid: int) -> dict[str, fl
         if time.perf_counter() - start > 300:
             raise SystemExit(f"consume stalled at {got}/{n}")
     end = time.perf_counter()
-    broker_cpu = cpu_seconds(broker_pid) - cpu0
+    broker_cpu = peer.cpu_seconds(broker_pid) - cpu0
     c.close()
     return {
         "seconds": end - start,
@@ -176,7 +147,7 @@ def main() -> None:
         "runs": [],
     }
     with tempfile.TemporaryDirectory() as tmp:
-        proc, bootstrap = start_broker(Path(tmp) / "data")
+        proc, bootstrap = peer.spawn_serve(peer.serve_command(Path(tmp) / "data"))
         try:
             admin = AdminClient({"bootstrap.servers": bootstrap})
             for acks, codec in combos:

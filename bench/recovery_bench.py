@@ -53,6 +53,7 @@ from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench
+import peer
 
 _LOADED = re.compile(r"loaded (\d+) records from __consumer_offsets \((\d+) groups\)")
 
@@ -166,16 +167,7 @@ def load_in_process(data_dir: Path, profile: bool) -> dict[str, Any]:
 
 def load_in_broker_process(data_dir: Path, timeout_s: float) -> dict[str, Any]:
     """Start ``groupcoord serve`` on the data dir; seconds until its "loaded N records" line."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "groupcoord",
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--data-dir",
-        str(data_dir),
-    ]
+    cmd = peer.serve_command(data_dir, log_level=None)  # the "loaded" line is logged at INFO
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     found: list[tuple[float, int, int]] = []
@@ -194,10 +186,9 @@ def load_in_broker_process(data_dir: Path, timeout_s: float) -> dict[str, Any]:
     def cpu_seconds() -> float | None:
         """user+sys CPU of the broker process so far (from /proc), or None off Linux."""
         try:
-            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return peer.cpu_seconds(proc.pid)
         except OSError:
             return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     reader = threading.Thread(target=watch, daemon=True)
     reader.start()

@@ -45,30 +45,16 @@ from confluent_kafka.admin import (
 
 from groupcoord.testing.security import TestCA
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peer
+
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-pw";'
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _serve(props: str, tmp: Path, name: str) -> subprocess.Popen[str]:
     path = tmp / f"{name}.properties"
     path.write_text(props + f"log.dirs={tmp / name}\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "groupcoord", "serve", "--config", str(path), "--log-level", "warning"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("groupcoord listening on "):
-        proc.kill()
-        raise SystemExit(f"broker {name} did not start: {line!r}")
+    proc, _ = peer.spawn_serve(peer.serve_command(config=path), what=f"broker {name}")
     return proc
 
 
@@ -119,8 +105,8 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="groupcoord-secbench-"))
     ca = TestCA(tmp / "ca")
-    pa = [_free_port() for _ in range(3)]
-    pb = [_free_port() for _ in range(2)]
+    pa = [peer.free_port() for _ in range(3)]
+    pb = [peer.free_port() for _ in range(2)]
     a = _serve(
         f"listeners=PLAINTEXT://127.0.0.1:{pa[0]},SSL://127.0.0.1:{pa[1]},SASL_SSL://127.0.0.1:{pa[2]}\n"
         f"ssl.keystore.type=PEM\nssl.keystore.location={ca.server_pem}\n"
@@ -187,28 +173,18 @@ def main() -> None:
                     AclPermissionType.ALLOW,
                 )
             )
-        bindings.append(
+        bindings += [
             AclBinding(
                 ResourceType.BROKER,
                 "kafka-cluster",
                 ResourcePatternType.LITERAL,
                 "User:ANONYMOUS",
                 "*",
-                AclOperation.IDEMPOTENT_WRITE,
+                op,
                 AclPermissionType.ALLOW,
             )
-        )
-        bindings.append(
-            AclBinding(
-                ResourceType.BROKER,
-                "kafka-cluster",
-                ResourcePatternType.LITERAL,
-                "User:ANONYMOUS",
-                "*",
-                AclOperation.CREATE,
-                AclPermissionType.ALLOW,
-            )
-        )
+            for op in (AclOperation.IDEMPOTENT_WRITE, AclOperation.CREATE)
+        ]
         for fut in admin_b.create_acls(bindings).values():
             fut.result(30)
         modes = {

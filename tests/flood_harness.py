@@ -22,8 +22,9 @@ from typing import Any
 from groupcoord.formats.batch import build_batch
 from groupcoord.protocol.client import WireClient, build_request, encode_request
 from groupcoord.protocol.registry import load_messages
+from wire_testing import FETCH, PRODUCE, fetch_fields, produce, produce_fields
 
-PRODUCE, FETCH, OFFSET_COMMIT, HEARTBEAT, API_VERSIONS, CREATE_TOPICS = 0, 1, 8, 12, 18, 19
+OFFSET_COMMIT, HEARTBEAT, API_VERSIONS, CREATE_TOPICS = 8, 12, 18, 19
 
 _SERVE = """
 import asyncio, sys
@@ -108,51 +109,14 @@ def fill_topic(client: WireClient, topic: str, total_bytes: int, record_bytes: i
     """Append ``total_bytes`` of record values to partition 0 of ``topic`` (acks=1)."""
     value = b"x" * record_bytes
     for _ in range(max(1, total_bytes // record_bytes)):
-        batch = build_batch([(None, value, ())], timestamp_ms=int(time.time() * 1000))
-        r = client.call(
-            PRODUCE,
-            9,
-            transactional_id=None,
-            acks=1,
-            timeout=30_000,
-            topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-        )
-        assert r.responses[0].partition_responses[0].error_code == 0, r
+        produce(client, topic, build_batch([(None, value, ())], timestamp_ms=int(time.time() * 1000)))
 
 
 def fetch_frame(correlation: int, topic: str, max_bytes: int, version: int = 12) -> bytes:
     """A Fetch of partition 0 from offset 0, allowing ``max_bytes``, no wait. At v12 the
     broker sends large record sets from the segment file (sendfile); at v3 it down-converts
     them, so every answer is built in memory."""
-    return frame(
-        FETCH,
-        version,
-        correlation,
-        replica_id=-1,
-        max_wait=0,
-        min_bytes=1,
-        max_bytes=max_bytes,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        forgotten_topics_data=[],
-        rack_id="",
-        topics=[
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": 0,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": 0,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": max_bytes,
-                    }
-                ],
-            }
-        ],
-    )
+    return frame(FETCH, version, correlation, **fetch_fields(topic, 0, max_bytes))
 
 
 def api_versions_frame(correlation: int) -> bytes:
@@ -225,12 +189,4 @@ def big_produce_frame(correlation: int, topic: str, value_bytes: int) -> bytes:
     """A Produce v9 frame carrying one record of ``value_bytes`` (over max.message.bytes: the
     broker reads it whole, then answers MESSAGE_TOO_LARGE)."""
     batch = build_batch([(None, b"\0" * value_bytes, ())], timestamp_ms=int(time.time() * 1000))
-    return frame(
-        PRODUCE,
-        9,
-        correlation,
-        transactional_id=None,
-        acks=1,
-        timeout=30_000,
-        topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-    )
+    return frame(PRODUCE, 9, correlation, **produce_fields(topic, batch))

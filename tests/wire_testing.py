@@ -1,5 +1,6 @@
 """Raw-wire helpers shared by the tests that speak Kafka's protocol with the package's own
-``WireClient`` or with hand-built frames (old versions, the cleaner through Fetch)."""
+``WireClient`` or with hand-built frames (old versions, the cleaner through Fetch, floods,
+quotas, authorization): the one home of the Produce and Fetch request fields they send."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from groupcoord.protocol.client import WireClient
 from groupcoord.testing import Broker
 
-FETCH = 1
+PRODUCE, FETCH, SASL_HANDSHAKE, SASL_AUTHENTICATE = 0, 1, 17, 36
 MAX = 1 << 20
 
 
@@ -23,28 +24,56 @@ def wire_client(broker: Broker) -> Iterator[WireClient]:
         yield c
 
 
+def sasl_plain_login(client: WireClient, user: str, password: str) -> None:
+    """SaslHandshake v1 for PLAIN and SaslAuthenticate v2 as ``user``, both answered NONE."""
+    assert client.call(SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == 0
+    assert client.call(SASL_AUTHENTICATE, 2, auth_bytes=f"\0{user}\0{password}".encode()).error_code == 0
+
+
+def produce_fields(topic: str, records: bytes, *, acks: int = 1) -> dict[str, Any]:
+    """The fields of a Produce request (any version from v3) of ``records``, one record batch, to
+    partition 0 of ``topic``: no transactional id, a 30 s timeout."""
+    return {
+        "transactional_id": None,
+        "acks": acks,
+        "timeout": 30_000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+    }
+
+
+def produce(client: WireClient, topic: str, records: bytes, *, acks: int = 1) -> None:
+    """Produce v9 of ``records`` to partition 0 of ``topic``, answered NONE."""
+    r = client.call(PRODUCE, 9, **produce_fields(topic, records, acks=acks))
+    assert r.responses[0].partition_responses[0].error_code == 0, r
+
+
+def fetch_fields(topic: str, offset: int, max_bytes: int = MAX) -> dict[str, Any]:
+    """The fields of a Fetch request (any version) of partition 0 of ``topic`` from ``offset``:
+    read_uncommitted, no wait, no session, ``max_bytes`` for the request and the partition
+    (leader epochs and log start left at the schema's -1)."""
+    return {
+        "replica_id": -1,
+        "max_wait": 0,
+        "min_bytes": 1,
+        "max_bytes": max_bytes,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "forgotten_topics_data": [],
+        "rack_id": "",
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": max_bytes}],
+            }
+        ],
+    }
+
+
 def fetch_partition(client: WireClient, version: int, topic: str, offset: int) -> Any:
     """Fetch (at ``version``) partition 0 of ``topic`` from ``offset``, read_uncommitted, no
     wait, up to 1 MiB; the answer's one partition."""
-    r = client.call(
-        FETCH,
-        version,
-        replica_id=-1,
-        max_wait=0,
-        min_bytes=1,
-        max_bytes=MAX,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        forgotten_topics_data=[],
-        rack_id="",
-        topics=[
-            {
-                "topic": topic,
-                "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": MAX}],
-            }
-        ],
-    )
+    r = client.call(FETCH, version, **fetch_fields(topic, offset))
     return r.responses[0].partitions[0]
 
 

@@ -20,6 +20,7 @@ from groupcoord.admin.client import AdminError
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.client import WireClient
 from groupcoord.testing import DEFAULT_ENTITY, Broker
+from wire_testing import wire_client
 
 DESCRIBE, ALTER = 48, 49
 
@@ -32,8 +33,7 @@ def broker() -> Iterator[Broker]:
 
 @pytest.fixture
 def client(broker: Broker) -> Iterator[WireClient]:
-    host, port = broker.bootstrap.split(":")
-    with WireClient(host, int(port)) as c:
+    with wire_client(broker) as c:
         yield c
 
 

@@ -28,6 +28,7 @@ from groupcoord.formats.batch import build_batch
 from groupcoord.protocol.client import WireClient, build_request, encode_request
 from groupcoord.protocol.registry import load_messages
 from groupcoord.testing import Broker
+from wire_testing import FETCH, fetch_fields, produce, produce_fields
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -99,15 +100,7 @@ def _fill(broker: Broker, topic: str, total: int) -> None:
     with WireClient(host, int(port)) as client:
         for _ in range(total // (64 * len(VALUE))):
             batch = build_batch([(None, VALUE, ())] * 64, timestamp_ms=int(time.time() * 1000))
-            r = client.call(
-                0,
-                9,
-                transactional_id=None,
-                acks=1,
-                timeout=30_000,
-                topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-            )
-            assert r.responses[0].partition_responses[0].error_code == 0
+            produce(client, topic, batch)
 
 
 def test_a_consumer_over_consumer_byte_rate_is_held_to_it_and_reports_the_throttle(broker: Broker) -> None:
@@ -157,15 +150,7 @@ def test_a_throttled_produce_carries_throttle_time_ms_and_mutes_the_connection(t
     two_windows.set_quota(client_id="raw-producer", producer_byte_rate=10_000)
     messages = load_messages(0, 9)
     batch = build_batch([(None, b"x" * 14_000, ())], timestamp_ms=int(time.time() * 1000))
-    request = build_request(
-        messages.request_type,
-        {
-            "transactional_id": None,
-            "acks": 1,
-            "timeout": 30_000,
-            "topic_data": [{"name": "raw", "partition_data": [{"index": 0, "records": batch}]}],
-        },
-    )
+    request = build_request(messages.request_type, produce_fields("raw", batch))
     size = len(encode_request(messages, 1, request, "raw-producer")) - 4
     expected = round((size - 10_000) / 10_000 * 1_000)
     host, port = two_windows.bootstrap.split(":")
@@ -179,34 +164,7 @@ def test_a_throttled_produce_carries_throttle_time_ms_and_mutes_the_connection(t
 
 
 def _fetch(client: WireClient, topic: str, offset: int) -> Any:
-    return client.call(
-        1,
-        12,
-        replica_id=-1,
-        max_wait=0,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        forgotten_topics_data=[],
-        rack_id="",
-        topics=[
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": 0,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": offset,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": 1 << 20,
-                    }
-                ],
-            }
-        ],
-    )
+    return client.call(FETCH, 12, **fetch_fields(topic, offset))
 
 
 def test_a_fetch_over_consumer_byte_rate_is_answered_empty_and_fetches_are_capped_to_the_window(
@@ -221,15 +179,7 @@ def test_a_fetch_over_consumer_byte_rate_is_answered_empty_and_fetches_are_cappe
     with WireClient(host, int(port)) as producer:
         for _ in range(10):
             batch = build_batch([(None, b"r" * 4000, ())], timestamp_ms=int(time.time() * 1000))
-            r = producer.call(
-                0,
-                9,
-                transactional_id=None,
-                acks=1,
-                timeout=30_000,
-                topic_data=[{"name": "capped", "partition_data": [{"index": 0, "records": batch}]}],
-            )
-            assert r.responses[0].partition_responses[0].error_code == 0
+            produce(producer, "capped", batch)
     two_windows.set_quota(client_id="capped-consumer", consumer_byte_rate=10_000)
     with WireClient(host, int(port), client_id="capped-consumer") as client:
         first = _fetch(client, "capped", 0)

@@ -24,6 +24,7 @@ from groupcoord.formats.batch import build_batch
 from groupcoord.protocol.api_keys import ApiKey as K
 from groupcoord.protocol.client import WireClient
 from groupcoord.testing import Broker
+from wire_testing import fetch_fields, produce_fields, sasl_plain_login
 
 USERS = {"admin": "admin-pw", "bob": "bob-pw"}
 
@@ -43,9 +44,29 @@ def broker() -> Iterator[Broker]:
 def _login(broker: Broker, user: str) -> WireClient:
     host, port = broker.bootstrap.split(":")
     c = WireClient(host, int(port))
-    assert c.call(K.SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == 0
-    assert c.call(K.SASL_AUTHENTICATE, 2, auth_bytes=f"\0{user}\0{USERS[user]}".encode()).error_code == 0
+    sasl_plain_login(c, user, USERS[user])
     return c
+
+
+def _create_topic(broker: Broker, topic: str) -> None:
+    """``topic`` (one partition) made by the super user."""
+    with _login(broker, "admin") as admin:
+        r = admin.call(
+            K.CREATE_TOPICS,
+            7,
+            topics=[
+                {
+                    "name": topic,
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            timeout=10000,
+            validate_only=False,
+        )
+        assert r.topics[0].error_code == 0
 
 
 @dataclass
@@ -62,23 +83,7 @@ def names(broker: Broker) -> Iterator[Names]:
     n = Names(
         topic=f"t-{uuid.uuid4().hex[:8]}", group=f"g-{uuid.uuid4().hex[:8]}", txn=f"x-{uuid.uuid4().hex[:8]}"
     )
-    with _login(broker, "admin") as admin:
-        r = admin.call(
-            K.CREATE_TOPICS,
-            7,
-            topics=[
-                {
-                    "name": n.topic,
-                    "num_partitions": 1,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-            timeout=10000,
-            validate_only=False,
-        )
-        assert r.topics[0].error_code == 0
+    _create_topic(broker, n.topic)
     yield n
     broker.remove_acls("User:bob")
 
@@ -103,14 +108,7 @@ class Case:
 
 
 def _produce(c: WireClient, n: Names) -> Any:
-    return c.call(
-        K.PRODUCE,
-        9,
-        transactional_id=None,
-        acks=1,
-        timeout=5000,
-        topic_data=[{"name": n.topic, "partition_data": [{"index": 0, "records": _batch()}]}],
-    )
+    return c.call(K.PRODUCE, 9, **produce_fields(n.topic, _batch()))
 
 
 def _offset_commit(c: WireClient, n: Names) -> Any:
@@ -137,6 +135,21 @@ def _offset_commit(c: WireClient, n: Names) -> Any:
     )
 
 
+def _add_partitions_to_txn(c: WireClient, n: Names) -> Any:
+    return c.call(
+        K.ADD_PARTITIONS_TO_TXN,
+        3,
+        v3_and_below_transactional_id=n.txn,
+        v3_and_below_producer_id=1,
+        v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[{"name": n.topic, "partitions": [0]}],
+    )
+
+
+def _add_partitions_to_txn_code(r: Any) -> int:
+    return int(r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
+
+
 CASES = [
     Case(
         "Produce",
@@ -149,34 +162,7 @@ CASES = [
     Case(
         "Fetch",
         "KafkaApis.scala:813 filterByAuthorized(READ, TOPIC)",
-        lambda c, n: c.call(
-            K.FETCH,
-            12,
-            replica_id=-1,
-            max_wait=0,
-            min_bytes=0,
-            max_bytes=1 << 20,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                {
-                    "topic": n.topic,
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": 0,
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                    ],
-                }
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
-        ),
+        lambda c, n: c.call(K.FETCH, 12, **fetch_fields(n.topic, 0)),
         lambda r: r.responses[0].partitions[0].error_code,
         E.TOPIC_AUTHORIZATION_FAILED,
         ("READ", "TOPIC", "topic"),
@@ -501,15 +487,8 @@ CASES = [
     Case(
         "AddPartitionsToTxn (transaction)",
         "KafkaApis.scala:2557 authorize(WRITE, TRANSACTIONAL_ID)",
-        lambda c, n: c.call(
-            K.ADD_PARTITIONS_TO_TXN,
-            3,
-            v3_and_below_transactional_id=n.txn,
-            v3_and_below_producer_id=1,
-            v3_and_below_producer_epoch=0,
-            v3_and_below_topics=[{"name": n.topic, "partitions": [0]}],
-        ),
-        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        _add_partitions_to_txn,
+        _add_partitions_to_txn_code,
         E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
         ("WRITE", "TRANSACTIONAL_ID", "txn"),
         E.TOPIC_AUTHORIZATION_FAILED,
@@ -517,15 +496,8 @@ CASES = [
     Case(
         "AddPartitionsToTxn (topic)",
         "KafkaApis.scala:2567 filterByAuthorized(WRITE, TOPIC)",
-        lambda c, n: c.call(
-            K.ADD_PARTITIONS_TO_TXN,
-            3,
-            v3_and_below_transactional_id=n.txn,
-            v3_and_below_producer_id=1,
-            v3_and_below_producer_epoch=0,
-            v3_and_below_topics=[{"name": n.topic, "partitions": [0]}],
-        ),
-        lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        _add_partitions_to_txn,
+        _add_partitions_to_txn_code,
         E.TOPIC_AUTHORIZATION_FAILED,
         ("WRITE", "TOPIC", "topic"),
         None,
@@ -681,22 +653,7 @@ def test_offset_commit_denies_only_the_topics_not_readable(broker: Broker, names
     """KafkaApis.scala:469-483: with READ on the group, a topic without READ is answered
     TOPIC_AUTHORIZATION_FAILED and a readable one is committed."""
     other = f"o-{uuid.uuid4().hex[:6]}"
-    with _login(broker, "admin") as admin:
-        admin.call(
-            K.CREATE_TOPICS,
-            7,
-            timeout=10000,
-            validate_only=False,
-            topics=[
-                {
-                    "name": other,
-                    "num_partitions": 1,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-        )
+    _create_topic(broker, other)
     broker.add_acl("User:bob", "READ", "GROUP", names.group)
     broker.add_acl("User:bob", "READ", "TOPIC", names.topic)
     part = {
@@ -719,6 +676,71 @@ def test_offset_commit_denies_only_the_topics_not_readable(broker: Broker, names
             names.topic: E.NONE,
             other: E.TOPIC_AUTHORIZATION_FAILED,
         }
+
+
+@pytest.mark.parametrize("version", [4, 6])
+def test_delete_topics_deletes_only_the_topics_the_principal_may_delete(
+    broker: Broker, names: Names, version: int
+) -> None:
+    """KafkaApis.scala:2133-2150: of two topics asked for, the one without DELETE is answered
+    TOPIC_AUTHORIZATION_FAILED and the other is deleted (by name before v6, by entity from v6)."""
+    other = f"o-{uuid.uuid4().hex[:6]}"
+    _create_topic(broker, other)
+    broker.add_acl("User:bob", "DELETE", "TOPIC", names.topic)
+    asked = [names.topic, other]
+    with _login(broker, "bob") as bob:
+        if version >= 6:
+            topics = [{"name": t, "topic_id": uuid.UUID(int=0)} for t in asked]
+            r = bob.call(K.DELETE_TOPICS, version, topics=topics, timeout=10000)
+        else:
+            r = bob.call(K.DELETE_TOPICS, version, topic_names=asked, timeout=10000)
+        assert {t.name: t.error_code for t in r.responses} == {
+            names.topic: E.NONE,
+            other: E.TOPIC_AUTHORIZATION_FAILED,
+        }
+    with _login(broker, "admin") as admin:
+        r = admin.call(
+            K.METADATA,
+            12,
+            topics=[{"name": t, "topic_id": uuid.UUID(int=0)} for t in asked],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        assert {t.name: t.error_code for t in r.topics} == {
+            names.topic: E.UNKNOWN_TOPIC_OR_PARTITION,
+            other: E.NONE,
+        }
+
+
+def test_create_partitions_alters_only_the_topics_the_principal_may_alter(
+    broker: Broker, names: Names
+) -> None:
+    """KafkaApis.scala:2078: of two topics asked for, the one without ALTER is answered
+    TOPIC_AUTHORIZATION_FAILED and the other gets its partitions."""
+    other = f"o-{uuid.uuid4().hex[:6]}"
+    _create_topic(broker, other)
+    broker.add_acl("User:bob", "ALTER", "TOPIC", names.topic)
+    with _login(broker, "bob") as bob:
+        r = bob.call(
+            K.CREATE_PARTITIONS,
+            3,
+            topics=[{"name": t, "count": 2, "assignments": None} for t in (names.topic, other)],
+            timeout=10000,
+            validate_only=False,
+        )
+        assert {t.name: t.error_code for t in r.results} == {
+            names.topic: E.NONE,
+            other: E.TOPIC_AUTHORIZATION_FAILED,
+        }
+    with _login(broker, "admin") as admin:
+        r = admin.call(
+            K.METADATA,
+            12,
+            topics=[{"name": t, "topic_id": uuid.UUID(int=0)} for t in (names.topic, other)],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        assert {t.name: len(t.partitions) for t in r.topics} == {names.topic: 2, other: 1}
 
 
 def test_metadata_of_all_topics_lists_only_describable_ones(broker: Broker, names: Names) -> None:
@@ -871,22 +893,8 @@ def test_offset_fetch_hides_or_refuses_topics_the_principal_may_not_describe(
         "committed_leader_epoch": -1,
         "committed_metadata": "",
     }
+    _create_topic(broker, other)
     with _login(broker, "admin") as admin:
-        admin.call(
-            K.CREATE_TOPICS,
-            7,
-            timeout=10000,
-            validate_only=False,
-            topics=[
-                {
-                    "name": other,
-                    "num_partitions": 1,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-        )
         admin.call(
             K.OFFSET_COMMIT,
             8,
@@ -974,22 +982,8 @@ def test_describe_transactions_lists_only_describable_topics(broker: Broker, nam
     """KafkaApis.scala:3731-3735: a transaction's partitions of topics the principal may not
     DESCRIBE are left out."""
     other = f"o-{uuid.uuid4().hex[:6]}"
+    _create_topic(broker, other)
     with _login(broker, "admin") as admin:
-        admin.call(
-            K.CREATE_TOPICS,
-            7,
-            timeout=10000,
-            validate_only=False,
-            topics=[
-                {
-                    "name": other,
-                    "num_partitions": 1,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [],
-                }
-            ],
-        )
         pid = admin.call(
             K.INIT_PRODUCER_ID,
             4,

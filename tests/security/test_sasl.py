@@ -28,6 +28,7 @@ from groupcoord.errors import ErrorCode
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.client import WireClient, WireError
 from groupcoord.testing import Broker
+from wire_testing import sasl_plain_login
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -221,36 +222,24 @@ def test_scram_credentials_survive_a_restart(tmp_path) -> None:
     with Broker(security_protocol="SASL_PLAINTEXT", users={"dave": "dave-pw"}, data_dir=tmp_path / "d") as b:
         salt = os.urandom(16)
         salted = hashlib.pbkdf2_hmac("sha256", b"erin-pw", salt, 4096)
+
+        def upsertion(name: str, mechanism: int) -> dict[str, object]:
+            """erin-pw's SCRAM-SHA-256 keys (mechanism 1) at 4096 iterations, for ``name``."""
+            return {
+                "name": name,
+                "mechanism": mechanism,
+                "iterations": 4096,
+                "salt": salt,
+                "salted_password": salted,
+            }
+
         with _wire(b) as c:
-            assert c.call(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == 0
-            assert c.call(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=b"\0dave\0dave-pw").error_code == 0
+            sasl_plain_login(c, "dave", "dave-pw")
             r = c.call(
                 ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
                 0,
                 deletions=[],
-                upsertions=[
-                    {
-                        "name": "erin",
-                        "mechanism": 1,
-                        "iterations": 4096,
-                        "salt": salt,
-                        "salted_password": salted,
-                    },
-                    {
-                        "name": "erin",
-                        "mechanism": 1,
-                        "iterations": 4096,
-                        "salt": salt,
-                        "salted_password": salted,
-                    },
-                    {
-                        "name": "fay",
-                        "mechanism": 3,
-                        "iterations": 4096,
-                        "salt": salt,
-                        "salted_password": salted,
-                    },
-                ],
+                upsertions=[upsertion("erin", 1), upsertion("erin", 1), upsertion("fay", 3)],
             )
             assert [(x.user, x.error_code) for x in r.results] == [
                 ("erin", ErrorCode.DUPLICATE_RESOURCE),
@@ -261,23 +250,14 @@ def test_scram_credentials_survive_a_restart(tmp_path) -> None:
                 ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
                 0,
                 deletions=[],
-                upsertions=[
-                    {
-                        "name": "erin",
-                        "mechanism": 1,
-                        "iterations": 4096,
-                        "salt": salt,
-                        "salted_password": salted,
-                    }
-                ],
+                upsertions=[upsertion("erin", 1)],
             )
             assert [(x.user, x.error_code) for x in r.results] == [("erin", 0)]
         b.restart()
         conf = b.client_config("erin", mechanism="SCRAM-SHA-256", password="erin-pw")
         assert AdminClient(conf).list_topics(timeout=20).brokers
         with _wire(b) as c:
-            assert c.call(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN").error_code == 0
-            assert c.call(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=b"\0dave\0dave-pw").error_code == 0
+            sasl_plain_login(c, "dave", "dave-pw")
             r = c.call(
                 ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, users=[{"name": "erin"}, {"name": "nobody"}]
             )

@@ -28,6 +28,7 @@ from groupcoord.config import BrokerConfig
 from groupcoord.errors import ConfigError
 from groupcoord.server.tls import PrincipalMapper, build_server_context, openssl_cipher_name
 from groupcoord.testing import Broker
+from groupcoord.testing.security import TestCA
 
 
 def _sessions(broker: Broker) -> list[object]:
@@ -289,10 +290,7 @@ def test_principal_mapping_rules_apply_to_client_certificates() -> None:
 
 
 def test_cipher_suites_limit_tls12_to_the_suites_named(tmp_path) -> None:
-    ca = trustme.CA()
-    leaf = ca.issue_cert("127.0.0.1")
-    pem = tmp_path / "server.pem"
-    leaf.private_key_and_cert_chain_pem.write_to_path(str(pem))
+    pem = TestCA(tmp_path).server_pem
     config = BrokerConfig.load(
         None,
         [
@@ -323,11 +321,9 @@ def test_pkcs12_truststore_verifies_client_certificates(tmp_path) -> None:
     """``ssl.truststore.type=PKCS12``: the CA certificates in the store verify clients."""
     from cryptography.hazmat.primitives.serialization import NoEncryption
 
-    ca = trustme.CA()
-    leaf = ca.issue_cert("127.0.0.1")
-    pem = tmp_path / "server.pem"
-    leaf.private_key_and_cert_chain_pem.write_to_path(str(pem))
-    ca_cert = load_pem_x509_certificate(ca.cert_pem.bytes())
+    ca = TestCA(tmp_path)
+    pem = ca.server_pem
+    ca_cert = load_pem_x509_certificate(ca.ca_pem.read_bytes())
     store = tmp_path / "trust.p12"
     store.write_bytes(pkcs12.serialize_key_and_certificates(None, None, None, [ca_cert], NoEncryption()))
     config = BrokerConfig.load(

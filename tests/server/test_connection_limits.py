@@ -16,7 +16,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -34,6 +33,7 @@ from groupcoord.protocol.entities import err, make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.app import KafkaServer
 from groupcoord.server.dispatch import Dispatcher
+from serve_process import start_serve
 
 ZERO = datetime.timedelta(0)
 METADATA, HEARTBEAT = 3, 12
@@ -317,30 +317,6 @@ def test_connection_properties_have_kafkas_names_and_defaults() -> None:
 # ---------------------------------------------------------------------- the settings reach the server
 
 
-def _serve(tmp_path: Path, *settings: str) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "groupcoord",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(tmp_path / "d"),
-            *(arg for s in settings for arg in ("--set", s)),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    prefix = "groupcoord listening on 127.0.0.1:"
-    assert line.startswith(prefix), line
-    return proc, int(line[len(prefix) :])
-
-
 def _stop(proc: subprocess.Popen[str]) -> str:
     """SIGTERM by PID; the process's stderr."""
     os.kill(proc.pid, signal.SIGTERM)
@@ -359,7 +335,7 @@ def _closed_by_peer(sock: socket.socket) -> bool:
 def test_serve_closes_a_connection_idle_longer_than_the_configured_connections_max_idle_ms(
     tmp_path: Path,
 ) -> None:
-    proc, port = _serve(tmp_path, "connections.max.idle.ms=300")
+    proc, port = start_serve(tmp_path / "d", "--set", "connections.max.idle.ms=300")
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
             assert _closed_by_peer(sock)  # nothing sent: closed once idle for 300 ms

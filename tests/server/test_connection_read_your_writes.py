@@ -19,7 +19,6 @@ import os
 import signal
 import struct
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.runtime.group_runtime import GroupRuntime
 from groupcoord.server.app import KafkaServer
+from serve_process import start_serve
 
 PRODUCE, FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 8, 9
 TOPIC = "t"
@@ -326,28 +326,10 @@ def test_offset_fetch_on_another_connection_is_not_held_behind_this_connections_
 
 
 def _serve(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "groupcoord",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(tmp_path / "d"),
-            "--set",
-            "offsets.topic.num.partitions=1",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+    proc, port = start_serve(
+        tmp_path / "d", "--set", "offsets.topic.num.partitions=1", stderr=subprocess.DEVNULL
     )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    prefix = "groupcoord listening on "
-    assert line.startswith(prefix), line
-    return proc, line[len(prefix) :].strip()
+    return proc, f"127.0.0.1:{port}"
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

@@ -21,32 +21,9 @@ from groupcoord.config import BrokerConfig
 from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.entities import child, make
 from groupcoord.protocol.registry import load_messages
+from serve_process import serve_argv, start_serve
 
 METADATA, FETCH, CREATE_TOPICS = 3, 1, 19
-
-
-def start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "groupcoord",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(tmp_path / "d"),
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    prefix = "groupcoord listening on 127.0.0.1:"
-    assert line.startswith(prefix), line
-    return proc, int(line[len(prefix) :])
 
 
 def call(sock: socket.socket, key: int, version: int, corr: int, **body: Any) -> Any:
@@ -78,7 +55,7 @@ def recv(sock: socket.socket, key: int, version: int, corr: int) -> Any:
 def test_signal_answers_a_parked_fetch_then_exits_cleanly_printing_one_line(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
-    proc, port = start(tmp_path)
+    proc, port = start_serve(tmp_path / "d")
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
             ct = load_messages(CREATE_TOPICS, 7).request_type
@@ -151,18 +128,7 @@ def test_signal_answers_a_parked_fetch_then_exits_cleanly_printing_one_line(
 
 def test_bad_configuration_exits_2_before_listening(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "groupcoord",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(tmp_path),
-            "--set",
-            "num.partitions=-4",
-        ],
+        serve_argv(tmp_path, "--set", "num.partitions=-4"),
         capture_output=True,
         text=True,
         timeout=30,
@@ -210,7 +176,7 @@ def test_null_where_the_schema_forbids_it_closes_only_that_connection_with_one_l
     "all topics") is answered. Kafka's generated readers refuse the same nulls ("non-nullable
     field ... was serialized as null"), and a request that fails to parse closes its connection
     (SocketServer's Processor)."""
-    proc, port = start(tmp_path)
+    proc, port = start_serve(tmp_path / "d")
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=20) as keep:
             for frame, _ in _FORBIDDEN_NULLS:
@@ -413,7 +379,7 @@ def test_sigterm_answers_parked_join_and_sync_with_not_coordinator_then_exits(tm
     JoinGroups of a PreparingRebalance group and the parked SyncGroups of a CompletingRebalance
     group with NOT_COORDINATOR (clients then look the coordinator up again). They used to stay
     unanswered until the server's 5 s drain grace dropped their connections."""
-    proc, port = start(tmp_path, "--set", "group.initial.rebalance.delay.ms=0")
+    proc, port = start_serve(tmp_path / "d", "--set", "group.initial.rebalance.delay.ms=0")
     conns: list[socket.socket] = []
 
     def connect() -> socket.socket:

@@ -8,6 +8,10 @@
   delete-offsets), like kafka-consumer-groups.sh.
 - :mod:`groupcoord.admin.topics`: ``groupcoord topics`` (list, describe, create, delete, alter,
   delete-records), like kafka-topics.sh.
+- :mod:`groupcoord.admin.quotas`: ``groupcoord quotas`` (list, alter), like kafka-configs.sh's
+  client quotas; :mod:`groupcoord.admin.acls`: ``groupcoord acls`` and ``groupcoord users``.
+- :mod:`groupcoord.admin.command`: what the verbs' command lines share (the options that reach a
+  broker, the exit statuses of errors, a table or JSON on stdout).
 
 Nothing here imports the broker side: the verbs see a broker only over the wire.
 """

@@ -28,14 +28,13 @@ from typing import Any
 
 from scramp import ScramClient
 
+from groupcoord.admin.command import connection_options
 from groupcoord.config import parse_properties
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.client import WireClient, WireError
 
 __all__ = ["SecureClient", "register"]
-
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 _RESOURCE = {"any": 1, "topic": 2, "group": 3, "cluster": 4, "transactional-id": 5}
 _RESOURCE_NAMES = {
@@ -321,12 +320,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add ``acls`` and ``users`` to the ``groupcoord`` command."""
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="a broker to ask")
+        connection_options(p)
         p.add_argument(
             "--command-config", metavar="FILE", help="client properties (security.protocol, sasl.*, ssl.*)"
         )
         p.add_argument("--json", action="store_true", help="print JSON")
-        p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="socket timeout")
         p.set_defaults(func=_run)
 
     def acl_args(p: argparse.ArgumentParser, *, pattern_default: str) -> None:

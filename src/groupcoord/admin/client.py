@@ -192,27 +192,26 @@ class AdminClient:
         check_error(r.error_code, f"FindCoordinator({group_id!r})")
         return self.connection(r.host, int(r.port))
 
-    def brokers(self) -> list[Connection]:
-        """A connection to every broker of the cluster, from Metadata."""
-        r = self.bootstrap.call(
+    def metadata(self, topics: Iterable[str] | None) -> Any:
+        """The bootstrap broker's Metadata answer for ``topics`` in that order (None: every
+        topic; empty: only the brokers), creating none and asking for no authorized operations."""
+        return self.bootstrap.call(
             METADATA,
-            topics=[],
+            topics=None if topics is None else [{"name": t} for t in topics],
             allow_auto_topic_creation=False,
             include_cluster_authorized_operations=False,
             include_topic_authorized_operations=False,
         )
+
+    def brokers(self) -> list[Connection]:
+        """A connection to every broker of the cluster, from Metadata."""
+        r = self.metadata(())
         found = sorted((int(b.node_id), b.host, int(b.port)) for b in r.brokers)
         return [self.connection(host, port) for _, host, port in found] or [self.bootstrap]
 
     def leaders(self, topics: Iterable[str]) -> dict[tuple[str, int], Connection]:
         """The connection to each partition's leader, from Metadata."""
-        r = self.bootstrap.call(
-            METADATA,
-            topics=[{"name": t} for t in sorted(set(topics))],
-            allow_auto_topic_creation=False,
-            include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False,
-        )
+        r = self.metadata(sorted(set(topics)))
         brokers = {int(b.node_id): (b.host, int(b.port)) for b in r.brokers}
         out: dict[tuple[str, int], Connection] = {}
         for t in r.topics:

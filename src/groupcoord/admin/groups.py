@@ -27,20 +27,17 @@ import argparse
 import json
 import logging
 import sys
-import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from groupcoord import clock
 from groupcoord.admin.client import (
-    DEFAULT_BOOTSTRAP,
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     LIST_GROUPS,
-    METADATA,
     OFFSET_COMMIT,
     OFFSET_DELETE,
     OFFSET_FETCH,
@@ -52,6 +49,7 @@ from groupcoord.admin.client import (
     list_offsets,
     read_partition,
 )
+from groupcoord.admin.command import connection_options, emit, guarded, table
 from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.coordinator.records import (
     GroupMetadataKey,
@@ -318,13 +316,7 @@ def committed_offsets(admin: AdminClient, group_id: str) -> dict[tuple[str, int]
 
 def topic_partitions(admin: AdminClient, topics: Iterable[str]) -> dict[str, list[int]]:
     """Each named topic's partitions, from Metadata; AdminError for a topic the broker lacks."""
-    r = admin.bootstrap.call(
-        METADATA,
-        topics=[{"name": t} for t in sorted(set(topics))],
-        allow_auto_topic_creation=False,
-        include_cluster_authorized_operations=False,
-        include_topic_authorized_operations=False,
-    )
+    r = admin.metadata(sorted(set(topics)))
     out: dict[str, list[int]] = {}
     for t in r.topics:
         check_error(t.error_code, f"topic {t.name!r}")
@@ -465,15 +457,6 @@ def parse_topic_scope(items: Sequence[str]) -> list[tuple[str, tuple[int, ...]]]
 
 
 # ------------------------------------------------------------------------------ output
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    return [line(headers), *(line(r) for r in rows)]
-
-
 def _dash(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
 
@@ -488,7 +471,7 @@ def _assignment_text(assignment: tuple[tuple[str, tuple[int, ...]], ...] | None)
 
 def format_listing(groups: Sequence[GroupListing]) -> str:
     rows = [(g.group_id, _dash(g.state), _dash(g.protocol_type)) for g in groups]
-    return "\n".join(_table(("GROUP", "STATE", "PROTOCOL-TYPE"), rows)) + "\n"
+    return "\n".join(table(("GROUP", "STATE", "PROTOCOL-TYPE"), rows)) + "\n"
 
 
 def format_description(d: GroupDescription) -> str:
@@ -509,7 +492,7 @@ def format_description(d: GroupDescription) -> str:
         out += ["", f"Group {d.group_id!r} does not exist (or was deleted)."]
     if d.members:
         out.append("")
-        out += _table(
+        out += table(
             ("MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"),
             [
                 (m.member_id, _dash(m.group_instance_id), m.client_id, m.host, _assignment_text(m.assignment))
@@ -518,7 +501,7 @@ def format_description(d: GroupDescription) -> str:
         )
     if d.partitions:
         out.append("")
-        out += _table(
+        out += table(
             (
                 "TOPIC",
                 "PARTITION",
@@ -547,10 +530,6 @@ def format_description(d: GroupDescription) -> str:
 
 
 # ------------------------------------------------------------------------------ CLI
-def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n" if args.json else text)
-
-
 def _run_list(args: argparse.Namespace) -> int:
     try:
         states = [canonical_state(s) for item in args.state or () for s in item.split(",") if s]
@@ -558,7 +537,7 @@ def _run_list(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
         groups = list_groups(admin, states)
-    _emit(args, [asdict(g) for g in groups], format_listing(groups))
+    emit(args, [asdict(g) for g in groups], format_listing(groups))
     return 0
 
 
@@ -620,12 +599,12 @@ def _run_reset(args: argparse.Namespace) -> int:
                     commit_offsets(admin, g, plan)
     rows = [r for plan in plans.values() for r in plan]
     text = "\n".join(
-        _table(
+        table(
             ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"),
             [(r.group_id, r.topic, str(r.partition), _dash(r.current), str(r.new_offset)) for r in rows],
         )
     )
-    _emit(args, {"executed": bool(args.execute), "offsets": [asdict(r) for r in rows]}, text + "\n")
+    emit(args, {"executed": bool(args.execute), "offsets": [asdict(r) for r in rows]}, text + "\n")
     if not args.execute:
         sys.stderr.write("dry run: nothing was changed; add --execute to commit these offsets\n")
     return 0
@@ -634,8 +613,8 @@ def _run_reset(args: argparse.Namespace) -> int:
 def _run_delete(args: argparse.Namespace) -> int:
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
         results = delete_groups(admin, _target_groups(admin, args))
-    text = "\n".join(_table(("GROUP", "RESULT"), sorted(results.items()))) + "\n"
-    _emit(args, results, text)
+    text = "\n".join(table(("GROUP", "RESULT"), sorted(results.items()))) + "\n"
+    emit(args, results, text)
     return 0 if all(v == "ok" for v in results.values()) else 1
 
 
@@ -643,26 +622,12 @@ def _run_delete_offsets(args: argparse.Namespace) -> int:
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
         results = delete_offsets(admin, args.group, parse_topic_scope(args.topic))
     rows = [(t, str(p), r) for (t, p), r in sorted(results.items())]
-    _emit(
+    emit(
         args,
         [{"topic": t, "partition": p, "result": r} for (t, p), r in sorted(results.items())],
-        "\n".join(_table(("TOPIC", "PARTITION", "RESULT"), rows)) + "\n",
+        "\n".join(table(("TOPIC", "PARTITION", "RESULT"), rows)) + "\n",
     )
     return 0 if all(r == "ok" for r in results.values()) else 1
-
-
-def _guarded(run: typing.Callable[[argparse.Namespace], int]) -> typing.Callable[[argparse.Namespace], int]:
-    def wrapper(args: argparse.Namespace) -> int:
-        try:
-            return run(args)
-        except UsageError as exc:
-            sys.stderr.write(f"groupcoord {args.command}: {exc}\n")
-            return 2
-        except AdminError as exc:
-            sys.stderr.write(f"groupcoord {args.command}: {exc}\n")
-            return 1
-
-    return wrapper
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -671,14 +636,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sub = groups.add_subparsers(dest="groups_command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--bootstrap",
-            metavar="HOST:PORT",
-            default=DEFAULT_BOOTSTRAP,
-            help=f"a broker to ask (default {DEFAULT_BOOTSTRAP})",
-        )
+        connection_options(p)
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-        p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="socket timeout")
 
     p_list = sub.add_parser("list", help="list groups (ListGroups)")
     common(p_list)
@@ -688,7 +647,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="STATE",
         help="only groups in this state, e.g. Stable or Empty (repeatable, or comma separated)",
     )
-    p_list.set_defaults(func=_guarded(_run_list))
+    p_list.set_defaults(func=guarded(_run_list))
 
     p_describe = sub.add_parser(
         "describe",
@@ -701,7 +660,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     common(p_describe)
     p_describe.add_argument("group", metavar="GROUP", nargs="?")
     p_describe.add_argument("--all-groups", action="store_true", help="describe every group")
-    p_describe.set_defaults(func=_guarded(_run_describe))
+    p_describe.set_defaults(func=guarded(_run_describe))
 
     def targets(p: argparse.ArgumentParser) -> None:
         p.add_argument("--group", action="append", metavar="GROUP", help="a group (repeatable)")
@@ -727,12 +686,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     to.add_argument("--shift-by", type=int, metavar="N", help="current offset plus N (may be negative)")
     p_reset.add_argument("--execute", action="store_true", help="commit the new offsets")
     p_reset.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
-    p_reset.set_defaults(func=_guarded(_run_reset))
+    p_reset.set_defaults(func=guarded(_run_reset))
 
     p_delete = sub.add_parser("delete", help="delete groups that have no members (DeleteGroups)")
     common(p_delete)
     targets(p_delete)
-    p_delete.set_defaults(func=_guarded(_run_delete))
+    p_delete.set_defaults(func=guarded(_run_delete))
 
     p_delete_offsets = sub.add_parser(
         "delete-offsets", help="delete a group's committed offsets of topics it no longer consumes"
@@ -742,4 +701,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p_delete_offsets.add_argument(
         "--topic", action="append", required=True, metavar="TOPIC[:P,P...]", help="repeatable"
     )
-    p_delete_offsets.set_defaults(func=_guarded(_run_delete_offsets))
+    p_delete_offsets.set_defaults(func=guarded(_run_delete_offsets))

@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from groupcoord.admin.client import DEFAULT_BOOTSTRAP, AdminClient, AdminError, UsageError, error_name
+from groupcoord.admin.client import AdminClient, AdminError, UsageError, error_name
+from groupcoord.admin.command import connection_options, guarded
 
 DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
@@ -135,28 +136,13 @@ def _run_alter(args: argparse.Namespace) -> int:
     return 0
 
 
-def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    def wrapper(args: argparse.Namespace) -> int:
-        try:
-            return run(args)
-        except UsageError as exc:
-            sys.stderr.write(f"groupcoord quotas: {exc}\n")
-            return 2
-        except AdminError as exc:
-            sys.stderr.write(f"groupcoord quotas: {exc}\n")
-            return 1
-
-    return wrapper
-
-
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``groupcoord quotas list|alter``."""
     quotas = subparsers.add_parser("quotas", help="list and alter client quotas")
     sub = quotas.add_subparsers(dest="quotas_command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="a broker to ask")
-        p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="socket timeout")
+        connection_options(p)
         p.add_argument("--user", metavar="NAME", help="a user principal's name")
         p.add_argument("--user-default", action="store_true", help="the default user")
         p.add_argument("--client-id", metavar="ID", help="a client id")
@@ -167,13 +153,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser("list", help="the quotas of the entities matching the filter (DescribeClientQuotas)")
     common(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_guarded(_run_list))
+    p.set_defaults(func=guarded(_run_list))
 
     p = sub.add_parser("alter", help="set or remove quotas of one entity (AlterClientQuotas)")
     common(p)
     p.add_argument("--add", action="append", metavar="KEY=VALUE", help="set a quota (repeatable)")
     p.add_argument("--delete", action="append", metavar="KEY", help="remove a quota (repeatable)")
-    p.set_defaults(func=_guarded(_run_alter))
+    p.set_defaults(func=guarded(_run_alter))
 
 
 __all__ = ["alter_quotas", "describe_quotas", "register"]

@@ -11,9 +11,7 @@ whose API the broker does not serve says which API it needs.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -22,19 +20,17 @@ from groupcoord.admin.client import (
     ALTER_CONFIGS,
     CREATE_PARTITIONS,
     CREATE_TOPICS,
-    DEFAULT_BOOTSTRAP,
     DELETE_RECORDS,
     DELETE_TOPICS,
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
-    METADATA,
     AdminClient,
     AdminError,
     UsageError,
     check_error,
     error_name,
 )
-from groupcoord.admin.groups import _guarded, _table
+from groupcoord.admin.command import connection_options, emit, guarded, table
 
 log = logging.getLogger(__name__)
 
@@ -60,24 +56,14 @@ class TopicDescription:
     configs: dict[str, str | None]
 
 
-def _metadata(admin: AdminClient, topics: Sequence[str] | None) -> Any:
-    return admin.bootstrap.call(
-        METADATA,
-        topics=None if topics is None else [{"name": t} for t in topics],
-        allow_auto_topic_creation=False,
-        include_cluster_authorized_operations=False,
-        include_topic_authorized_operations=False,
-    )
-
-
 def list_topics(admin: AdminClient, *, internal: bool = False) -> list[str]:
-    r = _metadata(admin, None)
+    r = admin.metadata(None)
     return sorted(t.name for t in r.topics if internal or not bool(t.is_internal))
 
 
 def describe_topics(admin: AdminClient, topics: Sequence[str] | None) -> list[TopicDescription]:
     """Each topic's partitions and non-default settings (every non-internal topic when None)."""
-    r = _metadata(admin, topics)
+    r = admin.metadata(topics)
     out = []
     for t in sorted(r.topics, key=lambda t: t.name):
         check_error(t.error_code, f"topic {t.name!r}")
@@ -250,14 +236,10 @@ def _configs(items: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
-def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n" if args.json else text)
-
-
 def _run_list(args: argparse.Namespace) -> int:
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
         names = list_topics(admin, internal=args.internal)
-    _emit(args, names, "".join(f"{n}\n" for n in names))
+    emit(args, names, "".join(f"{n}\n" for n in names))
     return 0
 
 
@@ -273,13 +255,13 @@ def _format(d: TopicDescription) -> str:
         )
         for p in d.partitions
     ]
-    return "\n".join([head, *_table(("PARTITION", "LEADER", "REPLICAS", "ISR"), rows)]) + "\n"
+    return "\n".join([head, *table(("PARTITION", "LEADER", "REPLICAS", "ISR"), rows)]) + "\n"
 
 
 def _run_describe(args: argparse.Namespace) -> int:
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
         found = describe_topics(admin, args.topics or None)
-    _emit(args, [asdict(d) for d in found], "\n".join(_format(d) for d in found))
+    emit(args, [asdict(d) for d in found], "\n".join(_format(d) for d in found))
     return 0
 
 
@@ -292,14 +274,14 @@ def _run_create(args: argparse.Namespace) -> int:
             replication_factor=args.replication_factor,
             configs=_configs(args.config),
         )
-    _emit(args, {"topic": args.topic, "created": True}, f"Created topic {args.topic}.\n")
+    emit(args, {"topic": args.topic, "created": True}, f"Created topic {args.topic}.\n")
     return 0
 
 
 def _run_delete(args: argparse.Namespace) -> int:
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
         results = delete_topics(admin, args.topics)
-    _emit(args, results, "\n".join(_table(("TOPIC", "RESULT"), sorted(results.items()))) + "\n")
+    emit(args, results, "\n".join(table(("TOPIC", "RESULT"), sorted(results.items()))) + "\n")
     return 0 if all(v == "ok" for v in results.values()) else 1
 
 
@@ -314,7 +296,7 @@ def _run_alter(args: argparse.Namespace) -> int:
             set_configs=_configs(args.config),
             delete_configs=args.delete_config or [],
         )
-    _emit(args, {"topic": args.topic, "altered": True}, f"Altered topic {args.topic}.\n")
+    emit(args, {"topic": args.topic, "altered": True}, f"Altered topic {args.topic}.\n")
     return 0
 
 
@@ -322,10 +304,10 @@ def _run_delete_records(args: argparse.Namespace) -> int:
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
         results = delete_records(admin, args.topic, args.offset, args.partition)
     rows = [(str(p), str(v)) for p, v in sorted(results.items())]
-    _emit(
+    emit(
         args,
         {str(p): v for p, v in sorted(results.items())},
-        "\n".join(_table(("PARTITION", "LOW_WATERMARK"), rows)) + "\n",
+        "\n".join(table(("PARTITION", "LOW_WATERMARK"), rows)) + "\n",
     )
     return 0 if all(isinstance(v, int) for v in results.values()) else 1
 
@@ -336,19 +318,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sub = topics.add_subparsers(dest="topics_command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--bootstrap", metavar="HOST:PORT", default=DEFAULT_BOOTSTRAP, help="a broker to ask")
+        connection_options(p)
         p.add_argument("--json", action="store_true", help="print JSON")
-        p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="socket timeout")
 
     p = sub.add_parser("list", help="topic names (Metadata)")
     common(p)
     p.add_argument("--internal", action="store_true", help="include internal topics")
-    p.set_defaults(func=_guarded(_run_list))
+    p.set_defaults(func=guarded(_run_list))
 
     p = sub.add_parser("describe", help="partitions, leaders and non-default settings")
     common(p)
     p.add_argument("topics", nargs="*", metavar="TOPIC", help="default: every non-internal topic")
-    p.set_defaults(func=_guarded(_run_describe))
+    p.set_defaults(func=guarded(_run_describe))
 
     p = sub.add_parser("create", help="create a topic (CreateTopics)")
     common(p)
@@ -356,12 +337,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--partitions", type=int, default=-1, help="default: the broker's num.partitions")
     p.add_argument("--replication-factor", type=int, default=-1, help="default: the broker's")
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="a topic setting (repeatable)")
-    p.set_defaults(func=_guarded(_run_create))
+    p.set_defaults(func=guarded(_run_create))
 
     p = sub.add_parser("delete", help="delete topics (DeleteTopics)")
     common(p)
     p.add_argument("topics", nargs="+", metavar="TOPIC")
-    p.set_defaults(func=_guarded(_run_delete))
+    p.set_defaults(func=guarded(_run_delete))
 
     p = sub.add_parser(
         "alter",
@@ -372,7 +353,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--partitions", type=int, default=None, help="the new partition count")
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="set a setting (repeatable)")
     p.add_argument("--delete-config", action="append", metavar="KEY", help="back to the default")
-    p.set_defaults(func=_guarded(_run_alter))
+    p.set_defaults(func=guarded(_run_alter))
 
     p = sub.add_parser(
         "delete-records",
@@ -382,4 +363,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("topic", metavar="TOPIC")
     p.add_argument("--offset", type=int, required=True, help="the new first offset; -1: the high watermark")
     p.add_argument("--partition", type=int, action="append", help="a partition (repeatable; default: all)")
-    p.set_defaults(func=_guarded(_run_delete_records))
+    p.set_defaults(func=guarded(_run_delete_records))

@@ -188,10 +188,11 @@ def _check_broker_names(names: list[str]) -> None:
         raise _Fail(ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {name}{hint}")
 
 
-def _broker_current(broker: Broker, name: str) -> str | None:
-    """The value of a broker config in force now: this node's dynamic one, the cluster-wide
-    one, the config file's, else Kafka's default."""
-    for level in (True, False):
+def _in_force(broker: Broker, name: str, levels: tuple[bool, ...]) -> str | None:
+    """The value of a broker config from the first of the dynamic ``levels`` (True: this
+    node's, False: the cluster-wide one) that has it, else the config file's, else Kafka's
+    default."""
+    for level in levels:
         stored = broker.logs.broker_configs(per_broker=level)
         if name in stored:
             return stored[name]
@@ -199,6 +200,12 @@ def _broker_current(broker: Broker, name: str) -> str | None:
         value = broker.config.get(name)
         return None if value is None else str(value)
     return dynamic_config.default(name)
+
+
+def _broker_current(broker: Broker, name: str) -> str | None:
+    """The value of a broker config in force now: this node's dynamic one, the cluster-wide
+    one, the config file's, else Kafka's default."""
+    return _in_force(broker, name, (True, False))
 
 
 def _alter_broker(broker: Broker, per_broker: bool, new: dict[str, str], validate_only: bool) -> None:
@@ -227,15 +234,9 @@ def _alter_broker(broker: Broker, per_broker: bool, new: dict[str, str], validat
 
 
 def _broker_default(broker: Broker, per_broker: bool, name: str) -> str | None:
-    """What APPEND / SUBTRACT start from when the level has no value: the value in force."""
-    if per_broker:
-        fallback = broker.logs.broker_configs(per_broker=False)
-        if name in fallback:
-            return fallback[name]
-    if name in PROPERTIES:
-        value = broker.config.get(name)
-        return None if value is None else str(value)
-    return dynamic_config.default(name)
+    """What APPEND / SUBTRACT start from when the level has no value: the value in force
+    below it (for this node's level, the cluster-wide one first)."""
+    return _in_force(broker, name, (False,) if per_broker else ())
 
 
 # -- handlers ----------------------------------------------------------------------------------

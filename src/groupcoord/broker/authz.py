@@ -18,7 +18,7 @@ import dataclasses
 import datetime
 import inspect
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kio.serial import entity_reader
@@ -117,6 +117,33 @@ def _replace(request: Any, **changes: Any) -> Any:
 
 def _add(response: Any, field: str, extra: Iterable[Any]) -> Any:
     return dataclasses.replace(response, **{field: (*getattr(response, field), *extra)})
+
+
+def _split(
+    broker: Broker,
+    ctx: RequestContext,
+    request: Any,
+    proceed: Handler,
+    asked: str,
+    allowed: Sequence[Any],
+    answered: str,
+    refuse: Callable[[type[Any], Any], Any],
+) -> Any:
+    """A request whose items (its field ``asked``) pass the check one by one (Kafka's
+    ``filterByAuthorized``), ``allowed`` those that do: all of them, the handler answers the
+    request as it is; none, the answer is only the refusals, ``refuse(entry type, item)`` in the
+    response's field ``answered``; else the handler answers the allowed ones and the refusals
+    follow its answers."""
+    items = getattr(request, asked)
+    if len(allowed) == len(items):
+        return proceed(broker, ctx, request)
+    resp_t = _resp_t(broker, ctx)
+    entry_t = child(resp_t, answered)
+    denied = tuple(refuse(entry_t, i) for i in items if i not in allowed)
+    if not allowed:
+        return _blank(resp_t, **{answered: denied})
+    result = proceed(broker, ctx, _replace(request, **{asked: tuple(allowed)}))
+    return _then(broker, ctx, result, lambda r: _add(r, answered, denied))
 
 
 # ---------------------------------------------------------------------- groups
@@ -320,17 +347,11 @@ def _list_groups(broker: Broker, ctx: RequestContext, request: Any, proceed: Han
 
 def _delete_groups(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
     """DeleteGroups (KafkaApis 1856): DELETE on each group, else GROUP_AUTHORIZATION_FAILED."""
-    resp_t = _resp_t(broker, ctx)
-    names = [str(g) for g in request.groups_names]
-    allowed = [g for g in names if broker.allowed(ctx, Op.DELETE, Resource.GROUP, g)]
-    if len(allowed) == len(names):
-        return proceed(broker, ctx, request)
-    result_t = child(resp_t, "results")
-    denied = [_blank(result_t, group_id=g, error_code=err(G)) for g in names if g not in allowed]
-    if not allowed:
-        return _blank(resp_t, results=tuple(denied))
-    result = proceed(broker, ctx, _replace(request, groups_names=tuple(allowed)))
-    return _then(broker, ctx, result, lambda r: _add(r, "results", denied))
+    allowed = [g for g in request.groups_names if broker.allowed(ctx, Op.DELETE, Resource.GROUP, str(g))]
+    return _split(
+        broker, ctx, request, proceed, "groups_names", allowed, "results",
+        lambda result_t, g: _blank(result_t, group_id=g, error_code=err(G)),
+    )  # fmt: skip
 
 
 def _offset_delete(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
@@ -575,29 +596,19 @@ def _create_topics(broker: Broker, ctx: RequestContext, request: Any, proceed: H
     else TOPIC_AUTHORIZATION_FAILED."""
     if broker.allowed(ctx, Op.CREATE, Resource.CLUSTER, CLUSTER_NAME):
         return proceed(broker, ctx, request)
-    resp_t = _resp_t(broker, ctx)
-    topic_t = child(resp_t, "topics")
     allowed = [t for t in request.topics if broker.allowed(ctx, Op.CREATE, Resource.TOPIC, str(t.name))]
-    denied = [
-        _blank(topic_t, name=t.name, error_code=err(T), error_message=None, topic_config_error_code=err(T))
-        for t in request.topics
-        if t not in allowed
-    ]
-    if not denied:
-        return proceed(broker, ctx, request)
-    if not allowed:
-        return _blank(resp_t, topics=tuple(denied))
-    result = proceed(broker, ctx, _replace(request, topics=tuple(allowed)))
-    return _then(broker, ctx, result, lambda r: _add(r, "topics", denied))
+    return _split(
+        broker, ctx, request, proceed, "topics", allowed, "topics",
+        lambda topic_t, t: _blank(
+            topic_t, name=t.name, error_code=err(T), error_message=None, topic_config_error_code=err(T)
+        ),
+    )  # fmt: skip
 
 
 def _delete_topics(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
     """DeleteTopics (KafkaApis 2133-2150): DESCRIBE and DELETE on each topic (by name), else
     TOPIC_AUTHORIZATION_FAILED."""
-    resp_t = _resp_t(broker, ctx)
-    result_t = child(resp_t, "responses")
     by_entity = ctx.api_version >= 6
-    items = list(request.topics if by_entity else request.topic_names)
 
     def name_of(item: Any) -> str | None:
         if by_entity:
@@ -614,15 +625,11 @@ def _delete_topics(broker: Broker, ctx: RequestContext, request: Any, proceed: H
             and broker.allowed(ctx, Op.DELETE, Resource.TOPIC, name)
         )
 
-    allowed = [i for i in items if ok(i)]
-    if len(allowed) == len(items):
-        return proceed(broker, ctx, request)
-    denied = [_blank(result_t, name=name_of(i), error_code=err(T)) for i in items if i not in allowed]
-    if not allowed:
-        return _blank(resp_t, responses=tuple(denied))
-    field = "topics" if by_entity else "topic_names"
-    result = proceed(broker, ctx, _replace(request, **{field: tuple(allowed)}))
-    return _then(broker, ctx, result, lambda r: _add(r, "responses", denied))
+    asked = "topics" if by_entity else "topic_names"
+    return _split(
+        broker, ctx, request, proceed, asked, [i for i in getattr(request, asked) if ok(i)], "responses",
+        lambda result_t, i: _blank(result_t, name=name_of(i), error_code=err(T)),
+    )  # fmt: skip
 
 
 def _describe_configs(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
@@ -668,58 +675,37 @@ def _alter_configs(broker: Broker, ctx: RequestContext, request: Any, proceed: H
             return T
         return None
 
-    resources = list(request.resources)
-    allowed = [r for r in resources if denied(r) is None]
-    if len(allowed) == len(resources):
-        return proceed(broker, ctx, request)
-    resp_t = _resp_t(broker, ctx)
-    result_t = child(resp_t, "responses")
-    refused = [
-        _blank(
+    return _split(
+        broker, ctx, request, proceed,
+        "resources", [r for r in request.resources if denied(r) is None], "responses",
+        lambda result_t, r: _blank(
             result_t,
             error_code=err(denied(r) or C),
             error_message=None,
             resource_type=r.resource_type,
             resource_name=r.resource_name,
-        )
-        for r in resources
-        if r not in allowed
-    ]
-    if not allowed:
-        return _blank(resp_t, responses=tuple(refused))
-    result = proceed(broker, ctx, _replace(request, resources=tuple(allowed)))
-    return _then(broker, ctx, result, lambda r: _add(r, "responses", refused))
+        ),
+    )  # fmt: skip
 
 
 def _topic_alter(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
     """CreatePartitions (KafkaApis 2078): ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED."""
-    resp_t = _resp_t(broker, ctx)
-    result_t = child(resp_t, "results")
     allowed = [t for t in request.topics if broker.allowed(ctx, Op.ALTER, Resource.TOPIC, str(t.name))]
-    if len(allowed) == len(request.topics):
-        return proceed(broker, ctx, request)
-    denied = [
-        _blank(result_t, name=t.name, error_code=err(T), error_message="The topic authorization is failed.")
-        for t in request.topics
-        if t not in allowed
-    ]
-    if not allowed:
-        return _blank(resp_t, results=tuple(denied))
-    result = proceed(broker, ctx, _replace(request, topics=tuple(allowed)))
-    return _then(broker, ctx, result, lambda r: _add(r, "results", denied))
+    return _split(
+        broker, ctx, request, proceed, "topics", allowed, "results",
+        lambda result_t, t: _blank(
+            result_t, name=t.name, error_code=err(T), error_message="The topic authorization is failed."
+        ),
+    )  # fmt: skip
 
 
 def _delete_records(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
     """DeleteRecords (KafkaApis 2188, 2198): DELETE on each topic, else its partitions
     TOPIC_AUTHORIZATION_FAILED."""
-    resp_t = _resp_t(broker, ctx)
-    topic_t = child(resp_t, "topics")
-    part_t = child(topic_t, "partitions")
-    allowed = [t for t in request.topics if broker.allowed(ctx, Op.DELETE, Resource.TOPIC, str(t.name))]
-    if len(allowed) == len(request.topics):
-        return proceed(broker, ctx, request)
-    denied = [
-        make(
+
+    def refuse(topic_t: type[Any], t: Any) -> Any:
+        part_t = child(topic_t, "partitions")
+        return make(
             topic_t,
             name=t.name,
             partitions=tuple(
@@ -727,13 +713,9 @@ def _delete_records(broker: Broker, ctx: RequestContext, request: Any, proceed: 
                 for p in t.partitions
             ),
         )
-        for t in request.topics
-        if t not in allowed
-    ]
-    if not allowed:
-        return _blank(resp_t, topics=tuple(denied))
-    result = proceed(broker, ctx, _replace(request, topics=tuple(allowed)))
-    return _then(broker, ctx, result, lambda r: _add(r, "topics", denied))
+
+    allowed = [t for t in request.topics if broker.allowed(ctx, Op.DELETE, Resource.TOPIC, str(t.name))]
+    return _split(broker, ctx, request, proceed, "topics", allowed, "topics", refuse)
 
 
 def _cluster(op: Op) -> Guard:
