@@ -88,7 +88,11 @@ def _assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> dict[str, A
         for topic_id in sorted(previous, key=topic_id_order):
             if topic_id not in subscribed:
                 continue  # an unsubscribed topic's partitions are dropped, not handed on
-            parts = previous[topic_id]
+            # Kafka topics never shrink; a previous target naming partitions past the current
+            # count (a topic re-created smaller here) keeps only those that exist.
+            parts = frozenset(p for p in previous[topic_id] if p < topics[topic_id])
+            if not parts:
+                continue
             if len(parts) <= quota:
                 kept[topic_id] = parts
                 quota -= len(parts)
