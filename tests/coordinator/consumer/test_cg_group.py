@@ -236,7 +236,7 @@ def test_manager_offset_checks_and_delete() -> None:
 
 
 def test_describe() -> None:
-    """GMMT.testConsumerGroupDescribeNoErrors / ...BeforeAndAfterCommittingOffset and
+    """GMMT.testConsumerGroupDescribeNoErrors / ...WithErrors and
     ConsumerGroupTest.testAsDescribedGroup: errors per group, state, epochs, assignor, members
     with topic names; partitions of unknown topics are left out."""
     gone = uuid.UUID(int=99)
@@ -293,8 +293,8 @@ def test_describe() -> None:
 
 
 def test_describe_of_a_group_of_another_type() -> None:
-    """A classic group's id answers "is not a consumer group"
-    (GMMT.testConsumerGroupDescribeWithClassicGroup)."""
+    """A group of another type answers "is not a consumer group" (reference §1.6; GMMT's
+    testConsumerGroupDescribeOnShareGroup / ...OnStreamsGroup make the same check)."""
     manager = ConsumerGroupManager(is_other_group_type=lambda gid: gid == "classic")
     (g,) = manager.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=("classic",))).groups
     assert (g.error_code, g.error_message) == (

@@ -115,7 +115,7 @@ def member(
 def test_invalid_requests_get_kafkas_error_and_message(
     fields: dict[str, object], code: ErrorCode, message: str
 ) -> None:
-    """GroupCoordinatorServiceTest.testConsumerGroupHeartbeatRequestValidation (4.1: the checks
+    """GroupCoordinatorServiceTest.testConsumerHeartbeatRequestValidation (4.1: the checks
     run in the service, before the shard); nothing is written and no group appears."""
     h = Harness.make(TOPICS)
     request: dict[str, object] = {
