@@ -272,29 +272,14 @@ class ConsumerGroupManager:
         member, replaced = self._find_member(group, r, member_id, owned, batch)
         is_new = member_id not in group.members and replaced is None
 
-        updated = member.replace(
-            instance_id=r.instance_id if r.instance_id is not None else member.instance_id,
-            rack_id=r.rack_id if r.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=r.rebalance_timeout_ms
-            if r.rebalance_timeout_ms != -1
-            else member.rebalance_timeout_ms,
-            server_assignor_name=r.server_assignor
-            if r.server_assignor is not None
-            else member.server_assignor_name,
-            subscribed_topic_names=(
-                frozenset(r.subscribed_topic_names)
-                if r.subscribed_topic_names is not None
-                else member.subscribed_topic_names
-            ),
-            subscribed_topic_regex=(
-                r.subscribed_topic_regex
-                if r.subscribed_topic_regex is not None
-                else member.subscribed_topic_regex
-            ),
-            client_id=r.client_id,
-            client_host=r.client_host,
-            classic_member_metadata=None,
-        )
+        updated = member.maybe_update(
+            instance_id=r.instance_id,
+            rack_id=r.rack_id,
+            rebalance_timeout_ms=r.rebalance_timeout_ms,
+            server_assignor_name=r.server_assignor,
+            subscribed_topic_names=r.subscribed_topic_names,
+            subscribed_topic_regex=r.subscribed_topic_regex,
+        ).replace(client_id=r.client_id, client_host=r.client_host, classic_member_metadata=None)
         bump = group.group_epoch == 0
         cause = "group-created" if bump else ""
         if updated != member:

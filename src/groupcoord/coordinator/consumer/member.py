@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from groupcoord.coordinator.consumer.assignment import Assignment
@@ -76,6 +77,38 @@ class ConsumerGroupMember:
 
     def replace(self, **changes: object) -> ConsumerGroupMember:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def maybe_update(
+        self,
+        *,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        rebalance_timeout_ms: int = -1,
+        server_assignor_name: str | None = None,
+        subscribed_topic_names: Iterable[str] | None = None,
+        subscribed_topic_regex: str | None = None,
+    ) -> ConsumerGroupMember:
+        """The member with a heartbeat's fields applied; None (-1 for the timeout) keeps the
+        stored value (Kafka's ``Builder.maybeUpdate*``)."""
+        return dataclasses.replace(
+            self,
+            instance_id=self.instance_id if instance_id is None else instance_id,
+            rack_id=self.rack_id if rack_id is None else rack_id,
+            rebalance_timeout_ms=self.rebalance_timeout_ms
+            if rebalance_timeout_ms == -1
+            else rebalance_timeout_ms,
+            server_assignor_name=self.server_assignor_name
+            if server_assignor_name is None
+            else server_assignor_name,
+            subscribed_topic_names=(
+                self.subscribed_topic_names
+                if subscribed_topic_names is None
+                else frozenset(subscribed_topic_names)
+            ),
+            subscribed_topic_regex=self.subscribed_topic_regex
+            if subscribed_topic_regex is None
+            else subscribed_topic_regex,
+        )
 
     def with_epoch(self, epoch: int) -> ConsumerGroupMember:
         """Kafka's ``updateMemberEpoch``: the previous epoch becomes the current one first."""
