@@ -40,7 +40,7 @@ def _check_single_owner(h: Harness) -> None:
                     seen[(t, p)] = m.member_id
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(step, max_size=40))
 def test_no_partition_has_two_owners_and_everything_converges(steps: list[tuple[str, int, object]]) -> None:
     counts = [4, 3, 2]

@@ -144,3 +144,18 @@ def test_events_name_joins_bumps_and_fences() -> None:
         ("member-fenced", "session-timeout"),
         ("epoch-bump", "session-timeout"),
     ]
+
+
+def test_joiner_with_another_subscription_after_a_leave_is_heterogeneous() -> None:
+    """A member leaves (the epoch is bumped, no target computed), then a member with an empty
+    subscription joins: the target computed now must count the joiner's subscription, or the
+    homogeneous builder would read the joiner's (empty) topics as everyone's and take m1's
+    partitions away. Found by test_cg_property.py; Kafka 4.1 uses its stored subscription type
+    here (docs/coordinator-scenarios.md)."""
+    h = Harness.make(image(("foo", FOO, 4)))
+    h.join("m2", ())
+    h.join("m1", ("foo",))
+    h.heartbeat(member_id="m2", member_epoch=-1)
+    h.join("m0", ())
+    assert h.group.target("m1") == tps(foo=(0, 1, 2, 3))
+    assert h.group.target("m0") == {}

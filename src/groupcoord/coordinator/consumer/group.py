@@ -263,10 +263,6 @@ class ConsumerGroup:
                 by_regex.update(resolved.topics)
         return names, by_regex, regexes
 
-    def subscription_type_now(self) -> SubscriptionType:
-        names, by_regex, regexes = self.subscription_counts(None, None)
-        return subscription_type(regexes, names, by_regex, len(self.members))
-
     def last_regex_refresh(self) -> tuple[int | None, int]:
         """(time of the latest resolution or None, its metadata version or -1)."""
         if not self.resolved_regexes:

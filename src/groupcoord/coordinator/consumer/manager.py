@@ -293,10 +293,12 @@ class ConsumerGroupManager:
 
         group_epoch = group.group_epoch
         deadline, deadline_epoch = group.metadata_refresh_deadline
+        # The subscriptions with this heartbeat's member counted: Kafka 4.1 recomputes the type
+        # only with the metadata and otherwise uses the stored one, which does not count a member
+        # joining now; we always count it (docs/coordinator-scenarios.md).
+        names, by_regex, regexes = group.subscription_counts(member if not is_new else None, updated)
+        kind = subscription_type(regexes, names, by_regex, len(group.members) + (1 if is_new else 0))
         if bump or now >= deadline or group_epoch < deadline_epoch:
-            names, by_regex, regexes = group.subscription_counts(member if not is_new else None, updated)
-            num_members = len(group.members) + (1 if is_new else 0)
-            kind = subscription_type(regexes, names, by_regex, num_members)
             metadata_hash = group_metadata_hash(set(names) | set(by_regex), self.image)
             if metadata_hash != group.metadata_hash:
                 bump = True
@@ -316,8 +318,6 @@ class ConsumerGroupManager:
             group.metadata_refresh_deadline = (now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
             if group.has_partition_metadata_record:
                 batch.records.append(new_partition_metadata_tombstone(group_id))
-        else:
-            kind = group.subscription_type_now()
 
         if group_epoch > group.assignment_epoch:
             target = self._update_target(group, group_epoch, member, updated, replaced, kind, batch)
