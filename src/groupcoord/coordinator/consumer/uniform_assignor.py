@@ -218,9 +218,10 @@ class _Heterogeneous:
 
     def _balance_topic(self, topic_id: uuid.UUID) -> int:
         subs = self.subscribers[topic_id]
-        rank = self._ranked(subs)
-        if max(self.sizes[m] for m in subs) - min(self.sizes[m] for m in subs) <= 1:
+        sizes = self.sizes
+        if max(sizes[m] for m in subs) - min(sizes[m] for m in subs) <= 1:
             return 0
+        rank = self._ranked(subs)
         # Each subscriber's partitions of this topic as the topic started, highest last.
         blocks: dict[int, list[int]] = {m: [] for m in subs}
         for p, owner in enumerate(self.owners[topic_id]):
