@@ -230,14 +230,9 @@ class ConsumerGroupManager:
             )
         return self._commit(batch, response)
 
-    def _commit(
-        self,
-        batch: _Batch,
-        response: ConsumerGroupHeartbeatResponse | None,
-        group: ConsumerGroup | None = None,
-    ) -> ConsumerGroupResult:
-        if group is not None and batch.records and group.group_id not in self.groups:
-            self.groups[group.group_id] = group  # a new group: its first records fill it in
+    def _commit(self, batch: _Batch, response: ConsumerGroupHeartbeatResponse | None) -> ConsumerGroupResult:
+        """Replay the batch's records (Kafka replays a write's records before it is durable; the
+        shard releases ``response`` once they are) and hand everything to the shard."""
         for record in batch.records:
             self.replay(record)
         if batch.regex_refresh is not None:
@@ -362,8 +357,8 @@ class ConsumerGroupManager:
             heartbeat_interval_ms=self.heartbeat_interval_ms(group_id),
             assignment=reconciled.assigned_partitions if send_assignment else None,
         )
-        if group.group_id not in self.groups and batch.records:
-            self.groups[group_id] = group
+        if group_id not in self.groups and batch.records:
+            self.groups[group_id] = group  # a new group: _commit's replay fills it in
         return response
 
     def _find_member(
