@@ -159,3 +159,75 @@ def test_joiner_with_another_subscription_after_a_leave_is_heterogeneous() -> No
     h.join("m0", ())
     assert h.group.target("m1") == tps(foo=(0, 1, 2, 3))
     assert h.group.target("m0") == {}
+
+
+def test_group_written_by_4_0_moves_to_the_metadata_hash() -> None:
+    """GMMT.testSubscriptionUpgradeToMetadataHash (4.1): a group loaded with hash 0 and a 4.0
+    ConsumerGroupPartitionMetadata record; its first heartbeat writes R3 with the hash, the R4
+    tombstone, R6 and R8 (the member moves to the new epoch)."""
+    from groupcoord.coordinator.consumer.member import ConsumerGroupMember
+    from groupcoord.coordinator.consumer.records import (
+        ConsumerGroupPartitionMetadataKey,
+        ConsumerGroupPartitionMetadataValue,
+        ConsumerGroupRecord,
+        PartitionMetadataTopic,
+        new_current_assignment_record,
+        new_group_epoch_record,
+        new_member_subscription_record,
+        new_target_assignment_epoch_record,
+        new_target_assignment_record,
+    )
+
+    h = Harness.make(image(("foo", FOO, 2)))
+    m = ConsumerGroupMember(
+        member_id="m1",
+        member_epoch=10,
+        previous_member_epoch=9,
+        subscribed_topic_names=frozenset({"foo"}),
+        rebalance_timeout_ms=5000,
+        assigned_partitions=tps(foo=(0, 1)),
+    )
+    legacy = ConsumerGroupRecord(
+        key=ConsumerGroupPartitionMetadataKey(group_id=GROUP),
+        value=ConsumerGroupPartitionMetadataValue(
+            topics=(PartitionMetadataTopic(topic_id=FOO, topic_name="foo", num_partitions=2),)
+        ),
+    )
+    h.log += [
+        new_member_subscription_record(GROUP, m),
+        legacy,
+        new_group_epoch_record(GROUP, 10, 0),
+        new_target_assignment_record(GROUP, "m1", tps(foo=(0, 1))),
+        new_target_assignment_epoch_record(GROUP, 10),
+        new_current_assignment_record(GROUP, m),
+    ]
+    for record in h.log:
+        h.manager.replay(record)
+    assert h.group.has_partition_metadata_record
+    r = h.heartbeat(member_id="m1", member_epoch=10)
+    assert r.member_epoch == 11
+    assert record_kinds(h.last.records if h.last else ()) == ["R3", "R4-", "R6", "R8(m1)"]
+    assert not h.group.has_partition_metadata_record and h.group.metadata_hash != 0
+
+
+def test_regexes_are_refreshed_after_the_refresh_interval() -> None:
+    """Kafka 4.1's group.consumer.regex.refresh.interval.ms (default 10 minutes): a resolution
+    older than that is redone on the next heartbeat even without a created topic."""
+    h = Harness.make(image(("foo", FOO, 1)))
+    h.heartbeat(
+        member_id="m1",
+        member_epoch=0,
+        rebalance_timeout_ms=5000,
+        subscribed_topic_regex="foo.*",
+        topic_partitions=(),
+    )
+    h.advance(0)
+    epoch = h.heartbeat(member_id="m1", member_epoch=1).member_epoch
+    h.now += 600_000
+    h.heartbeat(member_id="m1", member_epoch=epoch)
+    assert f"{GROUP}-regex" not in h.timers
+    h.now += 1
+    h.heartbeat(member_id="m1", member_epoch=epoch)
+    fired = h.advance(0)
+    assert record_kinds(fired[0].records) == ["R16"]  # same topics, same hash: no bump
+    assert h.group.resolved_regexes["foo.*"].timestamp == h.now
