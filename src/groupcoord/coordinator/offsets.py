@@ -69,7 +69,7 @@ from groupcoord.coordinator.writes import (
     OffsetWriteKind,
     TxnOffsetCommitWrite,
 )
-from groupcoord.errors import ErrorCode, IllegalStateError
+from groupcoord.errors import ErrorCode, IllegalStateError, KafkaError
 from groupcoord.gcutil import untrack
 
 log = logging.getLogger(__name__)
@@ -279,6 +279,23 @@ class OffsetManager:
             out.respond(reply, _commit_response_all(req, status))
             return None
         group = self._table.get(req.group_id)
+        if req.group_id in self._groups.consumer.groups:
+            # A consumer group (KIP-848): its own member-epoch checks (ConsumerGroup.
+            # validateOffsetCommit: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, ...); its offsets are
+            # kept in an offsets-only entry of the table.
+            try:
+                self._groups.consumer.manager.validate_offset_commit(
+                    req.group_id,
+                    req.member_id,
+                    req.group_instance_id,
+                    req.generation_id,
+                    transactional=isinstance(req, TxnOffsetCommitRequest),
+                    api_version=req.version,
+                )
+            except KafkaError as exc:
+                out.respond(reply, _commit_response_all(req, exc.code))
+                return None
+            return group if group is not None else self._groups.simple_group(out, req.group_id)
         if group is None:
             if req.generation_id >= 0:
                 out.respond(reply, _commit_response_all(req, missing))
@@ -478,6 +495,10 @@ class OffsetManager:
         status = self._ctx.status(req.group_id)
         if status is not None:
             return OffsetFetchGroupResponse(group_id=req.group_id, error=status, topics=())
+        try:  # a consumer group's member epoch (OffsetFetch v9+, KIP-848)
+            self._groups.consumer.manager.validate_offset_fetch(req.group_id, req.member_id, req.member_epoch)
+        except KafkaError as exc:
+            return OffsetFetchGroupResponse(group_id=req.group_id, error=exc.code, topics=())
         group = self._table.get(req.group_id)
         stored = group.offsets if group is not None and group.state is not DEAD else {}
         unstable: Container[tuple[str, int]] = ()

@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 from groupcoord.broker.state import Broker
 from groupcoord.coordinator import api
+from groupcoord.coordinator.consumer import kio_adapter
+from groupcoord.coordinator.consumer.api import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import PreEncoded, RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms, offset_commit_entities
@@ -439,6 +441,8 @@ def offset_fetch(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, req
                     api.OffsetFetchTopic(name=t.name, partitions=tuple(int(i) for i in t.partition_indexes))
                     for t in g.topics
                 ),
+                member_id=getattr(g, "member_id", None),
+                member_epoch=int(getattr(g, "member_epoch", -1)),
             )
             for g in request.groups
         )
@@ -574,8 +578,9 @@ def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
 
     def encode(r: api.ListGroupsResponse) -> Any:
         listed = r.groups
-        if types and "classic" not in {t.lower() for t in types}:
-            listed = ()
+        if types:  # v5 (KIP-848): group types, matched case-insensitively as Kafka does
+            wanted = {t.lower() for t in types}
+            listed = tuple(g for g in listed if g.group_type in wanted)
         return make(
             resp_t,
             throttle_time=NO_THROTTLE,
@@ -586,7 +591,7 @@ def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
                     group_id=g.group_id,
                     protocol_type=g.protocol_type,
                     group_state=g.group_state,
-                    group_type="classic",
+                    group_type=g.group_type,
                 )
                 for g in listed
             ),
@@ -645,3 +650,28 @@ def offset_delete(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
 
 
 __all__ = ["OFFSETS_TOPIC"]
+
+
+# ------------------------------------------------------------------------ KIP-848
+def consumer_group_heartbeat(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """ConsumerGroupHeartbeat (68) v0-v1: answered once the records it wrote are durable."""
+    version = ctx.api_version
+    req = kio_adapter.heartbeat_from_kio(
+        request, api_version=version, client_id=ctx.client_id, client_host=ctx.client_host
+    )
+
+    def encode(r: ConsumerGroupHeartbeatResponse) -> Any:
+        return kio_adapter.heartbeat_response_to_kio(r, api_version=version)
+
+    return _call(runtime, runtime.coordinator.consumer_group_heartbeat, req, encode)
+
+
+def consumer_group_describe(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """ConsumerGroupDescribe (69) v0-v1, each group from its shard's live state."""
+    version = ctx.api_version
+    req = kio_adapter.describe_request_from_kio(request)
+
+    def encode(r: ConsumerGroupDescribeResponse) -> Any:
+        return kio_adapter.describe_response_to_kio(r, api_version=version)
+
+    return _call(runtime, runtime.coordinator.consumer_group_describe, req, encode)

@@ -98,6 +98,23 @@ class ConsumerGroup:
         #: heartbeat once now >= deadline or the epoch is behind; starts due.
         self.metadata_refresh_deadline: tuple[int, int] = (0, 0)
 
+    def snapshot(self) -> ConsumerGroup:
+        """A copy that later replays do not change (members, assignments and regexes are
+        immutable values; only the containers holding them are copied). The shard keeps one
+        while a write of the group is in flight and puts it back if the write fails."""
+        copy = ConsumerGroup.__new__(ConsumerGroup)
+        copy.__dict__.update(self.__dict__)
+        copy.members = dict(self.members)
+        copy.static_members = dict(self.static_members)
+        copy.target_assignment = dict(self.target_assignment)
+        copy.inverted_target = {t: dict(parts) for t, parts in self.inverted_target.items()}
+        copy.partition_owners = {t: dict(parts) for t, parts in self.partition_owners.items()}
+        copy.subscribed_names = Counter(self.subscribed_names)
+        copy.subscribed_regexes = Counter(self.subscribed_regexes)
+        copy.resolved_regexes = dict(self.resolved_regexes)
+        copy.server_assignors = Counter(self.server_assignors)
+        return copy
+
     # ------------------------------------------------------------------------------ state
 
     @property

@@ -130,6 +130,8 @@ class ConsumerGroupManager:
         assignors: name -> assignor; defaults to ``uniform`` and ``range`` as Kafka's.
         image: the topics, replaced later through :meth:`on_metadata_update`.
         member_id_factory: makes the member id of a v0 join with an empty one.
+        before_write: called with the ids of the groups a handler's records change, before
+            they are replayed.
         is_other_group_type: whether the shard holds a group of another type (classic) under an
             id; such an id answers GROUP_ID_NOT_FOUND "is not a consumer group" here.
     """
@@ -142,6 +144,7 @@ class ConsumerGroupManager:
         image: TopicsImage | None = None,
         member_id_factory: Callable[[], str] = _java_uuid_string,
         is_other_group_type: Callable[[str], bool] = lambda group_id: False,
+        before_write: Callable[[Iterable[str]], None] | None = None,
     ) -> None:
         self.config = config or ConsumerGroupConfig()
         known = assignors or {"uniform": UniformAssignor(), "range": RangeAssignor()}
@@ -151,6 +154,7 @@ class ConsumerGroupManager:
         self.overrides: dict[str, GroupOverrides] = {}
         self._member_id_factory = member_id_factory
         self._is_other_group_type = is_other_group_type
+        self._before_write = before_write
         self._regex_refresh_pending: set[str] = set()
         self._last_image_with_new_topics = -1
 
@@ -171,6 +175,20 @@ class ConsumerGroupManager:
                 timers.append(self._session_timer(group.group_id, member, now))
                 if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic_protocol:
                     timers.append(self._rebalance_timer(group.group_id, member, now))
+        return tuple(timers)
+
+    def group_timers(self, group_id: str, now: int) -> tuple[TimerSchedule, ...]:
+        """What :meth:`on_loaded` gives one group: its members' session timers and the rebalance
+        timers of those revoking (the shard's partition loaded, or a failed write undone)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ()
+        group.metadata_refresh_deadline = (0, 0)
+        timers: list[TimerSchedule] = []
+        for member in group.members.values():
+            timers.append(self._session_timer(group_id, member, now))
+            if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic_protocol:
+                timers.append(self._rebalance_timer(group_id, member, now))
         return tuple(timers)
 
     def on_metadata_update(self, image: TopicsImage) -> None:
@@ -232,7 +250,11 @@ class ConsumerGroupManager:
 
     def _commit(self, batch: _Batch, response: ConsumerGroupHeartbeatResponse | None) -> ConsumerGroupResult:
         """Replay the batch's records (Kafka replays a write's records before it is durable; the
-        shard releases ``response`` once they are) and hand everything to the shard."""
+        shard releases ``response`` once they are) and hand everything to the shard. First
+        ``before_write`` learns which groups the records change, while they are still as the
+        log has them (the shard snapshots them, to undo a write that fails)."""
+        if batch.records and self._before_write is not None:
+            self._before_write(dict.fromkeys(r.key.group_id for r in batch.records))
         for record in batch.records:
             self.replay(record)
         if batch.regex_refresh is not None:

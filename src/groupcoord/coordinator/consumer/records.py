@@ -207,6 +207,10 @@ class ConsumerGroupRecord:
     key: ConsumerGroupKey
     value: ConsumerGroupValue | None
 
+    def encode(self) -> tuple[bytes, bytes | None]:
+        """Key and value bytes as Kafka writes them (what the broker's record sink calls)."""
+        return encode_record(self)
+
 
 #: record type -> (key class, value class)
 RECORD_TYPES: dict[int, tuple[type, type]] = {
