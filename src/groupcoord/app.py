@@ -173,10 +173,8 @@ def _group_routes(rt: GroupRuntime, txn: TxnRuntime | None = None) -> list[Route
 
 
 def _consumer_group_routes(rt: GroupRuntime) -> list[Route[Broker]]:
-    """KIP-848's APIs, where ``group.coordinator.rebalance.protocols`` lists ``consumer`` (as
-    Kafka 4.x leaves them out of ApiVersions otherwise)."""
-    if not rt.coordinator.config.consumer_protocol_enabled:
-        return []
+    """KIP-848's APIs: advertised whatever ``group.coordinator.rebalance.protocols`` says, as
+    Kafka 4.x does; with ``consumer`` left out they answer UNSUPPORTED_VERSION."""
     return [
         Route(
             api_key=K.CONSUMER_GROUP_HEARTBEAT,

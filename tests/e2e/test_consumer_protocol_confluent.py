@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
 from kio.schema.offset_commit.v9 import request as commit_v9
 
@@ -390,3 +390,113 @@ def test_a_restarted_broker_reloads_the_group_from_its_log(broker: Broker, membe
     got = members[0].consumer.committed([TopicPartition(TOPIC, p) for p in members[0].owned], timeout=20)
     assert [tp.offset for tp in got] == [0] * len(members[0].owned)
     assert int(describe_wire(broker, group).group_epoch) == int(before.group_epoch)
+
+
+def test_added_partitions_are_spread_over_the_members(broker: Broker, members: list[Member]) -> None:
+    """CreatePartitions on the subscribed topic makes a new topics image; the group's epoch
+    bumps on the members' next heartbeats and the new partitions are assigned (4 + 4), never
+    to two members at once.
+
+    Mirrors Kafka 4.1 ``GroupMetadataManagerTest#testPartitionAssignmentChangesWithNewPartitions``
+    shape and ``onNewMetadataImage``.
+    """
+    group = "cg-grow"
+    members += [Member(broker.bootstrap, group, "m1"), Member(broker.bootstrap, group, "m2")]
+    pump(members, split(members, [3, 3]), "a 3 + 3 split")
+    epoch = int(describe_wire(broker, group).group_epoch)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for fut in admin.create_partitions([NewPartitions(TOPIC, 8)]).values():
+        fut.result(20)
+
+    def four_and_four() -> bool:
+        owned = [m.owned for m in members]
+        return [len(o) for o in owned] == [4, 4] and frozenset().union(*owned) == frozenset(range(8))
+
+    pump(members, four_and_four, "a 4 + 4 split of eight partitions")
+    assert int(describe_wire(broker, group).group_epoch) > epoch
+
+
+def test_list_groups_reports_and_filters_the_group_type(broker: Broker, members: list[Member]) -> None:
+    """ListGroups v5 (KIP-848): ``group_type`` is ``consumer`` or ``classic`` and the types
+    filter keeps one kind (Kafka 4.x ``GroupMetadataManager.listGroups``, reference §7.5)."""
+    members.append(Member(broker.bootstrap, "cg-listed", "m1"))
+    classic = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "classic-listed",
+            "group.protocol": "classic",
+            "session.timeout.ms": 6000,
+        }
+    )
+    try:
+        classic.subscribe([TOPIC])
+        deadline = time.monotonic() + 60
+        while not classic.assignment() or not members[0].owned:
+            assert time.monotonic() < deadline, "the two groups did not form"
+            classic.poll(0.05)
+            members[0].poll()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+        def listed(**kw: Any) -> dict[str, ConsumerGroupType]:
+            result = admin.list_consumer_groups(**kw).result(20)
+            return {g.group_id: g.type for g in result.valid}
+
+        both = listed()
+        assert both["cg-listed"] == ConsumerGroupType.CONSUMER
+        assert both["classic-listed"] == ConsumerGroupType.CLASSIC
+        assert set(listed(types={ConsumerGroupType.CONSUMER})) == {"cg-listed"}
+        assert set(listed(types={ConsumerGroupType.CLASSIC})) == {"classic-listed"}
+    finally:
+        classic.close()
+
+
+def test_api_versions_advertise_the_consumer_group_apis_and_group_version(broker: Broker) -> None:
+    """ApiVersions: ConsumerGroupHeartbeat and ConsumerGroupDescribe v0-1, and the
+    ``group.version`` feature finalized at 1; supported 0-1 only from ApiVersions v4 (Kafka
+    omits features whose minimum is 0 from older versions, KAFKA-17492). Mirrors Kafka 4.1
+    ``ApiVersionsRequestTest`` and ``ApiVersionsResponse.createApiVersionsResponse``."""
+    host, port = broker.bootstrap.split(":")
+    with WireClient(host, int(port)) as c:
+        v4 = c.call(18, 4, client_software_name="t", client_software_version="1")
+        v3 = c.call(18, 3, client_software_name="t", client_software_version="1")
+    ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in v4.api_keys}
+    assert ranges[68] == (0, 1) and ranges[69] == (0, 1)
+    assert [(f.name, int(f.min_version), int(f.max_version)) for f in v4.supported_features] == [
+        ("group.version", 0, 1)
+    ]
+    assert [(f.name, int(f.min_version_level), int(f.max_version_level)) for f in v4.finalized_features] == [
+        ("group.version", 1, 1)
+    ]
+    assert list(v3.supported_features) == []
+    assert [f.name for f in v3.finalized_features] == ["group.version"]
+
+
+def test_the_consumer_protocol_can_be_turned_off() -> None:
+    """``group.coordinator.rebalance.protocols=classic``: the APIs stay advertised and a
+    heartbeat gets UNSUPPORTED_VERSION (Kafka 4.x ``KafkaApis.isConsumerGroupProtocolEnabled``),
+    which confluent-kafka reports as a fatal error to the application."""
+    with Broker({**SETTINGS, "group.coordinator.rebalance.protocols": "classic"}) as b:
+        b.create_topic(TOPIC, 1)
+        errors: list[Any] = []
+        c = Consumer(
+            {
+                "bootstrap.servers": b.bootstrap,
+                "group.id": "off",
+                "group.protocol": "consumer",
+                "error_cb": errors.append,
+            }
+        )
+        try:
+            c.subscribe([TOPIC])
+            deadline = time.monotonic() + 30
+            while not errors:
+                assert time.monotonic() < deadline, "no error reported"
+                msg = c.poll(0.1)
+                if msg is not None and msg.error() is not None:
+                    errors.append(msg.error())
+        finally:
+            c.close()
+        assert any(e.code() == KafkaError._FATAL and "ConsumerGroupHeartbeat" in e.str() for e in errors), (
+            errors
+        )
+        assert any("API version not supported" in e.str() for e in errors), errors

@@ -31,10 +31,11 @@ FINALIZED_FEATURES_EPOCH = 1
 def answer_entity(broker: Broker, version: int) -> Any:
     """The ApiVersions response entity at ``version`` for this broker's routes.
 
-    From v3 (KIP-584) the answer carries features: where the consumer group protocol is served
-    (ConsumerGroupHeartbeat routed), ``group.version`` is supported up to 1 and finalized at 1,
-    as a Kafka 4.x broker with the default ``group.version`` reports it
-    (``ApiVersionsResponse.createApiVersionsResponse``); otherwise no feature is reported.
+    From v3 (KIP-584) the answer carries features, where the group coordinator's APIs are
+    routed: ``group.version`` finalized at 1 (a Kafka 4.x cluster's default, whatever
+    ``group.coordinator.rebalance.protocols`` says) and, from v4, supported in 0..1 (Kafka
+    leaves features whose minimum is 0 out of answers to older versions, KAFKA-17492), as
+    ``ApiVersionsResponse.createApiVersionsResponse`` writes them.
     """
     registry = broker.registry
     resp_t = registry.lookup(18, version).response_type
@@ -46,12 +47,17 @@ def answer_entity(broker: Broker, version: int) -> Any:
     if version >= 3 and registry.supported(ApiKey.CONSUMER_GROUP_HEARTBEAT) is not None:
         supported_t = child(resp_t, "supported_features")
         finalized_t = child(resp_t, "finalized_features")
-        features = {
-            "supported_features": (
+        supported = (
+            (
                 supported_t(
                     name=GROUP_VERSION_FEATURE, min_version=i16(0), max_version=i16(GROUP_VERSION_LEVEL)
                 ),
-            ),
+            )
+            if version >= 4
+            else ()
+        )
+        features = {
+            "supported_features": supported,
             "finalized_features_epoch": i64(FINALIZED_FEATURES_EPOCH),
             "finalized_features": (
                 finalized_t(

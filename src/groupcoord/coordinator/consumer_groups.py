@@ -30,21 +30,17 @@ the id of an *empty* classic group turns it into a consumer group (Kafka's
 offsets stay); a non-empty one answers GROUP_ID_NOT_FOUND "is not a consumer group" (the online
 upgrade of a running classic group is not implemented). A consumer group's committed offsets are
 kept where the offsets manager keeps every group's: in an offsets-only entry of the classic table
-(:func:`is_offsets_holder`), which DescribeGroups and ListGroups do not show while the consumer
-group exists.
+(:func:`is_offsets_holder`), which ListGroups does not show while the consumer group exists
+(it lists the consumer group, type ``consumer``); DescribeGroups (v0-5) answers a consumer group
+as Kafka 4.x does: no error, state Dead, no members.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from groupcoord.consumer_protocol import Assignment as ProtocolAssignment
-from groupcoord.consumer_protocol import Subscription, encode_assignment, encode_subscription
-from groupcoord.coordinator.api import DescribedGroup as ClassicDescribedGroup
-from groupcoord.coordinator.api import DescribedMember as ClassicDescribedMember
 from groupcoord.coordinator.api import ListedGroup
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupDescribeRequest,
@@ -56,7 +52,6 @@ from groupcoord.coordinator.consumer.api import (
     TimerCancel,
     TimerSchedule,
 )
-from groupcoord.coordinator.consumer.assignment import Assignment
 from groupcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from groupcoord.coordinator.consumer.manager import ConsumerGroupManager
 from groupcoord.coordinator.consumer.metadata import TopicsImage
@@ -149,6 +144,9 @@ class ConsumerGroups:
         self.groups = self.manager.groups
         self._undo: dict[str, _Undo] = {}
         self._taken: list[str] = []
+        #: the group a call is about, if it did not exist before the call (the core registers
+        #: a new group before it writes its records: undoing must remove it, not keep it empty)
+        self._new_group: str | None = None
 
     # ------------------------------------------------------------------ one id, one group
     def is_classic_group(self, group_id: str) -> bool:
@@ -187,7 +185,11 @@ class ConsumerGroups:
             and not is_offsets_holder(classic)
         )
         before = self._state_of(gid)
-        result = self.manager.consumer_group_heartbeat(req, self._ctx.now())
+        self._new_group = None if gid in self.groups else gid
+        try:
+            result = self.manager.consumer_group_heartbeat(req, self._ctx.now())
+        finally:
+            self._new_group = None
         self._apply(out, gid, before, result, reply, replaces_classic and bool(result.records))
         return out
 
@@ -221,7 +223,7 @@ class ConsumerGroups:
     def _before_write(self, group_ids: Iterable[str]) -> None:
         for gid in group_ids:
             if gid not in self._undo:
-                group = self.groups.get(gid)
+                group = None if gid == self._new_group else self.groups.get(gid)
                 self._undo[gid] = _Undo(snapshot=None if group is None else group.snapshot())
             self._taken.append(gid)
 
@@ -390,44 +392,7 @@ class ConsumerGroups:
             return sorted(group.server_assignors.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
         return self.manager.config.assignors[0]
 
-    # ------------------------------------------------------------------ DescribeGroups, ListGroups
-    def described(self, group_id: str) -> ClassicDescribedGroup | None:
-        """A consumer group in DescribeGroups (Kafka 4.x ``ConsumerGroup.asDescribedGroup``):
-        protocol type ``consumer``, the assignor as protocol data, each member's subscription
-        and assignment as ConsumerProtocol bytes."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        image = self.manager.image
-        members = []
-        for m in sorted(group.members.values(), key=lambda m: m.member_id):
-            owned = _topic_partitions(image, m.assigned_partitions)
-            members.append(
-                ClassicDescribedMember(
-                    member_id=m.member_id,
-                    group_instance_id=m.instance_id,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    metadata=encode_subscription(
-                        Subscription(
-                            topics=tuple(sorted(m.subscribed_topic_names)),
-                            owned_partitions=owned,
-                            rack_id=m.rack_id,
-                            version=3,
-                        )
-                    ),
-                    assignment=encode_assignment(ProtocolAssignment(partitions=owned, version=3)),
-                )
-            )
-        return ClassicDescribedGroup(
-            group_id=group_id,
-            error=ErrorCode.NONE,
-            state=group.state.value,
-            protocol_type=CONSUMER_PROTOCOL_TYPE,
-            protocol_data=self._assignor(group),
-            members=tuple(members),
-        )
-
+    # ------------------------------------------------------------------ ListGroups
     def listed(self, states: set[str] | None) -> list[ListedGroup]:
         out = []
         for gid, group in self.groups.items():
@@ -477,12 +442,3 @@ def _make_offsets_holder(group: ClassicGroup) -> None:
     group.protocol_name = None
     group.generation = 0
     group.leader_id = None
-
-
-def _topic_partitions(image: TopicsImage, assignment: Assignment) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    out = []
-    for topic_id, parts in assignment.items():
-        topic = image.by_id(topic_id)
-        name = topic.name if topic is not None else str(uuid.UUID(int=topic_id.int))
-        out.append((name, tuple(sorted(parts))))
-    return tuple(sorted(out))

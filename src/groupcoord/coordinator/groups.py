@@ -216,11 +216,10 @@ class GroupMetadataManager:
         status = self._ctx.status(group_id)
         if status is not None:
             return dead(status)
-        consumer = self.consumer.described(group_id)
-        if consumer is not None:
-            return consumer
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or self.consumer.holds(group_id):
+            # DescribeGroups v0-5 of a consumer group: no error, Dead, no members, as Kafka 4.x
+            # answers (v6 would say GROUP_ID_NOT_FOUND "is not a classic group").
             return dead(ErrorCode.NONE)
         stable = group.state is STABLE
         members = tuple(

@@ -28,7 +28,6 @@ from groupcoord.storage.log_config import LogConfig
 log = logging.getLogger(__name__)
 
 
-
 class DataDirWriter:
     """Appends producer batches, coordinator records and group events to a data directory.
 

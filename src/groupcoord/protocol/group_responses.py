@@ -78,4 +78,3 @@ def sync_group_response(
     w.bytes_(assignment)
     w.tagged_fields()
     return w.getvalue()
-

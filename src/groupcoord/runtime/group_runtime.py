@@ -86,16 +86,15 @@ class GroupRuntime:
         self._topics_changed()
 
     def _topics_changed(self) -> None:
-        """Hand the consumer groups a new topics image: every topic but the internal ones, with
-        its id and partition count (the broker has no racks), versioned by the log manager's
-        count of topic changes. Groups subscribed to a changed topic reassign on their next
-        heartbeat (Kafka's ``onNewMetadataImage``)."""
+        """Hand the consumer groups a new topics image: every topic (internal ones too: Kafka's
+        regexes do not skip them), with its id and partition count (the broker has no racks),
+        versioned by the log manager's count of topic changes. Groups subscribed to a changed
+        topic reassign on their next heartbeat (Kafka's ``onNewMetadataImage``)."""
         logs = self.broker.logs
         image = TopicsImage(
             (
                 TopicMetadata(topic_id=m.topic_id, name=m.name, num_partitions=m.partitions)
                 for m in logs.topics().values()
-                if not m.internal
             ),
             version=logs.topics_version,
         )
