@@ -51,6 +51,7 @@ WHERE: dict[int, tuple[str, ...]] = {
     42: ("results.error_code",),  # DeleteGroups
     44: ("responses.error_code",),  # IncrementalAlterConfigs
     65: ("transaction_states.error_code",),  # DescribeTransactions
+    69: ("groups.error_code",),  # ConsumerGroupDescribe
 }
 #: Names a response entry must carry back, by field (the probe request's values).
 NAMES = {"name": "probe", "topic": "probe", "group_id": "probe", "key": "probe", "resource_name": "probe"}

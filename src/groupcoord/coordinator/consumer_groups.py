@@ -308,15 +308,22 @@ class ConsumerGroups:
         after = self._state_of(group_id)
         if not self._ctx.emit_events:
             return
-        reason = EventReason.MEMBER_UPDATED
+        # A state change's reason: the epoch bump's cause if there is one, else the first event's.
+        bump: EventReason | None = None
+        first: EventReason | None = None
         for e in events:
             type_, default = _KINDS.get(e.kind, ("member_updated", EventReason.MEMBER_UPDATED))
             why = _REASONS.get(e.cause, default)
-            if e.kind == "epoch-bump" and reason is EventReason.MEMBER_UPDATED:
-                reason = why
+            if e.kind == "epoch-bump" and bump is None:
+                bump = why
+            first = first or why
             out.events.append(self._event(e.group_id, type_, why, member_id=e.member_id, cause=e.cause))
+        if before is None and after is not None:
+            # created: Empty first, as a classic group is created (``group_created``)
+            self._state_event(out, group_id, None, ConsumerGroupState.EMPTY, EventReason.GROUP_CREATED)
+            before = ConsumerGroupState.EMPTY
         if before is not after:
-            self._state_event(out, group_id, before, after, reason)
+            self._state_event(out, group_id, before, after, bump or first or EventReason.MEMBER_UPDATED)
 
     def _state_event(
         self,
