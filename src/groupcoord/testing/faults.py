@@ -366,8 +366,8 @@ async def _held(result: Any, seconds: float) -> Any:
 # ListOffsets, OffsetCommit, TxnOffsetCommit, DeleteRecords, AddPartitionsToTxn; per topic for
 # Metadata, CreateTopics, DeleteTopics, CreatePartitions; per resource for the config APIs; per
 # group for DescribeGroups, DeleteGroups, OffsetFetch v8+ and ConsumerGroupDescribe; per key
-# for FindCoordinator v4+; at the top for the rest (and also at the top where a response has both, e.g. OffsetFetch v2+,
-# LeaveGroup v3+, OffsetDelete), with one exception: Fetch (below).
+# for FindCoordinator v4+; at the top for the rest (and also at the top where a response has
+# both, e.g. OffsetFetch v2+, LeaveGroup v3+, OffsetDelete), with one exception: Fetch (below).
 
 #: A response list -> the request lists it answers, where the names differ (tried in order).
 _LIST_SOURCES: Mapping[str, tuple[str, ...]] = {
