@@ -422,12 +422,13 @@ class ConsumerGroups:
     def replay(self, record: ConsumerGroupRecord) -> None:
         self.manager.replay(record)
 
-    def complete_loading(self, partition: int) -> None:
+    def complete_loading(self, out: CoordinatorResult, partition: int) -> None:
         """The partition's groups go live: fresh session timers, rebalance timers for members
-        revoking (``GroupMetadataManager.onLoaded``)."""
+        revoking (``GroupMetadataManager.onLoaded``), and a ``loaded`` state change each."""
         now = self._ctx.now()
         for gid in [g for g in self.groups if self._ctx.partition_for(g) == partition]:
             self._schedule(self.manager.group_timers(gid, now))
+            self._state_event(out, gid, None, self.groups[gid].state, EventReason.LOADED)
 
     def unload(self, partition: int) -> None:
         """The partition is led elsewhere: its groups go (their timers find nothing and stop)."""

@@ -169,7 +169,7 @@ class GroupMetadataManager:
     def complete_loading(self, out: CoordinatorResult, partition: int) -> None:
         """The groups a load of ``partition`` left behind become visible (Stable or Empty)."""
         ctx = self._ctx
-        self.consumer.complete_loading(partition)
+        self.consumer.complete_loading(out, partition)
         for group in list(self.groups.values()):
             if (
                 group.previous_state is None
