@@ -20,6 +20,9 @@ from groupcoord.coordinator.api import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteTopic,
     OffsetFetchGroup,
     OffsetFetchRequest,
     OffsetFetchResponse,
@@ -47,8 +50,8 @@ def image(partitions: int = 6, version: int = 1) -> TopicsImage:
     )
 
 
-def harness(sink: ListSink | None = None) -> Harness:
-    h = Harness(sink=sink)
+def harness(sink: ListSink | None = None, **config: Any) -> Harness:
+    h = Harness(sink=sink, **config)
     h.c.on_metadata_update(image())
     return h
 
@@ -339,3 +342,58 @@ def test_a_reloaded_partition_rebuilds_the_group_and_its_timers() -> None:
     described: Reply[ConsumerGroupDescribeResponse] = Reply()
     fresh.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=(GROUP,)), described)
     assert described.groups[0].group_epoch == old.group_epoch
+
+
+def test_offset_delete_and_expiry_spare_the_topics_the_members_subscribe_to() -> None:
+    """``OffsetMetadataManagerTest#testDeleteGroupOffsetsWithConsumerGroup`` shape (Kafka's
+    ``isSubscribedToTopic``): OffsetDelete answers GROUP_SUBSCRIBED_TO_TOPIC for a subscribed
+    topic and deletes another's offsets; retention (``cleanupExpiredOffsets``) never expires a
+    subscribed topic's offsets while the group subscribes to it."""
+    h = harness(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1_000)
+    heartbeat(h, "m1", 0)
+    assert commit(h, "m1", 1).topics[0].partitions[0].error is ErrorCode.NONE
+    other: Reply[OffsetCommitResponse] = Reply()
+    h.c.offset_commit(
+        OffsetCommitRequest(
+            group_id=GROUP,
+            generation_id=1,
+            member_id="m1",
+            group_instance_id=None,
+            retention_time_ms=-1,
+            topics=(
+                OffsetCommitTopic(
+                    name="elsewhere",
+                    partitions=(
+                        OffsetCommitPartition(partition=0, offset=3, leader_epoch=None, metadata=""),
+                    ),
+                ),
+            ),
+            version=9,
+        ),
+        other,
+    )
+    assert other.topics[0].partitions[0].error is ErrorCode.NONE
+    deleted: Reply[OffsetDeleteResponse] = Reply()
+    h.c.offset_delete(
+        OffsetDeleteRequest(
+            group_id=GROUP,
+            topics=(
+                OffsetDeleteTopic(name="t", partitions=(0,)),
+                OffsetDeleteTopic(name="elsewhere", partitions=(0,)),
+            ),
+        ),
+        deleted,
+    )
+    assert deleted.error is ErrorCode.NONE
+    codes = {t.name: t.partitions[0].error for t in deleted.topics}
+    assert codes == {"t": ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, "elsewhere": ErrorCode.NONE}
+    assert fetch(h, "m1", 1).topics[0].partitions[0].offset == 7
+
+    # Retention (1 minute here): "t" is subscribed and keeps its offset; "elsewhere" has none left.
+    assert h.config.offsets_retention_minutes == 1
+    for _ in range(6):
+        h.advance(30_000)
+        r = heartbeat(h, "m1", 1, owned=tuple(range(6)))
+        assert r.value.error_code == 0
+    assert fetch(h, "m1", 1).topics[0].partitions[0].offset == 7
+    assert h.c.consumer_group(GROUP) is not None

@@ -158,6 +158,15 @@ class ConsumerGroups:
         """Whether ``group_id`` is a consumer group (visible: its partition led and loaded)."""
         return group_id in self.groups
 
+    def subscribed_topics(self, group_id: str) -> frozenset[str] | None:
+        """The topics a consumer group's members subscribe to, by name or through a resolved
+        regex (Kafka's ``ConsumerGroup.isSubscribedToTopic``); None when the id is not one."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        names, by_regex, _ = group.subscription_counts(None, None)
+        return frozenset(names) | frozenset(by_regex)
+
     # ------------------------------------------------------------------ ConsumerGroupHeartbeat
     def heartbeat(
         self, req: ConsumerGroupHeartbeatRequest, reply: Callable[[ConsumerGroupHeartbeatResponse], None]

@@ -559,7 +559,10 @@ class OffsetManager:
         # Kafka's isSubscribedToTopic: in a non-Empty consumer group an unknown subscription
         # (None: unparsable, or no generation yet) counts every topic as subscribed.
         subscribed: frozenset[str] | None = frozenset()
-        if group.state is not EMPTY:
+        consumer_subscribed = self._groups.consumer.subscribed_topics(req.group_id)
+        if consumer_subscribed is not None:  # a consumer group (KIP-848): its members' topics
+            subscribed = consumer_subscribed
+        elif group.state is not EMPTY:
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 out.respond(reply, OffsetDeleteResponse(error=ErrorCode.NON_EMPTY_GROUP, topics=()))
                 return out
@@ -631,9 +634,16 @@ class OffsetManager:
                 # Kafka 4.x: an offset with a transactional commit pending does not expire.
                 pending = {*commits, *self.txn_pending_keys(group.group_id)}
             expired = group.expired_offsets(now, retention, pending)
+            consumer_subscribed = self._groups.consumer.subscribed_topics(group.group_id)
+            if consumer_subscribed is not None:
+                # A consumer group's offsets (KIP-848): those of topics its members subscribe
+                # to do not expire (Kafka's cleanupExpiredOffsets: isSubscribedToTopic), and
+                # its offsets' entry stays while the consumer group exists.
+                expired = [k for k in expired if k[0] not in consumer_subscribed]
             records = [new_offset_commit_tombstone(group.group_id, t, part) for (t, part) in expired]
             becomes_dead = (
-                group.state is EMPTY
+                consumer_subscribed is None
+                and group.state is EMPTY
                 and len(expired) == len(group.offsets)
                 and not group.pending_members
                 and not commits
