@@ -27,6 +27,7 @@ from groupcoord.coordinator.api import (
     OffsetFetchRequest,
     OffsetFetchResponse,
     OffsetFetchTopic,
+    TxnOffsetCommitRequest,
 )
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupDescribeRequest,
@@ -397,3 +398,33 @@ def test_offset_delete_and_expiry_spare_the_topics_the_members_subscribe_to() ->
         assert r.value.error_code == 0
     assert fetch(h, "m1", 1).topics[0].partitions[0].offset == 7
     assert h.c.consumer_group(GROUP) is not None
+
+
+def test_txn_offset_commit_checks_the_member_epoch_of_a_consumer_group() -> None:
+    """``OffsetMetadataManagerTest#testConsumerGroupTransactionalOffsetCommitWithStaleMemberEpoch``
+    shape: a transactional commit of a consumer-group member carries its epoch (Kafka's
+    ``ConsumerGroup.validateOffsetCommit`` with ``isTransactional``): a stale one is refused;
+    the right one is written in the producer's transactional batch and stays pending."""
+    h = harness()
+    heartbeat(h, "m1", 0)
+
+    def txn_commit(epoch: int) -> ErrorCode:
+        r: Reply[OffsetCommitResponse] = Reply()
+        h.c.txn_offset_commit(
+            TxnOffsetCommitRequest(
+                transactional_id="tx",
+                group_id=GROUP,
+                producer_id=7,
+                producer_epoch=0,
+                generation_id=epoch,
+                member_id="m1",
+                group_instance_id=None,
+                topics=_topics(11),
+            ),
+            r,
+        )
+        return r.topics[0].partitions[0].error
+
+    assert txn_commit(0) is ErrorCode.STALE_MEMBER_EPOCH
+    assert txn_commit(1) is ErrorCode.NONE
+    assert h.c.pending_transactional_offsets(GROUP) == {7: {("t", 0): 11}}
