@@ -500,3 +500,26 @@ def test_the_consumer_protocol_can_be_turned_off() -> None:
             errors
         )
         assert any("API version not supported" in e.str() for e in errors), errors
+
+
+def test_a_regex_subscription_follows_a_created_topic(broker: Broker, members: list[Member]) -> None:
+    """librdkafka sends ``^orders-.*`` as ``SubscribedTopicRegex`` (v1); the broker resolves it
+    with RE2 over whole topic names. A topic created later that matches is picked up once the
+    regex is refreshed (at most every 10 s, Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS, passed
+    here on the broker's clock); one that does not match is not.
+
+    Mirrors Kafka 4.1 ``GroupMetadataManagerTest#testConsumerGroupMemberJoinRefreshesExpiredRegexes``.
+    """
+    broker.create_topic("orders-a", 2)
+    m = Member(broker.bootstrap, "cg-regex", "m1", topic="^orders-.*")
+    members.append(m)
+
+    def owned() -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in m.consumer.assignment()}
+
+    pump(members, lambda: owned() == {("orders-a", 0), ("orders-a", 1)}, "orders-a's two partitions")
+    broker.create_topic("orders-b", 3)
+    broker.create_topic("payments", 1)
+    broker.advance(11)
+    want = {("orders-a", 0), ("orders-a", 1), ("orders-b", 0), ("orders-b", 1), ("orders-b", 2)}
+    pump(members, lambda: owned() == want, "orders-a and orders-b")
