@@ -80,7 +80,9 @@ def check(manifest: Mapping[str, object], src_dir: Path) -> NativeStatus:
         except OSError:
             return NativeStatus(False, modules, f"{source.name} of {module} is missing")
         if digest != raw_modules[module]:
-            return NativeStatus(False, modules, f"{module} changed since it was compiled; `make` rebuilds it")
+            return NativeStatus(
+                False, modules, f"{module} changed since it was compiled; `make` rebuilds it"
+            )
         if _extension_file(src_dir, module) is None:
             return NativeStatus(False, modules, f"{module} was not compiled; `make` rebuilds it")
     return NativeStatus(True, modules, "")

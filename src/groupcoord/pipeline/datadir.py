@@ -28,6 +28,7 @@ from groupcoord.storage.log_config import LogConfig
 log = logging.getLogger(__name__)
 
 
+
 class DataDirWriter:
     """Appends producer batches, coordinator records and group events to a data directory.
 

@@ -224,3 +224,4 @@ def iter_key_values(
             data[kp : kp + klen] if klen >= 0 else None,
             data[vp : vp + vlen] if vlen >= 0 else None,
         )
+

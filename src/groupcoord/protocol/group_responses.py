@@ -78,3 +78,4 @@ def sync_group_response(
     w.bytes_(assignment)
     w.tagged_fields()
     return w.getvalue()
+

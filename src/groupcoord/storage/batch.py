@@ -227,7 +227,9 @@ def validate_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHe
         raise CorruptBatchError(f"batch at {pos} has impossible length {header.batch_length}")
     size = header.size
     if pos + size > len(buf):
-        raise CorruptBatchError(f"batch at {pos} claims {size} bytes but only {len(buf) - pos} are present")
+        raise CorruptBatchError(
+            f"batch at {pos} claims {size} bytes but only {len(buf) - pos} are present"
+        )
     if header.record_count < 0 or header.last_offset_delta < 0:
         raise CorruptBatchError(
             f"batch at {pos} has record_count {header.record_count}, "
@@ -436,7 +438,9 @@ def iter_record_spans(data: bytes | bytearray | memoryview, record_count: int) -
         raise CorruptBatchError(str(exc)) from None
 
 
-def read_record_headers(data: bytes | bytearray | memoryview, pos: int, rec_end: int) -> RecordHeaders:
+def read_record_headers(
+    data: bytes | bytearray | memoryview, pos: int, rec_end: int
+) -> RecordHeaders:
     """The headers of one record, from its headers position (see :func:`iter_record_spans`).
 
     Raises:

@@ -242,7 +242,12 @@ def recover(
             cut, damage = seg.rebuild(interval, validate=True)
             checked += 1
             state = seg.index_state()
-            if had_index and cut == seg.size and old[:2] == state[:2] and len(old[2]) == len(state[2]) + 8:
+            if (
+                had_index
+                and cut == seg.size
+                and old[:2] == state[:2]
+                and len(old[2]) == len(state[2]) + 8
+            ):
                 seg.seal()  # the final time index entry a clean close added stays
             if not had_index or old != seg.index_state():
                 rebuilt += 1
@@ -269,7 +274,9 @@ def recover(
         if cut == seg.size and next_base is not None and seg.next_offset > next_base:
             found = seg.find_batch(next_base)
             cut = found[0] if found is not None else 0
-            damage = f"batches reach offset {seg.next_offset - 1}, past the next segment's base {next_base}"
+            damage = (
+                f"batches reach offset {seg.next_offset - 1}, past the next segment's base {next_base}"
+            )
             overlap = True
         if cut < seg.size:
             old_size = seg.size
@@ -299,7 +306,8 @@ def recover(
         elif repaired and next_base is not None and next_base > seg.next_offset:
             # Cut at a batch boundary: nothing to truncate, but batches are missing.
             log.warning(
-                "log %s: %s ends at offset %d, before the next segment's base %d; offsets %d..%d stay a gap",
+                "log %s: %s ends at offset %d, before the next segment's base %d; offsets %d..%d "
+                "stay a gap",
                 directory,
                 seg.log_path.name,
                 seg.next_offset,

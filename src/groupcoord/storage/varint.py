@@ -48,3 +48,4 @@ def write_varint(out: bytearray, value: int) -> None:
         out.append((v & 0x7F) | 0x80)
         v >>= 7
     out.append(v)
+
