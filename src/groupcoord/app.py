@@ -209,6 +209,26 @@ def _group_routes(rt: GroupRuntime, txn: TxnRuntime | None = None) -> list[Route
             max_version=4,
             handler=partial(groups.txn_offset_commit, rt, txn),
         ),
+        *_consumer_group_routes(rt),
+    ]
+
+
+def _consumer_group_routes(rt: GroupRuntime) -> list[Route[Broker]]:
+    """KIP-848's APIs: advertised whatever ``group.coordinator.rebalance.protocols`` says, as
+    Kafka 4.x does; with ``consumer`` left out they answer UNSUPPORTED_VERSION."""
+    return [
+        Route(
+            api_key=K.CONSUMER_GROUP_HEARTBEAT,
+            min_version=0,
+            max_version=1,
+            handler=partial(groups.consumer_group_heartbeat, rt),
+        ),
+        Route(
+            api_key=K.CONSUMER_GROUP_DESCRIBE,
+            min_version=0,
+            max_version=1,
+            handler=partial(groups.consumer_group_describe, rt),
+        ),
     ]
 
 
@@ -263,6 +283,8 @@ GROUP_APIS = frozenset(
         K.DELETE_GROUPS,
         K.OFFSET_DELETE,
         K.TXN_OFFSET_COMMIT,
+        K.CONSUMER_GROUP_HEARTBEAT,
+        K.CONSUMER_GROUP_DESCRIBE,
     }
 )
 

@@ -109,9 +109,12 @@ def test_every_group_and_offsets_key_reaches_the_coordinator_config() -> None:
     overrides = [
         f"{k}=7"
         for k in PROPERTIES
-        if k.startswith(("group.", "offsets.", "offset.")) and k != "offsets.topic.compression.codec"
+        if k.startswith(("group.", "offsets.", "offset."))
+        and k not in ("offsets.topic.compression.codec", *_LIST_KEYS)
     ]
     overrides.append("group.max.session.timeout.ms=70")
+    # group.consumer.heartbeat.interval.ms must stay below group.consumer.session.timeout.ms
+    overrides += ["group.consumer.heartbeat.interval.ms=6", "group.consumer.min.heartbeat.interval.ms=6"]
     c = BrokerConfig.load(None, overrides)
     g = GroupConfig.from_broker(c)
     assert g.group_min_session_timeout_ms == 7
@@ -123,6 +126,67 @@ def test_every_group_and_offsets_key_reaches_the_coordinator_config() -> None:
     assert g.offsets_commit_timeout_ms == 7
     assert g.offset_metadata_max_bytes == 7
     assert g.offsets_load_buffer_size == 7
+    assert g.consumer_group_config().session_timeout_ms == 7
+    assert g.consumer_group_config().heartbeat_interval_ms == 6
+    assert g.consumer_group_config().max_size == 7
+
+
+_LIST_KEYS = ("group.coordinator.rebalance.protocols", "group.consumer.assignors")
+
+
+def test_consumer_group_configs_take_kafkas_defaults() -> None:
+    """Kafka 4.x ``GroupCoordinatorConfig``: session 45 s in [45 s, 60 s], heartbeat 5 s in
+    [5 s, 15 s], uniform then range, both protocols."""
+    g = GroupConfig.from_broker(BrokerConfig.load(None, []))
+    cg = g.consumer_group_config()
+    assert (cg.session_timeout_ms, cg.heartbeat_interval_ms, cg.assignors) == (
+        45000,
+        5000,
+        ("uniform", "range"),
+    )
+    assert g.consumer_protocol_enabled
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (["group.consumer.session.timeout.ms=44999"], "greater than or equal to group.consumer.min.session"),
+        (["group.consumer.session.timeout.ms=60001"], "less than or equal to group.consumer.max.session"),
+        (
+            ["group.consumer.heartbeat.interval.ms=4999"],
+            "greater than or equal to group.consumer.min.heartbeat",
+        ),
+        (
+            ["group.consumer.heartbeat.interval.ms=15001"],
+            "less than or equal to group.consumer.max.heartbeat",
+        ),
+        (
+            ["group.consumer.min.session.timeout.ms=1000", "group.consumer.session.timeout.ms=5000"],
+            "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
+        ),
+        (["group.coordinator.rebalance.protocols=consumer"], "must contain classic"),
+        (["group.coordinator.rebalance.protocols=classic,share"], "group.coordinator.rebalance.protocols"),
+        (["group.consumer.assignors=sticky"], "group.consumer.assignors"),
+    ],
+)
+def test_consumer_group_config_bounds_stop_startup(settings: list[str], message: str) -> None:
+    """Out-of-bounds ``group.consumer.*`` values are refused as Kafka's config validation does."""
+    with pytest.raises(ConfigError, match=message):
+        BrokerConfig.load(None, settings)
+
+
+def test_kafkas_assignor_class_names_are_accepted() -> None:
+    c = BrokerConfig.load(
+        None,
+        [
+            "group.consumer.assignors=org.apache.kafka.coordinator.group.assignor.RangeAssignor,"
+            "org.apache.kafka.coordinator.group.assignor.UniformAssignor"
+        ],
+    )
+    assert GroupConfig.from_broker(c).consumer_group_config().assignors == ("range", "uniform")
+    assert not GroupConfig.from_broker(
+        BrokerConfig.load(None, ["group.coordinator.rebalance.protocols=classic"])
+    ).consumer_protocol_enabled
 
 
 def test_log_config_carries_broker_defaults() -> None:

@@ -55,6 +55,7 @@ WHERE: dict[int, tuple[str, ...]] = {
     30: ("results.error_code",),  # CreateAcls
     31: ("filter_results.error_code",),  # DeleteAcls
     51: ("results.error_code",),  # AlterUserScramCredentials
+    69: ("groups.error_code",),  # ConsumerGroupDescribe
 }
 #: Names a response entry must carry back, by field (the probe request's values).
 NAMES = {"name": "probe", "topic": "probe", "group_id": "probe", "key": "probe", "resource_name": "probe"}

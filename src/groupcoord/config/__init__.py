@@ -117,6 +117,16 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1800000
     group_initial_rebalance_delay_ms: int = 3000
     group_max_size: int = INT_MAX
+    # KIP-848 (Kafka 4.x GroupCoordinatorConfig): the protocols served and the consumer group's.
+    group_coordinator_rebalance_protocols: str = "classic,consumer"
+    group_consumer_session_timeout_ms: int = 45000
+    group_consumer_min_session_timeout_ms: int = 45000
+    group_consumer_max_session_timeout_ms: int = 60000
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15000
+    group_consumer_max_size: int = INT_MAX
+    group_consumer_assignors: str = "uniform,range"
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3
     offsets_topic_segment_bytes: int = 104857600
@@ -276,6 +286,62 @@ class BrokerConfig:
             props[key.strip()] = value.strip()
         return cls.from_properties(props)
 
+    def rebalance_protocols(self) -> tuple[str, ...]:
+        """``group.coordinator.rebalance.protocols`` as a tuple of lower-case names."""
+        return tuple(
+            p.strip().lower() for p in self.group_coordinator_rebalance_protocols.split(",") if p.strip()
+        )
+
+    def consumer_assignors(self) -> tuple[str, ...]:
+        """``group.consumer.assignors`` as assignor names (Kafka's class names map to their names)."""
+        return consumer_assignor_names(self.group_consumer_assignors)
+
+    def _validate_consumer_group(self) -> None:
+        """Kafka 4.x ``GroupCoordinatorConfig``'s checks of the consumer group configs."""
+        protocols = self.rebalance_protocols()
+        unknown = [p for p in protocols if p not in ("classic", "consumer")]
+        if unknown:
+            raise ConfigError(
+                f"bad value for group.coordinator.rebalance.protocols: {unknown[0]!r} "
+                "(a list of classic, consumer)"
+            )
+        if "classic" not in protocols:
+            raise ConfigError("group.coordinator.rebalance.protocols must contain classic")
+        assignors = self.consumer_assignors()
+        bad = [a for a in assignors if a not in ("uniform", "range")]
+        if not assignors or bad:
+            raise ConfigError(
+                f"bad value for group.consumer.assignors: {self.group_consumer_assignors!r} "
+                "(a list of uniform, range or their Kafka class names)"
+            )
+        checks = (
+            (
+                "group.consumer.session.timeout.ms",
+                self.group_consumer_session_timeout_ms,
+                "group.consumer.min.session.timeout.ms",
+                self.group_consumer_min_session_timeout_ms,
+                "group.consumer.max.session.timeout.ms",
+                self.group_consumer_max_session_timeout_ms,
+            ),
+            (
+                "group.consumer.heartbeat.interval.ms",
+                self.group_consumer_heartbeat_interval_ms,
+                "group.consumer.min.heartbeat.interval.ms",
+                self.group_consumer_min_heartbeat_interval_ms,
+                "group.consumer.max.heartbeat.interval.ms",
+                self.group_consumer_max_heartbeat_interval_ms,
+            ),
+        )
+        for name, value, min_name, lo, max_name, hi in checks:
+            if value < lo:
+                raise ConfigError(f"{name} must be greater than or equal to {min_name}")
+            if value > hi:
+                raise ConfigError(f"{name} must be less than or equal to {max_name}")
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ConfigError(
+                "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"
+            )
+
     def validate(self) -> None:
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms:
             raise ConfigError(
@@ -283,6 +349,7 @@ class BrokerConfig:
                 f"({self.group_min_session_timeout_ms}) exceeds group.max.session.timeout.ms "
                 f"({self.group_max_session_timeout_ms})"
             )
+        self._validate_consumer_group()
         if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
             # KafkaConfig.validateValues
             raise ConfigError(
@@ -431,6 +498,18 @@ def _host_port(text: str) -> str:
     return text
 
 
+#: Kafka's assignor class names (its default ``group.consumer.assignors``) -> our names.
+_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def consumer_assignor_names(text: str) -> tuple[str, ...]:
+    """A ``group.consumer.assignors`` value as assignor names, Kafka's class names mapped."""
+    return tuple(_ASSIGNOR_CLASSES.get(a.strip(), a.strip()) for a in text.split(",") if a.strip())
+
+
 _BOOL: dict[str, Any] = {"parse_value": _bool, "expectation": "true or false"}
 _TEXT: dict[str, Any] = {"parse_value": _str, "check": lambda v: bool(v), "expectation": "a non-empty string"}
 
@@ -503,6 +582,29 @@ PROPERTIES: dict[str, PropertySpec] = {
         field="group_initial_rebalance_delay_ms", **_int_at_least(0, INT_MAX)
     ),
     "group.max.size": PropertySpec(field="group_max_size", **_int_at_least(1, INT_MAX)),
+    "group.coordinator.rebalance.protocols": PropertySpec(
+        field="group_coordinator_rebalance_protocols", **_TEXT
+    ),
+    "group.consumer.session.timeout.ms": PropertySpec(
+        field="group_consumer_session_timeout_ms", **_int_at_least(1, INT_MAX)
+    ),
+    "group.consumer.min.session.timeout.ms": PropertySpec(
+        field="group_consumer_min_session_timeout_ms", **_int_at_least(1, INT_MAX)
+    ),
+    "group.consumer.max.session.timeout.ms": PropertySpec(
+        field="group_consumer_max_session_timeout_ms", **_int_at_least(1, INT_MAX)
+    ),
+    "group.consumer.heartbeat.interval.ms": PropertySpec(
+        field="group_consumer_heartbeat_interval_ms", **_int_at_least(1, INT_MAX)
+    ),
+    "group.consumer.min.heartbeat.interval.ms": PropertySpec(
+        field="group_consumer_min_heartbeat_interval_ms", **_int_at_least(1, INT_MAX)
+    ),
+    "group.consumer.max.heartbeat.interval.ms": PropertySpec(
+        field="group_consumer_max_heartbeat_interval_ms", **_int_at_least(1, INT_MAX)
+    ),
+    "group.consumer.max.size": PropertySpec(field="group_consumer_max_size", **_int_at_least(1, INT_MAX)),
+    "group.consumer.assignors": PropertySpec(field="group_consumer_assignors", **_TEXT),
     "offsets.topic.num.partitions": PropertySpec(
         field="offsets_topic_num_partitions", **_int_at_least(1, INT_MAX)
     ),

@@ -215,6 +215,9 @@ class OffsetFetchTopic:
 class OffsetFetchGroup:
     group_id: str
     topics: tuple[OffsetFetchTopic, ...] | None  # None = every committed offset
+    #: OffsetFetch v9+ (KIP-848): the fetching member of a consumer group; None and -1 for none
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -284,6 +287,8 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     group_state: str
+    #: ListGroups v5: ``classic`` or ``consumer`` (KIP-848)
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -12,7 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.config import PROPERTIES, BrokerConfig
+from groupcoord.config import PROPERTIES, BrokerConfig, consumer_assignor_names
+from groupcoord.coordinator.consumer.config import ConsumerGroupConfig
 from groupcoord.errors import ConfigError
 
 _BROKER_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(BrokerConfig)}
@@ -22,6 +23,12 @@ def _default(prop: str) -> int:
     """The broker's default for property ``prop`` (an integer for every group property)."""
     value = _BROKER_DEFAULTS[PROPERTIES[prop].field]
     assert isinstance(value, int)
+    return value
+
+
+def _default_text(prop: str) -> str:
+    value = _BROKER_DEFAULTS[PROPERTIES[prop].field]
+    assert isinstance(value, str)
     return value
 
 
@@ -48,6 +55,11 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = _default("offsets.retention.check.interval.ms")
     offsets_commit_timeout_ms: int = _default("offsets.commit.timeout.ms")
     offset_metadata_max_bytes: int = _default("offset.metadata.max.bytes")
+    group_coordinator_rebalance_protocols: str = _default_text("group.coordinator.rebalance.protocols")
+    group_consumer_session_timeout_ms: int = _default("group.consumer.session.timeout.ms")
+    group_consumer_heartbeat_interval_ms: int = _default("group.consumer.heartbeat.interval.ms")
+    group_consumer_max_size: int = _default("group.consumer.max.size")
+    group_consumer_assignors: str = _default_text("group.consumer.assignors")
     #: Kafka's internal, non-configurable CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS.
     group_new_member_join_timeout_ms: int = 300_000
 
@@ -68,6 +80,22 @@ class GroupConfig:
         """The coordinator's settings from the broker's ``group.*`` and ``offsets.*`` properties."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{name: config.get(prop) for name, prop in _PROPERTY_OF_FIELD.items() if name in names})
+
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        """Whether ``group.coordinator.rebalance.protocols`` lists ``consumer`` (KIP-848)."""
+        return "consumer" in {
+            p.strip().lower() for p in self.group_coordinator_rebalance_protocols.split(",")
+        }
+
+    def consumer_group_config(self) -> ConsumerGroupConfig:
+        """The ``group.consumer.*`` settings the consumer group core reads."""
+        return ConsumerGroupConfig(
+            session_timeout_ms=self.group_consumer_session_timeout_ms,
+            heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
+            max_size=self.group_consumer_max_size,
+            assignors=consumer_assignor_names(self.group_consumer_assignors),
+        )
 
     @property
     def offsets_retention_ms(self) -> int:

@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
-EVENT_TYPES = ("state_change", "member_added", "member_removed", "member_updated")
+#: ``epoch_bump``: a consumer group (KIP-848) moved to a new group epoch (its rebalance).
+EVENT_TYPES = ("state_change", "member_added", "member_removed", "member_updated", "epoch_bump")
 
 
 class EventReason(enum.StrEnum):
@@ -38,6 +39,14 @@ class EventReason(enum.StrEnum):
     GROUP_CREATED = "group_created"
     COORDINATOR_UNLOADED = "coordinator_unloaded"
     PROTOCOL_CHANGED = "protocol_changed"
+    # Consumer groups (KIP-848).
+    SUBSCRIPTION_CHANGED = "subscription_changed"
+    REGEX_CHANGED = "regex_changed"
+    TOPIC_METADATA_CHANGED = "topic_metadata_changed"
+    REBALANCE_TIMEOUT = "rebalance_timeout"
+    STATIC_MEMBER_LEFT_TEMPORARILY = "static_member_left_temporarily"
+    RECONCILED = "reconciled"
+    MEMBER_UPDATED = "member_updated"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

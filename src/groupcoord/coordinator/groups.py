@@ -22,6 +22,8 @@ from groupcoord.coordinator.api import (
 )
 from groupcoord.coordinator.classic_group import ClassicGroupManager
 from groupcoord.coordinator.classic_messages import join_error, sync_error
+from groupcoord.coordinator.consumer.metadata import TopicsImage
+from groupcoord.coordinator.consumer_groups import ConsumerGroups, is_offsets_holder
 from groupcoord.coordinator.context import DEAD, EMPTY, STABLE, ShardContext
 from groupcoord.coordinator.events import EventReason
 from groupcoord.coordinator.group import ClassicGroup, Member
@@ -33,12 +35,14 @@ log = logging.getLogger(__name__)
 
 
 class GroupMetadataManager:
-    def __init__(self, ctx: ShardContext) -> None:
+    def __init__(self, ctx: ShardContext, image: TopicsImage | None = None) -> None:
         self._ctx = ctx
         #: group id -> group, for every group of the partitions the shard leads or loads.
         self.groups: dict[str, ClassicGroup] = {}
         #: The classic rebalance protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
         self.classic = ClassicGroupManager(ctx, self.groups, self.replay)
+        #: The consumer groups of KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+        self.consumer = ConsumerGroups(ctx, self.groups, image or TopicsImage())
 
     # ------------------------------------------------------------------ the table
     def group(self, group_id: str) -> ClassicGroup | None:
@@ -165,6 +169,7 @@ class GroupMetadataManager:
     def complete_loading(self, out: CoordinatorResult, partition: int) -> None:
         """The groups a load of ``partition`` left behind become visible (Stable or Empty)."""
         ctx = self._ctx
+        self.consumer.complete_loading(out, partition)
         for group in list(self.groups.values()):
             if (
                 group.previous_state is None
@@ -178,6 +183,7 @@ class GroupMetadataManager:
         for group in list(self.groups.values()):
             if self._ctx.partition_for(group.group_id) == partition:
                 self._unload_group(out, group, was_loading)
+        self.consumer.unload(partition)
 
     def _unload_group(self, out: CoordinatorResult, group: ClassicGroup, was_loading: bool) -> None:
         """Leadership of the group's partition is lost: it dies, and its parked requests get
@@ -211,7 +217,9 @@ class GroupMetadataManager:
         if status is not None:
             return dead(status)
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or self.consumer.holds(group_id):
+            # DescribeGroups v0-5 of a consumer group: no error, Dead, no members, as Kafka 4.x
+            # answers (v6 would say GROUP_ID_NOT_FOUND "is not a classic group").
             return dead(ErrorCode.NONE)
         stable = group.state is STABLE
         members = tuple(
@@ -238,9 +246,12 @@ class GroupMetadataManager:
         wanted = {s.lower() for s in states_filter} if states_filter else None
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._ctx.loading else ErrorCode.NONE
         out = []
+        consumer = self.consumer
         for group in self.groups.values():
             if not self._ctx.serves(group.group_id) or group.state is DEAD:
                 continue
+            if consumer.holds(group.group_id) and is_offsets_holder(group):
+                continue  # a consumer group's offsets: listed as the consumer group below
             if wanted is not None and group.state.value.lower() not in wanted:
                 continue
             out.append(
@@ -250,4 +261,5 @@ class GroupMetadataManager:
                     group_state=group.state.value,
                 )
             )
+        out.extend(consumer.listed(wanted))
         return ListGroupsResponse(error=error, groups=tuple(out))

@@ -67,7 +67,7 @@ from groupcoord.coordinator.writes import (
     OffsetWriteKind,
     TxnOffsetCommitWrite,
 )
-from groupcoord.errors import ErrorCode
+from groupcoord.errors import ErrorCode, KafkaError
 from groupcoord.gcutil import untrack
 
 log = logging.getLogger(__name__)
@@ -283,6 +283,23 @@ class OffsetManager:
             out.respond(reply, _commit_response_all(req, status))
             return None
         group = self._table.get(req.group_id)
+        if req.group_id in self._groups.consumer.groups:
+            # A consumer group (KIP-848): its own member-epoch checks (ConsumerGroup.
+            # validateOffsetCommit: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, ...); its offsets are
+            # kept in an offsets-only entry of the table.
+            try:
+                self._groups.consumer.manager.validate_offset_commit(
+                    req.group_id,
+                    req.member_id,
+                    req.group_instance_id,
+                    req.generation_id,
+                    transactional=isinstance(req, TxnOffsetCommitRequest),
+                    api_version=req.version,
+                )
+            except KafkaError as exc:
+                out.respond(reply, _commit_response_all(req, exc.code))
+                return None
+            return group if group is not None else self._groups.simple_group(out, req.group_id)
         if group is None:
             if req.generation_id >= 0:
                 out.respond(reply, _commit_response_all(req, missing))
@@ -482,6 +499,10 @@ class OffsetManager:
         status = self._ctx.status(req.group_id)
         if status is not None:
             return OffsetFetchGroupResponse(group_id=req.group_id, error=status, topics=())
+        try:  # a consumer group's member epoch (OffsetFetch v9+, KIP-848)
+            self._groups.consumer.manager.validate_offset_fetch(req.group_id, req.member_id, req.member_epoch)
+        except KafkaError as exc:
+            return OffsetFetchGroupResponse(group_id=req.group_id, error=exc.code, topics=())
         group = self._table.get(req.group_id)
         stored = group.offsets if group is not None and group.state is not DEAD else {}
         unstable: Container[tuple[str, int]] = ()
@@ -542,7 +563,10 @@ class OffsetManager:
         # Kafka's isSubscribedToTopic: in a non-Empty consumer group an unknown subscription
         # (None: unparsable, or no generation yet) counts every topic as subscribed.
         subscribed: frozenset[str] | None = frozenset()
-        if group.state is not EMPTY:
+        consumer_subscribed = self._groups.consumer.subscribed_topics(req.group_id)
+        if consumer_subscribed is not None:  # a consumer group (KIP-848): its members' topics
+            subscribed = consumer_subscribed
+        elif group.state is not EMPTY:
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 out.respond(reply, OffsetDeleteResponse(error=ErrorCode.NON_EMPTY_GROUP, topics=()))
                 return out
@@ -614,9 +638,16 @@ class OffsetManager:
                 # Kafka 4.x: an offset with a transactional commit pending does not expire.
                 pending = {*commits, *self.txn_pending_keys(group.group_id)}
             expired = group.expired_offsets(now, retention, pending)
+            consumer_subscribed = self._groups.consumer.subscribed_topics(group.group_id)
+            if consumer_subscribed is not None:
+                # A consumer group's offsets (KIP-848): those of topics its members subscribe
+                # to do not expire (Kafka's cleanupExpiredOffsets: isSubscribedToTopic), and
+                # its offsets' entry stays while the consumer group exists.
+                expired = [k for k in expired if k[0] not in consumer_subscribed]
             records = [new_offset_commit_tombstone(group.group_id, t, part) for (t, part) in expired]
             becomes_dead = (
-                group.state is EMPTY
+                consumer_subscribed is None
+                and group.state is EMPTY
                 and len(expired) == len(group.offsets)
                 and not group.pending_members
                 and not commits

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.protocol.primitives import WireWriter
 
@@ -640,8 +640,17 @@ def _read_group_metadata_value(r: _Reader, version: int) -> GroupMetadataValue:
 # --------------------------------------------------------------------------- records
 
 
-def encode_record(rec: CoordinatorRecord) -> tuple[bytes, bytes | None]:
-    return encode_key(rec.key), encode_value(rec.value)
+class SelfEncodingRecord(Protocol):
+    """A record of another group type that writes its own bytes (the consumer groups' records
+    of KIP-848, :mod:`groupcoord.coordinator.consumer.records`, which import this module)."""
+
+    def encode(self) -> tuple[bytes, bytes | None]: ...
+
+
+def encode_record(rec: CoordinatorRecord | SelfEncodingRecord) -> tuple[bytes, bytes | None]:
+    if isinstance(rec, CoordinatorRecord):
+        return encode_key(rec.key), encode_value(rec.value)
+    return rec.encode()
 
 
 def decode_record(key_bytes: bytes, value_bytes: bytes | None) -> CoordinatorRecord | None:

@@ -33,6 +33,7 @@ from groupcoord.coordinator.api import (
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupMemberResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
     ListGroupsResponse,
@@ -46,7 +47,17 @@ from groupcoord.coordinator.api import (
     SyncGroupResponse,
     TxnOffsetCommitRequest,
 )
+from groupcoord.coordinator.classic_messages import join_error, leave_response, sync_error
 from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.consumer.api import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TimerSchedule,
+)
+from groupcoord.coordinator.consumer.api import DescribedGroup as ConsumerDescribedGroup
+from groupcoord.coordinator.consumer.group import ConsumerGroup
+from groupcoord.coordinator.consumer.metadata import TopicsImage
+from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
 from groupcoord.coordinator.context import DEAD, EMPTY, ShardContext
 from groupcoord.coordinator.events import EventReason
 from groupcoord.coordinator.group import ClassicGroup, CommittedOffset
@@ -64,6 +75,7 @@ from groupcoord.coordinator.records import (
 from groupcoord.coordinator.result import CoordinatorResult, PendingWrite, Shard
 from groupcoord.coordinator.timers import (
     OFFSET_EXPIRY,
+    ConsumerGroupTimer,
     DelayedHeartbeat,
     DelayedJoin,
     OffsetExpiry,
@@ -72,6 +84,8 @@ from groupcoord.coordinator.timers import (
 )
 from groupcoord.coordinator.writes import (
     AssignmentWrite,
+    ConsumerGroupDeletionWrite,
+    ConsumerGroupWrite,
     DeleteGroupsInFlight,
     EmptyGroupWrite,
     GroupDeletionWrite,
@@ -82,7 +96,7 @@ from groupcoord.coordinator.writes import (
     StaticMemberReplacementWrite,
     TxnOffsetCommitWrite,
 )
-from groupcoord.errors import ErrorCode, IllegalStateError
+from groupcoord.errors import ErrorCode, IllegalStateError, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +109,7 @@ class GroupCoordinatorShard(Shard):
     member_id_factory: makes a member id from a client id or instance id prefix.
     owned_partitions: the ``__consumer_offsets`` partitions led from the start (all by default;
         the broker's shards start with none and load theirs).
+    image: the topics as the consumer groups see them (later ones: :meth:`on_metadata_update`).
     """
 
     def __init__(
@@ -105,6 +120,7 @@ class GroupCoordinatorShard(Shard):
         emit_events: bool = True,
         member_id_factory: Callable[[str], str] | None = None,
         owned_partitions: Iterable[int] | None = None,
+        image: TopicsImage | None = None,
     ) -> None:
         ctx = self._ctx = ShardContext(
             config,
@@ -114,7 +130,7 @@ class GroupCoordinatorShard(Shard):
             owned_partitions=owned_partitions,
         )
         #: The groups manager (the group table, the classic protocol).
-        self.groups = GroupMetadataManager(ctx)
+        self.groups = GroupMetadataManager(ctx, image)
         #: The offsets manager.
         self.offsets = OffsetManager(ctx, self.groups, self._replay)
         self._classic = self.groups.classic
@@ -150,25 +166,76 @@ class GroupCoordinatorShard(Shard):
         return self.offsets.pending_transactional_offsets(group_id)
 
     # ================================================================== requests
+    # The classic protocol's requests for the id of a consumer group get the answer Kafka 4.x
+    # gives a classic member it does not know there; classic members inside a consumer group
+    # (the online upgrade, KIP-848's migration) are not implemented, so a JoinGroup is refused
+    # with INCONSISTENT_GROUP_PROTOCOL, as Kafka does when its migration policy forbids it.
+    def _is_consumer_group(self, group_id: str) -> bool:
+        return self._ctx.status(group_id) is None and self.groups.consumer.holds(group_id)
+
     def join_group(
         self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
     ) -> CoordinatorResult:
+        if self._is_consumer_group(req.group_id):
+            out = CoordinatorResult()
+            out.respond(reply, join_error(req.version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+            return out
         return self._classic.handle_join_group(req, reply)
 
     def sync_group(
         self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]
     ) -> CoordinatorResult:
+        if self._is_consumer_group(req.group_id):
+            out = CoordinatorResult()
+            out.respond(reply, sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+            return out
         return self._classic.handle_sync_group(req, reply)
 
     def heartbeat(
         self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]
     ) -> CoordinatorResult:
+        if self._is_consumer_group(req.group_id):
+            out = CoordinatorResult()
+            out.respond(reply, HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
+            return out
         return self._classic.handle_heartbeat(req, reply)
 
     def leave_group(
         self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]
     ) -> CoordinatorResult:
+        if self._is_consumer_group(req.group_id):
+            out = CoordinatorResult()
+            members = tuple(
+                LeaveGroupMemberResponse(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    error=ErrorCode.UNKNOWN_MEMBER_ID,
+                )
+                for m in req.members
+            )
+            out.respond(reply, leave_response(req, ErrorCode.NONE, members))
+            return out
         return self._classic.handle_leave_group(req, reply)
+
+    # ------------------------------------------------------------------ consumer groups (KIP-848)
+    def consumer_group_heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, reply: Callable[[ConsumerGroupHeartbeatResponse], None]
+    ) -> CoordinatorResult:
+        """ConsumerGroupHeartbeat (68): answered once its records are durable."""
+        return self.groups.consumer.heartbeat(req, reply)
+
+    def consumer_group_describe(self, group_id: str) -> ConsumerDescribedGroup:
+        """One group of a ConsumerGroupDescribe (69): a query against the live state."""
+        return self.groups.consumer.describe(group_id)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The live consumer group (read-only use: tests, describe)."""
+        return self.groups.consumer.groups.get(group_id)
+
+    def on_metadata_update(self, image: TopicsImage) -> CoordinatorResult:
+        """New topics image: groups subscribed to a changed topic reassign on their next heartbeat."""
+        self.groups.consumer.on_metadata_update(image)
+        return CoordinatorResult()
 
     def offset_commit(
         self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
@@ -219,6 +286,8 @@ class GroupCoordinatorShard(Shard):
             group = self.groups.group(group_id)
             if status is not None:
                 results[group_id] = status
+            elif self.groups.consumer.holds(group_id):
+                self._delete_consumer_group(out, group_id, request)
             elif group is None or group.state is DEAD:
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.state is not EMPTY:
@@ -241,6 +310,58 @@ class GroupCoordinatorShard(Shard):
                 )
         self._maybe_answer_delete_groups(out, request)
         return out
+
+    def _delete_consumer_group(
+        self, out: CoordinatorResult, group_id: str, request: DeleteGroupsInFlight
+    ) -> None:
+        """Kafka's ``deleteGroups`` for a consumer group: NON_EMPTY_GROUP unless it is Empty;
+        else its offsets' tombstones, then its own (``ConsumerGroup.createGroupTombstoneRecords``),
+        in one write; the group goes once they are durable."""
+        try:
+            tombstones = self.groups.consumer.manager.delete_group(group_id)
+        except KafkaError as exc:
+            request.results[group_id] = exc.code
+            return
+        holder = self.groups.group(group_id)
+        keys = list(holder.offsets) if holder is not None else []
+        keys.extend(k for k in self.offsets.pending_commit_keys(group_id) if k not in keys)
+        records: list[object] = [new_offset_commit_tombstone(group_id, t, p) for (t, p) in keys]
+        records.extend(tombstones)
+        request.waiting.add(group_id)
+        # The consumer group's own tombstones ride in the offsets manager's tracked write (the
+        # runtime encodes either kind of record).
+        self.offsets.append_offset_write(
+            out,
+            group_id,
+            records,  # type: ignore[arg-type]
+            ConsumerGroupDeletionWrite(group_id, request),
+        )
+
+    def _consumer_group_deletion_written(
+        self,
+        out: CoordinatorResult,
+        write: ConsumerGroupDeletionWrite,
+        records: Sequence[object],
+        error: ErrorCode,
+    ) -> None:
+        gid = write.group_id
+        if error is ErrorCode.NONE:
+            consumer = self.groups.consumer
+            for record in records:
+                if isinstance(record, ConsumerGroupRecord):
+                    consumer.replay(record)
+                elif isinstance(record, CoordinatorRecord):
+                    self._replay(out, record)
+            holder = self.groups.group(gid)
+            if holder is not None and not holder.offsets and not holder.members:
+                self.groups.drop_group(gid)
+            if self._ctx.emit_events:
+                out.events.append(consumer.dead_event(gid))
+            write.request.results[gid] = ErrorCode.NONE
+        else:
+            write.request.results[gid] = OPERATION_WRITE_ERRORS.get(error, error)
+        write.request.waiting.discard(gid)
+        self._maybe_answer_delete_groups(out, write.request)
 
     def _group_deletion_written(
         self,
@@ -320,6 +441,9 @@ class GroupCoordinatorShard(Shard):
             elif type(key) is PendingSync:
                 assert isinstance(payload, int)
                 classic.on_expire_pending_sync(out, key.group_id, payload)
+            elif type(key) is ConsumerGroupTimer:
+                assert isinstance(payload, TimerSchedule)
+                self.groups.consumer.on_timer(out, payload)
             elif type(key) is OffsetExpiry:
                 ctx.timer.schedule(key, now + ctx.config.offsets_retention_check_interval_ms, None)
                 self.offsets.expire_offsets(out)
@@ -344,10 +468,14 @@ class GroupCoordinatorShard(Shard):
                 offsets.offset_delete_written(out, then, records, error)
             elif isinstance(then, OffsetExpiryWrite):
                 offsets.offset_expiry_written(out, then, records, error)
+            elif isinstance(then, ConsumerGroupDeletionWrite):
+                self._consumer_group_deletion_written(out, then, records, error)
             else:
                 self._group_deletion_written(out, then, records, error)
             if offsets.stable_fetches_waiting:  # a require_stable OffsetFetch waits for some write
                 offsets.wake_stable_fetches(out, done.token, done.group_id, error)
+        elif isinstance(done, ConsumerGroupWrite):
+            self.groups.consumer.written(out, done, error)
         elif isinstance(done, AssignmentWrite):
             self._classic.assignment_written(out, done, records, error)
         elif isinstance(done, EmptyGroupWrite):
@@ -383,6 +511,11 @@ class GroupCoordinatorShard(Shard):
             self.groups.replay(out, key, value)
         else:
             log.warning("skipping record with unknown key type %s", type(key).__name__)
+
+    def replay_consumer_record(self, record: ConsumerGroupRecord) -> CoordinatorResult:
+        """Apply one consumer-group record (types 3-8 and 16) while loading."""
+        self.groups.consumer.replay(record)
+        return CoordinatorResult()
 
     def replay_offsets(
         self, group_id: str, offsets: Iterable[tuple[tuple[str, int], CommittedOffset]]

@@ -102,7 +102,18 @@ class OffsetExpiry:
 
 
 #: Any key the coordinator's timer holds.
-TimerKey = DelayedJoin | DelayedHeartbeat | PendingMemberExpiry | PendingSync | OffsetExpiry
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTimer:
+    """A consumer group's timer (KIP-848: session, rebalance, regex refresh), under the key
+    Kafka gives it (``session-timeout-<group>-<member>`` ...); its payload is the core's
+    :class:`~groupcoord.coordinator.consumer.api.TimerSchedule`."""
+
+    key: str
+
+
+TimerKey = (
+    DelayedJoin | DelayedHeartbeat | PendingMemberExpiry | PendingSync | OffsetExpiry | ConsumerGroupTimer
+)
 
 #: The one retention-check key.
 OFFSET_EXPIRY = OffsetExpiry()

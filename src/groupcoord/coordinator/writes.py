@@ -134,8 +134,34 @@ class GroupDeletionWrite:
     request: DeleteGroupsInFlight
 
 
+@dataclass(slots=True, eq=False)
+class ConsumerGroupDeletionWrite:
+    """A consumer group's tombstones (its offsets' and its records') for a DeleteGroups request."""
+
+    group_id: str
+    request: DeleteGroupsInFlight
+
+
+@dataclass(slots=True, eq=False)
+class ConsumerGroupWrite:
+    """The records of one call into the consumer group core (a heartbeat, a timer), already
+    replayed into its groups: ``reply`` gets ``response`` once they are durable. ``group_ids``
+    are the groups they change (the shard holds their state from before, to undo a failed
+    write); ``classic_tombstone`` says the write also ends the empty classic group of that id."""
+
+    group_ids: tuple[str, ...]
+    reply: Callable[[Any], None] | None
+    response: Any
+    classic_tombstone: bool = False
+
+
 OffsetWriteKind = (
-    OffsetCommitWrite | TxnOffsetCommitWrite | OffsetDeleteWrite | OffsetExpiryWrite | GroupDeletionWrite
+    OffsetCommitWrite
+    | TxnOffsetCommitWrite
+    | OffsetDeleteWrite
+    | OffsetExpiryWrite
+    | GroupDeletionWrite
+    | ConsumerGroupDeletionWrite
 )
 
 
@@ -164,4 +190,6 @@ class OffsetWrite:
         )
 
 
-WriteCompletion = AssignmentWrite | EmptyGroupWrite | StaticMemberReplacementWrite | OffsetWrite
+WriteCompletion = (
+    AssignmentWrite | EmptyGroupWrite | StaticMemberReplacementWrite | OffsetWrite | ConsumerGroupWrite
+)

@@ -7,6 +7,10 @@ pipeline reads. A group sent back to PreparingRebalance from CompletingRebalance
 timeout, a member joining while the leader assigns) counts once more, with that cause, as
 Kafka's ``prepareRebalance`` runs again.
 
+A consumer group of KIP-848 has no PreparingRebalance: its rebalance begins with each bump of
+its group epoch (an ``epoch_bump`` event, with the bump's cause) and is timed until the group is
+Stable again (every member reconciled to the new assignment). Its members do not stop meanwhile.
+
 The duration is the group's stop: from the first PreparingRebalance until it is Stable again
 (the leader's assignment persisted), across any restarts in between, in the coordinator's
 clock. A rebalance that ends with the group Empty or Dead (every member gone) is not timed.
@@ -39,14 +43,16 @@ class RebalanceCounter:
         self._began: dict[str, int] = {}
 
     def on_event(self, event: GroupEvent) -> None:
+        if event.type == "epoch_bump":
+            # A consumer group (KIP-848) rebalances by bumping its epoch; it lasts until every
+            # member has reconciled (the group is Stable again).
+            self._begin(event)
+            return
         if event.type != "state_change":
             return
         group, to = event.group_id, event.to_state
         if to == _PREPARING:
-            causes = self.counts.setdefault(group, {})
-            cause = event.reason.value
-            causes[cause] = causes.get(cause, 0) + 1
-            self._began.setdefault(group, event.time_ms)
+            self._begin(event)
         elif to == _STABLE:
             began = self._began.pop(group, None)
             if began is not None:
@@ -55,6 +61,12 @@ class RebalanceCounter:
             self._began.pop(group, None)
             if to == "Dead":
                 self.counts.pop(group, None)
+
+    def _begin(self, event: GroupEvent) -> None:
+        causes = self.counts.setdefault(event.group_id, {})
+        cause = event.reason.value
+        causes[cause] = causes.get(cause, 0) + 1
+        self._began.setdefault(event.group_id, event.time_ms)
 
     def copy(self) -> dict[tuple[str, str], int]:
         """(group, cause) -> count, for a snapshot (call on the loop)."""

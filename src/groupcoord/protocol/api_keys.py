@@ -91,3 +91,7 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_TRANSACTIONS = 65
     #: transactions, filtered by state and producer id (KIP-664)
     LIST_TRANSACTIONS = 66
+    #: a consumer group member's heartbeat in the consumer group protocol (KIP-848)
+    CONSUMER_GROUP_HEARTBEAT = 68
+    #: consumer groups (KIP-848) with their epochs and members' assignments
+    CONSUMER_GROUP_DESCRIBE = 69

@@ -44,6 +44,15 @@ from groupcoord.coordinator.api import (
     TxnOffsetCommitRequest,
 )
 from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.consumer.api import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.consumer.group import ConsumerGroup
+from groupcoord.coordinator.consumer.metadata import TopicsImage
+from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.group import ClassicGroup, CommittedOffset
 from groupcoord.coordinator.records import CoordinatorRecord, partition_for
@@ -94,6 +103,8 @@ class GroupCoordinator:
         self._partition_cache: dict[str, int] = {}
         #: Answers for groups of partitions led elsewhere: it leads nothing.
         self._elsewhere = GroupCoordinatorShard(config, clock, emit_events=False, owned_partitions=())
+        #: The topics as consumer groups see them (KIP-848), handed to every shard made.
+        self._image = TopicsImage()
         starting = range(self._num_partitions) if owned_partitions is None else owned_partitions
         for p in starting:
             self.runtime.load(p)
@@ -106,6 +117,7 @@ class GroupCoordinator:
             emit_events=self._emit_events,
             member_id_factory=self._member_id_factory,
             owned_partitions=(),
+            image=self._image,
         )
         shard.begin_loading(partition)
         return shard
@@ -161,6 +173,35 @@ class GroupCoordinator:
         p = self.partition_for(req.group_id)
         shard = self.runtime.shard(p) or self._elsewhere
         self.runtime.apply(p, shard.offset_delete(req, reply))
+
+    # ------------------------------------------------------------------ consumer groups (KIP-848)
+    def consumer_group_heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, reply: Callable[[ConsumerGroupHeartbeatResponse], None]
+    ) -> None:
+        p, shard = self._shard(req.group_id)
+        self.runtime.apply(p, shard.consumer_group_heartbeat(req, reply))
+
+    def consumer_group_describe(
+        self, req: ConsumerGroupDescribeRequest, reply: Callable[[ConsumerGroupDescribeResponse], None]
+    ) -> None:
+        described = tuple(self._shard(g)[1].consumer_group_describe(g) for g in req.group_ids)
+        self.runtime.respond(reply, ConsumerGroupDescribeResponse(groups=described))
+
+    def on_metadata_update(self, image: TopicsImage) -> None:
+        """The broker's topics changed: every shard's consumer groups see the new image."""
+        self._image = image
+        for p in self.runtime.partitions():
+            shard = self.runtime.shard(p)
+            if shard is not None:
+                self.runtime.apply(p, shard.on_metadata_update(image))
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        return self._shard(group_id)[1].consumer_group(group_id)
+
+    def replay_consumer_record(self, record: ConsumerGroupRecord) -> None:
+        """Replay one consumer-group record into its group's shard (loading)."""
+        p = self.partition_for(record.key.group_id)
+        self.runtime.apply(p, self._loading_shard(p).replay_consumer_record(record))
 
     # ------------------------------------------------------------------ several groups
     def offset_fetch(self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]) -> None:

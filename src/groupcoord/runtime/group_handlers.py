@@ -21,6 +21,12 @@ from groupcoord.broker.acl import Resource
 from groupcoord.broker.authorized_ops import NOT_REQUESTED, authorized_operations
 from groupcoord.broker.state import Broker
 from groupcoord.coordinator import api
+from groupcoord.coordinator.consumer import kio_adapter
+from groupcoord.coordinator.consumer.api import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.consumer.api import DescribedGroup as ConsumerDescribedGroup
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import PreEncoded, RequestContext
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms, offset_commit_entities
@@ -441,6 +447,8 @@ def offset_fetch(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, req
                     api.OffsetFetchTopic(name=t.name, partitions=tuple(int(i) for i in t.partition_indexes))
                     for t in g.topics
                 ),
+                member_id=getattr(g, "member_id", None),
+                member_epoch=int(getattr(g, "member_epoch", -1)),
             )
             for g in request.groups
         )
@@ -582,8 +590,9 @@ def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
 
     def encode(r: api.ListGroupsResponse) -> Any:
         listed = r.groups
-        if types and "classic" not in {t.lower() for t in types}:
-            listed = ()
+        if types:  # v5 (KIP-848): group types, matched case-insensitively as Kafka does
+            wanted = {t.lower() for t in types}
+            listed = tuple(g for g in listed if g.group_type in wanted)
         return make(
             resp_t,
             throttle_time=NO_THROTTLE,
@@ -594,7 +603,7 @@ def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
                     group_id=g.group_id,
                     protocol_type=g.protocol_type,
                     group_state=g.group_state,
-                    group_type="classic",
+                    group_type=g.group_type,
                 )
                 for g in listed
             ),
@@ -653,3 +662,40 @@ def offset_delete(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
 
 
 __all__ = ["OFFSETS_TOPIC"]
+
+
+# ------------------------------------------------------------------------ KIP-848
+def consumer_group_heartbeat(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """ConsumerGroupHeartbeat (68) v0-v1: answered once the records it wrote are durable;
+    UNSUPPORTED_VERSION where ``group.coordinator.rebalance.protocols`` leaves ``consumer`` out
+    (Kafka's ``KafkaApis.isConsumerGroupProtocolEnabled``)."""
+    version = ctx.api_version
+
+    def encode(r: ConsumerGroupHeartbeatResponse) -> Any:
+        return kio_adapter.heartbeat_response_to_kio(r, api_version=version)
+
+    if not runtime.coordinator.config.consumer_protocol_enabled:
+        return encode(ConsumerGroupHeartbeatResponse(error_code=int(ErrorCode.UNSUPPORTED_VERSION)))
+    req = kio_adapter.heartbeat_from_kio(
+        request, api_version=version, client_id=ctx.client_id, client_host=ctx.client_host
+    )
+    return _call(runtime, runtime.coordinator.consumer_group_heartbeat, req, encode)
+
+
+def consumer_group_describe(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
+    """ConsumerGroupDescribe (69) v0-v1, each group from its shard's live state (every group
+    UNSUPPORTED_VERSION where the consumer protocol is off)."""
+    version = ctx.api_version
+    req = kio_adapter.describe_request_from_kio(request)
+
+    def encode(r: ConsumerGroupDescribeResponse) -> Any:
+        return kio_adapter.describe_response_to_kio(r, api_version=version)
+
+    if not runtime.coordinator.config.consumer_protocol_enabled:
+        code = int(ErrorCode.UNSUPPORTED_VERSION)
+        return encode(
+            ConsumerGroupDescribeResponse(
+                groups=tuple(ConsumerDescribedGroup(group_id=g, error_code=code) for g in req.group_ids)
+            )
+        )
+    return _call(runtime, runtime.coordinator.consumer_group_describe, req, encode)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from groupcoord.constants import GROUP_EVENTS_TOPIC
 from groupcoord.constants import OFFSETS_TOPIC as OFFSETS_TOPIC
 from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, encode_record
 from groupcoord.errors import ErrorCode
@@ -80,6 +81,24 @@ class GroupRuntime:
         self._load_task: asyncio.Task[None] | None = None
         self.loaded = asyncio.Event()
         self._closed = False
+        # The consumer groups' topics image (KIP-848): rebuilt on every topic change.
+        broker.logs.topic_listeners.append(self._topics_changed)
+        self._topics_changed()
+
+    def _topics_changed(self) -> None:
+        """Hand the consumer groups a new topics image: every topic (internal ones too: Kafka's
+        regexes do not skip them), with its id and partition count (the broker has no racks),
+        versioned by the log manager's count of topic changes. Groups subscribed to a changed
+        topic reassign on their next heartbeat (Kafka's ``onNewMetadataImage``)."""
+        logs = self.broker.logs
+        image = TopicsImage(
+            (
+                TopicMetadata(topic_id=m.topic_id, name=m.name, num_partitions=m.partitions)
+                for m in logs.topics().values()
+            ),
+            version=logs.topics_version,
+        )
+        self.coordinator.on_metadata_update(image)
 
     # ------------------------------------------------------------------ internal topics
     def ensure_topics(self) -> None:

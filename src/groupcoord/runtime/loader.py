@@ -38,6 +38,8 @@ import struct
 import types
 from collections.abc import Callable
 
+from groupcoord.coordinator.consumer.records import RECORD_TYPES as CONSUMER_RECORD_TYPES
+from groupcoord.coordinator.consumer.records import decode_record as decode_consumer_record
 from groupcoord.coordinator.group import CommittedOffset
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
@@ -320,6 +322,23 @@ class OffsetsLoader:
 
     def _replay_one(self, offset: int, key: bytes, value: bytes | None) -> None:
         """The general path: decode the record fully and replay it."""
+        if len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) in CONSUMER_RECORD_TYPES:
+            # A consumer group's record (KIP-848, types 3-8 and 16).
+            try:
+                consumer = decode_consumer_record(key, value)
+            except ValueError as exc:
+                log.warning(
+                    "%s-%d offset %d: undecodable record skipped: %s",
+                    self._topic,
+                    self._partition,
+                    offset,
+                    exc,
+                )
+                return
+            if consumer is not None:
+                self._coordinator.replay_consumer_record(consumer)
+                self.records += 1
+            return
         try:
             record = decode_record(key, value)
         except ValueError as exc:

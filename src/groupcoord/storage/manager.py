@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +179,11 @@ class LogManager:
         self.journaled_topics = frozenset(journaled_topics)
         self.journal: Journal | None = None
         self.journal_report: ReplayReport | None = None
+        #: bumped on every topic creation, deletion and partition increase (what the consumer
+        #: groups' topics image is versioned by, as Kafka's by the metadata offset)
+        self.topics_version = 0
+        #: called after each such change (the group coordinator rebuilds its topics image)
+        self.topic_listeners: list[Callable[[], None]] = []
         self._closed = False
 
     @classmethod
@@ -405,6 +410,7 @@ class LogManager:
         self._open_partitions([(meta, p, config) for p in range(partitions)])
         self._save()
         log.info("created topic %s id=%s partitions=%d internal=%s", name, topic_id, partitions, internal)
+        self._topics_changed()
         return meta
 
     def create_partitions(self, name: str, new_total: int) -> TopicMeta:
@@ -433,6 +439,7 @@ class LogManager:
         self._topics[name] = grown
         self._save()
         log.info("topic %s grew from %d to %d partitions", name, meta.partitions, new_total)
+        self._topics_changed()
         return grown
 
     def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMeta:
@@ -507,7 +514,13 @@ class LogManager:
         with contextlib.suppress(OSError):
             fsync_dir(self.data_dir)
         log.info("deleted topic %s id=%s", name, meta.topic_id)
+        self._topics_changed()
         return meta
+
+    def _topics_changed(self) -> None:
+        self.topics_version += 1
+        for listener in list(self.topic_listeners):
+            listener()
 
     # -- maintenance -----------------------------------------------------------------------
 

@@ -163,7 +163,8 @@ def _group_of(request: Any) -> str | None:
             if keys and isinstance(keys[0], str):
                 group = keys[0]
     if group is None:
-        for name in ("groups", "groups_names"):  # DescribeGroups, DeleteGroups, OffsetFetch v8+
+        # DescribeGroups, DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe
+        for name in ("groups", "groups_names", "group_ids"):
             items = getattr(request, name, None)
             if items:
                 first = items[0]
@@ -367,9 +368,9 @@ async def _held(result: Any, seconds: float) -> Any:
 # So the code sits wherever that API's clients read it: per partition for Produce, Fetch,
 # ListOffsets, OffsetCommit, TxnOffsetCommit, DeleteRecords, AddPartitionsToTxn; per topic for
 # Metadata, CreateTopics, DeleteTopics, CreatePartitions; per resource for the config APIs; per
-# group for DescribeGroups, DeleteGroups and OffsetFetch v8+; per key for FindCoordinator v4+;
-# at the top for the rest (and also at the top where a response has both, e.g. OffsetFetch v2+,
-# LeaveGroup v3+, OffsetDelete), with one exception: Fetch (below).
+# group for DescribeGroups, DeleteGroups, OffsetFetch v8+ and ConsumerGroupDescribe; per key
+# for FindCoordinator v4+; at the top for the rest (and also at the top where a response has
+# both, e.g. OffsetFetch v2+, LeaveGroup v3+, OffsetDelete), with one exception: Fetch (below).
 
 #: A response list -> the request lists it answers, where the names differ (tried in order).
 _LIST_SOURCES: Mapping[str, tuple[str, ...]] = {
@@ -384,6 +385,7 @@ _LIST_SOURCES: Mapping[str, tuple[str, ...]] = {
     "results_by_partition": ("partitions",),
     "transaction_states": ("transactional_ids",),
     "coordinators": ("coordinator_keys",),
+    "groups": ("groups", "group_ids"),  # ConsumerGroupDescribe names them group_ids
 }
 #: Fields that name the item a response entry answers: copied from the request's item (under
 #: these names or their synonyms), or set from it where the request lists bare names or indexes.

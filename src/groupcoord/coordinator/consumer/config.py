@@ -1,0 +1,35 @@
+"""The consumer group's broker configs (``group.consumer.*``) with Kafka 4.1's defaults, and the
+per-group overrides Kafka takes through IncrementalAlterConfigs on GROUP resources.
+
+Bounds (min/max session timeout and heartbeat interval) are checked where configs are parsed
+(``groupcoord.config``), not here; this is what the core reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groupcoord.constants import INT32_MAX
+
+__all__ = ["ConsumerGroupConfig", "GroupOverrides"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupConfig:
+    #: group.consumer.session.timeout.ms
+    session_timeout_ms: int = 45_000
+    #: group.consumer.heartbeat.interval.ms
+    heartbeat_interval_ms: int = 5_000
+    #: group.consumer.max.size
+    max_size: int = INT32_MAX
+    #: group.consumer.assignors; the first is the default
+    assignors: tuple[str, ...] = ("uniform", "range")
+    #: group.consumer.regex.refresh.interval.ms (4.1, internal)
+    regex_refresh_interval_ms: int = 600_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupOverrides:
+    """``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` of one group."""
+
+    session_timeout_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
