@@ -35,7 +35,7 @@ from groupcoord.constants import OFFSETS_TOPIC as OFFSETS_TOPIC
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
 from groupcoord.coordinator.events import GroupEvent
-from groupcoord.coordinator.records import CoordinatorRecord, encode_record
+from groupcoord.coordinator.records import CoordinatorRecord, SelfEncodingRecord, encode_record
 from groupcoord.errors import ErrorCode
 from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.runtime.group_coordinator import GroupCoordinator
@@ -220,7 +220,7 @@ class GroupRuntime:
     def append(
         self,
         partition: int,
-        records: Sequence[CoordinatorRecord],
+        records: Sequence[CoordinatorRecord | SelfEncodingRecord],
         done: Callable[[ErrorCode], None],
     ) -> None:
         """Queue a write for the end of this loop tick (see :meth:`_write_tick`).
@@ -320,7 +320,7 @@ class GroupRuntime:
     def append_transactional(
         self,
         partition: int,
-        records: Sequence[CoordinatorRecord],
+        records: Sequence[CoordinatorRecord | SelfEncodingRecord],
         producer_id: int,
         producer_epoch: int,
         done: Callable[[ErrorCode], None],
