@@ -16,11 +16,11 @@ import asyncio
 import inspect
 import time
 
+import pytest
 from cg_script import COORDINATOR, MEMBER, NAMES, T, ok, owned
 
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.consumer import Consumer
-from groupcoord.client.consumer_group_actions import CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
 from groupcoord.client.consumer_group_adapter import ConsumerGroupCoordinator
 from groupcoord.client.consumer_group_messages import ConsumerGroupHeartbeatRequest
 from groupcoord.client.engine import ConsumerEngine
@@ -134,7 +134,8 @@ def test_async_callbacks_are_reported_when_awaited() -> None:
 
 
 def test_consumer_with_group_protocol_consumer_against_groupcoord() -> None:
-    """The real blocking Consumer with group.protocol=consumer over 127.0.0.1."""
+    """The real blocking Consumer with group.protocol=consumer over 127.0.0.1: it joins through
+    ConsumerGroupHeartbeat and, alone in its group, is given every partition."""
     with Broker() as broker:
         broker.create_topic("cg-t", partitions=3)
         consumer = Consumer(
@@ -143,17 +144,30 @@ def test_consumer_with_group_protocol_consumer_against_groupcoord() -> None:
         try:
             consumer.subscribe(["cg-t"])
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
+            while time.monotonic() < deadline and len(consumer.assignment()) < 3:
+                consumer.poll(0.2)
+            assert consumer.assignment() == {TopicPartition("cg-t", p) for p in range(3)}
+        finally:
+            consumer.close(5)
+
+
+def test_consumer_protocol_switched_off_on_the_broker_is_fatal_for_the_member() -> None:
+    """A broker whose group.coordinator.rebalance.protocols leaves out ``consumer`` answers
+    ConsumerGroupHeartbeat with UNSUPPORTED_VERSION, which is fatal for the member (Java's
+    ``ConsumerHeartbeatRequestManager`` error handling: UNSUPPORTED_VERSION -> fatal)."""
+    with Broker(settings={"group.coordinator.rebalance.protocols": "classic"}) as broker:
+        broker.create_topic("cg-off", partitions=1)
+        consumer = Consumer(
+            {"bootstrap.servers": broker.bootstrap, "group.id": "cg-off", "group.protocol": "consumer"}
+        )
+        try:
+            consumer.subscribe(["cg-off"])
+            deadline = time.monotonic() + 30
+            with pytest.raises(FatalGroupError) as raised:
+                while time.monotonic() < deadline:
                     consumer.poll(0.2)
-                except FatalGroupError as exc:  # a broker without KIP-848's API 68
-                    assert exc.code is ErrorCode.UNSUPPORTED_VERSION
-                    assert str(exc) == CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
-                    return
-                if len(consumer.assignment()) == 3:
-                    assert consumer.assignment() == {TopicPartition("cg-t", p) for p in range(3)}
-                    return
-            raise AssertionError("neither an assignment nor the unsupported-protocol error within 30 s")
+            assert raised.value.code is ErrorCode.UNSUPPORTED_VERSION
+            assert consumer.assignment() == set()
         finally:
             consumer.close(5)
 
@@ -162,26 +176,19 @@ def test_async_consumer_with_group_protocol_consumer_against_groupcoord() -> Non
     """AsyncConsumer, the same engine: the same outcome as the blocking Consumer."""
     from groupcoord.client.aio import AsyncConsumer
 
-    async def scenario(bootstrap: str) -> str:
+    async def scenario(bootstrap: str) -> set[TopicPartition]:
         consumer = AsyncConsumer(
             {"bootstrap.servers": bootstrap, "group.id": "cg-aio", "group.protocol": "consumer"}
         )
         try:
             consumer.subscribe(["cg-a"])
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    await consumer.poll(0.2)
-                except FatalGroupError as exc:
-                    assert exc.code is ErrorCode.UNSUPPORTED_VERSION
-                    assert str(exc) == CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
-                    return "unsupported"
-                if consumer.assignment() == {TopicPartition("cg-a", p) for p in range(2)}:
-                    return "assigned"
-            return "neither"
+            while time.monotonic() < deadline and len(consumer.assignment()) < 2:
+                await consumer.poll(0.2)
+            return set(consumer.assignment())
         finally:
             await consumer.close(5)
 
     with Broker() as broker:
         broker.create_topic("cg-a", partitions=2)
-        assert asyncio.run(scenario(broker.bootstrap)) in ("unsupported", "assigned")
+        assert asyncio.run(scenario(broker.bootstrap)) == {TopicPartition("cg-a", p) for p in range(2)}

@@ -2,10 +2,9 @@
 v0/v1, ConsumerGroupDescribe and Metadata by topic id through kio's own encoders and decoders,
 and one ConsumerGroupHeartbeat over a real connection to a groupcoord broker.
 
-The broker side of KIP-848 is being built in another branch; until it is merged, the live test
-checks what a Java or librdkafka member sees from a broker that does not advertise API 68
-(UNSUPPORTED_VERSION, fatal with Java's text). If the broker advertises the API, the same test
-checks the first join instead, so it stays true after the merge.
+The live test checks the first join against groupcoord's own KIP-848 coordinator; the fatal
+UNSUPPORTED_VERSION action is in ``test_consumer_group_errors.py`` and, from a broker with the
+protocol switched off, in ``test_consumer_group_adapter.py``.
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ from cg_script import MEMBER, T
 from groupcoord.client import wire
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.connection import NetworkClient
-from groupcoord.client.consumer_group_actions import CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
-from groupcoord.client.consumer_group_events import FatalErrorEvent
 from groupcoord.client.consumer_group_member import ConsumerGroupMember
 from groupcoord.client.consumer_group_messages import (
     ConsumerGroupDescribeRequest,
@@ -44,7 +41,6 @@ from groupcoord.client.consumer_group_wire import (
     request_fields,
     too_old,
 )
-from groupcoord.client.errors import FatalGroupError
 from groupcoord.client.messages import OffsetCommitRequest, OffsetCommitResponse
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
@@ -266,10 +262,9 @@ def test_topic_ids_are_looked_up_with_metadata_v12() -> None:
 
 def test_member_core_over_a_real_connection_to_groupcoord() -> None:
     """The member core driven over NetworkClient to an in-process groupcoord broker: the real
-    FindCoordinator, then the join heartbeat. Without API 68 (today's broker) the answer is
-    UNSUPPORTED_VERSION and the member goes FATAL with Java's CONSUMER_PROTOCOL_NOT_SUPPORTED text
-    (AbstractHeartbeatRequestManager.onErrorResponse); with it, the member joins (epoch > 0) and
-    ConsumerGroupDescribe lists it."""
+    FindCoordinator, then the join heartbeat: the member joins (epoch > 0) and
+    ConsumerGroupDescribe lists it. (A broker without API 68 is the local UNSUPPORTED_VERSION
+    path, tested without a broker.)"""
     config = ConsumerConfig.from_dict(
         {"group.id": "wire-g", "group.protocol": "consumer", "enable.auto.commit": False}
     )
@@ -294,20 +289,10 @@ def test_member_core_over_a_real_connection_to_groupcoord() -> None:
             assert core.coordinator is not None
             table = client.versions(2**31 - 1 - core.coordinator.node_id)
             assert table is not None
-            if table.supports(68):
-                assert core.member_epoch > 0 and core.state in (S.RECONCILING, S.STABLE)
-                described = describe(client, bootstrap, ("wire-g",), 10_000)
-                assert [m.member_id for m in described.groups[0].members] == [MEMBER]
-                return
-            assert core.state is S.FATAL
-            (event,) = [e for e in core.events() if isinstance(e, FatalErrorEvent)]
-            assert isinstance(event.error, FatalGroupError)
-            assert event.error.code is ErrorCode.UNSUPPORTED_VERSION
-            assert str(event.error) == CONSUMER_PROTOCOL_NOT_SUPPORTED_MSG
-            assert (
-                describe(client, bootstrap, ("wire-g",), 10_000).groups[0].error
-                is ErrorCode.UNSUPPORTED_VERSION
-            )
+            assert table.supports(68)
+            assert core.member_epoch > 0 and core.state in (S.RECONCILING, S.STABLE)
+            described = describe(client, bootstrap, ("wire-g",), 10_000)
+            assert [m.member_id for m in described.groups[0].members] == [MEMBER]
         finally:
             client.close()
 
