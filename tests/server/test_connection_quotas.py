@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from test_connection_limits import Client, Env, _closed_by_peer, _serve, _stop, closes, run, until
+from test_connection_limits import Client, Env, _closed_by_peer, _stop, closes, run, until
 
 from groupcoord.config import INT_MAX, BrokerConfig
 from groupcoord.errors import ConfigError
@@ -20,6 +20,7 @@ from groupcoord.protocol.client import encode_request
 from groupcoord.protocol.entities import make
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.connection_quotas import ConnectionQuotas
+from serve_process import start_serve
 
 METADATA = 3
 
@@ -165,7 +166,7 @@ def test_connection_quota_properties_have_kafkas_names_and_defaults() -> None:
 
 
 def test_serve_closes_a_connection_over_the_configured_max_connections_per_ip(tmp_path: Path) -> None:
-    proc, port = _serve(tmp_path, "max.connections.per.ip=1")
+    proc, port = start_serve(tmp_path / "d", "--set", "max.connections.per.ip=1")
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=60) as first:
             m = load_messages(METADATA, 12)
