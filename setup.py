@@ -38,6 +38,7 @@ NATIVE_MODULES = (
     "groupcoord/protocol/headers.py",
     "groupcoord/protocol/hot.py",
     "groupcoord/server/connection.py",
+    "groupcoord/server/output.py",
     "groupcoord/server/dispatch.py",
     "groupcoord/runtime/answers.py",
     "groupcoord/runtime/coordinator_runtime.py",
