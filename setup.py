@@ -48,6 +48,7 @@ NATIVE_MODULES = (
     "groupcoord/coordinator/api.py",
     "groupcoord/coordinator/classic_group.py",
     "groupcoord/coordinator/classic_messages.py",
+    "groupcoord/coordinator/classic_rebalance.py",
     "groupcoord/coordinator/config.py",
     "groupcoord/coordinator/context.py",
     "groupcoord/coordinator/events.py",
