@@ -69,7 +69,9 @@ from groupcoord.coordinator.writes import (
 )
 from groupcoord.errors import ErrorCode, IllegalStateError
 
-log = logging.getLogger(__name__)
+#: The classic group's logger: member expiries and failed group writes are logged under the name
+#: they had before this machinery left ``classic_group.py`` (operators filter on it).
+log = logging.getLogger("groupcoord.coordinator.classic_group")
 
 #: How the classic manager has a durable group record applied: the groups manager's ``replay``.
 ReplayGroupRecord = Callable[[CoordinatorResult, GroupMetadataKey, GroupMetadataValue | None], None]
