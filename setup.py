@@ -65,6 +65,8 @@ NATIVE_MODULES = (
     "groupcoord/formats/batch.py",
     "groupcoord/storage/journal.py",
     "groupcoord/storage/log.py",
+    "groupcoord/storage/log_producers.py",
+    "groupcoord/storage/log_results.py",
     "groupcoord/storage/segment.py",
     "groupcoord/broker/durability.py",
 )
