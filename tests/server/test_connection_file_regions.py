@@ -29,8 +29,8 @@ from groupcoord.protocol.entities import child, err, make
 from groupcoord.protocol.fetch_response import PartitionOut, TopicOut, encode_fetch_body
 from groupcoord.protocol.registry import load_messages
 from groupcoord.server.app import KafkaServer
-from groupcoord.server.connection import OUTPUT_HIGH_WATER, WriteGate, _send_region
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.output import OUTPUT_HIGH_WATER, WriteGate, send_region
 from groupcoord.storage.log import FileRegion
 
 ZERO = datetime.timedelta(0)
@@ -410,7 +410,7 @@ def test_region_on_a_transport_without_sendfile_is_copied_exactly(tmp_path: Path
         region = FileRegion(fd, 1_000, 200_000)
         reader = asyncio.ensure_future(asyncio.to_thread(_read_all, r, 200_000))
         try:
-            await _send_region(loop, transport, region, WriteGate())  # a pipe transport has no sendfile
+            await send_region(loop, transport, region, WriteGate())  # a pipe transport has no sendfile
         finally:
             region.close()
         got = await reader
@@ -446,7 +446,7 @@ def test_send_region_copies_when_the_loop_has_no_sendfile(tmp_path: Path) -> Non
         transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
         region = FileRegion(os.open(path, os.O_RDONLY), 100, len(payload))
         try:
-            await _send_region(loop, transport, region, WriteGate())  # type: ignore[arg-type]
+            await send_region(loop, transport, region, WriteGate())  # type: ignore[arg-type]
         finally:
             region.close()
         transport.close()

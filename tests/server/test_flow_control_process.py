@@ -5,7 +5,7 @@ Processor`` mutes a channel once a request is read (``KafkaChannel.mute``) and u
 after the response is sent (``processCompletedSends`` -> ``tryUnmuteChannel``), so a client that
 does not read stops being read (``SocketServerTest.testSendActionResponseWithThrottledChannel
 WhichStaysMuted`` and the mute-state tests). Here a connection may pipeline, but the bytes of
-answers the client has not taken are bounded (``server.connection``, "Bounded output").
+answers the client has not taken are bounded (``server.output``, "Bounded output").
 
 Each scenario runs on the stock asyncio loop and on uvloop (what ``groupcoord serve`` runs when
 uvloop is installed; before the bound, the Fetch flood took a uvloop broker from ~60 MB to

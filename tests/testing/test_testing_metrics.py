@@ -18,7 +18,7 @@ from confluent_kafka import TopicPartition as CTopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from groupcoord.testing import Broker, TopicPartition
-from groupcoord.testing.broker import _metrics_url
+from groupcoord.testing.broker_thread import metrics_url
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -63,12 +63,12 @@ def test_metrics_url_is_none_without_metrics_listen_and_raises_when_stopped() ->
 
 def test_a_wildcard_metrics_host_is_named_as_loopback_in_the_url() -> None:
     """What a scraper on this host dials for each bound address (IPv6 in brackets)."""
-    assert _metrics_url(("0.0.0.0", 9404)) == "http://127.0.0.1:9404/metrics"
-    assert _metrics_url(("", 9404)) == "http://127.0.0.1:9404/metrics"
-    assert _metrics_url(("::", 9404)) == "http://[::1]:9404/metrics"
-    assert _metrics_url(("::1", 9404)) == "http://[::1]:9404/metrics"
-    assert _metrics_url(("127.0.0.2", 9404)) == "http://127.0.0.2:9404/metrics"
-    assert _metrics_url(None) is None
+    assert metrics_url(("0.0.0.0", 9404)) == "http://127.0.0.1:9404/metrics"
+    assert metrics_url(("", 9404)) == "http://127.0.0.1:9404/metrics"
+    assert metrics_url(("::", 9404)) == "http://[::1]:9404/metrics"
+    assert metrics_url(("::1", 9404)) == "http://[::1]:9404/metrics"
+    assert metrics_url(("127.0.0.2", 9404)) == "http://127.0.0.2:9404/metrics"
+    assert metrics_url(None) is None
 
 
 def test_hard_restart_frees_a_fixed_metrics_port_and_the_restarted_broker_answers_there() -> None:

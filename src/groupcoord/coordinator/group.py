@@ -105,7 +105,7 @@ class Member:
         self._awaiting_sync: SyncReply | None = None
         self.is_new = False
         #: The coordinator's session-timer key for this member, made once (see
-        #: ClassicGroupManager._heartbeat_key): a fresh key per heartbeat would outlive the
+        #: ClassicRebalance._heartbeat_key): a fresh key per heartbeat would outlive the
         #: request, in the timer, until its deadline.
         self.heartbeat_key: DelayedHeartbeat | None = None
         # A member lives as long as its group and, between rebalances, holds only strings,

@@ -8,7 +8,7 @@
   is the request counter);
 * ``GroupRuntime.event_listeners``: rebalances by cause and their durations
   (:mod:`groupcoord.metrics.rebalances`);
-* the server's :class:`~groupcoord.server.connection.Traffic` totals, read at scrape time.
+* the server's :class:`~groupcoord.server.output.Traffic` totals, read at scrape time.
 
 Everything else is read when Prometheus scrapes. The handler asks the broker's loop for a
 :class:`~groupcoord.metrics.snapshot.Snapshot` (waiting at most :data:`SNAPSHOT_TIMEOUT_S`). It

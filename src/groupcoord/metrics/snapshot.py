@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from groupcoord.broker.state import Broker
 from groupcoord.formats.batch import parse_header
 from groupcoord.runtime.group_runtime import GroupRuntime
-from groupcoord.server.connection import Traffic
+from groupcoord.server.output import Traffic
 from groupcoord.storage.log import PartitionLog
 
 log = logging.getLogger(__name__)

@@ -30,10 +30,11 @@ from typing import Any
 from groupcoord.clock import SystemClock
 from groupcoord.handling.loop_timers import LoopTimers
 from groupcoord.server.client_quotas import ClientQuotas
-from groupcoord.server.connection import OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, KafkaConnection, Traffic
+from groupcoord.server.connection import KafkaConnection
 from groupcoord.server.connection_quotas import LISTEN_BACKLOG, Acceptor, ConnectionQuotas
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.memory_pool import MemoryPool
+from groupcoord.server.output import OUTPUT_HIGH_WATER, OUTPUT_LOW_WATER, Traffic
 from groupcoord.server.session import ListenerSecurity
 from groupcoord.server.tls_transport import TlsProtocol
 
@@ -76,7 +77,7 @@ class KafkaServer:
         #: (``server.connection_quotas``)
         self.connection_quotas = connection_quotas or ConnectionQuotas(max_connections=max_connections)
         #: per connection: answers not yet taken by the client above which it stops being read
-        #: (``server.connection``, "Bounded output"), and where it resumes
+        #: (``server.output``, "Bounded output"), and where it resumes
         self.output_high_water = output_high_water
         self.output_low_water = output_low_water
         #: queued.max.request.bytes (None when it is not positive: no bound, Kafka's MemoryPool.NONE)

@@ -39,30 +39,9 @@ owes no answer and has had no bytes in or out for longer than ``connections.max.
 closed by the server's sweep (``server.app``; Kafka's ``Selector`` idle expiry), so stalled
 half-frames cannot hold memory indefinitely.
 
-File regions. A handler may return a :class:`PreEncoded` body instead of a response entity:
-pieces written in order after the response header, some of them file regions (Fetch record
-sets). Bytes go through ``transport.write`` as usual; a region is sent with ``loop.sendfile``
-(``os.sendfile`` on plain sockets) once everything before it has left: first with one
-``os.sendfile`` call right away when the transport has nothing buffered, and if the socket does
-not take it all, by a sender task that waits for the socket. While that task runs the
-connection stops reading and every later answer queues behind it, so responses keep their order
-and a slow reader still holds the broker back. A region that comes up short (its file was
-truncated meanwhile) closes the connection: the frame's size was already promised.
-
-Bounded output. Kafka's network layer holds one answer per connection (the channel is muted
-until it is sent), so a client that does not read stops being read. Here pipelining keeps up to
-``MAX_IN_FLIGHT`` answers owed, so the bound is on bytes instead: the connection counts the
-bytes of its answers that the client has not taken yet — ready answers still queued, pieces
-waiting behind a file region, a region by the bytes it will send, and the transport's write
-buffer — and stops handing frames to handlers (and reading) above ``OUTPUT_HIGH_WATER``, until
-that count is back at ``OUTPUT_LOW_WATER`` or below. Nothing polls: the count falls when the
-transport drains (asyncio's ``pause_writing``/``resume_writing``) or the sender task moves on,
-and those are the points that re-check it. Every send path waits for the transport: the sender
-task writes a piece only while the transport is not paused, and a region that cannot go with
-``loop.sendfile`` (uvloop has none) is sent with ``os.sendfile`` when the transport's buffer
-is empty, else copied ``COPY_CHUNK`` bytes at a time. A client that writes requests and never
-reads therefore costs this connection at most about one high-water mark plus one answer, on
-every loop (``tests/server/test_flow_control_process.py`` measures it).
+Answers going out — their order, the byte bound on them ("Bounded output") and file regions
+sent with ``os.sendfile`` — are :class:`~groupcoord.server.output.AnswerOutput`'s, this class's base
+(``server.output``).
 
 Fairness. One connection has at most ``FRAMES_PER_TURN`` frames handed to handlers per turn of
 the event loop; the rest stay buffered (and the connection unread) until the next turn, after the
@@ -87,8 +66,7 @@ import logging
 import os
 import struct
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, cast
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiKeysV0
@@ -97,13 +75,12 @@ from kio.serial import entity_writer
 from kio.static.primitive import i16
 
 from groupcoord.errors import ErrorCode
-from groupcoord.handling import FileRegion, Later, Piece, PreEncoded, RequestContext
+from groupcoord.handling import Later, Piece, PreEncoded, RequestContext
 from groupcoord.protocol.entities import err
 from groupcoord.protocol.fetch_response import encode_fetch_body
 from groupcoord.protocol.framing import FrameDecoder, FrameError, encode_frame
 from groupcoord.protocol.headers import (
     MalformedRequestError,
-    encode_response_header,
     peek_request,
     read_request_header,
 )
@@ -116,6 +93,16 @@ from groupcoord.protocol.registry import (
 from groupcoord.server.client_quotas import ClientQuotas, quota_user
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.memory_pool import MemoryPool
+from groupcoord.server.output import (
+    OUTPUT_HIGH_WATER,
+    OUTPUT_LOW_WATER,
+    AnswerOutput,
+    AnswerSlot,
+    Traffic,
+    frame_pieces,
+    ready,
+    release_pieces,
+)
 from groupcoord.server.session import Session
 
 log = logging.getLogger(__name__)
@@ -123,30 +110,12 @@ log = logging.getLogger(__name__)
 #: Stop reading while this many responses are still owed on one connection.
 MAX_IN_FLIGHT = 256
 
-#: Output flow control (see "Bounded output" above): a connection whose answers not yet taken by
-#: the client (ready answers still queued here, file regions by the bytes they will send, and
-#: the transport's write buffer) exceed OUTPUT_HIGH_WATER bytes handles no further request until
-#: they are back at or below OUTPUT_LOW_WATER.
-OUTPUT_HIGH_WATER = 4 * 1024 * 1024
-OUTPUT_LOW_WATER = 1024 * 1024
-#: A file region copied through the transport (a loop without ``loop.sendfile``) goes in pieces
-#: of at most this many bytes, each written once the transport takes more.
-COPY_CHUNK = 256 * 1024
 #: Fairness: at most this many frames of one connection are handed to handlers in one turn of
 #: the event loop; the rest wait for the next turn, after the other connections' events.
 FRAMES_PER_TURN = 16
 
 _write_api_versions_v0 = entity_writer(ApiVersionsResponseV0)
 _SIZE = struct.Struct(">i")
-#: size prefix and response header v0 (correlation id) / v1 (plus no tagged fields)
-_HEAD_V0 = struct.Struct(">ii")
-_HEAD_V1 = struct.Struct(">iiB")
-
-
-def _release(pieces: Iterable[Piece]) -> None:
-    for piece in pieces:
-        if isinstance(piece, FileRegion):
-            piece.close()
 
 
 def unsupported_api_versions_answer(correlation_id: int, ranges: list[tuple[int, int, int]]) -> bytes:
@@ -163,58 +132,7 @@ def unsupported_api_versions_answer(correlation_id: int, ranges: list[tuple[int,
     return encode_frame(buf.getvalue())
 
 
-class Traffic:
-    """One server's byte and connection totals, added to on its event loop (read by the
-    metrics endpoint: a reader on another thread sees each total at some recent value)."""
-
-    __slots__ = ("accepted", "bytes_in", "bytes_out", "refused")
-
-    def __init__(self) -> None:
-        self.bytes_in = 0  #: bytes read from clients
-        self.bytes_out = 0  #: bytes of answers handed to the transport (file regions included)
-        self.accepted = 0  #: connections accepted
-        self.refused = 0  #: connections closed at once: over max.connections.per.ip, or past the backlog
-
-
-class WriteGate:
-    """asyncio's write flow control as something to await: the protocol's ``pause_writing`` and
-    ``resume_writing`` call :meth:`pause` and :meth:`resume`; :meth:`wait` returns once the
-    transport takes more (at once when it is not paused). :meth:`resume` is also called when
-    the connection is lost, so no sender waits forever."""
-
-    __slots__ = ("_waiter", "paused")
-
-    def __init__(self) -> None:
-        self.paused = False
-        self._waiter: asyncio.Future[None] | None = None
-
-    def pause(self) -> None:
-        self.paused = True
-
-    def resume(self) -> None:
-        self.paused = False
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self) -> None:
-        while self.paused:
-            if self._waiter is None:
-                self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-
-
-class _Slot:
-    __slots__ = ("barrier", "data", "done")
-
-    def __init__(self) -> None:
-        self.data: bytes | list[Piece] | None = None
-        self.done = False
-        #: while unanswered, no later request may be handled (no overlap class, or muted)
-        self.barrier = False
-
-
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(AnswerOutput):
     def __init__(
         self,
         dispatcher: Dispatcher[Any],
@@ -230,6 +148,7 @@ class KafkaConnection(asyncio.Protocol):
         client_quotas: ClientQuotas | None = None,
         session: Session | None = None,
     ) -> None:
+        super().__init__(traffic, now_ms or _monotonic_ms, output_high_water, output_low_water)
         self.dispatcher = dispatcher
         #: the listener, principal and SASL state of this connection (``server.session``)
         self.session = session if session is not None else Session()
@@ -240,17 +159,10 @@ class KafkaConnection(asyncio.Protocol):
         self._reserved = 0
         self._held_reserved = 0
         self._waiting_memory = False
-        self._high_water = output_high_water
-        self._low_water = min(output_low_water, output_high_water)
-        self._traffic = traffic if traffic is not None else Traffic()
         self.connection_id = connection_id
         self.client_host = "/unknown"
         self.peer = "?"
         self._decoder = FrameDecoder(max_frame_bytes)
-        self._transport: asyncio.Transport | None = None
-        #: answers owed, in request order: a slot per awaited answer, the encoded answer itself
-        #: for one that was ready at once
-        self._pending: deque[_Slot | bytes | list[Piece]] = deque()
         self._tasks: set[asyncio.Future[Any] | Later] = set()
         #: requests handed to their handler whose answer is not ready yet ...
         self._unanswered = 0
@@ -261,21 +173,12 @@ class KafkaConnection(asyncio.Protocol):
         #: a frame read behind a run of overlapping requests, not itself overlapping: handled
         #: once the run is answered
         self._held: bytes | None = None
-        #: the transport's write flow control (pause_writing / resume_writing)
-        self._gate = WriteGate()
-        #: bytes of ready answers not yet handed to the transport (file regions by what they
-        #: will still send): with the transport's buffer, what OUTPUT_HIGH_WATER bounds
-        self._owed_bytes = 0
-        #: stopped for output above OUTPUT_HIGH_WATER, until back at OUTPUT_LOW_WATER
-        self._output_full = False
         self._reading_paused = False
         #: a _pump is due at the end of this batch of completed answers (see _on_done)
         self._pump_scheduled = False
         # The loop the connection runs on, taken once: asyncio.get_running_loop() makes a getpid
         # system call each time (its fork check), and an awaited answer needed it per batch.
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._closing = False
-        self._draining = False
         self._on_close = on_close
         #: the server's acceptor (connection quotas): told when the connection is made; until it
         #: calls :meth:`admit`, the connection reads nothing (as if still in the listen backlog)
@@ -295,13 +198,6 @@ class KafkaConnection(asyncio.Protocol):
         #: an awaited answer's request, for its quota accounting once it is ready
         self._quota_of: dict[asyncio.Future[Any] | Later, tuple[RequestContext, int, float]] = {}
         self._drained: asyncio.Future[None] | None = None
-        #: pieces waiting behind a file region being sent (or about to be)
-        self._out: deque[Piece] = deque()
-        self._sender: asyncio.Task[None] | None = None
-        self._sock_fd = -1
-        self._now_ms = now_ms or _monotonic_ms
-        #: when bytes last came in or went out (the clock's ms), for connections.max.idle.ms
-        self.last_active_ms = self._now_ms()
 
     @property
     def user(self) -> str:
@@ -468,7 +364,7 @@ class KafkaConnection(asyncio.Protocol):
             # KafkaApis: a throttled fetch gets an empty answer and its bytes are not counted
             quotas.fetch.unrecord(self.user, ctx.client_id, float(response_bytes), self._now_ms())
             if type(response) is PreEncoded:
-                _release(response.pieces)
+                release_pieces(response.pieces)
             return PreEncoded(pieces=tuple(encode_fetch_body(ctx.api_version, [], throttle_ms=ms)))  # type: ignore[arg-type]
         return _with_throttle(ctx.api_key, ctx.api_version, response, ms)
 
@@ -492,36 +388,6 @@ class KafkaConnection(asyncio.Protocol):
             self._pump()
 
     # ------------------------------------------------------------------ output flow control
-    def pause_writing(self) -> None:
-        self._gate.pause()
-        self._update_reading()
-
-    def resume_writing(self) -> None:
-        self._gate.resume()
-        self._update_reading()
-        self._pump()
-
-    def _output_over(self) -> bool:
-        """Whether answers not yet taken by the client hold this connection back: above the
-        high-water mark it stops, and it goes on once they are at the low-water mark or below."""
-        transport = self._transport
-        backlog = self._owed_bytes + (transport.get_write_buffer_size() if transport is not None else 0)
-        if self._output_full:
-            if backlog <= self._low_water:
-                self._output_full = False
-        elif backlog > self._high_water:
-            self._output_full = True
-        return self._output_full
-
-    def _owe(self, data: bytes | list[Piece]) -> None:
-        """Count a ready answer as owed until it is handed to the transport."""
-        if isinstance(data, bytes):
-            self._owed_bytes += len(data)
-        else:
-            for piece in data:
-                self._owed_bytes += len(piece) if isinstance(piece, bytes) else piece.length
-
-    # ------------------------------------------------------------------ request path
     def _blocked(self) -> bool:
         return (
             self._closing
@@ -607,7 +473,7 @@ class KafkaConnection(asyncio.Protocol):
         """Whether the one thing stopping the reading is a full queue whose head is ready."""
         return (
             len(self._pending) >= MAX_IN_FLIGHT
-            and _ready(self._pending[0])
+            and ready(self._pending[0])
             and not (self._closing or self._draining or self._gate.paused or self._sender is not None)
             and not self._output_full
             and not self._throttled
@@ -708,7 +574,7 @@ class KafkaConnection(asyncio.Protocol):
         """Owe the answer ``task`` will give: a slot in the queue of answers, filled when it is
         done (a method of its own, so that the request path's answers given at once build no
         closure cells)."""
-        slot = _Slot()
+        slot = AnswerSlot()
         self._pending.append(slot)
         self._tasks.add(task)
         self._unanswered += 1
@@ -724,18 +590,18 @@ class KafkaConnection(asyncio.Protocol):
     ) -> bytes | list[Piece] | None:
         try:
             if type(response) is PreEncoded:
-                return _frame_pieces(messages, correlation_id, response)
+                return frame_pieces(messages, correlation_id, response)
             return messages.encode_response(correlation_id, response)
         except Exception as exc:
             if type(response) is PreEncoded:
-                _release(response.pieces)
+                release_pieces(response.pieces)
             self.abort(f"cannot encode {messages.name} v{messages.version} response: {exc!r}", exc=exc)
             return None
 
     def _on_done(
         self,
         task: asyncio.Future[Any] | Later,
-        slot: _Slot,
+        slot: AnswerSlot,
         messages: ApiMessages,
         correlation_id: int,
         started: float,
@@ -756,7 +622,7 @@ class KafkaConnection(asyncio.Protocol):
         exc = task.exception()
         if self._closing:
             if exc is None and type(task.result()) is PreEncoded:
-                _release(task.result().pieces)
+                release_pieces(task.result().pieces)
             return
         if exc is not None:
             self.abort(f"handler for {messages.name} v{messages.version} failed: {exc!r}", exc=exc)
@@ -786,143 +652,6 @@ class KafkaConnection(asyncio.Protocol):
         self._pump_scheduled = False
         if not self._closing:
             self._pump()
-
-    def _flush(self) -> None:
-        """Write every answer that is ready and has no unanswered request before it, in one write;
-        from the first file region on, the pieces go to the sender task, in order."""
-        transport = self._transport
-        pending = self._pending
-        out = self._out
-        chunks: list[bytes] = []
-        # While a region is being sent nothing may be written around it: everything queues.
-        behind = self._sender is not None
-        size = 0
-        written = 0
-        while pending:
-            head = pending[0]
-            if isinstance(head, _Slot):
-                if not head.done:
-                    break
-                data = head.data
-            else:
-                data = head
-            pending.popleft()
-            if data is None:
-                continue
-            if isinstance(data, bytes):
-                size += len(data)
-                if behind or out:
-                    out.append(data)
-                else:
-                    chunks.append(data)
-                    written += len(data)
-                continue
-            for piece in data:
-                size += len(piece) if isinstance(piece, bytes) else piece.length
-                if not behind and not out and type(piece) is bytes:
-                    chunks.append(piece)
-                    written += len(piece)
-                else:
-                    out.append(piece)
-        if self._closing or transport is None:
-            self._drop_output()
-            return
-        self._traffic.bytes_out += size
-        self._owed_bytes -= written
-        if chunks:
-            transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
-            self.last_active_ms = self._now_ms()
-        if out and self._sender is None:
-            self._send_now(transport)
-            if self._closing:
-                return
-            if out:
-                self._sender = asyncio.ensure_future(self._send_out(transport))
-        if self._draining and not pending and not out and self._sender is None:
-            self._closing = True
-            transport.close()
-
-    def _send_now(self, transport: asyncio.Transport) -> None:
-        """Send queued pieces as far as the socket takes them without waiting: a region goes
-        straight to ``os.sendfile`` when nothing is buffered in the transport before it. What
-        is left (a region the socket did not take whole, and everything after it) stays queued
-        for the sender task."""
-        out = self._out
-        sock_fd = self._sock_fd
-        while out:
-            piece = out[0]
-            if type(piece) is bytes:
-                out.popleft()
-                transport.write(piece)
-                self._owed_bytes -= len(piece)
-                continue
-            assert isinstance(piece, FileRegion)
-            if sock_fd < 0 or transport.get_write_buffer_size() or transport.is_closing():
-                return
-            try:
-                sent = os.sendfile(sock_fd, piece.fd, piece.position, piece.length) if piece.length else 0
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                self.abort(f"cannot send a file region: {exc!r}")
-                return
-            self._owed_bytes -= sent
-            if sent < piece.length:
-                # the socket is full, or the file got shorter: the sender task waits or tells
-                piece.advance(sent)
-                return
-            out.popleft()
-            piece.close()
-
-    async def _send_out(self, transport: asyncio.Transport) -> None:
-        """Write the queued pieces in order, each once the transport takes more, file regions
-        with ``loop.sendfile`` (or :func:`_send_region`'s fallbacks)."""
-        loop = asyncio.get_running_loop()
-        out = self._out
-        gate = self._gate
-        try:
-            while out and not self._closing:
-                await gate.wait()
-                if self._closing:
-                    break
-                piece = out.popleft()
-                if type(piece) is bytes:
-                    chunks = [piece]
-                    while out and type(out[0]) is bytes:
-                        chunks.append(out.popleft())  # type: ignore[arg-type]
-                    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-                    transport.write(data)
-                    self._owed_bytes -= len(data)
-                    continue
-                assert isinstance(piece, FileRegion)
-                owed = piece.length
-                try:
-                    await _send_region(loop, transport, piece, gate, self._sock_fd)
-                    self._owed_bytes -= owed
-                finally:
-                    piece.close()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self.abort(f"cannot send a file region: {exc!r}")
-        finally:
-            self._sender = None
-            self.last_active_ms = self._now_ms()
-            if self._closing:
-                self._drop_output()
-        if not self._closing:
-            self._pump()
-
-    def _drop_output(self) -> None:
-        """Forget every answer not yet written, closing their file regions."""
-        for entry in self._pending:
-            data = entry.data if isinstance(entry, _Slot) else entry
-            if isinstance(data, list):
-                _release(data)
-        self._pending.clear()
-        _release(self._out)
-        self._out.clear()
-        self._owed_bytes = 0
 
     # ------------------------------------------------------------------ closing
     def abort(self, reason: str, exc: BaseException | None = None) -> None:
@@ -1015,11 +744,6 @@ def _with_throttle(api_key: int, api_version: int, response: Any, ms: int) -> An
     return response
 
 
-def _ready(entry: _Slot | bytes | list[Piece]) -> bool:
-    """Whether an entry of the answers owed is ready to be written."""
-    return entry.done if isinstance(entry, _Slot) else True
-
-
 def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
@@ -1027,85 +751,3 @@ def _monotonic_ms() -> int:
 def _api_key(frame: bytes) -> int:
     """The API key of a request frame (-1 if too short: the handler path reports that)."""
     return int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
-
-
-def _frame_pieces(messages: ApiMessages, correlation_id: int, response: PreEncoded) -> bytes | list[Piece]:
-    """Size prefix and response header in front of a pre-encoded body; plain bytes when the
-    body holds no file region."""
-    pieces = response.pieces
-    if len(pieces) == 1 and type(pieces[0]) is bytes:  # one encoded body: most answers
-        body = pieces[0]
-        if messages.response_header_version == 1:
-            return _HEAD_V1.pack(len(body) + 5, correlation_id, 0) + body
-        return _HEAD_V0.pack(len(body) + 4, correlation_id) + body
-    header = encode_response_header(correlation_id, messages.response_header_version)
-    size = len(header)
-    regions = False
-    for piece in pieces:
-        if type(piece) is bytes:
-            size += len(piece)
-        else:
-            assert isinstance(piece, FileRegion)
-            size += piece.length
-            regions = True
-    head = _SIZE.pack(size) + header
-    if not regions:
-        return head + b"".join(pieces)  # type: ignore[arg-type]
-    out: list[Piece] = [head, *pieces]
-    return out
-
-
-async def _send_region(
-    loop: asyncio.AbstractEventLoop,
-    transport: asyncio.Transport,
-    region: FileRegion,
-    gate: WriteGate,
-    sock_fd: int = -1,
-) -> None:
-    """All ``region.length`` bytes of the region, or an error (the frame cannot be shortened).
-
-    ``loop.sendfile`` where the loop has it (it waits for the transport itself). Otherwise — a
-    transport without sendfile support, or a loop without ``loop.sendfile`` (uvloop inherits
-    AbstractEventLoop's NotImplementedError, a RuntimeError) — the region goes piece by piece,
-    each once ``gate`` says the transport takes more: straight from the file with
-    ``os.sendfile`` on ``sock_fd`` while the transport has nothing buffered, else copied
-    ``COPY_CHUNK`` bytes at a time. So at most about one chunk and the transport's high-water
-    mark of the region are ever in memory, however large it is.
-    """
-    if region.length == 0:
-        return
-    with open(region.fd, "rb", buffering=0, closefd=False) as file:
-        try:
-            sent = await loop.sendfile(transport, file, region.position, region.length)
-        except RuntimeError:
-            if transport.is_closing():
-                raise
-            await _send_region_in_pieces(transport, region, gate, sock_fd)
-            return
-    if sent != region.length:
-        raise OSError(f"file region shrank: {sent} of {region.length} bytes available")
-
-
-async def _send_region_in_pieces(
-    transport: asyncio.Transport, region: FileRegion, gate: WriteGate, sock_fd: int
-) -> None:
-    total = region.length
-    while region.length:
-        await gate.wait()
-        if transport.is_closing():
-            raise ConnectionResetError("connection closed while sending a file region")
-        if sock_fd >= 0 and not transport.get_write_buffer_size():
-            try:
-                sent = os.sendfile(sock_fd, region.fd, region.position, region.length)
-            except (BlockingIOError, InterruptedError):
-                sent = -1  # the socket is full: queue a chunk in the transport, which waits for it
-            if sent > 0:
-                region.advance(sent)
-                continue
-            if sent == 0:
-                raise OSError(f"file region shrank: {total - region.length} of {total} bytes available")
-        chunk = os.pread(region.fd, min(COPY_CHUNK, region.length), region.position)
-        if not chunk:
-            raise OSError(f"file region shrank: {total - region.length} of {total} bytes available")
-        transport.write(chunk)
-        region.advance(len(chunk))

@@ -36,7 +36,7 @@ from typing import Protocol
 
 from groupcoord.constants import INT32_MAX
 from groupcoord.handling.loop_timers import LoopTimers
-from groupcoord.server.connection import Traffic
+from groupcoord.server.output import Traffic
 from groupcoord.server.rate import Rate
 
 log = logging.getLogger(__name__)

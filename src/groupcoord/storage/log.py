@@ -17,11 +17,10 @@ segments. Compaction reads rolled segments through descriptors of its own and sw
 segment in only if that segment is still part of the log and unchanged, so retention, truncation
 and record deletion may run meanwhile. At most one compaction runs at a time per log.
 
-One piece (about 950 lines) on purpose: :class:`PartitionLog` is one object whose methods all
-work on the same segment list, offsets and lock under the rule above; what could stand alone
-(segment files and indexes, recovery, the cleaner, settings) already lives in the modules named
-above. The producer-state rebuild (``_load_producer_state``) is the part that could still move
-to :mod:`groupcoord.storage.producer_state`.
+:class:`PartitionLog` is one object whose methods all work on the same segment list, offsets and
+lock under the rule above; what can stand alone lives in the modules named above, and the
+producer state's rebuild at open and its tracking at append in
+:mod:`groupcoord.storage.log_producers`.
 """
 
 from __future__ import annotations
@@ -32,15 +31,10 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
-
-from mypy_extensions import mypyc_attr
 
 from groupcoord.clock import Clock
 from groupcoord.constants import INT32_MAX
-from groupcoord.errors import ErrorCode, KafkaError
 from groupcoord.formats.batch import (
     BatchHeader,
     CorruptBatchError,
@@ -53,15 +47,22 @@ from groupcoord.formats.batch import (
 from groupcoord.handling import FileRegion
 
 from .cleaner import CompactionReport, LogCleaner
-from .control import EndTxnMarker, decode_marker
 from .journal import Journal
 from .log_config import LogConfig
+from .log_producers import load_producer_state, track_producers
+from .log_results import (
+    AppendInfo,
+    InvalidOffsetError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    ReadResult,
+    RecordTooLargeError,
+    RegionRead,
+)
 from .producer_state import (
-    CorruptSnapshotError,
     ProducerStateManager,
     delete_snapshot,
     list_snapshots,
-    read_snapshot,
     write_snapshot,
 )
 from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, recover
@@ -72,75 +73,15 @@ from .segment import (
     TornBatch,
     find_batch_header,
     fsync_dir,
+    fsync_if_present,
     read_batches,
     segment_name,
     whole_batches,
     whole_batches_in,
 )
-from .txnindex import AbortedTxn, append_txn_index, read_txn_index, write_txn_index
+from .txnindex import AbortedTxn, write_txn_index
 
 log = logging.getLogger(__name__)
-
-# ----------------------------------------------------------------------------------------------
-# Errors and values
-# ----------------------------------------------------------------------------------------------
-
-
-class OffsetOutOfRangeError(KafkaError):
-    def __init__(self, message: str) -> None:
-        super().__init__(ErrorCode.OFFSET_OUT_OF_RANGE, message)
-
-
-class RecordTooLargeError(KafkaError):
-    def __init__(self, message: str) -> None:
-        super().__init__(ErrorCode.MESSAGE_TOO_LARGE, message)
-
-
-class InvalidOffsetError(ValueError):
-    """A batch appended with ``assign_offsets=False`` does not come after the log end."""
-
-
-# A RuntimeError subclass cannot be a compiled (native) class; it stays an ordinary one.
-@mypyc_attr(native_class=False)
-class LogClosedError(RuntimeError):
-    """The log was closed (or its topic deleted)."""
-
-
-class AppendInfo(NamedTuple):
-    """What an append did. A named tuple: one is built per append (every offset commit's), and a
-    frozen dataclass's ``__init__`` cost about 1 µs of it."""
-
-    base_offset: int
-    last_offset: int
-    log_append_time: int
-    log_start_offset: int
-    record_count: int
-    max_timestamp: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReadResult:
-    data: memoryview | bytes
-    high_watermark: int
-    log_start_offset: int
-    #: (fd, position, length) of ``data`` in its segment file, for os.sendfile. The descriptor is
-    #: valid only until the log is next changed (retention, truncation, compaction swap, close).
-    file: tuple[int, int, int] | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RegionRead:
-    """What :meth:`PartitionLog.read_region` found: the batches as bytes (empty, or shorter than
-    ``copy_below``) or as a :class:`FileRegion` the caller must close."""
-
-    data: bytes | FileRegion
-    high_watermark: int
-    log_start_offset: int
-
-
-# ----------------------------------------------------------------------------------------------
-# PartitionLog
-# ----------------------------------------------------------------------------------------------
 
 
 class PartitionLog:
@@ -174,8 +115,11 @@ class PartitionLog:
         self._bases = [s.base_offset for s in self._segments]
         self._flushed_offset = self.log_end_offset
         #: producers, open transactions and aborted ones: loaded from the newest ``.snapshot``
-        #: and the batches after it, here at open (see :meth:`_load_producer_state`)
-        self._pstate = self._load_producer_state()
+        #: and the batches after it, here at open (``storage.log_producers``)
+        with self._lock:
+            self._pstate = load_producer_state(
+                self.dir, self._segments, self._bases, self._log_start, self.iter_batches_from
+            )
 
     @classmethod
     def open(cls, dir: Path, config: LogConfig, clock: Clock) -> tuple[PartitionLog, RecoveryReport]:
@@ -210,108 +154,6 @@ class PartitionLog:
         """The partition's producers, open transactions and aborted transactions (built when
         the log was opened, kept current by appends)."""
         return self._pstate
-
-    def _load_producer_state(self) -> ProducerStateManager:
-        """Producer state at open: the newest usable ``<offset>.snapshot`` (Kafka's
-        ``ProducerStateManager.loadFromSnapshot``), then only the batches from its offset on
-        (``LogLoader.rebuildProducerState``); the aborted transactions come from the segments'
-        ``.txnindex`` files below that offset and from the replay after it. A snapshot that cannot
-        be read is deleted with one WARNING line and the next older one (or the whole log) is
-        used. Without any snapshot the whole partition is read from its log start. Each
-        ``.txnindex`` in the replayed range is rewritten when it does not match, and a snapshot at
-        the log end is written when anything was replayed.
-        """
-        with self._lock:
-            leo = self.log_end_offset
-            for leftover in self.dir.glob("*.snapshot.tmp"):
-                leftover.unlink(missing_ok=True)
-            usable: list[tuple[int, Path]] = []
-            for off, path in list_snapshots(self.dir):
-                if off > leo or off < self._log_start:
-                    delete_snapshot(path)  # past a truncated end, or below the log start
-                else:
-                    usable.append((off, path))
-            state = ProducerStateManager()
-            start = self._log_start
-            while usable:
-                off, path = usable.pop()
-                try:
-                    entries = read_snapshot(path)
-                except CorruptSnapshotError as unusable:
-                    log.warning(
-                        "log %s: producer snapshot %s is unusable (%s); deleted, rebuilding from %s",
-                        self.dir,
-                        path.name,
-                        unusable,
-                        f"the snapshot at {usable[-1][0]}" if usable else f"the log start {self._log_start}",
-                    )
-                    delete_snapshot(path)
-                    continue
-                prior = self._trusted_aborted(off)
-                if prior is None:
-                    log.warning(
-                        "log %s: a .txnindex below offset %d disagrees with its segment; reading the "
-                        "whole partition",
-                        self.dir,
-                        off,
-                    )
-                    break
-                state.load_entries(entries)
-                state.set_aborted(prior)
-                start = off
-                usable.append((off, path))
-                break
-            replayed = 0
-            for h, data in self.iter_batches_from(start):
-                state.update(h, _marker_of(h, data))
-                replayed += 1
-            first_replayed = bisect.bisect_right(self._bases, start) - 1
-            per_segment: dict[int, list[AbortedTxn]] = {}
-            for a in state.aborted():
-                i = bisect.bisect_right(self._bases, a.last_offset) - 1
-                if i >= max(first_replayed, 0):
-                    per_segment.setdefault(i, []).append(a)
-            for i in range(max(first_replayed, 0), len(self._segments)):
-                seg = self._segments[i]
-                want = per_segment.get(i, [])
-                if read_txn_index(seg.txnindex_path) != want:
-                    write_txn_index(seg.txnindex_path, want)
-            if replayed:
-                try:  # so the next open reads nothing again (Kafka: rebuildProducerState)
-                    usable.append((leo, write_snapshot(self.dir, leo, state)))
-                except OSError as exc:
-                    log.warning("log %s: could not write a producer snapshot at open: %s", self.dir, exc)
-            # Kafka's removeStraySnapshots: keep those at segment bases and the newest one.
-            kept = {off for off, _p in usable}
-            newest = max(kept, default=None)
-            bases = set(self._bases)
-            for off, path in list_snapshots(self.dir):
-                if off not in bases and off != newest:
-                    delete_snapshot(path)
-            if replayed:
-                log.info(
-                    "log %s: producer state rebuilt from offset %d (%d batches read, %d producers)",
-                    self.dir,
-                    start,
-                    replayed,
-                    len(state.producers()),
-                )
-            return state
-
-    def _trusted_aborted(self, offset: int) -> list[AbortedTxn] | None:
-        """Entries of the ``.txnindex`` files whose markers lie below ``offset``, in marker
-        order; None when an entry does not fit its segment (damage: read everything instead)."""
-        out: list[AbortedTxn] = []
-        for i, seg in enumerate(self._segments):
-            if seg.base_offset >= offset:
-                break
-            end = self._segments[i + 1].base_offset if i + 1 < len(self._segments) else seg.next_offset
-            for a in read_txn_index(seg.txnindex_path):
-                if not (seg.base_offset <= a.last_offset < end and a.first_offset <= a.last_offset):
-                    return None
-                if a.last_offset < offset:
-                    out.append(a)
-        return out
 
     @property
     def flushed_offset(self) -> int:
@@ -417,7 +259,7 @@ class PartitionLog:
                     seg.created_ms = now
                 seg.append(view, [(0, size, last, batch_ts)], cfg.index_interval_bytes)
                 if headers[0][1].producer_id >= 0:
-                    self._track_producers(buf, headers, planned, 0, 1)
+                    track_producers(self._pstate, self._segments, self._bases, buf, headers, planned, 0, 1)
                 i = 1
             while i < len(planned):
                 seg = self._segments[-1]
@@ -441,7 +283,9 @@ class PartitionLog:
                     [(p - first_pos, s, last, ts) for p, s, _b, last, ts in planned[i:j]],
                     cfg.index_interval_bytes,
                 )
-                self._track_producers(buf, headers, planned, i, j)  # before a roll snapshots it
+                track_producers(
+                    self._pstate, self._segments, self._bases, buf, headers, planned, i, j
+                )  # before a roll snapshots it
                 i = j
             if self.journal is not None:
                 self.journal.record(self, self._journal_key, buf)
@@ -455,24 +299,6 @@ class PartitionLog:
         if due:
             self.flush()
         return info
-
-    def _track_producers(
-        self,
-        buf: bytearray,
-        headers: list[tuple[int, BatchHeader]],
-        planned: list[tuple[int, int, int, int, int]],
-        lo: int,
-        hi: int,
-    ) -> None:
-        for k in range(lo, hi):
-            if headers[k][1].producer_id < 0:
-                continue
-            pos, size = planned[k][0], planned[k][1]
-            h = parse_header(buf, pos)
-            done = self._pstate.update(h, _marker_of(h, bytes(buf[pos : pos + size])))
-            if done is not None and done.aborted:
-                seg = self._segments[bisect.bisect_right(self._bases, h.base_offset) - 1]
-                append_txn_index(seg.txnindex_path, self._pstate.aborted()[-1])
 
     def roll(self) -> None:
         """Start a new active segment at the log end now (Kafka's ``UnifiedLog.roll``); nothing
@@ -496,7 +322,7 @@ class PartitionLog:
         old.seal()
         old.fsync()
         old.release_index_fds()
-        _fsync_if_present(old.txnindex_path)
+        fsync_if_present(old.txnindex_path)
         try:  # Kafka snapshots producer state at every roll (UnifiedLog.roll)
             write_snapshot(self.dir, base_offset, self._pstate)
         except OSError as exc:  # the next roll or the close writes one; the open replays more
@@ -838,7 +664,9 @@ class PartitionLog:
             fsync_dir(self.dir)
             # Producer state from the newest snapshot at or below the new end (those past it
             # are deleted) and the batches after it; .txnindex entries past the end go.
-            self._pstate = self._load_producer_state()
+            self._pstate = load_producer_state(
+                self.dir, self._segments, self._bases, self._log_start, self.iter_batches_from
+            )
             return seg.next_offset
 
     def _forget_below(self, base: int) -> None:
@@ -919,7 +747,7 @@ class PartitionLog:
                 if seg.dirty or seg is active:
                     seg.fsync()
                 seg.close()
-            _fsync_if_present(active.txnindex_path)
+            fsync_if_present(active.txnindex_path)
             leo = active.next_offset
             # (an empty log needs none: there is nothing to read at the next open)
             if leo > self._log_start and not any(off == leo for off, _p in list_snapshots(self.dir)):
@@ -969,27 +797,3 @@ __all__ = [
     "RecordTooLargeError",
     "RegionRead",
 ]
-
-
-def _fsync_if_present(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _marker_of(h: BatchHeader, data: bytes) -> EndTxnMarker | None:
-    """The transaction marker a control batch holds (None for data, or a control record that
-    is not a marker)."""
-    if not h.is_control:
-        return None
-    try:
-        records = decode_records(data)
-        return decode_marker(records[0].key, records[0].value) if records else None
-    except (CorruptBatchError, ValueError):
-        log.warning("control batch at offset %d is not a transaction marker", h.base_offset)
-        return None

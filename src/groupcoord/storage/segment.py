@@ -130,6 +130,18 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def fsync_if_present(path: Path) -> None:
+    """fsync the file at ``path`` if it exists."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class Flushable(Protocol):
     def flush(self) -> object: ...
 

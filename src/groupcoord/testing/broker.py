@@ -26,7 +26,6 @@ every handler; see that module for what each injection does.
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import contextlib
 import logging
@@ -34,7 +33,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess as _subprocess
 import sys
 import tempfile
@@ -53,6 +51,20 @@ from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.errors import ErrorCode
 from groupcoord.testing import wire
+from groupcoord.testing.broker_thread import (
+    CRASHED,
+    LogTail,
+    abandon_flusher,
+    call_soon,
+    capture_logs,
+    close_metrics,
+    console_url,
+    crash,
+    finish_loop,
+    metrics_url,
+    release_logs,
+    sever,
+)
 from groupcoord.testing.control import (
     CONTROL_PREFIX,
     LISTENING_PREFIX,
@@ -60,7 +72,7 @@ from groupcoord.testing.control import (
     TOKEN_ENV,
     ControlClient,
 )
-from groupcoord.testing.faults import FaultInjector
+from groupcoord.testing.faults import FaultInjector, FaultsView, RemoteFaults
 from groupcoord.testing.security import TestCA, broker_settings, client_config
 from groupcoord.testing.wire import GroupView, Record, TopicPartition
 
@@ -99,39 +111,6 @@ DEFAULT_SETTINGS: dict[str, str] = {
     "offsets.topic.num.partitions": "1",
 }
 
-#: Loops of hard-stopped in-process brokers: kept referenced (never closed or collected), so
-#: that nothing of the abandoned broker runs again, not even its ``finally`` blocks.
-_CRASHED: list[Any] = []
-
-
-class FaultsView(typing.Protocol):
-    """What a test reads of the injected faults (``broker.faults``), in either mode."""
-
-    @property
-    def groups_seen(self) -> set[str]: ...
-
-    def pending_failures(self) -> int: ...
-
-    def pending_disconnections(self) -> int: ...
-
-
-class _RemoteFaults:
-    """``broker.faults`` of a subprocess broker: reads through the control channel."""
-
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
-
-    @property
-    def groups_seen(self) -> set[str]:
-        """A copy (clearing it clears nothing in the child)."""
-        return set(self._broker._remote("groups_seen"))
-
-    def pending_failures(self) -> int:
-        return int(self._broker._remote("pending_failures"))
-
-    def pending_disconnections(self) -> int:
-        return int(self._broker._remote("pending_disconnections"))
-
 
 class AdvancingClock:
     """The system clock plus an offset that :meth:`advance` grows (time never goes back)."""
@@ -153,21 +132,6 @@ class AdvancingClock:
         with self._lock:
             self._offset_ms += ms
         return self.now_ms()
-
-
-class _LogTail(logging.Handler):
-    """The broker thread's log records, the newest ``capacity`` of them."""
-
-    def __init__(self, capacity: int) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: collections.deque[str] = collections.deque(maxlen=capacity)
-        self.thread_ids: set[int] = set()
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.thread in self.thread_ids:
-            with contextlib.suppress(Exception):
-                self.lines.append(self.format(record))
 
 
 class Broker:
@@ -229,13 +193,13 @@ class Broker:
         self.host = "127.0.0.1"
         self.clock = AdvancingClock()
         self._injector = FaultInjector()
-        self.faults: FaultsView = _RemoteFaults(self) if subprocess else self._injector
+        self.faults: FaultsView = RemoteFaults(self._remote) if subprocess else self._injector
         self.start_timeout = start_timeout
         self.log_level = log_level
         self._own_dir = data_dir is None
         self._data_dir: Path | None = None if data_dir is None else Path(data_dir)
         self._tmp: str | None = None
-        self._tail = _LogTail(2000)
+        self._tail = LogTail(2000)
         # in-process
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -390,7 +354,7 @@ class Broker:
         if app is None or self._loop is None:
             raise RuntimeError("add_acl needs a running in-process broker (use the CreateAcls API otherwise)")
         store = app.broker.authorizer.store
-        asyncio.run_coroutine_threadsafe(_call(lambda: store.add([binding])), self._loop).result(30)
+        asyncio.run_coroutine_threadsafe(call_soon(lambda: store.add([binding])), self._loop).result(30)
 
     def remove_acls(self, principal: str | None = None) -> None:
         """Remove every ACL binding (of ``principal``, if given)."""
@@ -401,7 +365,7 @@ class Broker:
             )
         store = app.broker.authorizer.store
         gone = [b for b in store.bindings if principal is None or b.principal == principal]
-        asyncio.run_coroutine_threadsafe(_call(lambda: store.remove(gone)), self._loop).result(30)
+        asyncio.run_coroutine_threadsafe(call_soon(lambda: store.remove(gone)), self._loop).result(30)
 
     def _write_scram_users(self) -> None:
         """The SCRAM credentials of :attr:`users`, salted into the data dir before a start."""
@@ -422,18 +386,18 @@ class Broker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._started.clear()
         self._start_error = None
-        _capture_logs(self._tail, self.log_level)
+        capture_logs(self._tail, self.log_level)
         thread = threading.Thread(
             target=self._serve, args=(config,), name=f"groupcoord-broker-{self.port}", daemon=True
         )
         self._thread = thread
         thread.start()
         if not self._started.wait(self.start_timeout):
-            _release_logs(self._tail)
+            release_logs(self._tail)
             raise RuntimeError(f"the broker did not start within {self.start_timeout}s")
         if self._start_error is not None:
             thread.join(5)
-            _release_logs(self._tail)
+            release_logs(self._tail)
             raise RuntimeError(f"the broker did not start: {self._start_error}") from self._start_error
 
     def _serve(self, config: BrokerConfig) -> None:
@@ -455,11 +419,11 @@ class Broker:
                 await app.close()
                 raise
             self._injector.response_type = lambda k, v: app.dispatcher.registry.lookup(k, v).response_type
-            self._injector.sever = lambda connection_id: self._sever(app, connection_id)
+            self._injector.sever = lambda connection_id: sever(app, connection_id)
             self._stop_event = asyncio.Event()
             self.port = port
-            self._metrics_url = None if app.metrics is None else _metrics_url(app.metrics.address)
-            self._console_url = None if app.console is None else _console_url(app.console.address)
+            self._metrics_url = None if app.metrics is None else metrics_url(app.metrics.address)
+            self._console_url = None if app.console is None else console_url(app.console.address)
             self._app = app
             log.info("test broker listening on %s:%d (data %s)", host, port, self.data_dir)
             self._started.set()
@@ -485,13 +449,13 @@ class Broker:
                 # A crashed process's sockets are closed by the kernel: the metrics
                 # endpoint's too (its own thread, outside the loop); its fsync thread
                 # dies with it, flushing nothing; nothing else is closed.
-                _close_metrics(app)
-                _abandon_flusher(app)
+                close_metrics(app)
+                abandon_flusher(app)
             self._started.set()
             if crashed:
-                _CRASHED.append((loop, task))
+                CRASHED.append((loop, task))
             else:
-                _finish_loop(loop)
+                finish_loop(loop)
             self._tail.thread_ids.discard(ident)
 
     def _stop_thread(self, hard: bool) -> None:
@@ -499,7 +463,7 @@ class Broker:
         if loop is None or thread is None or self._app is None:
             return
         if hard:
-            loop.call_soon_threadsafe(self._crash)
+            loop.call_soon_threadsafe(crash, self._app, loop)
         else:
             stop_event = self._stop_event
             assert stop_event is not None
@@ -507,35 +471,9 @@ class Broker:
         thread.join(60)
         if thread.is_alive():
             raise RuntimeError("the broker thread did not stop within 60 s")
-        _release_logs(self._tail)
+        release_logs(self._tail)
         self._thread = None
         self._loop = None
-
-    def _crash(self) -> None:
-        """On the loop: close the listening socket and every connection's socket, then stop
-        the loop where it is. Nothing else runs: no answers, no flush, no close."""
-        app = self._app
-        assert app is not None, "a crash needs a running in-process broker"
-        # The server's listening socket must go now, so that the restart can bind its port.
-        listener = getattr(app.server, "_server", None)
-        if listener is None:
-            log.error("hard stop: the server has no listening socket to close (KafkaServer changed?)")
-        else:
-            listener.close()
-        for conn in app.server.connections:
-            transport = getattr(conn, "_transport", None)
-            sock = transport.get_extra_info("socket") if transport is not None else None
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-        assert self._loop is not None
-        self._loop.stop()
-
-    @staticmethod
-    def _sever(app: Any, connection_id: int) -> None:
-        for conn in app.server.connections:
-            if conn.connection_id == connection_id:
-                conn.abort("disconnected by the test (injected)")
 
     def _on_loop(self, fn: Callable[[], Any], timeout: float = 30.0) -> Any:
         """Run ``fn`` on the broker's loop and return its result (a coroutine is awaited)."""
@@ -849,87 +787,6 @@ class Broker:
         return "\n".join(list(self._tail.lines)[-lines:])
 
 
-def _metrics_url(address: tuple[str, int] | None) -> str | None:
-    """The URL a scraper on this host uses for a metrics endpoint bound at ``address``."""
-    if address is None:
-        return None
-    host, port = address
-    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
-    return f"http://[{host}]:{port}/metrics" if ":" in host else f"http://{host}:{port}/metrics"
-
-
-def _console_url(address: tuple[str, int] | None) -> str | None:
-    """The URL a browser on this host opens for a console bound at ``address``."""
-    url = _metrics_url(address)
-    return None if url is None else url[: -len("metrics")]
-
-
-def _close_metrics(app: Any) -> None:
-    """Close a hard-stopped app's metrics endpoint and console, on a loop of their own (the app's loop
-    stays stopped)."""
-    for name in ("metrics", "console"):
-        endpoint = getattr(app, name, None)
-        if endpoint is None:
-            continue
-        try:
-            asyncio.run(endpoint.stop())
-        except Exception as exc:
-            log.error("hard stop: the %s endpoint did not close: %r", name, exc)
-
-
-def _abandon_flusher(app: Any) -> None:
-    """End a hard-stopped broker's fsync thread without flushing what it holds."""
-    broker = getattr(app, "broker", None)
-    if broker is not None:
-        broker.flusher.abandon()
-        if broker.logs.journal is not None:  # its file is closed as the kernel would
-            broker.logs.journal.abandon()
-        # A crashed process's cleaner dies too: a pass in progress ends after its current
-        # partition (waited for), so it cannot touch the data dir the restart opens.
-        broker.cleaner.abandon()
-
-
-def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel what is left on a stopped broker's loop and close it (as ``asyncio.run`` does)."""
-    with contextlib.suppress(Exception):
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        for t in pending:
-            t.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-    loop.close()
-
-
-_log_lock = threading.Lock()
-_log_users: list[_LogTail] = []
-_log_prior_level = logging.NOTSET
-
-
-def _capture_logs(tail: _LogTail, level: int) -> None:
-    """Attach a broker's log tail to the package logger, lowering its level if need be (the
-    level is restored when the last in-process broker stops)."""
-    global _log_prior_level
-    package_log = logging.getLogger("groupcoord")
-    with _log_lock:
-        if not _log_users:
-            _log_prior_level = package_log.level
-        _log_users.append(tail)
-        package_log.addHandler(tail)
-        if package_log.getEffectiveLevel() > level:
-            package_log.setLevel(level)
-
-
-def _release_logs(tail: _LogTail) -> None:
-    package_log = logging.getLogger("groupcoord")
-    with _log_lock:
-        package_log.removeHandler(tail)
-        if tail in _log_users:
-            _log_users.remove(tail)
-            if not _log_users:
-                package_log.setLevel(_log_prior_level)
-
-
 def _plain(error: str | int | ErrorCode) -> str | int:
     """An error as JSON carries it (an ErrorCode by its number)."""
     return int(error) if isinstance(error, int) else error
@@ -939,8 +796,3 @@ def _prop(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-async def _call(fn: Callable[[], object]) -> None:
-    """Run ``fn`` on the broker's event loop (the ACL store is the loop's)."""
-    fn()

@@ -583,3 +583,33 @@ def _empty(name: str, tp: Any) -> Any:
         if issubclass(tp, uuid.UUID):
             return uuid.UUID(int=0)
     return None
+
+
+class FaultsView(typing.Protocol):
+    """What a test reads of the injected faults (``broker.faults``), in either mode."""
+
+    @property
+    def groups_seen(self) -> set[str]: ...
+
+    def pending_failures(self) -> int: ...
+
+    def pending_disconnections(self) -> int: ...
+
+
+class RemoteFaults:
+    """``broker.faults`` of a subprocess broker: reads through the control channel."""
+
+    def __init__(self, remote: Callable[..., Any]) -> None:
+        #: the broker's call over its control channel (``Broker._remote``)
+        self._remote = remote
+
+    @property
+    def groups_seen(self) -> set[str]:
+        """A copy (clearing it clears nothing in the child)."""
+        return set(self._remote("groups_seen"))
+
+    def pending_failures(self) -> int:
+        return int(self._remote("pending_failures"))
+
+    def pending_disconnections(self) -> int:
+        return int(self._remote("pending_disconnections"))
