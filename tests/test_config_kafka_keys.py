@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 
 from groupcoord.cli import main
 from groupcoord.config import (
-    _CAPTURED_BUT_IGNORED,
+    CAPTURED_BUT_IGNORED,
     KAFKA_BROKER_CONFIG_NAMES,
     PROPERTIES,
     SECURITY_KEYS,
@@ -112,7 +112,7 @@ def test_stock_kraft_server_properties_starts_the_broker_and_applies_the_shared_
         if "ignoring Kafka broker key" in ln
     ]
     # the security keys groupcoord uses (listener.security.protocol.map) are applied, not ignored
-    used = SECURITY_KEYS - _CAPTURED_BUT_IGNORED
+    used = SECURITY_KEYS - CAPTURED_BUT_IGNORED
     expected = set(parse_properties(STOCK_KRAFT_SERVER_PROPERTIES)) - set(PROPERTIES) - used
     assert sorted(ignored) == sorted(expected)  # one line each
     assert {"process.roles", "controller.quorum.voters", "controller.listener.names"} <= set(ignored)

@@ -33,6 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.config.kafka_names import (
+    CAPTURED_BUT_IGNORED,
+    KAFKA_BROKER_CONFIG_NAMES,
+    KAFKA_BROKER_CONFIG_PREFIXES,
+    SECURITY_KEYS,
+)
 from groupcoord.config.listeners import (
     ListenerSpec,
     SecuritySettings,
@@ -40,6 +46,7 @@ from groupcoord.config.listeners import (
     parse_listeners,
     parse_protocol_map,
 )
+from groupcoord.config.properties_file import parse_properties
 from groupcoord.constants import INT32_MAX as INT_MAX
 from groupcoord.constants import LONG_MAX
 from groupcoord.errors import ConfigError
@@ -249,7 +256,7 @@ class BrokerConfig:
             if key in SECURITY_KEYS or key.startswith(KAFKA_BROKER_CONFIG_PREFIXES):
                 security[key] = raw.strip()
                 explicit.add(key)
-                if key in _CAPTURED_BUT_IGNORED and key not in _IGNORED_LOGGED:
+                if key in CAPTURED_BUT_IGNORED and key not in _IGNORED_LOGGED:
                     _IGNORED_LOGGED.add(key)
                     log.info("ignoring Kafka broker key %s=%s: it does not apply to groupcoord", key, raw)
                 continue
@@ -658,238 +665,3 @@ PROPERTIES: dict[str, PropertySpec] = {
 
 # ---------------------------------------------------------------------- Kafka's own broker keys
 
-#: Every broker property Kafka 3.9 defines (the names of ``AbstractKafkaConfig.CONFIG_DEF``:
-#: ``ServerConfigs``, ``KRaftConfigs``, ``SocketServerConfigs``, ``ReplicationConfigs``,
-#: ``GroupCoordinatorConfig``, ``CleanerConfig``, ``LogConfig.SERVER_CONFIG_DEF``,
-#: ``TransactionLogConfigs``, ``QuorumConfig``, ``QuotaConfigs``, ``BrokerSecurityConfigs``, the
-#: remote-log, metrics, delegation-token and ZooKeeper configs). A server.properties written for
-#: Kafka may set any of them: those in :data:`PROPERTIES` are applied, the others are accepted and
-#: ignored with one log line each (they concern replication, the controller quorum, security,
-#: quotas or tuning that a single Python broker does not have).
-_KAFKA_BROKER_CONFIG_NAMES_TEXT = """
-    advertised.listeners alter.config.policy.class.name alter.log.dirs.replication.quota.window.num
-    alter.log.dirs.replication.quota.window.size.seconds authorizer.class.name auto.create.topics.enable
-    auto.include.jmx.reporter auto.leader.rebalance.enable background.threads broker.heartbeat.interval.ms
-    broker.id broker.id.generation.enable broker.rack broker.session.timeout.ms client.quota.callback.class
-    compression.gzip.level compression.lz4.level compression.type compression.zstd.level
-    connection.failed.authentication.delay.ms connections.max.idle.ms connections.max.reauth.ms
-    control.plane.listener.name controlled.shutdown.enable controlled.shutdown.max.retries
-    controlled.shutdown.retry.backoff.ms controller.listener.names controller.quorum.append.linger.ms
-    controller.quorum.bootstrap.servers controller.quorum.election.backoff.max.ms
-    controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms
-    controller.quorum.request.timeout.ms controller.quorum.retry.backoff.ms controller.quorum.voters
-    controller.quota.window.num controller.quota.window.size.seconds controller.socket.timeout.ms
-    create.topic.policy.class.name default.replication.factor delegation.token.expiry.check.interval.ms
-    delegation.token.expiry.time.ms delegation.token.master.key delegation.token.max.lifetime.ms
-    delegation.token.secret.key delete.records.purgatory.purge.interval.requests delete.topic.enable
-    early.start.listeners eligible.leader.replicas.enable fetch.max.bytes
-    fetch.purgatory.purge.interval.requests group.consumer.assignors group.consumer.heartbeat.interval.ms
-    group.consumer.max.heartbeat.interval.ms group.consumer.max.session.timeout.ms group.consumer.max.size
-    group.consumer.migration.policy group.consumer.min.heartbeat.interval.ms
-    group.consumer.min.session.timeout.ms group.consumer.session.timeout.ms
-    group.coordinator.append.linger.ms group.coordinator.new.enable group.coordinator.rebalance.protocols
-    group.coordinator.threads group.initial.rebalance.delay.ms group.max.session.timeout.ms group.max.size
-    group.min.session.timeout.ms group.share.delivery.count.limit group.share.enable
-    group.share.heartbeat.interval.ms group.share.max.groups group.share.max.heartbeat.interval.ms
-    group.share.max.record.lock.duration.ms group.share.max.session.timeout.ms group.share.max.size
-    group.share.min.heartbeat.interval.ms group.share.min.record.lock.duration.ms
-    group.share.min.session.timeout.ms group.share.partition.max.record.locks
-    group.share.record.lock.duration.ms group.share.session.timeout.ms
-    initial.broker.registration.timeout.ms inter.broker.listener.name inter.broker.protocol.version
-    kafka.metrics.polling.interval.secs kafka.metrics.reporters leader.imbalance.check.interval.seconds
-    leader.imbalance.per.broker.percentage listener.security.protocol.map listeners log.cleaner.backoff.ms
-    log.cleaner.dedupe.buffer.size log.cleaner.delete.retention.ms log.cleaner.enable
-    log.cleaner.io.buffer.load.factor log.cleaner.io.buffer.size log.cleaner.io.max.bytes.per.second
-    log.cleaner.max.compaction.lag.ms log.cleaner.min.cleanable.ratio log.cleaner.min.compaction.lag.ms
-    log.cleaner.threads log.cleanup.policy log.dir log.dir.failure.timeout.ms log.dirs
-    log.flush.interval.messages log.flush.interval.ms log.flush.offset.checkpoint.interval.ms
-    log.flush.scheduler.interval.ms log.flush.start.offset.checkpoint.interval.ms log.index.interval.bytes
-    log.index.size.max.bytes log.initial.task.delay.ms log.local.retention.bytes log.local.retention.ms
-    log.message.downconversion.enable log.message.format.version log.message.timestamp.after.max.ms
-    log.message.timestamp.before.max.ms log.message.timestamp.difference.max.ms log.message.timestamp.type
-    log.preallocate log.retention.bytes log.retention.check.interval.ms log.retention.hours
-    log.retention.minutes log.retention.ms log.roll.hours log.roll.jitter.hours log.roll.jitter.ms
-    log.roll.ms log.segment.bytes log.segment.delete.delay.ms max.connection.creation.rate max.connections
-    max.connections.per.ip max.connections.per.ip.overrides max.incremental.fetch.session.cache.slots
-    max.request.partition.size.limit message.max.bytes metadata.log.dir
-    metadata.log.max.record.bytes.between.snapshots metadata.log.max.snapshot.interval.ms
-    metadata.log.segment.bytes metadata.log.segment.min.bytes metadata.log.segment.ms
-    metadata.max.idle.interval.ms metadata.max.retention.bytes metadata.max.retention.ms metric.reporters
-    metrics.num.samples metrics.recording.level metrics.sample.window.ms min.insync.replicas node.id
-    num.io.threads num.network.threads num.partitions num.recovery.threads.per.data.dir
-    num.replica.alter.log.dirs.threads num.replica.fetchers offset.metadata.max.bytes
-    offsets.commit.required.acks offsets.commit.timeout.ms offsets.load.buffer.size
-    offsets.retention.check.interval.ms offsets.retention.minutes offsets.topic.compression.codec
-    offsets.topic.num.partitions offsets.topic.replication.factor offsets.topic.segment.bytes
-    password.encoder.cipher.algorithm password.encoder.iterations password.encoder.key.length
-    password.encoder.keyfactory.algorithm password.encoder.old.secret password.encoder.secret
-    principal.builder.class process.roles producer.id.expiration.check.interval.ms producer.id.expiration.ms
-    producer.purgatory.purge.interval.requests queued.max.request.bytes queued.max.requests quota.window.num
-    quota.window.size.seconds remote.fetch.max.wait.ms remote.log.index.file.cache.total.size.bytes
-    remote.log.manager.copier.thread.pool.size remote.log.manager.copy.max.bytes.per.second
-    remote.log.manager.copy.quota.window.num remote.log.manager.copy.quota.window.size.seconds
-    remote.log.manager.expiration.thread.pool.size remote.log.manager.fetch.max.bytes.per.second
-    remote.log.manager.fetch.quota.window.num remote.log.manager.fetch.quota.window.size.seconds
-    remote.log.manager.task.interval.ms remote.log.manager.task.retry.backoff.max.ms
-    remote.log.manager.task.retry.backoff.ms remote.log.manager.task.retry.jitter
-    remote.log.manager.thread.pool.size remote.log.metadata.custom.metadata.max.bytes
-    remote.log.metadata.manager.class.name remote.log.metadata.manager.class.path
-    remote.log.metadata.manager.impl.prefix remote.log.metadata.manager.listener.name
-    remote.log.reader.max.pending.tasks remote.log.reader.threads remote.log.storage.manager.class.name
-    remote.log.storage.manager.class.path remote.log.storage.manager.impl.prefix
-    remote.log.storage.system.enable replica.fetch.backoff.ms replica.fetch.max.bytes
-    replica.fetch.min.bytes replica.fetch.response.max.bytes replica.fetch.wait.max.ms
-    replica.high.watermark.checkpoint.interval.ms replica.lag.time.max.ms replica.selector.class
-    replica.socket.receive.buffer.bytes replica.socket.timeout.ms replication.quota.window.num
-    replication.quota.window.size.seconds request.timeout.ms reserved.broker.max.id
-    sasl.client.callback.handler.class sasl.enabled.mechanisms sasl.jaas.config sasl.kerberos.kinit.cmd
-    sasl.kerberos.min.time.before.relogin sasl.kerberos.principal.to.local.rules sasl.kerberos.service.name
-    sasl.kerberos.ticket.renew.jitter sasl.kerberos.ticket.renew.window.factor
-    sasl.login.callback.handler.class sasl.login.class sasl.login.connect.timeout.ms
-    sasl.login.read.timeout.ms sasl.login.refresh.buffer.seconds sasl.login.refresh.min.period.seconds
-    sasl.login.refresh.window.factor sasl.login.refresh.window.jitter sasl.login.retry.backoff.max.ms
-    sasl.login.retry.backoff.ms sasl.mechanism.controller.protocol sasl.mechanism.inter.broker.protocol
-    sasl.oauthbearer.clock.skew.seconds sasl.oauthbearer.expected.audience sasl.oauthbearer.expected.issuer
-    sasl.oauthbearer.jwks.endpoint.refresh.ms sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms
-    sasl.oauthbearer.jwks.endpoint.retry.backoff.ms sasl.oauthbearer.jwks.endpoint.url
-    sasl.oauthbearer.scope.claim.name sasl.oauthbearer.sub.claim.name sasl.oauthbearer.token.endpoint.url
-    sasl.server.callback.handler.class sasl.server.max.receive.size security.inter.broker.protocol
-    security.providers server.max.startup.time.ms socket.connection.setup.timeout.max.ms
-    socket.connection.setup.timeout.ms socket.listen.backlog.size socket.receive.buffer.bytes
-    socket.request.max.bytes socket.send.buffer.bytes ssl.allow.dn.changes ssl.allow.san.changes
-    ssl.cipher.suites ssl.client.auth ssl.enabled.protocols ssl.endpoint.identification.algorithm
-    ssl.engine.factory.class ssl.key.password ssl.keymanager.algorithm ssl.keystore.certificate.chain
-    ssl.keystore.key ssl.keystore.location ssl.keystore.password ssl.keystore.type
-    ssl.principal.mapping.rules ssl.protocol ssl.provider ssl.secure.random.implementation
-    ssl.trustmanager.algorithm ssl.truststore.certificates ssl.truststore.location ssl.truststore.password
-    ssl.truststore.type telemetry.max.bytes transaction.abort.timed.out.transaction.cleanup.interval.ms
-    transaction.max.timeout.ms transaction.partition.verification.enable
-    transaction.remove.expired.transaction.cleanup.interval.ms transaction.state.log.load.buffer.size
-    transaction.state.log.min.isr transaction.state.log.num.partitions
-    transaction.state.log.replication.factor transaction.state.log.segment.bytes
-    transactional.id.expiration.ms unclean.leader.election.enable unclean.leader.election.interval.ms
-    unstable.api.versions.enable unstable.feature.versions.enable zookeeper.clientCnxnSocket
-    zookeeper.connect zookeeper.connection.timeout.ms zookeeper.max.in.flight.requests
-    zookeeper.metadata.migration.enable zookeeper.metadata.migration.min.batch.size
-    zookeeper.session.timeout.ms zookeeper.set.acl zookeeper.ssl.cipher.suites zookeeper.ssl.client.enable
-    zookeeper.ssl.crl.enable zookeeper.ssl.enabled.protocols zookeeper.ssl.endpoint.identification.algorithm
-    zookeeper.ssl.keystore.location zookeeper.ssl.keystore.password zookeeper.ssl.keystore.type
-    zookeeper.ssl.ocsp.enable zookeeper.ssl.protocol zookeeper.ssl.truststore.location
-    zookeeper.ssl.truststore.password zookeeper.ssl.truststore.type
-"""
-KAFKA_BROKER_CONFIG_NAMES: frozenset[str] = frozenset(_KAFKA_BROKER_CONFIG_NAMES_TEXT.split())
-
-#: Prefixes of Kafka's per-listener and per-mechanism keys (``listener.name.<l>.<key>``): kept
-#: in :attr:`BrokerConfig.security`.
-KAFKA_BROKER_CONFIG_PREFIXES = ("listener.name.",)
-
-#: The security keys groupcoord acts on (TLS, SASL, listeners, the authorizer), kept raw in
-#: :attr:`BrokerConfig.security` (``groupcoord.config.listeners.SecuritySettings`` resolves them per
-#: listener). ``super.users`` and ``allow.everyone.if.no.acl.found`` are the authorizer's keys
-#: (``StandardAuthorizer``), not in Kafka's broker ``CONFIG_DEF``.
-SECURITY_KEYS = frozenset(
-    {
-        "listener.security.protocol.map",
-        "controller.listener.names",
-        "inter.broker.listener.name",
-        "security.inter.broker.protocol",
-        "ssl.keystore.type",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.key.password",
-        "ssl.keystore.certificate.chain",
-        "ssl.keystore.key",
-        "ssl.truststore.type",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-        "ssl.truststore.certificates",
-        "ssl.client.auth",
-        "ssl.enabled.protocols",
-        "ssl.protocol",
-        "ssl.cipher.suites",
-        "ssl.principal.mapping.rules",
-        "ssl.endpoint.identification.algorithm",
-        "sasl.enabled.mechanisms",
-        "sasl.jaas.config",
-        "sasl.mechanism.inter.broker.protocol",
-        "connection.failed.authentication.delay.ms",
-        "connections.max.reauth.ms",
-        "authorizer.class.name",
-        "super.users",
-        "allow.everyone.if.no.acl.found",
-    }
-)
-
-#: Security keys kept (the listeners use them) that configure what a single broker does not
-#: have (inter-broker traffic, a controller quorum): logged as ignored, as other such keys.
-_CAPTURED_BUT_IGNORED = frozenset(
-    {
-        "controller.listener.names",
-        "inter.broker.listener.name",
-        "security.inter.broker.protocol",
-        "sasl.mechanism.inter.broker.protocol",
-        "ssl.endpoint.identification.algorithm",
-        "connections.max.reauth.ms",  # KIP-368 re-authentication: no client tested asks for it
-    }
-)
-
-
-# ---------------------------------------------------------------------- .properties syntax
-
-_KEY_END = re.compile(r"(?<!\\)[=:\s]")
-
-
-def _unescape(text: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "u" and i + 6 <= len(text):
-                try:
-                    out.append(chr(int(text[i + 2 : i + 6], 16)))
-                    i += 6
-                    continue
-                except ValueError:
-                    pass
-            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def _logical_lines(text: str) -> Iterable[str]:
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip() if pending else raw.strip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending += line[:-1]
-            continue
-        yield pending + line
-        pending = ""
-    if pending:
-        yield pending
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java ``.properties`` syntax: ``#``/``!`` comments, ``=``, ``:`` or whitespace separators,
-    backslash line continuations and escapes. Later keys win."""
-    props: dict[str, str] = {}
-    for line in _logical_lines(text):
-        m = _KEY_END.search(line)
-        if m is None:
-            key, value = line, ""
-        else:
-            key = line[: m.start()]
-            rest = line[m.start() :].lstrip(" \t\f")
-            if rest[:1] in ("=", ":"):
-                rest = rest[1:].lstrip(" \t\f")
-            value = rest
-        props[_unescape(key)] = _unescape(value)
-    return props
