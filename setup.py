@@ -27,9 +27,12 @@ ROOT = Path(__file__).resolve().parent
 SRC = ROOT / "src"
 
 #: The request path of the coordinator, from the socket to the log and back: the modules a commit,
-#: heartbeat, join or sync runs through (bench/commit_probe.py's profiles). The coordinator package
-#: is compiled whole (its shard and managers call each other directly), and with it the runtime
-#: that hosts its shards and the group coordinator that routes to them.
+#: heartbeat, join or sync runs through (bench/commit_probe.py's profiles). The classic side of the
+#: coordinator is compiled whole (its shard and managers call each other directly), and with it the
+#: runtime that hosts its shards and the group coordinator that routes to them. The consumer groups
+#: of KIP-848 (coordinator/consumer_groups.py, coordinator/consumer/) run as Python beside it: they
+#: are not on the classic path measured here, and where their values cross compiled code the
+#: compiled signatures name their types (a consumer group's records reach the record sink).
 NATIVE_MODULES = (
     "groupcoord/clock.py",
     "groupcoord/timer.py",
@@ -54,6 +57,7 @@ NATIVE_MODULES = (
     "groupcoord/coordinator/events.py",
     "groupcoord/coordinator/group.py",
     "groupcoord/coordinator/groups.py",
+    "groupcoord/coordinator/offset_messages.py",
     "groupcoord/coordinator/offsets.py",
     "groupcoord/coordinator/records.py",
     "groupcoord/coordinator/result.py",

@@ -19,10 +19,8 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 
 from groupcoord.coordinator.api import (
-    OffsetCommitPartitionResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetCommitTopicResponse,
     OffsetDeletePartitionResponse,
     OffsetDeleteRequest,
     OffsetDeleteResponse,
@@ -49,6 +47,14 @@ from groupcoord.coordinator.group import (
     CommittedOffset,
 )
 from groupcoord.coordinator.groups import GroupMetadataManager
+from groupcoord.coordinator.offset_messages import (
+    FETCH_WRITE_ERRORS,
+    commit_response,
+    commit_response_all,
+    committed_offset,
+    java_string_length,
+    map_offset_write_error,
+)
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
     OffsetCommitKey,
@@ -74,64 +80,6 @@ log = logging.getLogger(__name__)
 
 #: The shard's replay of one durable record (``GroupCoordinatorShard``), given to the manager.
 ReplayRecord = Callable[[CoordinatorResult, CoordinatorRecord], None]
-
-
-def java_string_length(s: str) -> int:
-    """Java ``String.length()``: UTF-16 code units (astral characters count twice)."""
-    if s.isascii():  # almost every metadata string: one unit per character
-        return len(s)
-    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
-
-
-def committed_offset(value: OffsetCommitValue) -> CommittedOffset:
-    """The offset a commit record's value stands for (plain or pending a transaction)."""
-    return CommittedOffset(
-        offset=value.offset,
-        leader_epoch=value.leader_epoch,
-        metadata=value.metadata,
-        commit_timestamp=value.commit_timestamp,
-        expire_timestamp=value.expire_timestamp,
-    )
-
-
-# Write-error translation, reference §2.12 (offsets).
-OFFSET_WRITE_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-}
-
-
-# Kafka 4.x, for writes whose failure 3.x never reported (DeleteGroups):
-# CoordinatorOperationExceptionHelper.handleOperationException.
-OPERATION_WRITE_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
-}
-# Kafka 4.x, for a require_stable OffsetFetch whose awaited write failed:
-# GroupCoordinatorService.handleOffsetFetchException (then handleOperationException).
-FETCH_WRITE_ERRORS = {
-    **OPERATION_WRITE_ERRORS,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.NOT_COORDINATOR,
-}
-
-
-def map_offset_write_error(code: ErrorCode) -> ErrorCode:
-    return OFFSET_WRITE_ERRORS.get(code, code)
 
 
 @dataclass(eq=False, slots=True)
@@ -262,7 +210,7 @@ class OffsetManager:
             expire = self._ctx.now() + req.retention_time_ms
         results, records, commits = self._commit_records(req, expire)
         if not records:
-            out.respond(reply, _commit_response(req, results))
+            out.respond(reply, commit_response(req, results))
             return out
         self.append_offset_write(out, req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
         return out
@@ -280,7 +228,7 @@ class OffsetManager:
         group, offsets only), then the commit's own checks (:meth:`_validate_offset_commit`)."""
         status = self._ctx.status(req.group_id)
         if status is not None:
-            out.respond(reply, _commit_response_all(req, status))
+            out.respond(reply, commit_response_all(req, status))
             return None
         group = self._table.get(req.group_id)
         if req.group_id in self._groups.consumer.groups:
@@ -297,19 +245,19 @@ class OffsetManager:
                     api_version=req.version,
                 )
             except KafkaError as exc:
-                out.respond(reply, _commit_response_all(req, exc.code))
+                out.respond(reply, commit_response_all(req, exc.code))
                 return None
             return group if group is not None else self._groups.simple_group(out, req.group_id)
         if group is None:
             if req.generation_id >= 0:
-                out.respond(reply, _commit_response_all(req, missing))
+                out.respond(reply, commit_response_all(req, missing))
                 return None
             group = self._groups.simple_group(out, req.group_id)  # offsets only
         error = group.validate_offset_commit(
             req.member_id, req.group_instance_id, req.generation_id, isinstance(req, TxnOffsetCommitRequest)
         )
         if error is not None:
-            out.respond(reply, _commit_response_all(req, error))
+            out.respond(reply, commit_response_all(req, error))
             return None
         return group
 
@@ -364,13 +312,13 @@ class OffsetManager:
 
         if not req.group_id:
             # GroupCoordinatorService: isGroupIdNotEmpty
-            out.respond(reply, _commit_response_all(req, ErrorCode.INVALID_GROUP_ID))
+            out.respond(reply, commit_response_all(req, ErrorCode.INVALID_GROUP_ID))
             return out
         if self._commit_target(out, req, reply, ErrorCode.ILLEGAL_GENERATION) is None:
             return out
         results, records, commits = self._commit_records(req, None)
         if not records:
-            out.respond(reply, _commit_response(req, results))
+            out.respond(reply, commit_response(req, results))
             return out
         self.append_offset_write(
             out,
@@ -450,12 +398,12 @@ class OffsetManager:
                     self.replay_transactional(out, record, producer_id)
                 else:
                     self._replay_record(out, record)
-            out.respond(write.reply, _commit_response(write.request, results))
+            out.respond(write.reply, commit_response(write.request, results))
             return
         mapped = map_offset_write_error(error)
         out.respond(
             write.reply,
-            _commit_response(
+            commit_response(
                 write.request, {k: mapped if code is ErrorCode.NONE else code for k, code in results.items()}
             ),
         )
@@ -755,60 +703,3 @@ class OffsetManager:
     def pending_transactional_offsets(self, group_id: str) -> dict[int, dict[tuple[str, int], int]]:
         """Producer id -> partition -> offset pending in its open transaction (tests, describe)."""
         return self.transactional.by_producer(group_id)
-
-
-#: (topic, partition, code) -> the answer of a one-partition commit (see _commit_response).
-_ONE_PARTITION_ANSWERS: dict[tuple[str, int, ErrorCode], OffsetCommitResponse] = {}
-#: Entries kept before that cache starts over (bounds it when many partitions commit).
-_ANSWER_CACHE_SIZE = 10_000
-
-
-def _commit_response(
-    req: OffsetCommitRequest | TxnOffsetCommitRequest, results: dict[tuple[str, int], ErrorCode]
-) -> OffsetCommitResponse:
-    """Each partition of the request answered with its code in ``results``."""
-    if len(req.topics) == 1 and len(req.topics[0].partitions) == 1:
-        # One partition of one topic: the answer depends on its name, index and code only,
-        # and answers are immutable, so each is made once.
-        t = req.topics[0]
-        partition = t.partitions[0].partition
-        key = (t.name, partition, results[(t.name, partition)])
-        answer = _ONE_PARTITION_ANSWERS.get(key)
-        if answer is None:
-            if len(_ONE_PARTITION_ANSWERS) >= _ANSWER_CACHE_SIZE:
-                _ONE_PARTITION_ANSWERS.clear()
-            answer = _ONE_PARTITION_ANSWERS[key] = OffsetCommitResponse(
-                topics=(
-                    OffsetCommitTopicResponse(
-                        name=key[0],
-                        partitions=(OffsetCommitPartitionResponse(partition=partition, error=key[2]),),
-                    ),
-                )
-            )
-        return answer
-    topics = []
-    for t in req.topics:
-        name = t.name
-        partitions = [
-            OffsetCommitPartitionResponse(partition=p.partition, error=results[(name, p.partition)])
-            for p in t.partitions
-        ]
-        topics.append(OffsetCommitTopicResponse(name=name, partitions=tuple(partitions)))
-    return OffsetCommitResponse(topics=tuple(topics))
-
-
-def _commit_response_all(
-    req: OffsetCommitRequest | TxnOffsetCommitRequest, error: ErrorCode
-) -> OffsetCommitResponse:
-    """Every partition of the request answered ``error``."""
-    return OffsetCommitResponse(
-        topics=tuple(
-            OffsetCommitTopicResponse(
-                name=t.name,
-                partitions=tuple(
-                    [OffsetCommitPartitionResponse(partition=p.partition, error=error) for p in t.partitions]
-                ),
-            )
-            for t in req.topics
-        )
-    )

@@ -62,7 +62,8 @@ from groupcoord.coordinator.context import DEAD, EMPTY, ShardContext
 from groupcoord.coordinator.events import EventReason
 from groupcoord.coordinator.group import ClassicGroup, CommittedOffset
 from groupcoord.coordinator.groups import GroupMetadataManager
-from groupcoord.coordinator.offsets import OPERATION_WRITE_ERRORS, OffsetManager
+from groupcoord.coordinator.offset_messages import OPERATION_WRITE_ERRORS
+from groupcoord.coordinator.offsets import OffsetManager
 from groupcoord.coordinator.records import (
     CoordinatorRecord,
     GroupMetadataKey,
