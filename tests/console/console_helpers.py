@@ -19,18 +19,28 @@ class PolledConsumer:
     it), so that it heartbeats and rejoins while the test does other things. :meth:`leave`
     closes it from that thread: a LeaveGroup."""
 
-    def __init__(self, bootstrap: str, group: str, client_id: str, topics: Sequence[str]) -> None:
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "client.id": client_id,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "session.timeout.ms": 10_000,
-                "heartbeat.interval.ms": 500,
-            }
-        )
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        client_id: str,
+        topics: Sequence[str],
+        *,
+        consumer_protocol: bool = False,
+    ) -> None:
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": client_id,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+        if consumer_protocol:
+            # KIP-848: the broker sets the session and heartbeat times (librdkafka refuses them)
+            config["group.protocol"] = "consumer"
+        else:
+            config.update({"session.timeout.ms": 10_000, "heartbeat.interval.ms": 500})
+        self.consumer = Consumer(config)
         self.consumer.subscribe(list(topics))
         self.assigned = threading.Event()
         self._stop = threading.Event()

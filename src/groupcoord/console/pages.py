@@ -44,6 +44,8 @@ from groupcoord.ui.components import (
 CAUSE_COLOURS = cause_colours([r.value for r in EventReason])
 #: the states, in the order the overview counts them
 STATES = ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty", "Dead")
+#: the states only consumer (KIP-848) groups have (the others they share)
+CONSUMER_STATES = ("Assigning", "Reconciling")
 #: rows of the overview's group table at most (a note says how many more)
 MAX_GROUP_ROWS = 50_000
 #: how far back the group page's lag charts and timeline reach
@@ -127,6 +129,9 @@ def cards(groups: Sequence[GroupSummary]) -> str:
     out = ["<div class='cards' id='cards'>", f"<div class='card'><b>{len(groups):,}</b>groups</div>"]
     for state in STATES[:-1]:
         out.append(f"<div class='card'><b>{counts.get(state, 0):,}</b>{badge(state)}</div>")
+    for state in CONSUMER_STATES:  # KIP-848 groups' own states, when there are any
+        if counts.get(state):
+            out.append(f"<div class='card'><b>{counts[state]:,}</b>{badge(state)}</div>")
     out.append(f"<div class='card'><b>{lagging:,}</b>groups with lag</div></div>")
     return "".join(out)
 
@@ -224,7 +229,7 @@ def _members(d: GroupDetail) -> str:
     epochs = any(m.member_epoch is not None for m in d.members)
     headers = ["Member id", "Client id", "Host", "Instance id", "Leader", "Assignment"]
     if epochs:
-        headers += ["Member epoch", "Target assignment"]
+        headers += ["Member epoch", "Target assignment", "Pending revocation"]
 
     def row(m: MemberView) -> list[Cell]:
         cells = [
@@ -236,7 +241,11 @@ def _members(d: GroupDetail) -> str:
             Cell.text(_tps(m.assignment, m.assignment_bytes), css="moves"),
         ]
         if epochs:
-            cells += [Cell.count(m.member_epoch), Cell.text(_tps(m.target_assignment, 0), css="moves")]
+            cells += [
+                Cell.count(m.member_epoch),
+                Cell.text(_tps(m.target_assignment, 0), css="moves"),
+                Cell.text(_tps(m.pending_revocation, 0), css="moves"),
+            ]
         return cells
 
     out = [f"<section id='members'><h2>Members ({len(d.members)})</h2>"]

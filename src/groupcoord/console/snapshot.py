@@ -16,7 +16,7 @@ partitions. The overview (:func:`overview`) walks every group and yields to the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from groupcoord.broker.state import Broker
 from groupcoord.console.history import GroupHistory, LagHistory, Owners
@@ -30,7 +30,10 @@ from groupcoord.console.views import (
     Partitions,
     TopicView,
 )
-from groupcoord.coordinator.group import ClassicGroup, Member
+from groupcoord.coordinator.consumer.assignment import Assignment
+from groupcoord.coordinator.consumer.group import ConsumerGroup
+from groupcoord.coordinator.consumer.metadata import TopicsImage
+from groupcoord.coordinator.group import ClassicGroup, CommittedOffset, Member
 from groupcoord.formats.consumer_protocol import ConsumerProtocolError, decode_assignment
 from groupcoord.metrics.snapshot import TimestampCache, append_time
 from groupcoord.runtime.group_runtime import GroupRuntime
@@ -62,8 +65,28 @@ class Reader:
     def group(self, group_id: str) -> ClassicGroup | None:
         return self.groups.coordinator.group(group_id)
 
+    def consumer_group(self, group_id: str) -> tuple[ConsumerGroup, str, TopicsImage] | None:
+        """A KIP-848 group (with its assignor and the topics image naming its topic ids), if
+        ``group_id`` is one its shard serves."""
+        coordinator = self.groups.coordinator
+        shard = coordinator.runtime.shard(coordinator.partition_for(group_id))
+        if shard is None:
+            return None
+        part = shard.groups.consumer
+        served = part.served(group_id)
+        return (served[0][0], served[0][1], part.manager.image) if served else None
+
+    def _offsets(self, group_id: str) -> Mapping[tuple[str, int], CommittedOffset]:
+        """A consumer group's committed offsets (kept in the classic table's offsets holder)."""
+        holder = self.group(group_id)
+        return {} if holder is None else holder.offsets
+
     def owners(self, group_id: str) -> Owners | None:
         """(topic, partition) -> member id, from the members' assignments (consumer groups)."""
+        found = self.consumer_group(group_id)
+        if found is not None:
+            cgroup, _, image = found
+            return {tp: mid for mid, tps in _consumer_owners(cgroup, image).items() for tp in tps}
         group = self.group(group_id)
         if group is None or group.protocol_type != "consumer":
             return None
@@ -74,13 +97,16 @@ class Reader:
         return owners
 
     def _lag(
-        self, group: ClassicGroup, logs: Mapping[tuple[str, int], PartitionLog], now_ms: int
+        self,
+        offsets: Mapping[tuple[str, int], CommittedOffset],
+        logs: Mapping[tuple[str, int], PartitionLog],
+        now_ms: int,
     ) -> tuple[int | None, float | None, list[tuple[str, int, int, int | None, int | None, float | None]]]:
         """(total lag, worst time lag, rows of (topic, partition, committed, log end, lag, time lag))."""
         total: int | None = None
         worst: float | None = None
         rows = []
-        for (topic, partition), committed in group.offsets.items():  # no await in here
+        for (topic, partition), committed in offsets.items():  # no await in here
             plog = logs.get((topic, partition))
             end = lag = None
             time_lag: float | None = None
@@ -116,30 +142,55 @@ class Reader:
             last_rebalance=self.history.last_rebalance(group.group_id),
         )
 
+    def _consumer_summary(
+        self, group: ConsumerGroup, assignor: str, lag: int | None, time_lag: float | None
+    ) -> GroupSummary:
+        """A KIP-848 group's row: its protocol type and assignor as its events name them, its
+        group epoch where a classic group has its generation."""
+        return GroupSummary(
+            group_id=group.group_id,
+            group_type="consumer",
+            protocol_type="consumer",
+            protocol_name=assignor,
+            state=group.state.value,
+            generation=group.group_epoch,
+            members=len(group.members),
+            lag=lag,
+            time_lag_ms=time_lag,
+            last_rebalance=self.history.last_rebalance(group.group_id),
+        )
+
     def group_summary(self, group_id: str) -> GroupSummary | None:
+        found = self.consumer_group(group_id)
+        now = self.now_ms()
+        if found is not None:
+            lag, time_lag, _ = self._lag(self._offsets(group_id), self.broker.logs.partitions(), now)
+            return self._consumer_summary(found[0], found[1], lag, time_lag)
         group = self.group(group_id)
         if group is None:
             return None
-        now = self.now_ms()
-        lag, time_lag, _ = self._lag(group, self.broker.logs.partitions(), now)
+        lag, time_lag, _ = self._lag(group.offsets, self.broker.logs.partitions(), now)
         return self._summary(group, lag, time_lag)
 
     def group_detail(self, group_id: str, *, sample: bool = False) -> GroupDetail | None:
         """The group page's values; with ``sample``, its lag is also recorded in the history."""
+        found = self.consumer_group(group_id)
+        if found is not None:
+            return self._consumer_detail(group_id, *found, sample=sample)
         group = self.group(group_id)
         if group is None:
             return None
         now = self.now_ms()
-        lag, time_lag, rows = self._lag(group, self.broker.logs.partitions(), now)
+        lag, time_lag, rows = self._lag(group.offsets, self.broker.logs.partitions(), now)
         if sample and lag is not None:
             self.lags.add(group_id, now, lag, time_lag or 0.0, force=True)
         consumer = group.protocol_type == "consumer"
         members = []
-        owners: dict[tuple[str, int], Member] = {}
+        owners: dict[tuple[str, int], tuple[str, str]] = {}
         for m in group.members.values():
             assigned = _assignment(m) if consumer else None
             for tp in assigned or ():
-                owners[tp] = m
+                owners[tp] = (m.member_id, m.client_id)
             members.append(
                 MemberView(
                     member_id=m.member_id,
@@ -151,6 +202,70 @@ class Reader:
                     assignment_bytes=len(m.assignment),
                 )
             )
+        return GroupDetail(
+            now_ms=now,
+            summary=self._summary(group, lag, time_lag),
+            leader=group.leader_id,
+            members=tuple(members),
+            pending_members=len(group.pending_members),
+            partitions=self._partitions(rows, owners),
+            rebalances=self.history.rebalances(group_id),
+            events=self.history.events(group_id),
+            lag_history=self.lags.points(group_id),
+        )
+
+    def _consumer_detail(
+        self, group_id: str, group: ConsumerGroup, assignor: str, image: TopicsImage, *, sample: bool
+    ) -> GroupDetail:
+        """A KIP-848 group's page: ConsumerGroupDescribe's fields (group and assignment epochs;
+        per member its epoch, the partitions it owns and its target), and the partitions each
+        member still owns pending revocation, which own a partition as much as its assignment."""
+        now = self.now_ms()
+        lag, time_lag, rows = self._lag(self._offsets(group_id), self.broker.logs.partitions(), now)
+        if sample and lag is not None:
+            self.lags.add(group_id, now, lag, time_lag or 0.0, force=True)
+        members = []
+        owners: dict[tuple[str, int], tuple[str, str]] = {}
+        for m in sorted(group.members.values(), key=lambda m: m.member_id):
+            assigned = _named(m.assigned_partitions, image)
+            revoking = _named(m.partitions_pending_revocation, image)
+            for tp in (*assigned, *revoking):
+                owners[tp] = (m.member_id, m.client_id)
+            members.append(
+                MemberView(
+                    member_id=m.member_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    instance_id=m.instance_id,
+                    leader=False,
+                    assignment=assigned,
+                    assignment_bytes=0,
+                    member_epoch=m.member_epoch,
+                    target_assignment=_named(group.target(m.member_id), image),
+                    pending_revocation=revoking,
+                )
+            )
+        return GroupDetail(
+            now_ms=now,
+            summary=self._consumer_summary(group, assignor, lag, time_lag),
+            leader=None,
+            members=tuple(members),
+            pending_members=0,
+            partitions=self._partitions(rows, owners),
+            rebalances=self.history.rebalances(group_id),
+            events=self.history.events(group_id),
+            lag_history=self.lags.points(group_id),
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+        )
+
+    def _partitions(
+        self,
+        rows: Iterable[tuple[str, int, int, int | None, int | None, float | None]],
+        owners: Mapping[tuple[str, int], tuple[str, str]],
+    ) -> tuple[PartitionLag, ...]:
+        """The committed partitions (``rows`` of :meth:`_lag`) and the owned ones, with their
+        owners ((topic, partition) -> (member id, client id))."""
         partitions = []
         seen = set()
         logs = self.broker.logs.partitions()
@@ -165,8 +280,8 @@ class Reader:
                     log_end=end,
                     lag=plag,
                     time_lag_ms=ptime,
-                    owner=None if owner is None else owner.member_id,
-                    owner_client=None if owner is None else owner.client_id,
+                    owner=None if owner is None else owner[0],
+                    owner_client=None if owner is None else owner[1],
                 )
             )
         for (topic, partition), owner in owners.items():
@@ -181,22 +296,12 @@ class Reader:
                     log_end=None if plog is None or plog.closed else plog.log_end_offset,
                     lag=None,
                     time_lag_ms=None,
-                    owner=owner.member_id,
-                    owner_client=owner.client_id,
+                    owner=owner[0],
+                    owner_client=owner[1],
                 )
             )
         partitions.sort(key=lambda p: (p.topic, p.partition))
-        return GroupDetail(
-            now_ms=now,
-            summary=self._summary(group, lag, time_lag),
-            leader=group.leader_id,
-            members=tuple(members),
-            pending_members=len(group.pending_members),
-            partitions=tuple(partitions),
-            rebalances=self.history.rebalances(group_id),
-            events=self.history.events(group_id),
-            lag_history=self.lags.points(group_id),
-        )
+        return tuple(partitions)
 
     # ------------------------------------------------------------------ every group
     async def summaries(self, *, sample: bool) -> tuple[GroupSummary, ...]:
@@ -212,7 +317,12 @@ class Reader:
         used: TimestampCache = {}
         rows = 0
         cache = self.cache
+        consumer: dict[str, tuple[ConsumerGroup, str]] = {}
+        for shard in self.groups.coordinator.runtime.shards():
+            consumer.update((g.group_id, (g, assignor)) for g, assignor in shard.groups.consumer.served())
         for group in self.groups.coordinator.groups():
+            gid = group.group_id
+            found = consumer.pop(gid, None)
             # _lag's sums, without its per-partition rows (this runs for every group)
             lag: int | None = None
             time_lag: float | None = None
@@ -234,9 +344,12 @@ class Reader:
                     used[key] = appended
                     waited = float(max(now - appended, 0))
                     time_lag = waited if time_lag is None else max(time_lag, waited)
-            out.append(self._summary(group, lag, time_lag))
+            if found is None:
+                out.append(self._summary(group, lag, time_lag))
+            else:  # a consumer group's offsets holder: the row is the consumer group's
+                out.append(self._consumer_summary(found[0], found[1], lag, time_lag))
             if sample and lag is not None:
-                self.lags.add(group.group_id, now, lag, time_lag or 0.0)
+                self.lags.add(gid, now, lag, time_lag or 0.0)
             rows += 1 + len(group.offsets)
             if rows >= CHUNK:
                 rows = 0
@@ -244,6 +357,8 @@ class Reader:
                 await asyncio.sleep(0)
                 began = loop.time()
                 logs = self.broker.logs.partitions()
+        # consumer groups that never committed (read before the yields: one list of rows)
+        out.extend(self._consumer_summary(g, assignor, None, None) for g, assignor in consumer.values())
         # keep only the append times this walk used (the cache stays as large as the lagging offsets)
         self.cache = used
         self.last_walk_s = busy + loop.time() - began
@@ -286,3 +401,22 @@ def _assignment(member: Member) -> Partitions | None:
     except ConsumerProtocolError:
         return None
     return tuple(sorted((t, p) for t, ps in decoded.partitions for p in ps))
+
+
+def _named(assignment: Assignment, image: TopicsImage) -> Partitions:
+    """A consumer group's assignment (topic id -> partitions) by topic name, sorted; topics
+    missing from the metadata are left out, as ConsumerGroupDescribe leaves them out."""
+    out: list[tuple[str, int]] = []
+    for topic_id, parts in assignment.items():
+        topic = image.by_id(topic_id)
+        if topic is not None:
+            out.extend((topic.name, p) for p in parts)
+    return tuple(sorted(out))
+
+
+def _consumer_owners(group: ConsumerGroup, image: TopicsImage) -> dict[str, Partitions]:
+    """member id -> the partitions it owns: assigned, or still held pending revocation."""
+    return {
+        m.member_id: _named(m.assigned_partitions, image) + _named(m.partitions_pending_revocation, image)
+        for m in group.members.values()
+    }

@@ -8,8 +8,9 @@ the groups change. The shapes cover both kinds of group Kafka has:
 * **consumer** groups (KIP-848, ConsumerGroupHeartbeat): the same, and per member its epoch,
   the assignment it owns now (``assignment``) and the one the coordinator wants it to reach
   (``target_assignment``); per group the group epoch and the target assignment's epoch. These
-  are the fields of Kafka's ConsumerGroupDescribe response. The coordinator serves classic
-  groups only today: for them these fields are None, and the pages leave their columns out.
+  are the fields of Kafka's ConsumerGroupDescribe response, and the partitions a member still
+  owns pending revocation. For a classic group these fields are None, and the pages leave their
+  columns out.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ class MemberView:
     # KIP-848 consumer groups only (None for a classic group's members):
     member_epoch: int | None = None
     target_assignment: Partitions | None = None
+    #: partitions it still owns but must give up (revoked, not yet released)
+    pending_revocation: Partitions | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

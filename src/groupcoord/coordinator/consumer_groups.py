@@ -408,6 +408,18 @@ class ConsumerGroups:
             return sorted(group.server_assignors.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
         return self.manager.config.assignors[0]
 
+    # ------------------------------------------------------------------ read-only (the console)
+    def served(self, group_id: str | None = None) -> list[tuple[ConsumerGroup, str]]:
+        """The groups ListGroups would list (or just ``group_id``'s, if it is one), each with the
+        assignor named in its events; for reading only (the live console). Assignments are by
+        topic id: ``self.manager.image`` names them."""
+        if group_id is not None:
+            group = self.groups.get(group_id)
+            pairs = [] if group is None else [(group_id, group)]
+        else:
+            pairs = list(self.groups.items())
+        return [(g, self._assignor(g)) for gid, g in pairs if self._ctx.serves(gid)]
+
     # ------------------------------------------------------------------ ListGroups
     def listed(self, states: set[str] | None) -> list[ListedGroup]:
         out = []
