@@ -15,8 +15,16 @@ a bounded wait on an observable outcome while the members are polled.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer as RdConsumer
@@ -33,6 +41,7 @@ SETTINGS = {
     "group.consumer.heartbeat.interval.ms": 500,
     "group.consumer.min.heartbeat.interval.ms": 500,
 }
+OURS_WORKER = Path(__file__).with_name("cg848_ours_worker.py")
 
 
 class Ours:
@@ -220,3 +229,48 @@ def test_ours_and_librdkafka_share_a_consumer_group_then_ours_closes(
     pump(members, consumed_all(members, expected), "the last records")
     exactly_once(members, expected)
     assert {v for v in rd.consumed if v.startswith(b"c-")} == {v for v in expected if v.startswith(b"c-")}
+
+
+def test_ours_sigkilled_its_partitions_go_to_librdkafka_after_the_session_timeout(
+    broker: Broker, members: list[Member]
+) -> None:
+    """Our consumer-protocol member in its own process, killed with SIGKILL, sends no leave; once
+    the broker's clock passes group.consumer.session.timeout.ms (45 s) it is removed with reason
+    ``session_timeout`` and the librdkafka member ends owning all six partitions (Kafka
+    ``GroupMetadataManagerTest#testSessionTimeoutLifecycle``)."""
+    group = "mix-ours-killed"
+    proc = subprocess.Popen(
+        [sys.executable, str(OURS_WORKER), broker.bootstrap, group, TOPIC],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ},
+    )
+    lines: list[dict[str, Any]] = []
+    reader = threading.Thread(
+        target=lambda: [lines.append(json.loads(x)) for x in proc.stdout or ()], daemon=True
+    )
+    reader.start()
+    try:
+        pump(
+            members, lambda: bool(lines) and len(lines[-1]["assignment"]) == PARTITIONS, "ours owning all six"
+        )
+        rd = Rd(broker.bootstrap, group, "rd")
+        members.append(rd)
+        pump(
+            members,
+            lambda: len(rd.owned) == 3 and len(lines[-1]["assignment"]) == 3,
+            "a 3 + 3 split with our worker",
+        )
+        assert set(lines[-1]["assignment"]).isdisjoint(rd.owned)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    broker.advance(46)
+    pump(members, lambda: rd.owned == frozenset(range(PARTITIONS)), "the librdkafka member owning all six")
+    events = broker.events(group)
+    ours_ids = {e.member_id for e in events if e.type == "member_added" and e.client_id == "ours-worker"}
+    assert len(ours_ids) == 1
+    removed = [e for e in events if e.type == "member_removed" and e.member_id in ours_ids]
+    assert [e.reason.value for e in removed] == ["session_timeout"]
+    assert rd.owned == frozenset(range(PARTITIONS))
