@@ -111,7 +111,15 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     # ---- the two cores meeting in one process (no sockets)
     "member_bridge": (
         "member-core requests to the coordinator core's api and back: simulator, in-process tests",
-        (*_BASE, "client.messages", "client.types", "coordinator.api", "runtime.group_coordinator"),
+        (
+            *_BASE,
+            "client.messages",
+            "client.consumer_group_messages",
+            "client.types",
+            "coordinator.api",
+            "coordinator.consumer.api",
+            "runtime.group_coordinator",
+        ),
     ),
     # ---- offline readers
     "pipeline": (
