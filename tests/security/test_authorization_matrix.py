@@ -318,6 +318,38 @@ CASES = [
         ("DESCRIBE", "GROUP", "group"),
     ),
     Case(
+        "ConsumerGroupHeartbeat",
+        "KafkaApis.handleConsumerGroupHeartbeat authorize(READ, GROUP)",
+        lambda c, n: c.call(
+            K.CONSUMER_GROUP_HEARTBEAT,
+            1,
+            group_id=n.group,
+            member_id="m8h4o1ZkS5eJ9k9m6pQbHw",
+            member_epoch=0,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout=60000,
+            subscribed_topic_names=[],
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            topic_partitions=[],
+        ),
+        lambda r: r.error_code,
+        E.GROUP_AUTHORIZATION_FAILED,
+        ("READ", "GROUP", "group"),
+    ),
+    Case(
+        "ConsumerGroupDescribe",
+        "KafkaApis.handleConsumerGroupDescribe authorize(DESCRIBE, GROUP)",
+        lambda c, n: c.call(
+            K.CONSUMER_GROUP_DESCRIBE, 1, group_ids=[n.group], include_authorized_operations=True
+        ),
+        lambda r: r.groups[0].error_code,
+        E.GROUP_AUTHORIZATION_FAILED,
+        ("DESCRIBE", "GROUP", "group"),
+        E.GROUP_ID_NOT_FOUND,
+    ),
+    Case(
         "DeleteGroups",
         "KafkaApis.scala:1856 (DELETE, GROUP)",
         lambda c, n: c.call(K.DELETE_GROUPS, 2, groups_names=[n.group]),
@@ -1013,3 +1045,34 @@ def test_describe_transactions_lists_only_describable_topics(broker: Broker, nam
         r = bob.call(K.DESCRIBE_TRANSACTIONS, 0, transactional_ids=[names.txn])
         (state,) = r.transaction_states
         assert (state.error_code, [t.topic for t in state.topics]) == (E.NONE, [names.topic])
+
+
+def test_consumer_group_heartbeat_needs_describe_on_each_subscribed_topic(
+    broker: Broker, names: Names
+) -> None:
+    """KafkaApis.handleConsumerGroupHeartbeat (Kafka 4.x): with READ on the group, a subscription
+    naming a topic the member may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED; once it may,
+    the member joins (epoch 1)."""
+    broker.add_acl("User:bob", "READ", "GROUP", names.group)
+
+    def heartbeat(bob: WireClient) -> Any:
+        return bob.call(
+            K.CONSUMER_GROUP_HEARTBEAT,
+            1,
+            group_id=names.group,
+            member_id="b0bB0bB0bB0bB0bB0bB0bA",
+            member_epoch=0,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout=60000,
+            subscribed_topic_names=[names.topic],
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            topic_partitions=[],
+        )
+
+    with _login(broker, "bob") as bob:
+        assert heartbeat(bob).error_code == E.TOPIC_AUTHORIZATION_FAILED
+        broker.add_acl("User:bob", "DESCRIBE", "TOPIC", names.topic)
+        joined = heartbeat(bob)
+        assert (joined.error_code, joined.member_epoch) == (E.NONE, 1)

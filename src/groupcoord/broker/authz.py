@@ -36,6 +36,8 @@ from groupcoord.broker.authz_answers import (
     then,
 )
 from groupcoord.broker.authz_groups import (
+    consumer_group_describe,
+    consumer_group_heartbeat,
     delete_groups,
     describe_groups,
     find_coordinator,
@@ -454,6 +456,8 @@ _GUARDS: dict[ApiKey, Guard] = {
     ApiKey.OFFSET_FETCH: offset_fetch,
     ApiKey.FIND_COORDINATOR: find_coordinator,
     ApiKey.DESCRIBE_GROUPS: describe_groups,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
     ApiKey.LIST_GROUPS: list_groups,
     ApiKey.DELETE_GROUPS: delete_groups,
     ApiKey.OFFSET_DELETE: offset_delete,

@@ -1,8 +1,9 @@
 """The authorization guards of the group APIs (``broker.authz``, which puts them in front of
 their handlers): JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit,
-OffsetFetch, FindCoordinator, DescribeGroups, ListGroups, DeleteGroups and OffsetDelete, each
-with Kafka's checks and errors (``KafkaApis``, Kafka 3.9; the line of each check is cited in
-``tests/security/test_authorization_matrix.py``).
+OffsetFetch, FindCoordinator, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete,
+ConsumerGroupHeartbeat and ConsumerGroupDescribe, each with Kafka's checks and errors
+(``KafkaApis``: Kafka 3.9, and 4.x for the two consumer-group APIs; the line or handler of each
+check is cited in ``tests/security/test_authorization_matrix.py``).
 """
 
 from __future__ import annotations
@@ -211,6 +212,56 @@ def describe_groups(broker: Broker, ctx: RequestContext, request: Any, proceed: 
     if not allowed:
         return blank(resp_t, groups=tuple(denied))
     return then(broker, ctx, proceed(broker, ctx, replace_fields(request, groups=tuple(allowed))), patch)
+
+
+def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
+    """ConsumerGroupHeartbeat (KafkaApis.handleConsumerGroupHeartbeat, Kafka 4.x): READ on the
+    group, else GROUP_AUTHORIZATION_FAILED; then DESCRIBE on every subscribed topic name, else
+    TOPIC_AUTHORIZATION_FAILED (a member may not learn of topics it cannot describe)."""
+    resp_t = response_type(broker, ctx)
+    if not broker.allowed(ctx, Op.READ, Resource.GROUP, str(request.group_id)):
+        return blank(resp_t, error_code=err(G))
+    names = request.subscribed_topic_names or ()
+    if any(not broker.allowed(ctx, Op.DESCRIBE, Resource.TOPIC, str(n)) for n in names):
+        return blank(resp_t, error_code=err(T))
+    return proceed(broker, ctx, request)
+
+
+def consumer_group_describe(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
+    """ConsumerGroupDescribe (KafkaApis.handleConsumerGroupDescribe, Kafka 4.x): DESCRIBE on each
+    group, else that group GROUP_AUTHORIZATION_FAILED; ``authorized_operations`` of each group
+    when asked."""
+    resp_t = response_type(broker, ctx)
+    groups = [str(g) for g in request.group_ids]
+    allowed = [g for g in groups if broker.allowed(ctx, Op.DESCRIBE, Resource.GROUP, g)]
+    group_t = child(resp_t, "groups")
+    denied = [
+        blank(group_t, group_id=g, error_code=err(G), authorized_operations=NOT_REQUESTED)
+        for g in groups
+        if g not in allowed
+    ]
+    include = bool(getattr(request, "include_authorized_operations", False))
+
+    def patch(r: Any) -> Any:
+        out = r
+        if include:
+            out = dataclasses.replace(
+                r,
+                groups=tuple(
+                    dataclasses.replace(
+                        g,
+                        authorized_operations=principal_operations(
+                            broker.authorizer, ctx.principal, ctx.client_host, Resource.GROUP, str(g.group_id)
+                        ),
+                    )
+                    for g in r.groups
+                ),
+            )
+        return add_entries(out, "groups", denied)
+
+    if not allowed:
+        return blank(resp_t, groups=tuple(denied))
+    return then(broker, ctx, proceed(broker, ctx, replace_fields(request, group_ids=tuple(allowed))), patch)
 
 
 def list_groups(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
