@@ -181,37 +181,7 @@ def find_coordinator(broker: Broker, ctx: RequestContext, request: Any, proceed:
 def describe_groups(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
     """DescribeGroups (KafkaApis 1694, 1714): DESCRIBE on each group, else
     GROUP_AUTHORIZATION_FAILED; ``authorized_operations`` of each group when asked."""
-    resp_t = response_type(broker, ctx)
-    groups = [str(g) for g in request.groups]
-    allowed = [g for g in groups if broker.allowed(ctx, Op.DESCRIBE, Resource.GROUP, g)]
-    group_t = child(resp_t, "groups")
-    denied = [
-        blank(group_t, group_id=g, error_code=err(G), authorized_operations=NOT_REQUESTED)
-        for g in groups
-        if g not in allowed
-    ]
-    include = bool(getattr(request, "include_authorized_operations", False))
-
-    def patch(r: Any) -> Any:
-        out = r
-        if include:
-            out = dataclasses.replace(
-                r,
-                groups=tuple(
-                    dataclasses.replace(
-                        g,
-                        authorized_operations=principal_operations(
-                            broker.authorizer, ctx.principal, ctx.client_host, Resource.GROUP, str(g.group_id)
-                        ),
-                    )
-                    for g in r.groups
-                ),
-            )
-        return add_entries(out, "groups", denied)
-
-    if not allowed:
-        return blank(resp_t, groups=tuple(denied))
-    return then(broker, ctx, proceed(broker, ctx, replace_fields(request, groups=tuple(allowed))), patch)
+    return _describe_each_group(broker, ctx, request, proceed, "groups")
 
 
 def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
@@ -228,11 +198,18 @@ def consumer_group_heartbeat(broker: Broker, ctx: RequestContext, request: Any, 
 
 
 def consumer_group_describe(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
-    """ConsumerGroupDescribe (KafkaApis.handleConsumerGroupDescribe, Kafka 4.x): DESCRIBE on each
-    group, else that group GROUP_AUTHORIZATION_FAILED; ``authorized_operations`` of each group
-    when asked."""
+    """ConsumerGroupDescribe (KafkaApis.handleConsumerGroupDescribe, Kafka 4.x): as DescribeGroups,
+    DESCRIBE on each group, else that group GROUP_AUTHORIZATION_FAILED."""
+    return _describe_each_group(broker, ctx, request, proceed, "group_ids")
+
+
+def _describe_each_group(
+    broker: Broker, ctx: RequestContext, request: Any, proceed: Handler, ids_field: str
+) -> Any:
+    """The groups named by ``ids_field`` the principal may DESCRIBE go to the handler; the others
+    are answered GROUP_AUTHORIZATION_FAILED; ``authorized_operations`` filled in when asked."""
     resp_t = response_type(broker, ctx)
-    groups = [str(g) for g in request.group_ids]
+    groups = [str(g) for g in getattr(request, ids_field)]
     allowed = [g for g in groups if broker.allowed(ctx, Op.DESCRIBE, Resource.GROUP, g)]
     group_t = child(resp_t, "groups")
     denied = [
@@ -261,7 +238,8 @@ def consumer_group_describe(broker: Broker, ctx: RequestContext, request: Any, p
 
     if not allowed:
         return blank(resp_t, groups=tuple(denied))
-    return then(broker, ctx, proceed(broker, ctx, replace_fields(request, group_ids=tuple(allowed))), patch)
+    request = replace_fields(request, **{ids_field: tuple(allowed)})
+    return then(broker, ctx, proceed(broker, ctx, request), patch)
 
 
 def list_groups(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
