@@ -41,6 +41,7 @@ from collections.abc import Callable
 from groupcoord.coordinator.consumer.records import RECORD_TYPES as CONSUMER_RECORD_TYPES
 from groupcoord.coordinator.consumer.records import decode_record as decode_consumer_record
 from groupcoord.coordinator.group import CommittedOffset
+from groupcoord.coordinator.offset_messages import committed_offset
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
     OffsetCommitValue,
@@ -376,10 +377,4 @@ def _committed_offset(value: bytes) -> CommittedOffset:
         )
     decoded = decode_value(_ANY_COMMIT_KEY, value)
     assert isinstance(decoded, OffsetCommitValue)
-    return CommittedOffset(
-        offset=decoded.offset,
-        leader_epoch=decoded.leader_epoch,
-        metadata=decoded.metadata,
-        commit_timestamp=decoded.commit_timestamp,
-        expire_timestamp=decoded.expire_timestamp,
-    )
+    return committed_offset(decoded)
