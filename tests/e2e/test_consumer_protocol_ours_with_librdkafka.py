@@ -44,6 +44,18 @@ SETTINGS = {
 OURS_WORKER = Path(__file__).with_name("cg848_ours_worker.py")
 
 
+def _member_config(bootstrap: str, group: str, name: str) -> dict[str, object]:
+    """The settings both kinds of member take: the consumer protocol, manual commits."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "client.id": name,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+
+
 class Ours:
     """Our consumer-protocol Consumer; commits synchronously after each non-empty batch."""
 
@@ -51,16 +63,7 @@ class Ours:
 
     def __init__(self, bootstrap: str, group: str, name: str) -> None:
         self.name = name
-        self.consumer = OurConsumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "group.protocol": "consumer",
-                "client.id": name,
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-            }
-        )
+        self.consumer = OurConsumer(_member_config(bootstrap, group, name))
         self.consumer.subscribe([TOPIC])
         self.consumed: list[bytes] = []
         self.closed = False
@@ -92,16 +95,7 @@ class Rd:
 
     def __init__(self, bootstrap: str, group: str, name: str) -> None:
         self.name = name
-        self.consumer = RdConsumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "group.protocol": "consumer",
-                "client.id": name,
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-            }
-        )
+        self.consumer = RdConsumer(_member_config(bootstrap, group, name))
         self.consumer.subscribe([TOPIC])
         self.consumed: list[bytes] = []
         self.closed = False
