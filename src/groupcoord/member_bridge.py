@@ -227,6 +227,9 @@ def _commit(c: GroupCoordinator, req: m.OffsetCommitRequest, reply: Reply) -> No
             group_instance_id=req.group_instance_id,
             retention_time_ms=-1,
             topics=tuple(api.OffsetCommitTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+            # the version both members negotiate with our broker; a consumer-protocol member's
+            # commit below v9 is refused UNSUPPORTED_VERSION (Kafka's validateOffsetCommit)
+            version=9,
         ),
         lambda r: reply(
             m.OffsetCommitResponse(

@@ -244,6 +244,8 @@ def _simulate(args: argparse.Namespace) -> int:
         produce_rate=args.produce_rate,
         commit_interval_ms=args.commit_interval_ms,
         assignor=args.assignor,
+        protocol=args.protocol,
+        remote_assignor=args.remote_assignor,
     )
     started = time.perf_counter()
     truth = simulate(Path(args.out), config)
@@ -253,6 +255,11 @@ def _simulate(args: argparse.Namespace) -> int:
         f"({time.perf_counter() - started:.1f}s)",
         flush=True,
     )
+    if truth.episodes:
+        from groupcoord.pipeline.simledger import summary_table
+
+        print("what each disruption cost (virtual time, from the member cores):")
+        print(summary_table(truth.episodes), flush=True)
     return 0
 
 
@@ -312,7 +319,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--assignor",
         choices=("range", "roundrobin", "cooperative-sticky"),
         default="range",
-        help="the consumers' partition.assignment.strategy (cooperative-sticky: KIP-429 rebalances)",
+        help="the classic consumers' partition.assignment.strategy (cooperative-sticky: KIP-429 rebalances)",
+    )
+    s.add_argument(
+        "--protocol",
+        choices=("classic", "consumer", "mixed"),
+        default="classic",
+        help="group.protocol of the groups; mixed: each group twice (group-N-classic, group-N-consumer), "
+        "same workload and disruption plan",
+    )
+    s.add_argument(
+        "--remote-assignor",
+        choices=("uniform", "range"),
+        default="uniform",
+        help="group.remote.assignor of the consumer-protocol members (KIP-848's server-side assignors)",
     )
     s.set_defaults(func=_simulate)
 

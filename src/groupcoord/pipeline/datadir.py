@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from groupcoord.coordinator.records import (
 from groupcoord.formats.batch import build_batch
 from groupcoord.storage.log import PartitionLog
 from groupcoord.storage.log_config import LogConfig
+from groupcoord.storage.manager import PARTITION_METADATA_FILE, partition_metadata_text
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +60,16 @@ class DataDirWriter:
         if time_ms > now:
             self.clock.advance(time_ms - now)
 
-    def create_topic(self, name: str, partitions: int) -> None:
+    def create_topic(self, name: str, partitions: int, topic_id: uuid.UUID | None = None) -> None:
+        """``topic_id``: also write each partition's ``partition.metadata`` as the broker does (the
+        consumer groups' records name topics by id)."""
         for p in range(partitions):
             if (name, p) not in self.logs:
                 log_, _report = PartitionLog.open(self.data_dir / f"{name}-{p}", self.config, self.clock)
                 self.logs[(name, p)] = log_
+                if topic_id is not None:
+                    meta = self.data_dir / f"{name}-{p}" / PARTITION_METADATA_FILE
+                    meta.write_text(partition_metadata_text(topic_id), encoding="utf-8")
 
     def partition(self, topic: str, partition: int) -> PartitionLog:
         return self.logs[(topic, partition)]

@@ -36,6 +36,7 @@ sends its JoinGroup, cause ``member_rejoined_with_new_metadata``), so the truth 
 
 from __future__ import annotations
 
+import base64
 import heapq
 import itertools
 import json
@@ -51,19 +52,42 @@ from typing import Any
 from groupcoord.client import messages as msg
 from groupcoord.client.config import ConsumerConfig
 from groupcoord.client.consumer_core import ConsumerCoordinator
-from groupcoord.client.events import FatalErrorEvent, PartitionsLost, PartitionsRevoked, StartingPositions
+from groupcoord.client.consumer_group_adapter import (
+    CallbackAssigned,
+    CallbackLost,
+    CallbackRevoked,
+    ConsumerGroupCoordinator,
+)
+from groupcoord.client.consumer_group_events import Outbound as ConsumerGroupOutbound
+from groupcoord.client.consumer_group_messages import (
+    ConsumerGroupHeartbeatRequest,
+    TopicIdMetadata,
+    TopicIdsMetadataRequest,
+    TopicIdsMetadataResponse,
+)
+from groupcoord.client.consumer_group_states import ConsumerGroupMemberState
+from groupcoord.client.events import (
+    FatalErrorEvent,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    StartingPositions,
+)
 from groupcoord.client.outbox import Outbound
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.clock import ManualClock
 from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.consumer.group import ConsumerGroupState
+from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitValue, encode_record
 from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
-from groupcoord.member_bridge import call_coordinator
+from groupcoord.member_bridge import call_consumer_group_heartbeat, call_coordinator
 from groupcoord.pipeline.datadir import DataDirWriter
+from groupcoord.pipeline.simledger import EpisodeCost, OwnershipLedger
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
@@ -77,6 +101,10 @@ BROKER = msg.Node(node_id=0, host="127.0.0.1", port=9092)
 #: A healthy consumer's application calls poll() at least this often.
 POLL_EVERY_MS = 1_000
 ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
+#: ``classic``: every group classic; ``consumer``: every group a KIP-848 consumer group; ``mixed``:
+#: each group twice, ``group-N-classic`` and ``group-N-consumer``, on twin topics with the same
+#: disruption plan (the same kinds, members and gaps), side by side in one data directory.
+PROTOCOLS = ("classic", "consumer", "mixed")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -97,10 +125,16 @@ class SimulationConfig:
     min_gap_ms: int = 20_000
     max_gap_ms: int = 60_000
     assignor: str = "range"  # partition.assignment.strategy of every consumer: one of ASSIGNORS
+    protocol: str = "classic"  # group.protocol of the groups: one of PROTOCOLS
+    remote_assignor: str = "uniform"  # group.remote.assignor of consumer-protocol members
 
     def __post_init__(self) -> None:
         if self.assignor not in ASSIGNORS:
             raise ValueError(f"assignor must be one of {', '.join(ASSIGNORS)}, not {self.assignor!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {self.protocol!r}")
+        if self.remote_assignor not in ("uniform", "range"):
+            raise ValueError(f"remote_assignor must be uniform or range, not {self.remote_assignor!r}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -132,6 +166,10 @@ class GroundTruth:
     commits: int
     produced: int
     end_ms: int
+    #: what each injected disruption cost, measured from the member cores (``simledger``)
+    episodes: tuple[EpisodeCost, ...] = ()
+    #: group id -> its protocol (``classic`` or ``consumer``)
+    protocols: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def load(path: Path) -> GroundTruth:
@@ -143,6 +181,8 @@ class GroundTruth:
             commits=int(obj["commits"]),
             produced=int(obj["produced"]),
             end_ms=int(obj["end_ms"]),
+            episodes=tuple(EpisodeCost(**e) for e in obj.get("episodes", ())),
+            protocols=tuple(sorted(obj.get("protocols", {}).items())),
         )
 
 
@@ -175,11 +215,11 @@ class _Member:
     client_id: str
     host: str
     instance_id: str | None
-    core: ConsumerCoordinator | None = None
+    core: ConsumerCoordinator | ConsumerGroupCoordinator | None = None
     incarnation: int = 0
     stalled: bool = False  # the application stopped calling poll(); the heartbeat thread goes on
     closing: bool = False  # the application is in close()
-    inbox: list[tuple[int, msg.Response]] = field(default_factory=list)
+    inbox: list[tuple[int, Any]] = field(default_factory=list)
     positions: dict[TopicPartition, int] = field(default_factory=dict)
     last_progress_ms: int = 0
     last_poll_ms: int = 0
@@ -199,6 +239,9 @@ class _Member:
 class _Group:
     group_id: str
     topic: str
+    index: int
+    protocol: str  # classic or consumer
+    rng: random.Random  # its disruption plan (twins of a mixed run draw the same plan)
     members: list[_Member] = field(default_factory=list)
     busy_until: int = 0
 
@@ -213,7 +256,15 @@ class Simulation:
         self.writer = DataDirWriter(out, offsets_partitions=config.offsets_partitions, events_partitions=1)
         self.sink = _Sink(self.writer, self.clock)
         self.coordinator = GroupCoordinator(
-            GroupConfig(offsets_topic_num_partitions=config.offsets_partitions),
+            GroupConfig(
+                offsets_topic_num_partitions=config.offsets_partitions,
+                group_coordinator_rebalance_protocols="classic,consumer",
+                # the consumer groups get the classic groups' session and heartbeat settings, so
+                # both protocols detect a dead member in the same time (the broker sets them under
+                # KIP-848; the member cannot)
+                group_consumer_session_timeout_ms=config.session_timeout_ms,
+                group_consumer_heartbeat_interval_ms=config.heartbeat_interval_ms,
+            ),
             self.clock,
             record_sink=self.sink,
             event_sink=self.sink.event,
@@ -227,6 +278,9 @@ class Simulation:
         self.quiet: list[TruthQuiet] = []
         self.produced = 0
         self.end_ms = EPOCH_MS + int(config.minutes * 60_000)
+        self.ledger = OwnershipLedger()
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._topic_names: dict[uuid.UUID, str] = {}
 
     def _member_id(self, prefix: str) -> str:
         """Like the broker's ``prefix-uuid4``, but drawn from the seeded generator (reproducible)."""
@@ -239,11 +293,34 @@ class Simulation:
     def at(self, t: int, fn: Callable[[], None]) -> None:
         heapq.heappush(self._queue, (t, next(self._seq), fn))
 
+    def _groups_of_run(self) -> list[_Group]:
+        cfg = self.config
+        out: list[_Group] = []
+        for g in range(cfg.groups):
+            protocols = ("classic", "consumer") if cfg.protocol == "mixed" else (cfg.protocol,)
+            for protocol in protocols:
+                suffix = f"-{protocol}" if cfg.protocol == "mixed" else ""
+                out.append(
+                    _Group(
+                        group_id=f"group-{g}{suffix}",
+                        topic=f"topic-{g}{suffix}",
+                        index=g,
+                        protocol=protocol,
+                        rng=random.Random(f"{cfg.seed}/plan/{g}"),
+                    )
+                )
+        return out
+
     def run(self) -> GroundTruth:
         cfg = self.config
-        for g in range(cfg.groups):
-            group = _Group(group_id=f"group-{g}", topic=f"topic-{g}")
-            self.writer.create_topic(group.topic, cfg.partitions)
+        ids = random.Random(f"{cfg.seed}/topic-ids")
+        for group in self._groups_of_run():
+            g = group.index
+            topic_id = uuid.UUID(int=ids.getrandbits(128), version=4)
+            self._topic_ids[group.topic] = topic_id
+            self._topic_names[topic_id] = group.topic
+            self.writer.create_topic(group.topic, cfg.partitions, topic_id)
+            self.ledger.add_group(group.group_id, [(group.topic, p) for p in range(cfg.partitions)])
             for k in range(cfg.members):
                 group.members.append(self._new_member(group, g, k))
             self.groups.append(group)
@@ -251,18 +328,23 @@ class Simulation:
             first = EPOCH_MS + 500 + 50 * g
             for k, m in enumerate(group.members):
                 self.at(first + 100 * k, self._starter(m))
-            self.truth.append(
-                TruthRebalance(
-                    group_id=group.group_id,
-                    disruption="initial_join",
-                    cause="new_member_joined",
-                    member=group.members[0].label,
-                    earliest_start_ms=first,
-                    latest_start_ms=first,
-                )
-            )
+            # classic: the first JoinGroup starts one rebalance the others join (the initial
+            # delay); consumer: every member's first heartbeat is a new group epoch
+            joiners = group.members if group.protocol == "consumer" else group.members[:1]
+            for k, m in enumerate(joiners):
+                t = first + 100 * k
+                self._truth(group, "initial_join", "new_member_joined", m, t, t)
             group.busy_until = first + 20_000
             self._plan_next(group)
+        self.coordinator.on_metadata_update(
+            TopicsImage(
+                [
+                    TopicMetadata(topic_id=tid, name=name, num_partitions=cfg.partitions)
+                    for name, tid in sorted(self._topic_ids.items())
+                ],
+                version=1,
+            )
+        )
         self.at(EPOCH_MS, self._produce_tick)
         while self._queue or self.coordinator.next_deadline() is not None:
             t_queue = self._queue[0][0] if self._queue else None
@@ -279,6 +361,7 @@ class Simulation:
                 _t, _s, fn = heapq.heappop(self._queue)
                 fn()
                 self._settle()
+            self._close_episodes()
         self.writer.close()
         return self._write_truth()
 
@@ -293,6 +376,8 @@ class Simulation:
                 asdict(r) for r in sorted(self.truth, key=lambda r: (r.group_id, r.earliest_start_ms))
             ],
             "quiet": [asdict(q) for q in self.quiet],
+            "episodes": [asdict(e) for e in self.ledger.closed],
+            "protocols": {g.group_id: g.protocol for g in self.groups},
         }
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(obj, indent=1))
@@ -319,8 +404,10 @@ class Simulation:
             instance_id=f"{group.group_id}-pod-{k}" if static else None,
         )
 
-    def _core(self, m: _Member) -> ConsumerCoordinator:
+    def _core(self, m: _Member) -> ConsumerCoordinator | ConsumerGroupCoordinator:
         cfg = self.config
+        if m.group.protocol == "consumer":
+            return self._consumer_protocol_core(m)
         settings: dict[str, Any] = {
             "group.id": m.group.group_id,
             "client.id": m.client_id,
@@ -340,6 +427,32 @@ class Simulation:
         core.subscribe((m.group.topic,))
         return core
 
+    def _consumer_protocol_core(self, m: _Member) -> ConsumerGroupCoordinator:
+        """A KIP-848 member: session and heartbeat are the broker's; the assignor is the broker's
+        (``group.remote.assignor``); the rest as the classic member's."""
+        cfg = self.config
+        settings: dict[str, Any] = {
+            "group.id": m.group.group_id,
+            "group.protocol": "consumer",
+            "group.remote.assignor": cfg.remote_assignor,
+            "client.id": m.client_id,
+            "max.poll.interval.ms": cfg.max_poll_interval_ms,
+            "enable.auto.commit": True,
+            "auto.commit.interval.ms": cfg.commit_interval_ms,
+            "auto.offset.reset": "earliest",
+        }
+        if m.instance_id is not None:
+            settings["group.instance.id"] = m.instance_id
+        # the member generates its own id (KIP-1082); drawn from the seeded generator, like the
+        # classic members' broker-made ids, so a run is reproducible
+        raw = self._ids.getrandbits(128).to_bytes(16, "big")
+        member_id = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        if member_id.startswith("-"):  # never a leading '-' (KIP-1082), as generate_member_id
+            member_id = "A" + member_id[1:]
+        core = ConsumerGroupCoordinator(ConsumerConfig.from_dict(settings), member_id=member_id)
+        core.subscribe((m.group.topic,))
+        return core
+
     def _starter(self, m: _Member) -> Callable[[], None]:
         def start() -> None:
             self._stop(m)
@@ -352,6 +465,7 @@ class Simulation:
 
     def _stop(self, m: _Member) -> None:
         """The process is gone: nothing more is sent, answers to it are dropped."""
+        self.ledger.gone(m.group.group_id, m.label, self.now())
         m.core = None
         m.incarnation += 1
         m.stalled = m.closing = m.follow_up = False
@@ -397,7 +511,7 @@ class Simulation:
             core = m.core
             if core is None:
                 return
-            outs: list[Outbound] = []
+            outs: list[Outbound | ConsumerGroupOutbound] = []
             if not m.stalled and not m.closing:
                 self._consume(m)
                 outs += core.poll(now)
@@ -417,7 +531,7 @@ class Simulation:
             if m.closing and core.closed:
                 self._stop(m)
                 return
-            if m.stalled and core.state is MemberState.UNJOINED:
+            if m.stalled and self._left_on_poll_timeout(core):
                 # the poll timeout made it leave; the stuck process is considered gone
                 self._stop(m)
                 return
@@ -428,7 +542,7 @@ class Simulation:
         self._dirty.pop(id(m), None)
         self._schedule(m)
 
-    def _send(self, m: _Member, out: Outbound) -> None:
+    def _send(self, m: _Member, out: Outbound | ConsumerGroupOutbound) -> None:
         req = out.request
         rid = out.request_id
         if isinstance(req, msg.FindCoordinatorRequest):
@@ -443,44 +557,68 @@ class Simulation:
             )
             m.inbox.append((rid, msg.MetadataResponse(topics=topics)))
             return
+        if isinstance(req, TopicIdsMetadataRequest):
+            found = tuple(
+                TopicIdMetadata(topic_id=t, name=self._topic_names.get(t))
+                if t in self._topic_names
+                else TopicIdMetadata(topic_id=t, name=None, error=ErrorCode.UNKNOWN_TOPIC_ID)
+                for t in req.topic_ids
+            )
+            m.inbox.append((rid, TopicIdsMetadataResponse(topics=found)))
+            return
         if isinstance(req, msg.JoinGroupRequest) and m.follow_up:
             m.follow_up = False
             self._follow_up(m)
         inc = m.incarnation
 
-        def reply(resp: msg.Response) -> None:
+        def reply(resp: Any) -> None:
             if m.incarnation == inc:
                 m.inbox.append((rid, resp))
                 self._dirty[id(m)] = m
 
+        if isinstance(req, ConsumerGroupHeartbeatRequest):
+            call_consumer_group_heartbeat(
+                self.coordinator, req, reply, client_id=m.client_id, client_host=m.host
+            )
+            return
         call_coordinator(self.coordinator, req, reply, client_id=m.client_id, client_host=m.host)
 
     def _on_event(self, m: _Member, event: object) -> None:
         core = m.core
         assert core is not None
+        gid, now = m.group.group_id, self.now()
         if isinstance(event, StartingPositions):
             for tp, om in event.positions:
                 m.positions[tp] = 0 if om is None else om.offset
-            m.last_progress_ms = self.now()
+            m.last_progress_ms = now
+        elif isinstance(event, PartitionsAssigned):
+            self.ledger.assigned(gid, m.label, [(tp.topic, tp.partition) for tp in event.partitions], now)
         elif isinstance(event, (PartitionsRevoked, PartitionsLost)):
             for tp in event.partitions:
                 m.positions.pop(tp, None)
+            self.ledger.released(gid, m.label, [(tp.topic, tp.partition) for tp in event.partitions], now)
             if (
                 isinstance(event, PartitionsRevoked)
                 and event.partitions
+                and m.group.protocol == "classic"
                 and self.config.assignor == "cooperative-sticky"
                 and not m.closing
             ):
                 m.follow_up = True
         elif isinstance(event, FatalErrorEvent):
             log.warning("%s: fatal error %s", m.client_id, event)
+        if isinstance(event, (CallbackAssigned, CallbackRevoked, CallbackLost)):
+            # the consumer-protocol member's reconciliation goes on once the application's
+            # callback returned: the simulated application has nothing to do in it
+            assert isinstance(core, ConsumerGroupCoordinator)
+            core.callback_done(event.callback_id, None)
 
     def _follow_up(self, m: _Member) -> None:
         """Cooperative: a member that gave partitions up rejoins; the first such JoinGroup of a
         stable group starts the follow-up rebalance (KIP-429)."""
         g = self.coordinator.group(m.group.group_id)
         core = m.core
-        if g is None or g.state != GroupState.STABLE or core is None:
+        if g is None or g.state != GroupState.STABLE or not isinstance(core, ConsumerCoordinator):
             return
         leader = g.leader_id == core.generation.member_id
         self._truth(
@@ -511,27 +649,57 @@ class Simulation:
         m.last_progress_ms = now
 
     # ------------------------------------------------------------------ disruptions
+    @staticmethod
+    def _left_on_poll_timeout(core: ConsumerCoordinator | ConsumerGroupCoordinator) -> bool:
+        """The heartbeat thread left the group because the application stopped polling."""
+        if isinstance(core, ConsumerGroupCoordinator):
+            return core.member.state is ConsumerGroupMemberState.STALE
+        return core.state is MemberState.UNJOINED
+
     def _healthy(self, m: _Member) -> bool:
-        return (
-            m.core is not None
-            and not m.stalled
-            and not m.closing
-            and m.core.state is MemberState.STABLE
-            and not m.core.rejoin_needed_or_pending()
-        )
+        core = m.core
+        if core is None or m.stalled or m.closing:
+            return False
+        if isinstance(core, ConsumerGroupCoordinator):
+            return core.member.state is ConsumerGroupMemberState.STABLE
+        return core.state is MemberState.STABLE and not core.rejoin_needed_or_pending()
 
     def _group_stable(self, group: _Group) -> bool:
-        g = self.coordinator.group(group.group_id)
-        if g is None or g.state != GroupState.STABLE:
-            return False
+        if group.protocol == "consumer":
+            cg = self.coordinator.consumer_group(group.group_id)
+            if cg is None or cg.state is not ConsumerGroupState.STABLE:
+                return False
+        else:
+            g = self.coordinator.group(group.group_id)
+            if g is None or g.state != GroupState.STABLE:
+                return False
         return all(self._healthy(m) or not m.up for m in group.members)
 
+    def _settled(self, group: _Group) -> bool:
+        """Stable, and every partition processed by a live member (the end of an episode)."""
+        return self._group_stable(group) and self.ledger.all_processed(group.group_id)
+
+    def _close_episodes(self) -> None:
+        for group in self.groups:
+            if self.ledger.episode_open(group.group_id) and self._settled(group):
+                self.ledger.close(group.group_id, self.now(), [m.label for m in group.members if m.up])
+
+    def _open_episode(self, group: _Group, kind: str, m: _Member) -> None:
+        self.ledger.open(
+            group.group_id,
+            group.protocol,
+            kind,
+            m.label,
+            self.now(),
+            [x.label for x in group.members if x.up],
+        )
+
     def _plan_next(self, group: _Group) -> None:
-        gap = self.rng.randint(self.config.min_gap_ms, self.config.max_gap_ms)
+        gap = group.rng.randint(self.config.min_gap_ms, self.config.max_gap_ms)
         self.at(max(self.now(), group.busy_until) + gap, lambda: self._disrupt(group))
 
     def _disrupt(self, group: _Group) -> None:
-        if not self._group_stable(group):
+        if not self._group_stable(group) or self.ledger.episode_open(group.group_id):
             self.at(self.now() + 1_000, lambda: self._disrupt(group))
             return
         cfg = self.config
@@ -548,41 +716,56 @@ class Simulation:
                 choices += ["leave", "slow"]
             if static_up:
                 choices.append("static_restart")
-        kind = self.rng.choice(choices)
+        kind = group.rng.choice(choices)
         now = self.now()
         busy = 15_000
+        consumer = group.protocol == "consumer"
         if kind == "join":
             if down:
-                m = self.rng.choice(down)
+                m = group.rng.choice(down)
             else:
-                g = int(group.group_id.split("-")[1])
-                m = self._new_member(group, g, len(group.members))
+                m = self._new_member(group, group.index, len(group.members))
                 group.members.append(m)
             self._truth(group, "join", "new_member_joined", m, now, now)
+            self._open_episode(group, kind, m)
             self._starter(m)()
         elif kind == "leave":
-            m = self.rng.choice(dynamic_up)  # a static member's close() sends no LeaveGroup
+            m = group.rng.choice(dynamic_up)  # a static member's close() sends no LeaveGroup
             self._truth(group, "leave", "member_left", m, now, now)
+            self._open_episode(group, kind, m)
             assert m.core is not None
             m.closing = True
             m.core.close(now)
             self._activate(m)
         elif kind == "crash":
-            m = self.rng.choice(up)
+            m = group.rng.choice(up)
+            self._open_episode(group, kind, m)
             self._stop(m)
             self._truth(group, "crash", "session_timeout", m, now, now + cfg.session_timeout_ms)
             busy = cfg.session_timeout_ms + 15_000
         elif kind == "slow":
-            m = self.rng.choice(dynamic_up)
+            m = group.rng.choice(dynamic_up)
             self._activate(m)  # its last poll() is now
             m.stalled = True
             leave_at = m.last_poll_ms + cfg.max_poll_interval_ms
-            self._truth(group, "slow", "poll_timeout", m, leave_at, leave_at)
+            # the classic LeaveGroup says why ("consumer poll timeout has expired."); the
+            # consumer protocol's leave heartbeat (epoch -1) carries no reason
+            self._truth(group, "slow", "member_left" if consumer else "poll_timeout", m, leave_at, leave_at)
+            self.at(leave_at, lambda: self._open_episode(group, "slow", m))
             busy = cfg.max_poll_interval_ms + 15_000
         else:
-            m = self.rng.choice(static_up)
-            # the process dies without LeaveGroup (static members do not send one) and comes back
-            # with the same group.instance.id well within the session timeout
+            m = group.rng.choice(static_up)
+            self._open_episode(group, kind, m)
+            if consumer:
+                # a KIP-848 static member that restarts leaves with epoch -2 (its assignment is
+                # kept for it); one that dies without it would be refused UNRELEASED_INSTANCE_ID
+                # until its session expired (Kafka's GroupMetadataManager)
+                assert isinstance(m.core, ConsumerGroupCoordinator)
+                m.closing = True
+                m.core.close(now)
+                self._activate(m)
+            # the classic process dies without LeaveGroup (static members do not send one); both
+            # come back with the same group.instance.id well within the session timeout
             self._stop(m)
             back = now + cfg.session_timeout_ms // 3
             self.at(back, self._starter(m))

@@ -131,6 +131,11 @@ def _topic_id_text(topic_id: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
 
 
+def partition_metadata_text(topic_id: uuid.UUID) -> str:
+    """Kafka's ``partition.metadata`` file of a partition directory: format version and topic id."""
+    return f"version: 0\ntopic_id: {_topic_id_text(topic_id)}\n"
+
+
 def _parse_topic_id(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
@@ -337,7 +342,7 @@ class LogManager:
         plog, report = PartitionLog.open(pdir, config, self._clock)
         meta_file = pdir / PARTITION_METADATA_FILE
         if not meta_file.exists():
-            _atomic_write(meta_file, f"version: 0\ntopic_id: {_topic_id_text(meta.topic_id)}\n")
+            _atomic_write(meta_file, partition_metadata_text(meta.topic_id))
         return plog, report
 
     def _save(self) -> None:
