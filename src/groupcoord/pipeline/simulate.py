@@ -32,6 +32,35 @@ With ``assignor="cooperative-sticky"`` a rebalance that moves partitions is foll
 one (KIP-429): the members that gave partitions up rejoin at once. The simulator records each such
 follow-up in the ground truth from the member cores themselves (the instant the first of them
 sends its JoinGroup, cause ``member_rejoined_with_new_metadata``), so the truth stays exact.
+
+``protocol="consumer"`` makes every group a KIP-848 consumer group: each consumer is the
+consumer-protocol member core behind the engine's interface
+(:class:`~groupcoord.client.consumer_group_adapter.ConsumerGroupCoordinator`, ``group.protocol=
+consumer``), whose ConsumerGroupHeartbeats reach the coordinator core through
+:func:`~groupcoord.member_bridge.call_consumer_group_heartbeat`; the broker's
+``group.consumer.session.timeout.ms`` and ``group.consumer.heartbeat.interval.ms`` are the classic
+members' values, so both protocols detect a dead member in the same time. A rebalance is then a
+group-epoch bump (the ``epoch_bump`` group event), and the truth lists every one: each member's
+first heartbeat during formation (the group's first carries the event reason ``group_created``;
+the truth says ``new_member_joined`` for it, as for the classic group's first rebalance), a join,
+a leave (epoch -1, cause ``member_left``), a crash (``session_timeout``), a slow member (its
+heartbeat leaves with epoch -1 at the poll timeout: ``member_left``, no reason on the wire). A
+static restart is a leave with epoch -2 and a return within the session timeout: no epoch bump
+(a static member that died without it would be refused UNRELEASED_INSTANCE_ID until its session
+expired, as in Kafka). There are no follow-up rebalances.
+
+``protocol="mixed"`` runs every group twice, ``group-N-classic`` and ``group-N-consumer`` on
+twin topics, each with the disruption plan drawn from the same seeded generator (the same kinds
+on the same members, in the same order; only the instants may differ, since a disruption waits
+for its group to be stable), so the two protocols' rebalances sit side by side in one data
+directory. Every group draws its plan from its own generator in every mode.
+
+What each disruption cost is measured from the member cores themselves
+(:mod:`~groupcoord.pipeline.simledger`: settle time, partitions moved, partition-milliseconds
+nobody processed, which other members stopped, revoked or were untouched) and written to the
+ground truth as ``episodes``. Time is virtual and the network instantaneous, so a classic
+member's revocation and its next assignment can fall on one instant: what differs is who stops,
+how many partitions move, and how long the group takes to settle.
 """
 
 from __future__ import annotations
@@ -87,103 +116,26 @@ from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
 from groupcoord.member_bridge import call_consumer_group_heartbeat, call_coordinator
 from groupcoord.pipeline.datadir import DataDirWriter
-from groupcoord.pipeline.simledger import EpisodeCost, OwnershipLedger
+from groupcoord.pipeline.simledger import OwnershipLedger
+from groupcoord.pipeline.simtruth import (
+    EPOCH_MS,
+    GROUND_TRUTH,
+    GroundTruth,
+    SimulationConfig,
+    TruthQuiet,
+    TruthRebalance,
+)
 from groupcoord.runtime.group_coordinator import GroupCoordinator
+
+__all__ = ["EPOCH_MS", "GROUND_TRUTH", "GroundTruth", "Simulation", "SimulationConfig", "TruthQuiet", "TruthRebalance", "simulate"]
 
 log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_REASON = "consumer poll timeout has expired."
-GROUND_TRUTH = "ground_truth.json"
-#: Virtual time starts here (2026-01-01T00:00:00Z), so the data looks like a real broker's.
-EPOCH_MS = 1_767_225_600_000
 #: The one broker the simulated consumers find as their coordinator.
 BROKER = msg.Node(node_id=0, host="127.0.0.1", port=9092)
 #: A healthy consumer's application calls poll() at least this often.
 POLL_EVERY_MS = 1_000
-ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
-#: ``classic``: every group classic; ``consumer``: every group a KIP-848 consumer group; ``mixed``:
-#: each group twice, ``group-N-classic`` and ``group-N-consumer``, on twin topics with the same
-#: disruption plan (the same kinds, members and gaps), side by side in one data directory.
-PROTOCOLS = ("classic", "consumer", "mixed")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SimulationConfig:
-    groups: int = 3
-    members: int = 4
-    minutes: float = 30.0
-    seed: int = 1
-    partitions: int = 6
-    offsets_partitions: int = 50
-    produce_rate: float = 50.0  # records/s per partition
-    consume_rate: float = 150.0  # records/s per partition a healthy consumer can process
-    commit_interval_ms: int = 5_000
-    heartbeat_interval_ms: int = 3_000
-    session_timeout_ms: int = 10_000
-    max_poll_interval_ms: int = 30_000
-    static_every: int = 3  # every 3rd member is static (group.instance.id)
-    min_gap_ms: int = 20_000
-    max_gap_ms: int = 60_000
-    assignor: str = "range"  # partition.assignment.strategy of every consumer: one of ASSIGNORS
-    protocol: str = "classic"  # group.protocol of the groups: one of PROTOCOLS
-    remote_assignor: str = "uniform"  # group.remote.assignor of consumer-protocol members
-
-    def __post_init__(self) -> None:
-        if self.assignor not in ASSIGNORS:
-            raise ValueError(f"assignor must be one of {', '.join(ASSIGNORS)}, not {self.assignor!r}")
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {self.protocol!r}")
-        if self.remote_assignor not in ("uniform", "range"):
-            raise ValueError(f"remote_assignor must be uniform or range, not {self.remote_assignor!r}")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TruthRebalance:
-    group_id: str
-    disruption: str
-    cause: str
-    member: str
-    earliest_start_ms: int
-    latest_start_ms: int
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TruthQuiet:
-    """An injected event that must NOT start a rebalance between its two times."""
-
-    group_id: str
-    disruption: str
-    member: str
-    from_ms: int
-    to_ms: int
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GroundTruth:
-    path: Path
-    rebalances: tuple[TruthRebalance, ...]
-    quiet: tuple[TruthQuiet, ...]
-    commits: int
-    produced: int
-    end_ms: int
-    #: what each injected disruption cost, measured from the member cores (``simledger``)
-    episodes: tuple[EpisodeCost, ...] = ()
-    #: group id -> its protocol (``classic`` or ``consumer``)
-    protocols: tuple[tuple[str, str], ...] = ()
-
-    @staticmethod
-    def load(path: Path) -> GroundTruth:
-        obj = json.loads(path.read_text())
-        return GroundTruth(
-            path=path,
-            rebalances=tuple(TruthRebalance(**r) for r in obj["rebalances"]),
-            quiet=tuple(TruthQuiet(**q) for q in obj["quiet"]),
-            commits=int(obj["commits"]),
-            produced=int(obj["produced"]),
-            end_ms=int(obj["end_ms"]),
-            episodes=tuple(EpisodeCost(**e) for e in obj.get("episodes", ())),
-            protocols=tuple(sorted(obj.get("protocols", {}).items())),
-        )
 
 
 class _Sink:
