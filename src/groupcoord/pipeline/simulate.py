@@ -127,7 +127,16 @@ from groupcoord.pipeline.simtruth import (
 )
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
-__all__ = ["EPOCH_MS", "GROUND_TRUTH", "GroundTruth", "Simulation", "SimulationConfig", "TruthQuiet", "TruthRebalance", "simulate"]
+__all__ = [
+    "EPOCH_MS",
+    "GROUND_TRUTH",
+    "GroundTruth",
+    "Simulation",
+    "SimulationConfig",
+    "TruthQuiet",
+    "TruthRebalance",
+    "simulate",
+]
 
 log = logging.getLogger(__name__)
 
