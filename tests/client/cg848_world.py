@@ -33,9 +33,12 @@ from groupcoord.client.types import TopicPartition
 from groupcoord.clock import ManualClock
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
+from groupcoord.coordinator.records import encode_record
 from groupcoord.errors import ErrorCode
+from groupcoord.formats.batch import build_batch, parse_header
 from groupcoord.member_bridge import call_consumer_group_heartbeat, call_coordinator
 from groupcoord.runtime.group_coordinator import GroupCoordinator
+from groupcoord.runtime.loader import OffsetsLoader
 
 GROUP = "g848"
 NODE = m.Node(node_id=1, host="127.0.0.1", port=9092)
@@ -91,30 +94,85 @@ class World848:
             group_consumer_heartbeat_interval_ms=5_000,
         )
         cfg.update(group_config)
+        self.group_config = GroupConfig(**cfg)
         self.clock = ManualClock(1_000_000)
         self.sink = Sink()
-        counter = itertools.count(1)
-        self.coordinator = GroupCoordinator(
-            GroupConfig(**cfg),
-            self.clock,
-            record_sink=self.sink,
-            member_id_factory=lambda prefix: f"{prefix}-{next(counter)}",
-        )
+        self._counter = itertools.count(1)
+        self.coordinator = self._new_coordinator(owned_partitions=None)
+        self.topics = dict(topics)
         self.topic_ids = {name: uuid.UUID(int=i + 1) for i, name in enumerate(sorted(topics))}
         self.names = {v: k for k, v in self.topic_ids.items()}
-        self.coordinator.on_metadata_update(
-            TopicsImage(
-                [
-                    TopicMetadata(topic_id=self.topic_ids[t], name=t, num_partitions=n)
-                    for t, n in topics.items()
-                ],
-                version=1,
-            )
-        )
+        self._image_version = 0
+        self._publish_image()
         self.coordinator.poll()
         self.all_partitions = frozenset(TopicPartition(t, p) for t, n in topics.items() for p in range(n))
         self.members: dict[str, Member] = {}
         self.after_turn: Callable[[], None] | None = None
+
+    def _new_coordinator(self, owned_partitions: Sequence[int] | None) -> GroupCoordinator:
+        return GroupCoordinator(
+            self.group_config,
+            self.clock,
+            record_sink=self.sink,
+            member_id_factory=lambda prefix: f"{prefix}-{next(self._counter)}",
+            owned_partitions=owned_partitions,
+        )
+
+    def _image(self) -> TopicsImage:
+        return TopicsImage(
+            [
+                TopicMetadata(topic_id=self.topic_ids[t], name=t, num_partitions=n)
+                for t, n in self.topics.items()
+            ],
+            version=self._image_version,
+        )
+
+    def _publish_image(self) -> None:
+        self._image_version += 1
+        self.coordinator.on_metadata_update(self._image())
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """A topic appears in the cluster: the coordinator sees the new image, and Metadata by
+        id names it."""
+        tid = uuid.UUID(int=len(self.topic_ids) + 1)
+        self.topics[name] = partitions
+        self.topic_ids[name] = tid
+        self.names[tid] = name
+        self._publish_image()
+
+    # ------------------------------------------------------------ broker restart
+    def coordinator_partition(self) -> int:
+        return self.coordinator.partition_for(GROUP)
+
+    def stop_coordinator(self) -> None:
+        """The broker stops leading the group's ``__consumer_offsets`` partition (it goes down, or
+        leadership moves): every request about the group is answered NOT_COORDINATOR."""
+        self.coordinator.unload_partition(self.coordinator_partition())
+
+    def start_coordinator(self) -> None:
+        """The broker is back: a fresh coordinator core (no state but the log) leads the
+        partition and starts loading it, answering COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
+        self.coordinator = self._new_coordinator(owned_partitions=())
+        self.coordinator.on_metadata_update(self._image())
+        self.coordinator.begin_loading(self.coordinator_partition())
+
+    def finish_loading(self) -> int:
+        """Replay the partition's log -- every record the old coordinator wrote, encoded into
+        batches and decoded again by the broker's own loader -- then complete the load.
+        Returns the number of records replayed."""
+        p = self.coordinator_partition()
+        loader = OffsetsLoader(self.coordinator, "__consumer_offsets", p)
+        offset = 0
+        for partition, records in self.sink.appended:
+            if partition != p or not records:
+                continue
+            entries = [(*encode_record(r), ()) for r in records]
+            batch = build_batch(entries, base_offset=offset, timestamp_ms=self.now())
+            loader.feed(parse_header(batch), batch)
+            offset += len(entries)
+        replayed = loader.finish()
+        self.coordinator.complete_loading(p)
+        return replayed
 
     def now(self) -> int:
         return self.clock.now_ms()

@@ -68,8 +68,12 @@ def test_every_heartbeat_row_is_tested_here() -> None:
 
 
 def _stable(**settings: object) -> Script:
+    """A STABLE member a second after it found the coordinator: a lookup answered less than
+    retry.backoff.ms ago would hold the next one back (Java ``RequestState.onSuccessfulAttempt``),
+    which the rediscovery tests do not test."""
     s = Script.new(**{"enable.auto.commit": False, **settings})
     s.join(epoch=2, assignment=owned((T, (0,))))
+    s.advance(1_000)
     return s
 
 
@@ -94,6 +98,26 @@ def test_coordinator_errors_rediscover_and_heartbeat_without_backoff(code: E) ->
     hb = s.one(HB)
     assert _full_heartbeat(hb.request, 2) and hb.request.topic_partitions == owned((T, (0,)))
     assert s.other_events == []
+
+
+def test_a_coordinator_lookup_waits_the_minimal_backoff_after_the_last_one_answered() -> None:
+    """A coordinator that answers NOT_COORDINATOR right after it was found is looked up again only
+    retry.backoff.ms after that answer, not at once: Java's ``CoordinatorRequestManager`` keeps
+    its ``RequestState``, whose ``onSuccessfulAttempt`` resets the attempts "but the minimal backoff
+    will still be enforced prior to allowing a new send" (RequestState.java). A broker that
+    restarts is then asked once per backoff, not in a tight loop."""
+    s = Script.new(**{"enable.auto.commit": False})
+    s.poll()
+    s.find_coordinator()
+    s.answer(s.one(HB), err(E.NOT_COORDINATOR, "not yet"))
+    assert s.core.coordinator is None and s.pending(FindCoordinatorRequest) == []
+    assert s.core.next_deadline_ms() == s.now + BACKOFF
+    s.advance(BACKOFF - 1)
+    assert s.pending(FindCoordinatorRequest) == []
+    s.advance(1)
+    assert s.one(FindCoordinatorRequest).request.key == "g"
+    s.find_coordinator()
+    assert s.one(HB).request.member_epoch == 0
 
 
 def test_transport_failure_rediscovers_and_retries_after_backoff() -> None:

@@ -25,9 +25,13 @@ class Retry:
     def due(self, now: int) -> bool:
         return self.request_id is None and now >= self.not_before
 
-    def succeeded(self) -> None:
+    def succeeded(self, now: int) -> None:
+        """Answered: attempts start over, but the next request still waits the minimal backoff
+        (Java ``RequestState.onSuccessfulAttempt``), so a coordinator that keeps answering
+        NOT_COORDINATOR is looked up once per ``retry.backoff.ms``, not in a tight loop."""
         self.request_id = None
         self.attempts = 0
+        self.not_before = now + self._backoff.backoff(0)
 
     def failed(self, now: int) -> None:
         self.request_id = None
@@ -60,7 +64,7 @@ class TopicIdNames:
         if self.wanted:  # still unknown: ask again after backoff (Java requests another update)
             self.retry.failed(now)
         else:
-            self.retry.succeeded()
+            self.retry.succeeded(now)
 
     def next_deadline(self) -> int | None:
         return self.retry.not_before if self.wanted and self.retry.request_id is None else None

@@ -741,7 +741,7 @@ class ConsumerGroupMember:
     def _on_find_coordinator(self, r: FindCoordinatorResponse, now: int) -> None:
         if r.error is ErrorCode.NONE and r.node is not None:
             self.coordinator = r.node
-            self._find.succeeded()
+            self._find.succeeded(now)
             return
         self._find.failed(now)
         if r.error is ErrorCode.GROUP_AUTHORIZATION_FAILED:
