@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from groupcoord.pipeline.cli import main
 from groupcoord.pipeline.segments import iter_records, plan_splits, walk_split
 from groupcoord.pipeline.simledger import OwnershipLedger
 from groupcoord.pipeline.simulate import GroundTruth, SimulationConfig, simulate
@@ -223,3 +224,21 @@ def test_the_ledger_measures_a_stop_the_world_pause_and_an_incremental_move() ->
     inc = ledger.close("g", 1_700, ["a", "b", "c", "d"])
     assert (inc.settle_ms, inc.moved, inc.stopped_partition_ms) == (700, 1, 500)
     assert (inc.members_stopped, inc.members_revoking, inc.unaffected) == (0, 1, 2)
+
+
+def test_the_simulate_command_takes_the_protocol_and_prints_each_protocols_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "sim"
+    args = ["simulate", "--out", str(out), "--groups", "1", "--members", "3", "--minutes", "4"]
+    args += ["--partitions", "4", "--offsets-partitions", "3", "--protocol", "mixed"]
+    assert main([*args, "--remote-assignor", "range"]) == 0
+    printed = capsys.readouterr().out
+    assert "what each disruption cost" in printed
+    rows = [line for line in printed.splitlines() if line.startswith("| ") and "disruption" not in line]
+    assert {line.split("|")[2].strip() for line in rows} == {"classic", "consumer"}
+    truth = GroundTruth.load(out / "ground_truth.json")
+    assert dict(truth.protocols) == {"group-0-classic": "classic", "group-0-consumer": "consumer"}
+    assert (out / "topic-0-consumer-0").is_dir() and (out / "topic-0-classic-3").is_dir()
+    with pytest.raises(SystemExit):
+        main(["simulate", "--out", str(tmp_path / "x"), "--protocol", "eager"])
