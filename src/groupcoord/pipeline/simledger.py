@@ -57,6 +57,9 @@ class Episode:
     start_ms: int
     owners_at_start: dict[Partition, str | None]
     live_at_start: frozenset[str]
+    first_change: int
+    """Index of the group's first change after the opening (earlier ones of the same instant are
+    already in ``owners_at_start``)."""
 
 
 @dataclass(slots=True)
@@ -122,6 +125,7 @@ class OwnershipLedger:
             start_ms=now,
             owners_at_start=dict(g.owner),
             live_at_start=frozenset(live),
+            first_change=len(g.changes),
         )
 
     def close(self, group_id: str, now: int, live: Iterable[str]) -> EpisodeCost:
@@ -131,7 +135,7 @@ class OwnershipLedger:
             raise AssertionError(f"{group_id}: no open episode")
         g.open = None
         live_end = frozenset(live)
-        window = [c for c in g.changes if ep.start_ms <= c[0] <= now]
+        window = g.changes[ep.first_change :]
         # partitions nobody processed, per partition, within [start, now]
         stopped = 0
         for tp in g.partitions:
