@@ -8,7 +8,9 @@ librdkafka (``test_consumer_protocol_ours_with_librdkafka.py``):
   and data) under two of our consumer-protocol ``Consumer`` s: they find the coordinator again,
   go on with the same member ids and epochs (no member added or removed, no epoch bump: the
   reloaded group knows them), keep exactly their partitions, and the committed offsets written
-  before the restart are the ones read after it.
+  before the restart are the ones read after it;
+* the offline upgrade: a group whose classic members all left is taken over by consumer-protocol
+  members (ours and librdkafka's) at its committed offsets.
 
 Every wait is a bounded wait on an observable outcome while the members are polled.
 """
@@ -239,3 +241,74 @@ def test_a_broker_restart_keeps_our_consumer_protocol_members_their_partitions_a
     finally:
         for m in members:
             m.consumer.close(10)
+
+
+# --------------------------------------------------------------------------- upgraded from classic
+@pytest.fixture
+def inproc() -> Iterator[Broker]:
+    with Broker(SETTINGS) as b:
+        b.create_topic(TOPIC, PARTITIONS)
+        yield b
+
+
+def test_a_group_emptied_of_classic_members_is_taken_over_by_consumer_protocol_members_at_its_offsets(
+    inproc: Broker,
+) -> None:
+    """The offline upgrade: two of our classic members consume and commit, then close (the group is
+    empty); our consumer-protocol member and a librdkafka one join the same group id. The first
+    ConsumerGroupHeartbeat converts the empty classic group into a consumer group and its committed
+    offsets stay with the id (Kafka ``GroupMetadataManager.maybeDeleteEmptyClassicGroup``:
+    "Converted the empty classic group to a consumer group"), so the new members start where the
+    classic ones stopped: no record is read twice across the upgrade and the last commits are
+    exact. (An online upgrade, classic members still inside, is the broker's migration work.)"""
+    broker = inproc
+    group = "upgraded-from-classic"
+
+    def classic(name: str) -> OurConsumer:
+        c = OurConsumer({**_config(broker.bootstrap, group, name), "group.protocol": "classic"})
+        c.subscribe([TOPIC])
+        return c
+
+    old = [classic("classic-a"), classic("classic-b")]
+    consumed: list[bytes] = []
+    expected = _produce(broker, "a", 20)
+    deadline = time.monotonic() + 90
+    while set(consumed) < expected:
+        assert time.monotonic() < deadline, (
+            f"classic members consumed {len(set(consumed))} of {len(expected)}"
+        )
+        for c in old:
+            records = c.poll(0.05)
+            if records:
+                consumed += [r.value or b"" for r in records]
+                c.commit(asynchronous=False)
+    for c in old:
+        c.close(10)
+    assert broker.committed(group) == {TopicPartition(TOPIC, p): 20 for p in range(PARTITIONS)}
+
+    ours = OurConsumer(_config(broker.bootstrap, group, "ours-848"))
+    ours.subscribe([TOPIC])
+    rd = RdConsumer(_config(broker.bootstrap, group, "rd-848"))
+    rd.subscribe([TOPIC])
+    try:
+        expected |= _produce(broker, "b", 20)
+        deadline = time.monotonic() + 90
+        while set(consumed) < expected or len(ours.assignment()) + len(rd.assignment()) != PARTITIONS:
+            assert time.monotonic() < deadline, f"consumed {len(set(consumed))} of {len(expected)}"
+            records = ours.poll(0.05)
+            if records:
+                consumed += [r.value or b"" for r in records]
+                ours.commit(asynchronous=False)
+            batch = [m for m in rd.consume(num_messages=50, timeout=0.05) if m.error() is None]
+            if batch:
+                consumed += [m.value() or b"" for m in batch]
+                rd.commit(asynchronous=False)
+            mine = {tp.partition for tp in ours.assignment()}
+            assert not mine & {tp.partition for tp in rd.assignment()}
+        _exactly_once(consumed, expected)
+        assert broker.committed(group) == {TopicPartition(TOPIC, p): 40 for p in range(PARTITIONS)}
+        events = broker.events(group)
+        assert [e.type for e in events if e.type == "epoch_bump"], "the id is a consumer group now"
+    finally:
+        ours.close(10)
+        rd.close()
