@@ -11,7 +11,9 @@ What Kafka's tools do, and these tests hold ours to:
   ``printMembers`` with ``--verbose``, ``collectGroupsOffsets`` for the lag);
 * ``--list --type`` lists the type (ListGroups v5);
 * ``resetOffsets`` refuses a group that is not Empty or Dead ("Assignments can only be reset if
-  the group ... is inactive, but the current state is ..."), and DeleteGroups answers
+  the group ... is inactive, but the current state is ..."); OffsetDelete answers
+  GROUP_SUBSCRIBED_TO_TOPIC for the partitions of a topic the members subscribe to
+  (``OffsetMetadataManager.deleteOffsets`` with ``ConsumerGroup.isSubscribedToTopic``); DeleteGroups answers
   NON_EMPTY_GROUP for a consumer group with members (``GroupMetadataManager.deleteGroups`` ->
   ``ConsumerGroup.validateDeleteGroup``), and deletes it once it is Empty.
 """
@@ -238,6 +240,12 @@ def test_delete_and_reset_answer_as_kafka_while_members_are_up_and_work_once_it_
     pump_until_split(consumers, broker)
     commit_known_offsets(consumers)
 
+    subscribed = cli(broker, "delete-offsets", "--group", GROUP, "--topic", TOPIC)
+    assert subscribed.returncode == 1
+    assert rows(subscribed.stdout, "TOPIC") == [
+        [TOPIC, str(p), "GROUP_SUBSCRIBED_TO_TOPIC"] for p in PRODUCED
+    ]
+
     refused = cli(broker, "delete", "--group", GROUP)
     assert refused.returncode == 1
     assert rows(refused.stdout, "GROUP") == [[GROUP, "NON_EMPTY_GROUP"]]
@@ -263,6 +271,10 @@ def test_delete_and_reset_answer_as_kafka_while_members_are_up_and_work_once_it_
     reset = cli(broker, "reset-offsets", "--group", GROUP, "--all-topics", "--to-earliest", "--execute")
     assert reset.returncode == 0, reset.stderr
     assert broker.committed(GROUP) == {Partition(TOPIC, p): 0 for p in PRODUCED}
+    # with no member left, nobody subscribes: the offsets of a topic can go
+    dropped = cli(broker, "delete-offsets", "--group", GROUP, "--topic", f"{TOPIC}:3")
+    assert dropped.returncode == 0, dropped.stderr
+    assert broker.committed(GROUP) == {Partition(TOPIC, p): 0 for p in (0, 1, 2)}
 
     deleted = cli(broker, "delete", "--group", GROUP)
     assert deleted.returncode == 0, deleted.stderr
