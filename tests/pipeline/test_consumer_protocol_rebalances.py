@@ -178,3 +178,5 @@ def test_the_report_says_the_consumer_group_did_not_stop(run: Any) -> None:
     html = (out / "report.html").read_text()
     assert "4 epoch bumps of the consumer group protocol (KIP-848)" in html
     assert "none (incremental)" in html
+    assert html.count("nobody stopped; reconciled in") == 4  # the consumer group's bars
+    assert html.count(", stopped ") == 2  # the classic group's

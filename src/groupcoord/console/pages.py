@@ -392,7 +392,7 @@ def _rebalances(d: GroupDetail) -> str:
     out.append("<div>")
     out.append(
         svg_timeline(
-            [Bar(r.started_ms, float(r.stood_still_ms(now)), r.cause) for r in rbs],
+            [Bar(r.started_ms, float(r.stood_still_ms(now)), r.cause, r.protocol != "consumer") for r in rbs],
             CAUSE_COLOURS,
             start_ms=start,
             end_ms=now,

@@ -137,7 +137,8 @@ def _svg_timeline(rebalances: pd.DataFrame, colours: Mapping[str, str], *, start
         if s is None:
             continue
         d = None if _missing(r.get("duration_ms")) else float(r["duration_ms"])
-        bars.append(Bar(s, d, "unknown" if _missing(r.get("cause")) else str(r["cause"])))
+        cause = "unknown" if _missing(r.get("cause")) else str(r["cause"])
+        bars.append(Bar(s, d, cause, _protocol(r) == "classic"))
     return svg_timeline(bars, colours, start_ms=start_ms, end_ms=end_ms)
 
 
