@@ -155,6 +155,16 @@ def test_classic_rebalances_stay_beside_them(spark: Any, run: Any) -> None:
     assert all(r["join_ms"] + r["sync_ms"] == r["duration_ms"] for r in rows)
 
 
+def test_the_summary_counts_epoch_bumps_and_only_classic_stops(spark: Any, run: Any) -> None:
+    result, _ = run
+    summary = {r["group_id"]: r for r in _rows(spark, result, "rebalance_summary", ["group_id"])}
+    cg, classic = summary["cg"], summary["classic"]
+    assert (cg["rebalances"], cg["completed"], cg["epoch_bumps"], cg["stopped_ms"]) == (4, 4, 4, 0)
+    assert cg["partitions_moved"] == 8
+    assert (classic["rebalances"], classic["epoch_bumps"]) == (2, 0)
+    assert classic["stopped_ms"] == classic["total_duration_ms"]
+
+
 def test_the_consumer_group_records_are_decoded(spark: Any, run: Any) -> None:
     result, _ = run
     records = [r for r in _rows(spark, result, "_offsets_records", ["log_offset"]) if r["group_id"] == "cg"]

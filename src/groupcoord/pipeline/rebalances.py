@@ -491,7 +491,9 @@ def all_rebalances(
 
 def rebalance_summary(rebalances_df: DataFrame, storms: StormConfig) -> DataFrame:
     """Per group: how many rebalances, p50/p95/max duration, counts by cause, and storms (runs of
-    rebalances where at least ``storms.count`` started within ``storms.minutes``)."""
+    rebalances where at least ``storms.count`` started within ``storms.minutes``); how long the
+    group stood still (``stopped_ms``: its classic rebalances' durations) and how many of its
+    rebalances were consumer-protocol epoch bumps (``epoch_bumps``), which stop nobody."""
     span_ms = int(storms.minutes * 60_000)
     r = rebalances_df.withColumn("_t", ms("started_at"))
     w = Window.partitionBy("group_id").orderBy("_t").rangeBetween(-(span_ms - 1), 0)
@@ -520,6 +522,10 @@ def rebalance_summary(rebalances_df: DataFrame, storms: StormConfig) -> DataFram
         F.expr("percentile(duration_ms, 0.95)").alias("p95_duration_ms"),
         F.max("duration_ms").alias("max_duration_ms"),
         F.sum("duration_ms").alias("total_duration_ms"),
+        F.coalesce(F.sum(F.when(F.col("stop_the_world"), F.col("duration_ms"))), F.lit(0)).alias(
+            "stopped_ms"
+        ),
+        F.sum((F.col("protocol") == CONSUMER).cast("int")).alias("epoch_bumps"),
         F.sum("partitions_moved").alias("partitions_moved"),
         F.sum("_storm_start").alias("storms"),
         F.max("_in_window").alias("max_rebalances_in_window"),
@@ -534,6 +540,8 @@ def rebalance_summary(rebalances_df: DataFrame, storms: StormConfig) -> DataFram
         "p95_duration_ms",
         "max_duration_ms",
         "total_duration_ms",
+        "stopped_ms",
+        "epoch_bumps",
         "partitions_moved",
         "by_cause",
         "storms",
