@@ -130,7 +130,7 @@ def test_describe_shows_the_consumer_group_with_its_epochs_assignments_and_lag(
     pump_until_split(consumers, broker)
     commit_known_offsets(consumers)
 
-    view = broker.describe_group(GROUP)
+    view = broker.wait_for_group(GROUP, members=2, generation_at_least=2)  # the group epoch, here
     assert (view.group_type, view.state, view.protocol_type, view.protocol) == (
         "consumer",
         "Stable",
@@ -172,6 +172,19 @@ def test_describe_shows_the_consumer_group_with_its_epochs_assignments_and_lag(
         "Members": "2",
     }
     assert "Dead" not in full.stdout
+
+    as_json = cli(broker, "describe", GROUP, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert (data["group_type"], data["group_epoch"], data["assignment_epoch"]) == (
+        "consumer",
+        view.group_epoch,
+        view.assignment_epoch,
+    )
+    assert sorted((m["client_id"], m["member_epoch"]) for m in data["members"]) == [
+        ("alpha", view.assignment_epoch),
+        ("beta", view.assignment_epoch),
+    ]
 
     state = cli(broker, "describe", GROUP, "--state", "--verbose")
     assert state.returncode == 0 and state.stderr == ""
