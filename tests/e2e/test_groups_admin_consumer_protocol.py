@@ -181,9 +181,10 @@ def test_describe_shows_the_consumer_group_with_its_epochs_assignments_and_lag(
         view.group_epoch,
         view.assignment_epoch,
     )
-    assert sorted((m["client_id"], m["member_epoch"]) for m in data["members"]) == [
-        ("alpha", view.assignment_epoch),
-        ("beta", view.assignment_epoch),
+    # MemberType 1 (ConsumerGroupDescribe v1): both are consumer-protocol members
+    assert sorted((m["client_id"], m["member_epoch"], m["upgraded"]) for m in data["members"]) == [
+        ("alpha", view.assignment_epoch, True),
+        ("beta", view.assignment_epoch, True),
     ]
 
     state = cli(broker, "describe", GROUP, "--state", "--verbose")

@@ -101,6 +101,9 @@ class MemberDescription:
     target_assignment: Assignment | None = None
     subscribed_topics: tuple[str, ...] = ()
     subscribed_topic_regex: str | None = None
+    #: Consumer groups (ConsumerGroupDescribe v1's MemberType): True for a consumer-protocol
+    #: member, False for a classic member inside the consumer group, None when not told.
+    upgraded: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,6 +204,11 @@ def _assignment(topics: Any) -> Assignment:
     )
 
 
+#: ConsumerGroupDescribe v1's MemberType (-1 unknown, 0 classic, 1 consumer) as Kafka's
+#: ``MemberDescription.upgraded`` reads it.
+_MEMBER_TYPES = {0: False, 1: True}
+
+
 def _consumer_group(admin: AdminClient, coord: Connection, node_id: int, g: Any) -> GroupDescription:
     members = tuple(
         MemberDescription(
@@ -213,6 +221,7 @@ def _consumer_group(admin: AdminClient, coord: Connection, node_id: int, g: Any)
             target_assignment=_assignment(m.target_assignment.topic_partitions),
             subscribed_topics=tuple(m.subscribed_topic_names),
             subscribed_topic_regex=m.subscribed_topic_regex,
+            upgraded=_MEMBER_TYPES.get(int(getattr(m, "member_type", -1))),
         )
         for m in g.members
     )
@@ -490,12 +499,16 @@ def format_state(d: GroupDescription, *, verbose: bool) -> str:
 
 def format_members(d: GroupDescription, *, verbose: bool) -> str:
     """``--describe --members``: one row per member with its partition count (``--verbose``: its
-    epoch and current assignment, the target epoch and target assignment)."""
+    epoch and current assignment, the target epoch and target assignment, and whether it was
+    upgraded to the consumer protocol when classic and consumer-protocol members share the group)."""
     with_instance = any(m.group_instance_id for m in d.members)
     headers = ["GROUP", "CONSUMER-ID", *(["GROUP-INSTANCE-ID"] if with_instance else []), "HOST", "CLIENT-ID"]
     headers.append("#PARTITIONS")
+    # Kafka adds UPGRADED when the group holds members of both protocols (a migration)
+    mixed = {m.upgraded for m in d.members} >= {True, False}
     if verbose:
         headers += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        headers += ["UPGRADED"] if mixed else []
     rows = []
     for m in d.members:
         row = [d.group_id, m.member_id, *([_dash(m.group_instance_id)] if with_instance else []), m.host]
@@ -507,6 +520,7 @@ def format_members(d: GroupDescription, *, verbose: bool) -> str:
                 _dash(d.assignment_epoch if d.group_type == CONSUMER else None),
                 _kafka_assignment(m.target_assignment),
             ]
+            row += [_dash(None if m.upgraded is None else str(m.upgraded).lower())] if mixed else []
         rows.append(row)
     return "\n".join(table(headers, rows)) + "\n"
 
