@@ -125,15 +125,18 @@ def test_each_epoch_bump_is_a_rebalance_of_the_consumer_protocol(spark: Any, run
             r["outcome"],
             r["protocol"],
             r["stop_the_world"],
+            r["members_affected"],
         )
         for r in rows
     ]
     assert got == [
-        (1, "group_created", "c1", 0, 1, 4, "stable", "consumer", False),
-        (2, "new_member_joined", "c2", 1, 2, 2, "stable", "consumer", False),
-        (3, "member_left", "c2", 2, 1, 2, "stable", "consumer", False),
+        (1, "group_created", "c1", 0, 1, 4, "stable", "consumer", False, 1),
+        # c1 gives up two partitions, c2 takes them
+        (2, "new_member_joined", "c2", 1, 2, 2, "stable", "consumer", False, 2),
+        # c2's two partitions go to c1 (c2, gone, counts as changed)
+        (3, "member_left", "c2", 2, 1, 2, "stable", "consumer", False, 2),
         # the last member's leave empties the group: no new target assignment is computed
-        (4, "member_left", "c1", 1, 0, None, "empty", "consumer", False),
+        (4, "member_left", "c1", 1, 0, None, "empty", "consumer", False, None),
     ]
     for r in rows:
         assert r["duration_ms"] >= 0 and r["completed_at"] >= r["started_at"]
@@ -148,9 +151,11 @@ def test_each_epoch_bump_is_a_rebalance_of_the_consumer_protocol(spark: Any, run
 def test_classic_rebalances_stay_beside_them(spark: Any, run: Any) -> None:
     result, _ = run
     rows = [r for r in _rows(spark, result, "rebalances", ["started_at"]) if r["group_id"] == "classic"]
-    assert [(r["cause"], r["outcome"], r["protocol"], r["stop_the_world"]) for r in rows] == [
-        ("new_member_joined", "stable", "classic", True),
-        ("member_left", "empty", "classic", True),
+    assert [
+        (r["cause"], r["outcome"], r["protocol"], r["stop_the_world"], r["members_affected"]) for r in rows
+    ] == [
+        ("new_member_joined", "stable", "classic", True, None),
+        ("member_left", "empty", "classic", True, None),
     ]
     assert all(r["join_ms"] + r["sync_ms"] == r["duration_ms"] for r in rows)
 
@@ -187,6 +192,7 @@ def test_the_report_says_the_consumer_group_did_not_stop(run: Any) -> None:
     _, out = run
     html = (out / "report.html").read_text()
     assert "4 epoch bumps of the consumer group protocol (KIP-848)" in html
-    assert "none (incremental)" in html
+    assert "none (2 member(s) moved partitions; 2 in the group)" in html
+    assert "none (incremental)" in html  # the last leave: no target assignment to compare
     assert html.count("nobody stopped; reconciled in") == 4  # the consumer group's bars
     assert html.count(", stopped ") == 2  # the classic group's

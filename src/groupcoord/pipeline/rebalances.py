@@ -305,6 +305,7 @@ def rebalances(events: DataFrame, generations: DataFrame, movement: DataFrame) -
         "outcome",
         F.lit(CLASSIC).alias("protocol"),
         F.lit(True).alias("stop_the_world"),
+        F.lit(None).cast("int").alias("members_affected"),
     )
 
 
@@ -355,7 +356,34 @@ def consumer_target_ownership(offsets: DataFrame) -> tuple[DataFrame, DataFrame]
     return meta.select("group_id", "generation"), ownership
 
 
-def consumer_rebalances(events: DataFrame, movement: DataFrame) -> DataFrame:
+def consumer_members_affected(generations: DataFrame, ownership: DataFrame) -> DataFrame:
+    """Per (group, target assignment epoch): how many members' target assignments changed from the
+    previous epoch's (those that gained or lost a partition, a departed member included). The
+    other members reconcile nothing: they keep consuming through the rebalance."""
+    w = Window.partitionBy("group_id").orderBy("generation")
+    gens = generations.select("group_id", "generation", F.lag("generation").over(w).alias("_previous"))
+    nxt = gens.where(F.col("_previous").isNotNull()).select(
+        "group_id", F.col("_previous").alias("generation"), F.col("generation").alias("_next")
+    )
+    before = ownership.join(nxt, ["group_id", "generation"]).select(
+        "group_id", F.col("_next").alias("generation"), "topic", "partition", F.col("owner").alias("_before")
+    )
+    after = ownership.select("group_id", "generation", "topic", "partition", F.col("owner").alias("_after"))
+    moved = after.join(before, ["group_id", "generation", "topic", "partition"], "full_outer").where(
+        ~F.col("_before").eqNullSafe(F.col("_after"))
+    )
+    owners = moved.select(
+        "group_id", "generation", F.explode(F.array_compact(F.array("_before", "_after"))).alias("_member")
+    )
+    counts = owners.groupBy("group_id", "generation").agg(F.countDistinct("_member").alias("_n"))
+    return gens.join(counts, ["group_id", "generation"], "left").select(
+        "group_id", "generation", F.coalesce("_n", F.lit(0)).cast("int").alias("members_affected")
+    )
+
+
+def consumer_rebalances(
+    events: DataFrame, movement: DataFrame, affected: DataFrame | None = None
+) -> DataFrame:
     """One row per epoch bump of a KIP-848 consumer group, in the columns of :func:`rebalances`.
 
     A consumer group's rebalance starts with its ``epoch_bump`` event (the coordinator computed a
@@ -366,7 +394,8 @@ def consumer_rebalances(events: DataFrame, movement: DataFrame) -> DataFrame:
     join or sync phase and no stop of the world: members keep consuming every partition they keep
     while others reconcile (``stop_the_world`` false; ``join_ms``/``sync_ms`` null). Partitions moved
     compare the target assignment at this epoch with the previous one
-    (:func:`consumer_target_ownership`)."""
+    (:func:`consumer_target_ownership`), ``members_affected`` counts the members whose target changed
+    (:func:`consumer_members_affected`): the others reconcile nothing."""
     bumped = events.where(F.col("type") == "epoch_bump").select("group_id").distinct()
     order = Window.partitionBy("group_id").orderBy("t", "log_offset")
     ev = events.join(bumped, "group_id", "left_semi").withColumn("t", ms("time"))
@@ -447,8 +476,15 @@ def consumer_rebalances(events: DataFrame, movement: DataFrame) -> DataFrame:
             F.max_by("group_instance_id", "log_offset").alias("_known_instance_id"),
         )
     )
+    if affected is None:
+        affected = movement.select(
+            "group_id", "generation", F.lit(None).cast("int").alias("members_affected")
+        )
     out = (
         ep.join(mv, ["group_id", "generation"], "left")
+        .join(
+            affected.select("group_id", "generation", "members_affected"), ["group_id", "generation"], "left"
+        )
         .join(known, ["group_id", "trigger_member_id"], "left")
         .withColumn("trigger_client_id", F.coalesce("trigger_client_id", "_known_client_id"))
         .withColumn("trigger_instance_id", F.coalesce("trigger_instance_id", "_known_instance_id"))
@@ -475,6 +511,7 @@ def consumer_rebalances(events: DataFrame, movement: DataFrame) -> DataFrame:
         "outcome",
         F.lit(CONSUMER).alias("protocol"),
         F.lit(False).alias("stop_the_world"),
+        F.col("members_affected").cast("int").alias("members_affected"),
     )
 
 
@@ -485,8 +522,9 @@ def all_rebalances(
     bumps (:func:`consumer_rebalances`, partitions moved from ``offsets``' target assignments)."""
     cg_generations, cg_ownership = consumer_target_ownership(offsets)
     cg_movement = partition_movement(cg_generations, cg_ownership)
+    affected = consumer_members_affected(cg_generations, cg_ownership)
     classic = rebalances(events, generations, movement)
-    return classic.unionByName(consumer_rebalances(events, cg_movement))
+    return classic.unionByName(consumer_rebalances(events, cg_movement, affected))
 
 
 def rebalance_summary(rebalances_df: DataFrame, storms: StormConfig) -> DataFrame:

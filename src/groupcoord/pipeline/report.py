@@ -449,7 +449,7 @@ def _group_section(
                 _text(r.get("trigger_client_id")),
                 _text(_protocol(r)),
                 _dur(r.get("duration_ms")),
-                _dur(r.get("duration_ms")) if _protocol(r) == "classic" else _text("none (incremental)"),
+                _dur(r.get("duration_ms")) if _protocol(r) == "classic" else _text(_no_stop(r)),
                 _text(f"{human_count(r.get('members_before'))} → {human_count(r.get('members_after'))}"),
                 _num(r.get("partitions_moved")),
                 _num(r.get("generation")),
@@ -547,6 +547,15 @@ def _protocol(r: Any) -> str:
     written before the column existed hold classic rebalances only)."""
     v = r.get("protocol")
     return "classic" if _missing(v) else str(v)
+
+
+def _no_stop(r: Any) -> str:
+    """The "Stopped for" cell of a consumer group's epoch bump: nobody; how many members had to move
+    partitions, when the target assignments say."""
+    affected, after = r.get("members_affected"), r.get("members_after")
+    if _missing(affected) or _missing(after):
+        return "none (incremental)"
+    return f"none ({int(affected)} member(s) moved partitions; {int(after)} in the group)"
 
 
 def _stops(rebalances: pd.DataFrame) -> pd.DataFrame:
