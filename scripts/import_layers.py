@@ -123,8 +123,8 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     ),
     # ---- offline readers
     "pipeline": (
-        "PySpark over the log: storage formats and coordinator records",
-        (*_BASE, "formats", "storage", "coordinator.records", "ui"),
+        "PySpark over the log: storage formats and coordinator records (both group types')",
+        (*_BASE, "formats", "storage", "coordinator.records", "coordinator.consumer.records", "ui"),
     ),
     "admin": (
         "the CLI verbs (`groupcoord groups|topics|acls|users|quotas`) and their wire client",

@@ -252,6 +252,35 @@ def test_a_member_leaving_shows_on_the_open_page_with_the_new_epochs(
         described, row = wait_until(updated, what="the leave on the open page")
         (m,) = described.members
         assert row[1] == "cg-a" and row[5] == row[7] == f"{TOPIC}: 0, 1, 2, 3" == shown(m.assignment)
+
+        # The leave's epoch bump is on the rebalance timeline (newest first in the table): caused by
+        # cg-b's leave, from the epoch before to the one ConsumerGroupDescribe reports, over once
+        # cg-a has reconciled (Stable), the two partitions cg-b held moved to cg-a, and nobody
+        # stood still (Kafka's consumer group protocol: GroupMetadataManager bumps the epoch on a
+        # leave, CurrentAssignmentBuilder hands the freed partitions over without revocations).
+        def on_timeline() -> list[list[str]] | None:
+            rows = table_rows(page, "rebalances-table") or []
+            return rows if rows and rows[0][-1] == "Stable" and rows[0][1] == "member_left" else None
+
+        rebalances = wait_until(on_timeline, what="the leave's epoch bump on the rebalance timeline")
+        newest = rebalances[0]
+        assert newest[3] == "cg-b"
+        assert newest[5].startswith("none (reconciled in ")
+        assert newest[6] == "2 → 1"
+        assert newest[7] == f"{described.group_epoch - 1} → {described.group_epoch}"
+        assert newest[8].startswith("2")
+        # the two joins before it: the first member's (the group's creation) and the second's
+        assert [r[1] for r in rebalances[1:]] == ["new_member_joined", "group_created"]
+        assert sorted(r[3] for r in rebalances[1:]) == ["cg-a", "cg-b"]
+        assert all(r[5].startswith("none (") and r[9] == "Stable" for r in rebalances)
+        bars = page.eval(
+            "Array.prototype.map.call(document.querySelectorAll('#rebalances svg rect title'),"
+            " t => t.textContent)"
+        )
+        assert [b.split(":")[0] for b in bars] == ["group_created", "new_member_joined", "member_left"]
+        assert all("nobody stopped; reconciled in" in b for b in bars)
+        text = page.eval("document.getElementById('rebalances').textContent") or ""
+        assert "3 epoch bumps kept (consumer group protocol, KIP-848)" in text
         assert page.eval("window.__sameDocument") == 1
         assert page.problems() == []
     finally:

@@ -199,3 +199,69 @@ def test_lag_history_skips_repeats_until_they_are_old() -> None:
     ]
     lags.forget("g")
     assert lags.points("g") == ()
+
+
+def test_consumer_group_epoch_bumps_are_rebalances_until_reconciled() -> None:
+    """KIP-848: a bump (a member joined: Stable -> Reconciling) runs until the group is Stable
+    again; a bump the group stays Stable through was reconciled in its own write (duration 0);
+    a leave's bump names no member, so the member_removed event before it and the member's
+    earlier events name it. Event order as coordinator/consumer_groups.py emits a write's events:
+    the core's member events and the bump, then the state changes."""
+    owners: dict[str, Owners] = {"g": {("t", 0): "a", ("t", 1): "a"}}
+    history = GroupHistory(lambda gid: owners[gid])
+    on = history.on_event
+    on(event(1000, "member_added", R.NEW_MEMBER_JOINED, member="a", client="ca", gen=1))
+    on(event(1000, "epoch_bump", R.GROUP_CREATED, member="a", client="ca", gen=1))
+    on(event(1000, "state_change", R.GROUP_CREATED, to="Empty", gen=1))
+    on(event(1000, "state_change", R.GROUP_CREATED, frm="Empty", to="Stable", gen=1))
+    on(event(2000, "member_added", R.NEW_MEMBER_JOINED, member="b", client="cb", gen=2, count=2))
+    on(event(2000, "epoch_bump", R.NEW_MEMBER_JOINED, member="b", client="cb", gen=2, count=2))
+    on(event(2000, "state_change", R.NEW_MEMBER_JOINED, frm="Stable", to="Reconciling", gen=2, count=2))
+    # the consumer group's first commit creates its offsets-only classic entry: not a change
+    on(event(2100, "state_change", R.GROUP_CREATED, to="Empty", gen=0, count=0))
+    owners["g"] = {("t", 0): "a", ("t", 1): "b"}
+    on(event(2500, "state_change", R.RECONCILED, frm="Reconciling", to="Stable", gen=2, count=2))
+    # a subscription change that moves nothing: the group stays Stable (no state change)
+    on(event(3000, "epoch_bump", R.SUBSCRIPTION_CHANGED, member="a", client="ca", gen=3, count=2))
+    (first, join, same) = history.rebalances("g")
+    assert (first.protocol, first.cause, first.client_id, first.ended_ms, first.outcome) == (
+        "consumer",
+        "group_created",
+        "ca",
+        1000,
+        "Stable",
+    )
+    assert (join.cause, join.client_id, join.members_before, join.members_after) == (
+        "new_member_joined",
+        "cb",
+        1,
+        2,
+    )
+    assert (join.generation_before, join.generation_after, join.ended_ms, join.outcome) == (
+        1,
+        2,
+        2500,
+        "Stable",
+    )
+    assert join.moved == (Move(topic="t", partition=1, before="a", after="b"),)
+    assert (same.cause, same.started_ms, same.ended_ms, same.outcome, same.moved) == (
+        "subscription_changed",
+        3000,
+        3000,
+        "Stable",
+        (),
+    )
+    # b leaves (the bump names nobody), a is still reconciling when a's own change bumps again
+    on(event(4000, "member_removed", R.MEMBER_LEFT, member="b", gen=4, count=1))
+    on(event(4000, "epoch_bump", R.MEMBER_LEFT, gen=4, count=1))
+    on(event(4000, "state_change", R.MEMBER_LEFT, frm="Stable", to="Assigning", gen=4, count=1))
+    on(event(4200, "epoch_bump", R.SUBSCRIPTION_CHANGED, member="a", client="ca", gen=5, count=1))
+    leave, overtaken = history.rebalances("g")[-2:]
+    assert (leave.cause, leave.member_id, leave.client_id, leave.members_before) == (
+        "member_left",
+        "b",
+        "cb",
+        2,
+    )
+    assert (leave.ended_ms, leave.outcome) == (4200, "Superseded")
+    assert (overtaken.ended_ms, overtaken.outcome) == (None, None)

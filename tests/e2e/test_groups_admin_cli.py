@@ -136,6 +136,7 @@ def test_describe_shows_state_generation_leader_members_and_lag_per_partition(
     assert head == {
         "Group": GROUP,
         "Coordinator": cli_broker.bootstrap,
+        "Type": "classic",
         "State": "Stable",
         "Protocol type": "consumer",
         "Protocol": "range",
@@ -187,13 +188,18 @@ def test_list_shows_groups_and_filters_by_state(cli_broker: BrokerProcess, group
         simple.close()
     r = cli(cli_broker, "list", "--bootstrap", cli_broker.bootstrap)
     assert r.returncode == 0, r.stderr
-    assert table(r.stdout, "GROUP") == [[GROUP, "Stable", "consumer"], ["cli-simple", "Empty", "-"]]
+    assert table(r.stdout, "GROUP") == [
+        [GROUP, "classic", "Stable", "consumer"],
+        ["cli-simple", "classic", "Empty", "-"],
+    ]
     r = cli(cli_broker, "list", "--bootstrap", cli_broker.bootstrap, "--state", "empty")
-    assert table(r.stdout, "GROUP") == [["cli-simple", "Empty", "-"]]
+    assert table(r.stdout, "GROUP") == [["cli-simple", "classic", "Empty", "-"]]
     r = cli(cli_broker, "list", "--bootstrap", cli_broker.bootstrap, "--state", "Stable,PreparingRebalance")
-    assert table(r.stdout, "GROUP") == [[GROUP, "Stable", "consumer"]]
+    assert table(r.stdout, "GROUP") == [[GROUP, "classic", "Stable", "consumer"]]
     r = cli(cli_broker, "list", "--bootstrap", cli_broker.bootstrap, "--json", "--state", "Empty")
-    assert json.loads(r.stdout) == [{"group_id": "cli-simple", "state": "Empty", "protocol_type": ""}]
+    assert json.loads(r.stdout) == [
+        {"group_id": "cli-simple", "state": "Empty", "protocol_type": "", "group_type": "classic"}
+    ]
     r = cli(cli_broker, "describe", "cli-simple", "--bootstrap", cli_broker.bootstrap)
     assert (heading(r.stdout)["State"], heading(r.stdout)["Generation"], heading(r.stdout)["Members"]) == (
         "Empty",

@@ -170,7 +170,10 @@ def test_reset_offsets_of_an_active_group_is_refused(rs_broker: BrokerProcess) -
             "--execute",
         )
         assert r.returncode == 1
-        assert "can only be reset while it is inactive (Empty), but it is Stable" in r.stderr
+        assert (
+            "Assignments can only be reset if the group 'rs-active' is inactive, "
+            "but the current state is Stable." in r.stderr
+        )
         got = c.committed([TopicPartition(TOPIC, 0)], timeout=15)
         assert got[0].offset == 2
     finally:

@@ -221,9 +221,13 @@ def test_garbled_assignment_is_reported_not_raised() -> None:
 
 
 def test_unknown_key_versions_and_garbage_become_unknown_rows() -> None:
-    kip848 = struct.pack(">h", 5) + b"\x00\x01g"
-    row = decoders.offsets_record_row(0, 3, 0, kip848, b"\x00\x00")
-    assert (row["record_type"], row["key_version"], row["decode_error"]) == ("unknown", 5, None)
+    share_group = struct.pack(">h", 10) + b"\x00\x01g"  # a share group's record: not decoded
+    row = decoders.offsets_record_row(0, 3, 0, share_group, b"\x00\x00")
+    assert (row["record_type"], row["key_version"], row["decode_error"]) == ("unknown", 10, None)
+    truncated = struct.pack(">h", 5) + b"\x00\x01g"  # a member metadata key without its member id
+    row = decoders.offsets_record_row(0, 3, 0, truncated, b"\x00\x00")
+    assert (row["record_type"], row["key_version"]) == ("unknown", 5)
+    assert row["decode_error"] is not None and row["decode_error"].startswith("key:")
     bad = decoders.offsets_record_row(0, 4, 0, b"\x00\x01\x00", b"")
     assert bad["record_type"] == "unknown"
     assert bad["decode_error"] is not None and bad["decode_error"].startswith("key:")
@@ -336,3 +340,48 @@ def test_offsets_columns_mixes_fast_and_full_rows_in_order() -> None:
     for i, (k, v) in enumerate(records):
         assert {name: col[i] for name, col in got.items()} == decoders.offsets_record_row(0, i, 10 + i, k, v)
     assert len(cols) == 0
+
+
+def test_consumer_group_records_become_rows_in_the_group_metadata_columns() -> None:
+    """KIP-848 records (Kafka 4.1's ConsumerGroup*.json layouts, the coordinator's codec)."""
+    import uuid
+
+    from groupcoord.coordinator.consumer import records as cg
+
+    topic = uuid.UUID("00000000-0000-0000-0000-000000000007")
+
+    def row(key: object, value: object) -> dict[str, object]:
+        k = cg.encode_key(key)  # type: ignore[arg-type]
+        return decoders.offsets_record_row(0, 1, 5, k, cg.encode_value(value))  # type: ignore[arg-type]
+
+    epoch = row(cg.ConsumerGroupMetadataKey(group_id="g"), cg.ConsumerGroupMetadataValue(epoch=7))
+    assert (epoch["record_type"], epoch["group_id"], epoch["generation"]) == (
+        "consumer_group_metadata",
+        "g",
+        7,
+    )
+    target = row(
+        cg.ConsumerGroupTargetAssignmentMemberKey(group_id="g", member_id="m"),
+        cg.ConsumerGroupTargetAssignmentMemberValue(topic_partitions={topic: frozenset({2, 0})}),
+    )
+    assert (target["record_type"], target["leader"]) == ("consumer_group_target_assignment_member", "m")
+    members = target["members"]
+    assert isinstance(members, list)
+    assert (members[0]["member_id"], members[0]["assignment"]) == (
+        "m",
+        [{"topic": str(topic), "partitions": [0, 2]}],
+    )
+    meta = row(
+        cg.ConsumerGroupTargetAssignmentMetadataKey(group_id="g"),
+        cg.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=6),
+    )
+    assert (meta["record_type"], meta["generation"]) == ("consumer_group_target_assignment_metadata", 6)
+    gone = decoders.offsets_record_row(
+        0, 2, 5, cg.encode_key(cg.ConsumerGroupCurrentMemberAssignmentKey(group_id="g", member_id="m")), None
+    )
+    assert (gone["record_type"], gone["tombstone"], gone["leader"], gone["members"]) == (
+        "consumer_group_current_member_assignment",
+        True,
+        "m",
+        None,
+    )

@@ -5,7 +5,8 @@
   highest version both sides know; partition reads walk record batches with
   :mod:`groupcoord.formats.batch`.
 - :mod:`groupcoord.admin.groups`: ``groupcoord groups`` (list, describe, reset-offsets, delete,
-  delete-offsets), like kafka-consumer-groups.sh.
+  delete-offsets), like kafka-consumer-groups.sh; :mod:`groupcoord.admin.describe` describes a
+  group of either type (ConsumerGroupDescribe for KIP-848 groups, else DescribeGroups).
 - :mod:`groupcoord.admin.topics`: ``groupcoord topics`` (list, describe, create, delete, alter,
   delete-records), like kafka-topics.sh.
 - :mod:`groupcoord.admin.quotas`: ``groupcoord quotas`` (list, alter), like kafka-configs.sh's

@@ -47,6 +47,7 @@ DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 # API keys and the version ranges this tool can build requests for.
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 0, 1, 2, 3, 8, 9, 10
 DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS = 15, 16, 18
+CONSUMER_GROUP_DESCRIBE = 69
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS = 19, 20, 32, 33
 CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE = 37, 42, 44, 47
 DELETE_RECORDS = 21
@@ -68,7 +69,8 @@ _CLIENT_RANGES: dict[int, tuple[int, int]] = {
     OFFSET_FETCH: (2, 7),
     FIND_COORDINATOR: (0, 3),
     DESCRIBE_GROUPS: (0, 5),
-    LIST_GROUPS: (0, 4),
+    LIST_GROUPS: (0, 5),
+    CONSUMER_GROUP_DESCRIBE: (0, 1),
     48: (0, 1),  # DescribeClientQuotas (admin.quotas)
     49: (0, 1),  # AlterClientQuotas (admin.quotas)
 }
@@ -188,9 +190,13 @@ class AdminClient:
         return conn
 
     def coordinator(self, group_id: str) -> Connection:
+        return self.coordinator_node(group_id)[0]
+
+    def coordinator_node(self, group_id: str) -> tuple[Connection, int]:
+        """The group's coordinator: its connection and its node id (FindCoordinator)."""
         r = self.bootstrap.call(FIND_COORDINATOR, key=group_id, key_type=0)
         check_error(r.error_code, f"FindCoordinator({group_id!r})")
-        return self.connection(r.host, int(r.port))
+        return self.connection(r.host, int(r.port)), int(r.node_id)
 
     def metadata(self, topics: Iterable[str] | None) -> Any:
         """The bootstrap broker's Metadata answer for ``topics`` in that order (None: every

@@ -1,31 +1,23 @@
-"""``groupcoord groups``: consumer groups seen over the wire, like kafka-consumer-groups.sh.
+"""``groupcoord groups``: groups seen over the wire, like kafka-consumer-groups.sh.
 
-``groups list [--state S]`` lists groups (ListGroups); ``groups describe GROUP`` shows the
-group's state, protocol, generation and leader, its members with their decoded assignments,
-and per partition the committed offset, the log-end offset and the lag.
+``groups list [--state S] [--type T]`` lists groups with their type (ListGroups v5: ``classic``
+or ``consumer``); ``groups describe GROUP`` describes one group of either type
+(:mod:`groupcoord.admin.describe`: ConsumerGroupDescribe for a KIP-848 consumer group, else
+DescribeGroups), with Kafka's ``--state``, ``--members`` and ``--offsets`` tables;
+``reset-offsets``, ``delete`` and ``delete-offsets`` change groups of both types with Kafka's
+rules and answers.
 
 Everything comes over the Kafka protocol, through :mod:`groupcoord.admin.client` (the raw
 codec of ``groupcoord.protocol``, no client library), so the tool works against any broker that
-speaks these APIs:
-
-* ApiVersions picks, for each API, the highest version both sides know;
-* FindCoordinator finds the group's coordinator; DescribeGroups gives the state, protocol type,
-  protocol and members (client id, host, assignment bytes, decoded with the consumer protocol);
-* OffsetFetch (all topics) gives the committed offsets, ListOffsets the log-end offsets;
-* the **generation and the leader** are not part of any admin API (Kafka's own tool does not
-  show them). They live in the group's newest GroupMetadata record in ``__consumer_offsets``
-  (partition ``partition_for(group)``), which this tool reads with Fetch, as any consumer of
-  that internal topic can. That record is written when the leader's assignment is stored,
-  when a static member is replaced and when the group becomes Empty, so during a rebalance
-  (PreparingRebalance / CompletingRebalance) it describes the last completed generation, and
-  the output says so. A group that never wrote one (offsets only) has neither.
+speaks these APIs: ApiVersions picks, for each API, the highest version both sides know;
+FindCoordinator finds a group's coordinator; OffsetFetch gives committed offsets, ListOffsets the
+log's start and end.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -34,7 +26,6 @@ from typing import Any
 from groupcoord import clock
 from groupcoord.admin.client import (
     DELETE_GROUPS,
-    DESCRIBE_GROUPS,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     LIST_GROUPS,
@@ -47,24 +38,20 @@ from groupcoord.admin.client import (
     check_error,
     error_name,
     list_offsets,
-    read_partition,
 )
 from groupcoord.admin.command import connection_options, emit, guarded, table
-from groupcoord.constants import OFFSETS_TOPIC
-from groupcoord.coordinator.records import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    RecordDecodeError,
-    decode_record,
-    partition_for,
+from groupcoord.admin.describe import (
+    GroupDescription,
+    MemberDescription,
+    PartitionLag,
+    describe_group,
+    format_description,
+    format_members,
+    format_offsets,
+    format_state,
+    group_state,
+    state_note,
 )
-from groupcoord.formats.consumer_protocol import (
-    CONSUMER_PROTOCOL_TYPE,
-    ConsumerProtocolError,
-    decode_assignment,
-)
-
-log = logging.getLogger(__name__)
 
 __all__ = [
     "GroupDescription",
@@ -78,6 +65,9 @@ __all__ = [
     "register",
 ]
 
+#: The group types a ListGroups v5 filter knows (Kafka's ``GroupType``, as ``--type`` takes them).
+GROUP_TYPES = ("classic", "consumer")
+
 
 # ------------------------------------------------------------------------------ values
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,161 +75,47 @@ class GroupListing:
     group_id: str
     state: str | None  # None when the broker's ListGroups is older than v4
     protocol_type: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemberDescription:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    host: str
-    #: Decoded consumer-protocol assignment as ``((topic, (partitions...)), ...)``; None when
-    #: the group is not Stable, not a consumer group, or the bytes do not decode.
-    assignment: tuple[tuple[str, tuple[int, ...]], ...] | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionLag:
-    topic: str
-    partition: int
-    committed: int | None  # None: nothing committed
-    log_end: int | None  # None: the broker could not tell (e.g. the topic is gone)
-    lag: int | None
-    member_id: str | None
-    client_id: str | None
-    host: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GroupDescription:
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    #: From the newest GroupMetadata record in __consumer_offsets (see the module docstring).
-    generation: int | None
-    leader: str | None
-    metadata_current: bool  # False while a rebalance has not yet written the new generation
-    coordinator: str
-    members: tuple[MemberDescription, ...]
-    partitions: tuple[PartitionLag, ...]
-
-
-def _newest_group_metadata(admin: AdminClient, group_id: str) -> GroupMetadataValue | None:
-    """The group's newest GroupMetadata record value in ``__consumer_offsets`` (None: none or
-    a tombstone), read with Fetch from the log start to the high watermark."""
-    leaders = admin.leaders([OFFSETS_TOPIC])
-    count = sum(1 for t, _ in leaders if t == OFFSETS_TOPIC)
-    if count == 0:
-        return None
-    tp = (OFFSETS_TOPIC, partition_for(group_id, count))
-    conn = leaders.get(tp)
-    if conn is None:
-        return None
-    start = list_offsets(leaders, [tp], EARLIEST_TIMESTAMP).get(tp, 0)
-    end = list_offsets(leaders, [tp], LATEST_TIMESTAMP).get(tp, 0)
-    found: GroupMetadataValue | None = None
-    for _, rec in read_partition(conn, tp[0], tp[1], start, end):
-        if rec.key is None:
-            continue
-        try:
-            record = decode_record(bytes(rec.key), None if rec.value is None else bytes(rec.value))
-        except (RecordDecodeError, ValueError):
-            continue
-        if record is not None and isinstance(record.key, GroupMetadataKey) and record.key.group == group_id:
-            found = record.value if isinstance(record.value, GroupMetadataValue) else None
-    return found
+    #: ``classic`` or ``consumer``; None when the broker's ListGroups is older than v5
+    group_type: str | None = None
 
 
 # ------------------------------------------------------------------------------ commands
-def list_groups(admin: AdminClient, states: Sequence[str] = ()) -> list[GroupListing]:
-    """Every broker's groups (each coordinator lists only its own), by group id."""
+def list_groups(
+    admin: AdminClient, states: Sequence[str] = (), types: Sequence[str] = ()
+) -> list[GroupListing]:
+    """Every broker's groups (each coordinator lists only its own), by group id; only those in
+    ``states`` (ListGroups v4+) and of ``types`` (v5+) when given."""
     out: dict[str, GroupListing] = {}
     for conn in admin.brokers():
         if states and conn.version(LIST_GROUPS) < 4:
             raise AdminError(f"{conn.address}: ListGroups is older than v4 and cannot filter by state")
-        r = conn.call(LIST_GROUPS, states_filter=list(states), types_filter=[])
+        if types and conn.version(LIST_GROUPS) < 5:
+            raise AdminError(f"{conn.address}: ListGroups is older than v5 and cannot filter by type")
+        r = conn.call(LIST_GROUPS, states_filter=list(states), types_filter=list(types))
         check_error(r.error_code, f"ListGroups on {conn.address}")
         for g in r.groups:
             out[g.group_id] = GroupListing(
                 group_id=g.group_id,
                 state=getattr(g, "group_state", None),
                 protocol_type=g.protocol_type,
+                group_type=getattr(g, "group_type", None),
             )
     return [out[k] for k in sorted(out)]
 
 
-def describe_group(admin: AdminClient, group_id: str) -> GroupDescription:
-    coord = admin.coordinator(group_id)
-    r = coord.call(DESCRIBE_GROUPS, groups=[group_id], include_authorized_operations=False)
-    g = r.groups[0]
-    check_error(g.error_code, f"DescribeGroups({group_id!r})")
-
-    members = []
-    owners: dict[tuple[str, int], MemberDescription] = {}
-    for m in g.members:
-        assignment: tuple[tuple[str, tuple[int, ...]], ...] | None = None
-        raw = bytes(m.member_assignment)
-        if g.protocol_type == CONSUMER_PROTOCOL_TYPE and raw:
-            try:
-                assignment = decode_assignment(raw).partitions
-            except ConsumerProtocolError as exc:
-                log.warning("member %s: undecodable assignment: %s", m.member_id, exc)
-        member = MemberDescription(
-            member_id=m.member_id,
-            group_instance_id=getattr(m, "group_instance_id", None),
-            client_id=m.client_id,
-            host=m.client_host,
-            assignment=assignment,
-        )
-        members.append(member)
-        for topic, parts in assignment or ():
-            for p in parts:
-                owners[(topic, p)] = member
-
-    f = coord.call(OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False)
-    check_error(f.error_code, f"OffsetFetch({group_id!r})")
-    committed: dict[tuple[str, int], int] = {}
-    for t in f.topics:
-        for p in t.partitions:
-            check_error(p.error_code, f"OffsetFetch({group_id!r}) {t.name}-{int(p.partition_index)}")
-            if int(p.committed_offset) >= 0:
-                committed[(t.name, int(p.partition_index))] = int(p.committed_offset)
-
-    wanted = sorted(set(committed) | set(owners))
-    leaders = admin.leaders({t for t, _ in wanted}) if wanted else {}
-    ends = list_offsets(leaders, wanted, LATEST_TIMESTAMP)
-    partitions = []
-    for tp in wanted:
-        owner = owners.get(tp)
-        done = committed.get(tp)
-        end = ends.get(tp)
-        partitions.append(
-            PartitionLag(
-                topic=tp[0],
-                partition=tp[1],
-                committed=done,
-                log_end=end,
-                lag=None if done is None or end is None else max(end - done, 0),
-                member_id=owner.member_id if owner else None,
-                client_id=owner.client_id if owner else None,
-                host=owner.host if owner else None,
-            )
-        )
-
-    record = _newest_group_metadata(admin, group_id)
-    return GroupDescription(
-        group_id=group_id,
-        state=g.group_state,
-        protocol_type=g.protocol_type,
-        protocol=g.protocol_data,
-        generation=record.generation if record is not None else None,
-        leader=record.leader if record is not None else None,
-        metadata_current=g.group_state in ("Stable", "Empty", "Dead"),
-        coordinator=coord.address,
-        members=tuple(sorted(members, key=lambda m: (m.client_id, m.member_id))),
-        partitions=tuple(partitions),
-    )
+def canonical_types(items: Iterable[str]) -> list[str]:
+    """``--type`` values (comma separated, any case) as ListGroups names them; UsageError for
+    another (Kafka's ``consumerGroupTypesFromString`` refuses unknown types)."""
+    out: list[str] = []
+    for item in items:
+        for text in item.split(","):
+            name = text.strip().lower()
+            if not name:
+                continue
+            if name not in GROUP_TYPES:
+                raise UsageError(f"unknown group type {text!r}; known types: {', '.join(GROUP_TYPES)}")
+            out.append(name)
+    return list(dict.fromkeys(out))
 
 
 # ------------------------------------------------------------------------------ changes
@@ -295,14 +171,6 @@ class OffsetReset:
     new_offset: int
 
 
-def group_state(admin: AdminClient, group_id: str) -> str:
-    coord = admin.coordinator(group_id)
-    r = coord.call(DESCRIBE_GROUPS, groups=[group_id], include_authorized_operations=False)
-    g = r.groups[0]
-    check_error(g.error_code, f"DescribeGroups({group_id!r})")
-    return str(g.group_state)
-
-
 def committed_offsets(admin: AdminClient, group_id: str) -> dict[tuple[str, int], int]:
     f = admin.coordinator(group_id).call(OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False)
     check_error(f.error_code, f"OffsetFetch({group_id!r})")
@@ -334,11 +202,13 @@ def plan_reset(
     committed), as Kafka's ConsumerGroupCommand computes it: ``--to-offset`` and ``--shift-by`` are
     kept within [log start, log end]; ``--to-datetime`` takes the first offset whose timestamp is at
     or after the time (the log end when there is none). Only an inactive group may be reset."""
+    # Kafka's ConsumerGroupCommand.resetOffsets: the state as describeConsumerGroups gives it
+    # (a KIP-848 group's own state), and its message for an active group
     state = group_state(admin, group_id)
     if state not in INACTIVE_STATES:
         raise AdminError(
-            f"offsets of group {group_id!r} can only be reset while it is inactive (Empty), "
-            f"but it is {state}; stop its consumers first"
+            f"Assignments can only be reset if the group '{group_id}' is inactive, "
+            f"but the current state is {state}."
         )
     current = committed_offsets(admin, group_id)
     if scope is None:
@@ -461,72 +331,9 @@ def _dash(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
-def _assignment_text(assignment: tuple[tuple[str, tuple[int, ...]], ...] | None) -> str:
-    if assignment is None:
-        return "-"
-    if not assignment:
-        return "(none)"
-    return " ".join(f"{topic}:{','.join(str(p) for p in parts)}" for topic, parts in assignment)
-
-
 def format_listing(groups: Sequence[GroupListing]) -> str:
-    rows = [(g.group_id, _dash(g.state), _dash(g.protocol_type)) for g in groups]
-    return "\n".join(table(("GROUP", "STATE", "PROTOCOL-TYPE"), rows)) + "\n"
-
-
-def format_description(d: GroupDescription) -> str:
-    note = "" if d.metadata_current else " (last completed generation; a rebalance is in progress)"
-    head = [
-        ("Group", d.group_id),
-        ("Coordinator", d.coordinator),
-        ("State", d.state),
-        ("Protocol type", _dash(d.protocol_type)),
-        ("Protocol", _dash(d.protocol)),
-        ("Generation", _dash(d.generation) + (note if d.generation is not None else "")),
-        ("Leader", _dash(d.leader)),
-        ("Members", str(len(d.members))),
-    ]
-    width = max(len(k) for k, _ in head) + 1
-    out = [f"{(k + ':').ljust(width)} {v}" for k, v in head]
-    if d.state == "Dead" and not d.members and not d.partitions:
-        out += ["", f"Group {d.group_id!r} does not exist (or was deleted)."]
-    if d.members:
-        out.append("")
-        out += table(
-            ("MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"),
-            [
-                (m.member_id, _dash(m.group_instance_id), m.client_id, m.host, _assignment_text(m.assignment))
-                for m in d.members
-            ],
-        )
-    if d.partitions:
-        out.append("")
-        out += table(
-            (
-                "TOPIC",
-                "PARTITION",
-                "CURRENT-OFFSET",
-                "LOG-END-OFFSET",
-                "LAG",
-                "CONSUMER-ID",
-                "HOST",
-                "CLIENT-ID",
-            ),
-            [
-                (
-                    p.topic,
-                    str(p.partition),
-                    _dash(p.committed),
-                    _dash(p.log_end),
-                    _dash(p.lag),
-                    _dash(p.member_id),
-                    _dash(p.host),
-                    _dash(p.client_id),
-                )
-                for p in d.partitions
-            ],
-        )
-    return "\n".join(out) + "\n"
+    rows = [(g.group_id, _dash(g.group_type), _dash(g.state), _dash(g.protocol_type)) for g in groups]
+    return "\n".join(table(("GROUP", "TYPE", "STATE", "PROTOCOL-TYPE"), rows)) + "\n"
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -535,8 +342,9 @@ def _run_list(args: argparse.Namespace) -> int:
         states = [canonical_state(s) for item in args.state or () for s in item.split(",") if s]
     except AdminError as exc:
         raise UsageError(str(exc)) from None
+    types = canonical_types(args.type or ())
     with AdminClient(args.bootstrap, timeout_s=args.timeout) as admin:
-        groups = list_groups(admin, states)
+        groups = list_groups(admin, states, types)
     emit(args, [asdict(g) for g in groups], format_listing(groups))
     return 0
 
@@ -558,14 +366,33 @@ def _run_describe(args: argparse.Namespace) -> int:
         else:
             raise UsageError("name a GROUP or give --all-groups")
         descriptions = [describe_group(admin, name) for name in names]
-    unknown = [d.group_id for d in descriptions if d.state == "Dead" and not d.members and not d.partitions]
+    unknown = [d.group_id for d in descriptions if not d.exists]
+    views = [v for v in ("state", "members", "offsets") if getattr(args, f"{v}_view")]
+    if len(views) > 1:
+        raise UsageError("give at most one of --state, --members and --offsets")
     if args.json:
         data: Any = [asdict(d) for d in descriptions] if args.all_groups else asdict(descriptions[0])
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    elif views:
+        # kafka-consumer-groups.sh --describe --state|--members|--offsets: a note on stderr for a
+        # missing, empty or rebalancing group; no table for a missing one
+        for d in sorted(descriptions, key=lambda d: d.group_id):
+            note = state_note(d)
+            if note:
+                sys.stderr.write(note + "\n")
+            if not d.exists:
+                continue
+            if views[0] == "state":
+                sys.stdout.write(format_state(d, verbose=args.verbose))
+            elif views[0] == "members":
+                sys.stdout.write(format_members(d, verbose=args.verbose))
+            else:
+                sys.stdout.write(format_offsets(d))
     else:
         sys.stdout.write("\n".join(format_description(d) for d in descriptions))
     if unknown and not args.all_groups:
-        sys.stderr.write(f"groupcoord groups: group {unknown[0]!r} does not exist\n")
+        if not views or args.json:
+            sys.stderr.write(f"groupcoord groups: group {unknown[0]!r} does not exist\n")
         return 1
     return 0
 
@@ -647,19 +474,40 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="STATE",
         help="only groups in this state, e.g. Stable or Empty (repeatable, or comma separated)",
     )
+    p_list.add_argument(
+        "--type",
+        action="append",
+        metavar="TYPE",
+        help="only groups of this type: classic or consumer (repeatable, or comma separated)",
+    )
     p_list.set_defaults(func=guarded(_run_list))
 
     p_describe = sub.add_parser(
         "describe",
         help="members, assignments, offsets and lag of one group",
-        description="State, protocol, members and per-partition lag of GROUP. No admin API carries "
-        "the generation or the leader: they are read (with Fetch) from the group's newest "
-        "GroupMetadata record in __consumer_offsets, so during a rebalance they describe the "
-        "last completed generation, and the output says so.",
+        description="Type, state, members and per-partition lag of GROUP. A consumer group "
+        "(KIP-848) shows its group epoch, target assignment epoch and assignor, and each member's "
+        "epoch with its current and target assignment. A classic group shows its protocol and the "
+        "generation and leader, which no admin API carries: they are read (with Fetch) from the "
+        "group's newest GroupMetadata record in __consumer_offsets, so during a rebalance they "
+        "describe the last completed generation, and the output says so. --state, --members and "
+        "--offsets print kafka-consumer-groups.sh's tables instead.",
     )
     common(p_describe)
     p_describe.add_argument("group", metavar="GROUP", nargs="?")
     p_describe.add_argument("--all-groups", action="store_true", help="describe every group")
+    p_describe.add_argument(
+        "--state", dest="state_view", action="store_true", help="only the state table (Kafka's --state)"
+    )
+    p_describe.add_argument(
+        "--members", dest="members_view", action="store_true", help="only the members (Kafka's --members)"
+    )
+    p_describe.add_argument(
+        "--offsets", dest="offsets_view", action="store_true", help="only the offsets (Kafka's --offsets)"
+    )
+    p_describe.add_argument(
+        "--verbose", action="store_true", help="with --state/--members: epochs and assignments too"
+    )
     p_describe.set_defaults(func=guarded(_run_describe))
 
     def targets(p: argparse.ArgumentParser) -> None:

@@ -2,6 +2,15 @@
 recent events and rebalances (from the coordinator's group events) and its lag over the last
 minutes (from the console's lag sampling).
 
+A rebalance of a classic group runs from its move to PreparingRebalance until it is Stable,
+Empty or Dead again. One of a KIP-848 consumer group runs from an ``epoch_bump`` until its members
+have reconciled, which the group's next move to Stable (or Empty, Dead) says, as the pipeline's
+``rebalances`` table counts them (``docs/pipeline.md``); a bump the group stays Stable through was
+reconciled in the same write (it ends where it began), and one overtaken by the next bump before
+the group was Stable ends there as ``Superseded``. The coordinator delivers a write's events
+together, inside its call, so "no state change after the bump" is known once the write's events
+are in: at the next bump, and whenever the history is read.
+
 Everything is bounded: per group the last :data:`EVENTS_KEPT` events and
 :data:`REBALANCES_KEPT` rebalances, and :data:`LAG_POINTS` lag samples for at most
 :data:`LAG_GROUPS` groups; a group's history goes when the group is Dead. The work per event is
@@ -15,6 +24,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from groupcoord.console.views import EventView, LagPoint, Move, RebalanceView
 from groupcoord.coordinator.events import GroupEvent
@@ -34,6 +44,9 @@ Owners = Mapping[tuple[str, int], str]
 
 _PREPARING = "PreparingRebalance"
 _ENDS = ("Stable", "Empty", "Dead")
+_BUMP = "epoch_bump"
+#: the outcome of a consumer group's rebalance overtaken by its next epoch bump
+SUPERSEDED = "Superseded"
 
 
 class _Rebalance:
@@ -47,11 +60,21 @@ class _Rebalance:
         "members_after",
         "moved",
         "outcome",
+        "protocol",
         "restarts",
+        "state_at_start",
+        "state_changed",
     )
 
-    def __init__(self, begun: GroupEvent, members_before: int) -> None:
+    def __init__(
+        self, begun: GroupEvent, members_before: int, *, protocol: str = "classic", state: str | None = None
+    ) -> None:
         self.begun = (begun, members_before)
+        #: ``classic`` or ``consumer`` (an epoch bump of a KIP-848 group)
+        self.protocol = protocol
+        #: consumer groups: the group's state when the bump came, and whether it changed since
+        self.state_at_start = state
+        self.state_changed = False
         self.restarts: list[str] = []
         self.ended: int | None = None
         self.outcome: str | None = None
@@ -79,7 +102,8 @@ class _Rebalance:
             instance_id=ev.group_instance_id,
             client_host=ev.client_host,
             client_reason=ev.client_reason,
-            generation_before=ev.generation,
+            # a consumer group's bump event carries the new epoch: the one before is one less
+            generation_before=ev.generation - 1 if self.protocol == "consumer" else ev.generation,
             members_before=members_before,
             restarts=tuple(self.restarts),
             ended_ms=self.ended,
@@ -87,11 +111,20 @@ class _Rebalance:
             generation_after=self.generation_after,
             members_after=self.members_after,
             moved=self.moved,
+            protocol=self.protocol,
         )
+
+    def end(self, time_ms: int, outcome: str, generation: int, members: int, moved: tuple[Move, ...]) -> None:
+        self.ended = time_ms
+        self.outcome = outcome
+        self.generation_after = generation
+        self.members_after = members
+        self.moved = moved
+        self.changed()
 
 
 class _GroupLog:
-    __slots__ = ("events", "open", "owners", "rebalances", "stable_members")
+    __slots__ = ("clients", "events", "open", "owners", "rebalances", "stable_members", "state")
 
     def __init__(self) -> None:
         self.events: deque[GroupEvent] = deque(maxlen=EVENTS_KEPT)
@@ -100,6 +133,11 @@ class _GroupLog:
         #: owners at the last Stable (what the next rebalance's moves are counted from)
         self.owners: Owners = {}
         self.stable_members = 0
+        #: the state the group's last state change went to
+        self.state: str | None = None
+        #: member id -> (client id, instance id, host) of the current members, from their events
+        #: (a leave's epoch bump comes after the member is gone and names none of them)
+        self.clients: dict[str, tuple[str | None, str | None, str | None]] = {}
 
 
 class GroupHistory:
@@ -118,10 +156,31 @@ class GroupHistory:
         glog = self._groups.get(gid)
         if glog is None:
             glog = self._groups[gid] = _GroupLog()
+        if event.type == _BUMP:
+            event = self._named(glog, event)
         glog.events.append(event)
+        if event.member_id is not None and event.client_id is not None:
+            if event.type == "member_removed":
+                glog.clients.pop(event.member_id, None)
+            else:
+                glog.clients[event.member_id] = (event.client_id, event.group_instance_id, event.client_host)
+        if event.type == _BUMP:
+            self._settle(gid, glog, event.time_ms)
+            glog.open = _Rebalance(event, glog.stable_members, protocol="consumer", state=glog.state)
+            glog.rebalances.append(glog.open)
+            return
         if event.type != "state_change":
             return
         to = event.to_state
+        if event.from_state is None and glog.state is not None:
+            # a second "creation" of a group that exists: the offsets-only entry a consumer group's
+            # first commit makes in the classic table (coordinator/consumer_groups.py) — not a
+            # change of this group
+            return
+        if glog.open is not None and event.from_state is not None:
+            glog.open.state_changed = True
+        if event.from_state is not None or glog.state is None:
+            glog.state = to
         if to == _PREPARING:
             if glog.open is None:
                 glog.open = _Rebalance(event, glog.stable_members)
@@ -129,7 +188,8 @@ class GroupHistory:
             else:
                 glog.open.restarts.append(event.reason.value)
                 glog.open.changed()
-        elif to in _ENDS:
+        elif to in _ENDS and (event.from_state is not None or glog.open is None):
+            # (a consumer group is born Empty in its first bump's own write: that ends nothing)
             owners: Owners = {}
             if to == "Stable":
                 owners = self._owners_of(gid) or {}
@@ -138,24 +198,70 @@ class GroupHistory:
                 glog.stable_members = 0
             current = glog.open
             if current is not None:
-                current.ended = event.time_ms
-                current.outcome = to
-                current.generation_after = event.generation
-                current.members_after = event.member_count
-                current.moved = _moves(glog.owners, owners)
-                current.changed()
+                current.end(
+                    event.time_ms, to, event.generation, event.member_count, _moves(glog.owners, owners)
+                )
                 glog.open = None
             glog.owners = owners
             if to == "Dead":
                 del self._groups[gid]
 
+    def _named(self, glog: _GroupLog, bump: GroupEvent) -> GroupEvent:
+        """A bump caused by a leave names no member: the member_removed event just before it does,
+        and the member's earlier events its client id, instance id and host."""
+        member_id = bump.member_id
+        if member_id is None and glog.events:
+            last = glog.events[-1]
+            if last.type == "member_removed" and last.time_ms == bump.time_ms:
+                member_id = last.member_id
+        if member_id is None or bump.client_id is not None:
+            return bump
+        client_id, instance_id, host = glog.clients.get(member_id, (None, None, None))
+        return replace(
+            bump, member_id=member_id, client_id=client_id, group_instance_id=instance_id, client_host=host
+        )
+
+    def _settle(self, gid: str, glog: _GroupLog, time_ms: int) -> None:
+        """End a consumer group's open rebalance whose write is over without a state change: it
+        was reconciled at once if the group stayed Stable (or Empty), else the bump at ``time_ms``
+        supersedes it."""
+        current = glog.open
+        if current is None or current.protocol != "consumer" or current.state_changed:
+            if current is not None and current.protocol == "consumer" and time_ms >= 0:
+                self._supersede(glog, time_ms)
+            return
+        bump, _ = current.begun
+        if current.state_at_start in _ENDS:
+            owners = self._owners_of(gid) or {} if current.state_at_start == "Stable" else {}
+            members = bump.member_count
+            current.end(
+                bump.time_ms, current.state_at_start, bump.generation, members, _moves(glog.owners, owners)
+            )
+            glog.owners = owners
+            glog.open = None
+        elif time_ms >= 0:
+            self._supersede(glog, time_ms)
+
+    @staticmethod
+    def _supersede(glog: _GroupLog, time_ms: int) -> None:
+        current = glog.open
+        if current is not None:
+            current.end(time_ms, SUPERSEDED, current.begun[0].generation, current.begun[0].member_count, ())
+            glog.open = None
+
     def rebalances(self, group_id: str) -> tuple[RebalanceView, ...]:
         glog = self._groups.get(group_id)
-        return () if glog is None else tuple(r.view() for r in glog.rebalances)
+        if glog is None:
+            return ()
+        self._settle(group_id, glog, -1)
+        return tuple(r.view() for r in glog.rebalances)
 
     def last_rebalance(self, group_id: str) -> RebalanceView | None:
         glog = self._groups.get(group_id)
-        return None if glog is None or not glog.rebalances else glog.rebalances[-1].view()
+        if glog is None or not glog.rebalances:
+            return None
+        self._settle(group_id, glog, -1)
+        return glog.rebalances[-1].view()
 
     def events(self, group_id: str) -> tuple[EventView, ...]:
         """Newest first."""

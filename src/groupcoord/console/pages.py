@@ -94,6 +94,14 @@ def _stood_still(r: RebalanceView | None, now_ms: int) -> Cell:
     if r is None:
         return Cell("", "")
     ms = r.stood_still_ms(now_ms)
+    if r.protocol == "consumer":
+        # an epoch bump stops nobody: members reconcile one heartbeat at a time
+        took = (
+            f"reconciling, {human_duration(ms)} so far"
+            if r.ended_ms is None
+            else f"reconciled in {human_duration(ms)}"
+        )
+        return Cell(f"none ({esc(took)})", 0, num=True)
     if r.ended_ms is None:
         return Cell(f"{esc(human_duration(ms))} so far", ms, num=True)
     return Cell.duration(ms)
@@ -363,18 +371,28 @@ def _rebalances(d: GroupDetail) -> str:
         out.append("<p class='note'>No rebalance since the broker started.</p></section>")
         return "".join(out)
     now = d.now_ms
-    total = sum(r.stood_still_ms(now) for r in rbs)
     running = rbs[-1].ended_ms is None
-    out.append(
-        f"<p>{len(rbs)} rebalances kept; the group stood still for {esc(human_duration(total))} in all"
-        + (" — <b>rebalancing now</b>" if running else "")
-        + ".</p>"
-    )
+    classic = [r for r in rbs if r.protocol != "consumer"]
+    bumps = len(rbs) - len(classic)
+    if classic:
+        total = esc(human_duration(sum(r.stood_still_ms(now) for r in classic)))
+        out.append(
+            f"<p>{len(classic)} rebalances kept; the group stood still for {total} in all"
+            + (" — <b>rebalancing now</b>" if running and not bumps else "")
+            + ".</p>"
+        )
+    if bumps:
+        out.append(
+            f"<p>{bumps} epoch bumps kept (consumer group protocol, KIP-848): the members reconcile "
+            "incrementally and none stands still for another's rebalance"
+            + (" — <b>reconciling now</b>" if running else "")
+            + ".</p>"
+        )
     start = min(min(r.started_ms for r in rbs), now - WINDOW_MS)
     out.append("<div>")
     out.append(
         svg_timeline(
-            [Bar(r.started_ms, float(r.stood_still_ms(now)), r.cause) for r in rbs],
+            [Bar(r.started_ms, float(r.stood_still_ms(now)), r.cause, r.protocol != "consumer") for r in rbs],
             CAUSE_COLOURS,
             start_ms=start,
             end_ms=now,
@@ -406,7 +424,7 @@ def _rebalances(d: GroupDetail) -> str:
                 "Reason given",
                 "Stood still",
                 "Members",
-                "Generation",
+                "Generation / epoch",
                 "Partitions moved",
                 "Outcome",
             ),

@@ -33,8 +33,9 @@ class Move:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RebalanceView:
-    """One rebalance: from the group's move to PreparingRebalance until it is Stable again (or
-    Empty / Dead), as ``docs/group-events.md`` defines it."""
+    """One rebalance: from a classic group's move to PreparingRebalance until it is Stable again
+    (or Empty / Dead), as ``docs/group-events.md`` defines it; from a consumer group's (KIP-848)
+    epoch bump until its members have reconciled (Stable), or until the next bump supersedes it."""
 
     started_ms: int
     #: the reason of the move to PreparingRebalance (``member_left``, ``session_timeout``, ...)
@@ -52,12 +53,15 @@ class RebalanceView:
     restarts: tuple[str, ...]
     #: None while it runs
     ended_ms: int | None
-    #: ``Stable``, ``Empty`` or ``Dead``; None while it runs
+    #: ``Stable``, ``Empty``, ``Dead`` or (a consumer group's) ``Superseded``; None while it runs
     outcome: str | None
     generation_after: int | None
     members_after: int | None
-    #: partitions whose owner changed (classic consumer groups; empty when unknown)
+    #: partitions whose owner changed (consumer-protocol assignments; empty when unknown)
     moved: tuple[Move, ...]
+    #: ``classic``, or ``consumer`` for a KIP-848 group's epoch bump (its members do not stop:
+    #: only the partitions that move pause)
+    protocol: str = "classic"
 
     def stood_still_ms(self, now_ms: int) -> int:
         """How long the group stood still: until it ended, or until now while it runs."""

@@ -315,7 +315,7 @@ def run_analysis(
         generations = save("group_generations", rebalance_tables.group_generations(gm))
         ownership = save("partition_ownership", rebalance_tables.partition_ownership(generations))
         movement = save("partition_movement", rebalance_tables.partition_movement(generations, ownership))
-        rebalances = save("rebalances", rebalance_tables.rebalances(events, generations, movement))
+        rebalances = save("rebalances", rebalance_tables.all_rebalances(events, generations, movement, gm))
         save("rebalance_summary", rebalance_tables.rebalance_summary(rebalances, opts.storms))
 
     if opts.concurrent:

@@ -36,6 +36,14 @@ _VERSION = struct.Struct(">h")
 OFFSET_COMMIT = "offset_commit"
 GROUP_METADATA = "group_metadata"
 UNKNOWN = "unknown"
+# The records of KIP-848 consumer groups (key types 3-8 and 16; see consumer_group_row).
+CG_METADATA = "consumer_group_metadata"
+CG_PARTITION_METADATA = "consumer_group_partition_metadata"
+CG_MEMBER_METADATA = "consumer_group_member_metadata"
+CG_TARGET_METADATA = "consumer_group_target_assignment_metadata"
+CG_TARGET_MEMBER = "consumer_group_target_assignment_member"
+CG_CURRENT_ASSIGNMENT = "consumer_group_current_member_assignment"
+CG_REGULAR_EXPRESSION = "consumer_group_regular_expression"
 
 MEMBER_DDL = (
     "struct<member_id:string,group_instance_id:string,client_id:string,client_host:string,"
@@ -182,8 +190,7 @@ def offsets_record_row(
         row["record_type"] = GROUP_METADATA
         row["group_id"] = decoded_key.group
     else:
-        row["record_type"] = UNKNOWN
-        return row
+        return consumer_group_row(row, key, value)
     if value is None:
         return row
     try:
@@ -204,6 +211,103 @@ def offsets_record_row(
         row["leader"] = decoded.leader
         row["state_time"] = decoded.current_state_timestamp
         row["members"] = [member_row(m, decoded.protocol_type) for m in decoded.members]
+    return row
+
+
+def _cg_assignment(assignment: Any) -> list[dict[str, Any]]:
+    """A consumer-group record's assignment (topic id -> partitions) as ``assignment`` structs; the
+    records name topics by id only, so ``topic`` is the topic id's text."""
+    return [
+        {"topic": str(topic_id), "partitions": sorted(int(p) for p in parts)}
+        for topic_id, parts in sorted(assignment.items(), key=lambda kv: str(kv[0]))
+    ]
+
+
+def _cg_member(member_id: str, **fields: Any) -> dict[str, Any]:
+    m: dict[str, Any] = {
+        "member_id": member_id,
+        "group_instance_id": None,
+        "client_id": None,
+        "client_host": None,
+        "rebalance_timeout_ms": None,
+        "session_timeout_ms": None,
+        "subscribed_topics": None,
+        "assignment": None,
+        "decode_error": None,
+    }
+    m.update(fields)
+    return m
+
+
+def consumer_group_row(row: dict[str, Any], key: bytes, value: bytes | None) -> dict[str, Any]:
+    """``row`` filled from a KIP-848 consumer-group record (the coordinator's codec,
+    ``coordinator.consumer.records``), in the columns group metadata uses:
+
+    * ConsumerGroupMetadata: ``generation`` = the group epoch;
+    * ConsumerGroupTargetAssignmentMetadata: ``generation`` = the target assignment epoch;
+    * ConsumerGroupTargetAssignmentMember: ``members`` = that member with its target ``assignment``;
+    * ConsumerGroupCurrentMemberAssignment: ``generation`` = the member epoch, ``members`` = that
+      member with its assigned partitions (``assignment``);
+    * ConsumerGroupMemberMetadata: ``members`` = that member's client id, host, instance id,
+      rebalance timeout and subscribed topic names;
+    * ConsumerGroupPartitionMetadata and ConsumerGroupRegularExpression: the group id only.
+
+    ``protocol_type`` is ``consumer``; a member record's member id is in ``leader`` too (so a
+    tombstone, which has no members, still names its member). Any other key stays ``unknown``.
+    """
+    # imported here, as the consumer protocol's schemas: only the few non-commit records need it
+    from groupcoord.coordinator.consumer import records as cg
+
+    try:
+        k = cg.decode_key(key)
+    except ValueError as exc:
+        row["record_type"] = UNKNOWN
+        row["decode_error"] = f"key: {exc}"
+        return row
+    kinds: dict[type, str] = {
+        cg.ConsumerGroupMetadataKey: CG_METADATA,
+        cg.ConsumerGroupPartitionMetadataKey: CG_PARTITION_METADATA,
+        cg.ConsumerGroupMemberMetadataKey: CG_MEMBER_METADATA,
+        cg.ConsumerGroupTargetAssignmentMetadataKey: CG_TARGET_METADATA,
+        cg.ConsumerGroupTargetAssignmentMemberKey: CG_TARGET_MEMBER,
+        cg.ConsumerGroupCurrentMemberAssignmentKey: CG_CURRENT_ASSIGNMENT,
+        cg.ConsumerGroupRegularExpressionKey: CG_REGULAR_EXPRESSION,
+    }
+    if k is None or type(k) not in kinds:
+        row["record_type"] = UNKNOWN
+        return row
+    row["record_type"] = kinds[type(k)]
+    row["group_id"] = k.group_id
+    row["protocol_type"] = "consumer"
+    member_id = getattr(k, "member_id", None)
+    row["leader"] = member_id
+    if value is None:
+        return row
+    try:
+        v = cg.decode_value(k, value)
+    except ValueError as exc:
+        row["decode_error"] = f"value: {exc}"
+        return row
+    if isinstance(v, cg.ConsumerGroupMetadataValue):
+        row["generation"] = v.epoch
+    elif isinstance(v, cg.ConsumerGroupTargetAssignmentMetadataValue):
+        row["generation"] = v.assignment_epoch
+    elif isinstance(v, cg.ConsumerGroupTargetAssignmentMemberValue) and member_id is not None:
+        row["members"] = [_cg_member(member_id, assignment=_cg_assignment(v.topic_partitions))]
+    elif isinstance(v, cg.ConsumerGroupCurrentMemberAssignmentValue) and member_id is not None:
+        row["generation"] = v.member_epoch
+        row["members"] = [_cg_member(member_id, assignment=_cg_assignment(v.assigned_partitions))]
+    elif isinstance(v, cg.ConsumerGroupMemberMetadataValue) and member_id is not None:
+        row["members"] = [
+            _cg_member(
+                member_id,
+                group_instance_id=v.instance_id,
+                client_id=v.client_id,
+                client_host=v.client_host,
+                rebalance_timeout_ms=v.rebalance_timeout_ms,
+                subscribed_topics=list(v.subscribed_topic_names),
+            )
+        ]
     return row
 
 

@@ -1,6 +1,10 @@
 """Rebalance history as pure ``DataFrame -> DataFrame`` functions: commits, generations,
 partition ownership and movement from ``__consumer_offsets``; rebalances and storms from
-``__group_events``.
+``__group_events``. Both group protocols: a classic group's rebalance is its way through
+PreparingRebalance; a KIP-848 consumer group's is an epoch bump until its members have reconciled
+(:func:`consumer_rebalances`, with partitions moved between target assignments from the
+consumer-group records, :func:`consumer_target_ownership`); the ``rebalances`` table holds both,
+keyed by ``protocol``.
 
 Inputs are what the data sources produce (see :mod:`groupcoord.pipeline.source`); nothing here
 reads or writes files (:mod:`groupcoord.pipeline.analyze` does). Column meanings are documented in
@@ -19,6 +23,9 @@ from groupcoord.pipeline.frames import ms
 
 #: Group states that end a rebalance.
 END_STATES = ("Stable", "Empty", "Dead")
+#: The ``protocol`` of a rebalance: the classic rebalance protocol (JoinGroup/SyncGroup) or the
+#: consumer group protocol of KIP-848 (ConsumerGroupHeartbeat).
+CLASSIC, CONSUMER = "classic", "consumer"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -296,12 +303,235 @@ def rebalances(events: DataFrame, generations: DataFrame, movement: DataFrame) -
         F.col("partitions_moved").cast("int").alias("partitions_moved"),
         "extra_rounds",
         "outcome",
+        F.lit(CLASSIC).alias("protocol"),
+        F.lit(True).alias("stop_the_world"),
+        F.lit(None).cast("int").alias("members_affected"),
     )
+
+
+# --------------------------------------------------------------------------- consumer groups
+
+
+def consumer_target_ownership(offsets: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """A KIP-848 consumer group's target assignment at each target assignment epoch, from its
+    records: ``(generations, ownership)`` shaped as :func:`group_generations` and
+    :func:`partition_ownership` are (``generation`` = the target assignment epoch, ``owner`` = the
+    member id, which a consumer-protocol member keeps for its whole life), so
+    :func:`partition_movement` counts the partitions that moved between two target assignments.
+
+    Kafka writes a member's ConsumerGroupTargetAssignmentMember record only when its target changes,
+    then the ConsumerGroupTargetAssignmentMetadata record with the new epoch; so the assignment at
+    an epoch is each member's newest target record before that metadata record (a tombstone: the
+    member left). Topics are named by id in these records (``topic`` holds the id).
+    """
+    ok = ~F.col("corrupt") & F.col("decode_error").isNull()
+    meta = offsets.where(
+        ok & (F.col("record_type") == decoders.CG_TARGET_METADATA) & ~F.col("tombstone")
+    ).select("group_id", F.col("generation"), F.col("log_offset").alias("_meta_offset"))
+    w = Window.partitionBy("group_id", "generation").orderBy(F.col("_meta_offset").desc())
+    meta = meta.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
+    members = offsets.where(ok & (F.col("record_type") == decoders.CG_TARGET_MEMBER)).select(
+        "group_id",
+        F.col("leader").alias("member_id"),
+        "tombstone",
+        F.col("log_offset").alias("_member_offset"),
+        F.col("members").getItem(0).getField("assignment").alias("assignment"),
+    )
+    asof = meta.join(members, "group_id").where(F.col("_member_offset") < F.col("_meta_offset"))
+    newest = Window.partitionBy("group_id", "generation", "member_id").orderBy(F.col("_member_offset").desc())
+    current = (
+        asof.withColumn("_rn", F.row_number().over(newest))
+        .where((F.col("_rn") == 1) & ~F.col("tombstone"))
+        .select(
+            "group_id", "generation", "member_id", F.explode(F.coalesce("assignment", F.array())).alias("a")
+        )
+    )
+    ownership = current.select(
+        "group_id",
+        "generation",
+        F.col("a.topic").alias("topic"),
+        F.explode("a.partitions").alias("partition"),
+        F.col("member_id").alias("owner"),
+    )
+    return meta.select("group_id", "generation"), ownership
+
+
+def consumer_members_affected(generations: DataFrame, ownership: DataFrame) -> DataFrame:
+    """Per (group, target assignment epoch): how many members' target assignments changed from the
+    previous epoch's (those that gained or lost a partition, a departed member included). The
+    other members reconcile nothing: they keep consuming through the rebalance."""
+    w = Window.partitionBy("group_id").orderBy("generation")
+    gens = generations.select("group_id", "generation", F.lag("generation").over(w).alias("_previous"))
+    nxt = gens.where(F.col("_previous").isNotNull()).select(
+        "group_id", F.col("_previous").alias("generation"), F.col("generation").alias("_next")
+    )
+    before = ownership.join(nxt, ["group_id", "generation"]).select(
+        "group_id", F.col("_next").alias("generation"), "topic", "partition", F.col("owner").alias("_before")
+    )
+    after = ownership.select("group_id", "generation", "topic", "partition", F.col("owner").alias("_after"))
+    moved = after.join(before, ["group_id", "generation", "topic", "partition"], "full_outer").where(
+        ~F.col("_before").eqNullSafe(F.col("_after"))
+    )
+    owners = moved.select(
+        "group_id", "generation", F.explode(F.array_compact(F.array("_before", "_after"))).alias("_member")
+    )
+    counts = owners.groupBy("group_id", "generation").agg(F.countDistinct("_member").alias("_n"))
+    return gens.join(counts, ["group_id", "generation"], "left").select(
+        "group_id", "generation", F.coalesce("_n", F.lit(0)).cast("int").alias("members_affected")
+    )
+
+
+def consumer_rebalances(
+    events: DataFrame, movement: DataFrame, affected: DataFrame | None = None
+) -> DataFrame:
+    """One row per epoch bump of a KIP-848 consumer group, in the columns of :func:`rebalances`.
+
+    A consumer group's rebalance starts with its ``epoch_bump`` event (the coordinator computed a
+    new target assignment; the bump's reason is the trigger) and lasts until every member has
+    reconciled to it: the group's next state change to Stable, Empty or Dead. A bump after which
+    the group stays Stable (no state change) was reconciled at once (duration 0); one overtaken by
+    the next bump before the group was Stable is ``superseded`` (ended by that bump). There is no
+    join or sync phase and no stop of the world: members keep consuming every partition they keep
+    while others reconcile (``stop_the_world`` false; ``join_ms``/``sync_ms`` null). Partitions moved
+    compare the target assignment at this epoch with the previous one
+    (:func:`consumer_target_ownership`), ``members_affected`` counts the members whose target changed
+    (:func:`consumer_members_affected`): the others reconcile nothing."""
+    bumped = events.where(F.col("type") == "epoch_bump").select("group_id").distinct()
+    order = Window.partitionBy("group_id").orderBy("t", "log_offset")
+    ev = events.join(bumped, "group_id", "left_semi").withColumn("t", ms("time"))
+    # A bump caused by a leave or a fencing names no member: the member_removed event written just
+    # before it, at the same time, does.
+    removed = (F.lag("type").over(order) == "member_removed") & (F.lag("t").over(order) == F.col("t"))
+    ev = ev.withColumn(
+        "member_id",
+        F.when(
+            (F.col("type") == "epoch_bump") & F.col("member_id").isNull() & removed,
+            F.lag("member_id").over(order),
+        ).otherwise(F.col("member_id")),
+    ).where(F.col("type").isin("epoch_bump", "state_change"))
+    is_bump = F.col("type") == "epoch_bump"
+    is_change = F.col("type") == "state_change"
+    ev = ev.withColumn(
+        "episode", F.sum(is_bump.cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0))
+    ).withColumn(
+        "_state_before",
+        F.last(F.when(is_change, F.col("to_state")), ignorenulls=True).over(
+            order.rowsBetween(Window.unboundedPreceding, -1)
+        ),
+    )
+    ev = ev.where(F.col("episode") > 0)
+    ordkey = F.struct("t", "log_offset")
+    # a group's creation (no from_state: it is born Empty in the bump's own write) ends nothing
+    is_end = is_change & F.col("from_state").isNotNull() & F.col("to_state").isin(*END_STATES)
+    ep = ev.groupBy("group_id", "episode").agg(
+        F.min_by(
+            F.struct(
+                "t",
+                "reason",
+                "client_reason",
+                "member_id",
+                "group_instance_id",
+                "client_id",
+                "generation",
+                "member_count",
+                "_state_before",
+            ),
+            F.when(is_bump, ordkey),
+        ).alias("s"),
+        F.min_by(F.struct("t", "to_state", "member_count"), F.when(is_end, ordkey)).alias("e"),
+        F.sum((is_change & F.col("from_state").isNotNull()).cast("int")).alias("_changes"),
+    )
+    by_episode = Window.partitionBy("group_id").orderBy("episode")
+    ep = ep.withColumn("_next_t", F.lead("s.t").over(by_episode))
+    at_once = F.col("e").isNull() & (F.col("_changes") == 0) & F.col("s._state_before").isin(*END_STATES)
+    outcome = (
+        F.when(F.col("e").isNotNull(), F.lower(F.col("e.to_state")))
+        .when(at_once, F.lower(F.col("s._state_before")))
+        .when(F.col("_next_t").isNotNull(), F.lit("superseded"))
+        .otherwise(F.lit("incomplete"))
+    )
+    end_t = F.coalesce(F.col("e.t"), F.when(at_once, F.col("s.t")), F.col("_next_t"))
+    members_after = F.coalesce(F.col("e.member_count"), F.col("s.member_count"))
+    ep = ep.select(
+        "group_id",
+        "episode",
+        F.col("s.generation").alias("generation"),
+        F.col("s.t").alias("_start_t"),
+        end_t.alias("_end_t"),
+        outcome.alias("outcome"),
+        F.col("s.reason").alias("trigger_reason"),
+        F.col("s.member_id").alias("trigger_member_id"),
+        F.col("s.group_instance_id").alias("trigger_instance_id"),
+        F.col("s.client_id").alias("trigger_client_id"),
+        members_after.alias("members_after"),
+    ).withColumn("members_before", F.coalesce(F.lag("members_after").over(by_episode), F.lit(0)))
+    mv = movement.select("group_id", "generation", "partitions_moved")
+    # A leave's bump is written after the member is gone, so its event names only the member id:
+    # the client id and instance id are those the member's earlier events carried.
+    known = (
+        events.where(F.col("member_id").isNotNull() & F.col("client_id").isNotNull())
+        .groupBy("group_id", F.col("member_id").alias("trigger_member_id"))
+        .agg(
+            F.max_by("client_id", "log_offset").alias("_known_client_id"),
+            F.max_by("group_instance_id", "log_offset").alias("_known_instance_id"),
+        )
+    )
+    if affected is None:
+        affected = movement.select(
+            "group_id", "generation", F.lit(None).cast("int").alias("members_affected")
+        )
+    out = (
+        ep.join(mv, ["group_id", "generation"], "left")
+        .join(
+            affected.select("group_id", "generation", "members_affected"), ["group_id", "generation"], "left"
+        )
+        .join(known, ["group_id", "trigger_member_id"], "left")
+        .withColumn("trigger_client_id", F.coalesce("trigger_client_id", "_known_client_id"))
+        .withColumn("trigger_instance_id", F.coalesce("trigger_instance_id", "_known_instance_id"))
+    )
+    return out.select(
+        "group_id",
+        "generation",
+        F.timestamp_millis(F.col("_start_t")).alias("started_at"),
+        F.lit(None).cast("timestamp").alias("join_completed_at"),
+        F.timestamp_millis(F.col("_end_t")).alias("completed_at"),
+        (F.col("_end_t") - F.col("_start_t")).alias("duration_ms"),
+        F.lit(None).cast("bigint").alias("join_ms"),
+        F.lit(None).cast("bigint").alias("sync_ms"),
+        "trigger_reason",
+        F.col("trigger_reason").alias("cause"),
+        F.lit(None).cast("string").alias("trigger_client_reason"),
+        "trigger_member_id",
+        "trigger_instance_id",
+        "trigger_client_id",
+        F.col("members_before").cast("int").alias("members_before"),
+        F.col("members_after").cast("int").alias("members_after"),
+        F.col("partitions_moved").cast("int").alias("partitions_moved"),
+        F.lit(0).alias("extra_rounds"),
+        "outcome",
+        F.lit(CONSUMER).alias("protocol"),
+        F.lit(False).alias("stop_the_world"),
+        F.col("members_affected").cast("int").alias("members_affected"),
+    )
+
+
+def all_rebalances(
+    events: DataFrame, generations: DataFrame, movement: DataFrame, offsets: DataFrame
+) -> DataFrame:
+    """The ``rebalances`` table: classic rebalances (:func:`rebalances`) and consumer-group epoch
+    bumps (:func:`consumer_rebalances`, partitions moved from ``offsets``' target assignments)."""
+    cg_generations, cg_ownership = consumer_target_ownership(offsets)
+    cg_movement = partition_movement(cg_generations, cg_ownership)
+    affected = consumer_members_affected(cg_generations, cg_ownership)
+    classic = rebalances(events, generations, movement)
+    return classic.unionByName(consumer_rebalances(events, cg_movement, affected))
 
 
 def rebalance_summary(rebalances_df: DataFrame, storms: StormConfig) -> DataFrame:
     """Per group: how many rebalances, p50/p95/max duration, counts by cause, and storms (runs of
-    rebalances where at least ``storms.count`` started within ``storms.minutes``)."""
+    rebalances where at least ``storms.count`` started within ``storms.minutes``); how long the
+    group stood still (``stopped_ms``: its classic rebalances' durations) and how many of its
+    rebalances were consumer-protocol epoch bumps (``epoch_bumps``), which stop nobody."""
     span_ms = int(storms.minutes * 60_000)
     r = rebalances_df.withColumn("_t", ms("started_at"))
     w = Window.partitionBy("group_id").orderBy("_t").rangeBetween(-(span_ms - 1), 0)
@@ -330,6 +560,10 @@ def rebalance_summary(rebalances_df: DataFrame, storms: StormConfig) -> DataFram
         F.expr("percentile(duration_ms, 0.95)").alias("p95_duration_ms"),
         F.max("duration_ms").alias("max_duration_ms"),
         F.sum("duration_ms").alias("total_duration_ms"),
+        F.coalesce(F.sum(F.when(F.col("stop_the_world"), F.col("duration_ms"))), F.lit(0)).alias(
+            "stopped_ms"
+        ),
+        F.sum((F.col("protocol") == CONSUMER).cast("int")).alias("epoch_bumps"),
         F.sum("partitions_moved").alias("partitions_moved"),
         F.sum("_storm_start").alias("storms"),
         F.max("_in_window").alias("max_rebalances_in_window"),
@@ -344,6 +578,8 @@ def rebalance_summary(rebalances_df: DataFrame, storms: StormConfig) -> DataFram
         "p95_duration_ms",
         "max_duration_ms",
         "total_duration_ms",
+        "stopped_ms",
+        "epoch_bumps",
         "partitions_moved",
         "by_cause",
         "storms",

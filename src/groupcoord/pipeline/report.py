@@ -137,7 +137,8 @@ def _svg_timeline(rebalances: pd.DataFrame, colours: Mapping[str, str], *, start
         if s is None:
             continue
         d = None if _missing(r.get("duration_ms")) else float(r["duration_ms"])
-        bars.append(Bar(s, d, "unknown" if _missing(r.get("cause")) else str(r["cause"])))
+        cause = "unknown" if _missing(r.get("cause")) else str(r["cause"])
+        bars.append(Bar(s, d, cause, _protocol(r) == "classic"))
     return svg_timeline(bars, colours, start_ms=start_ms, end_ms=end_ms)
 
 
@@ -316,7 +317,7 @@ def _summary(gs: pd.DataFrame, ps: pd.DataFrame, rb: pd.DataFrame, groups: Seque
                 _dur(_group_field(gs, g, "max_time_lag_ms", None)),
                 _num(_group_field(gs, g, "partition_count", None)),
                 _num(len(mine_rb)),
-                _dur(mine_rb["duration_ms"].max() if not mine_rb.empty else None),
+                _dur(_stops(mine_rb)["duration_ms"].max() if not _stops(mine_rb).empty else None),
                 _when(mine_rb["started_at"].max() if not mine_rb.empty else None),
             ]
         )
@@ -420,11 +421,21 @@ def _group_section(
     if mine_rb.empty:
         out.append("<p class='note'>No rebalances in range.</p>")
     else:
-        total_stop = mine_rb["duration_ms"].fillna(0).sum()
-        out.append(
-            f"<p>{len(mine_rb)} rebalances; the group was stopped for {human_duration(total_stop)} in "
-            f"all, longest {human_duration(mine_rb['duration_ms'].max())}.</p>"
-        )
+        stops = _stops(mine_rb)
+        if not stops.empty:
+            total_stop = stops["duration_ms"].fillna(0).sum()
+            out.append(
+                f"<p>{len(stops)} rebalances; the group was stopped for {human_duration(total_stop)} in "
+                f"all, longest {human_duration(stops['duration_ms'].max())}.</p>"
+            )
+        bumps = mine_rb[~mine_rb.index.isin(stops.index)]
+        if not bumps.empty:
+            took = bumps["duration_ms"].dropna()
+            longest = f", the longest took {human_duration(took.max())}" if not took.empty else ""
+            out.append(
+                f"<p>{len(bumps)} epoch bumps of the consumer group protocol (KIP-848): members "
+                f"reconcile incrementally, and none stops for another's rebalance{longest}.</p>"
+            )
         out.append(_svg_timeline(mine_rb, colours, start_ms=start_ms, end_ms=end_ms))
         rows = [
             [
@@ -436,7 +447,9 @@ def _group_section(
                 ),
                 _text(r.get("trigger_client_reason") or r.get("trigger_reason")),
                 _text(r.get("trigger_client_id")),
+                _text(_protocol(r)),
                 _dur(r.get("duration_ms")),
+                _dur(r.get("duration_ms")) if _protocol(r) == "classic" else _text(_no_stop(r)),
                 _text(f"{human_count(r.get('members_before'))} → {human_count(r.get('members_after'))}"),
                 _num(r.get("partitions_moved")),
                 _num(r.get("generation")),
@@ -451,10 +464,12 @@ def _group_section(
                     "Cause",
                     "Reason given",
                     "Triggered by",
+                    "Protocol",
+                    "Took",
                     "Stopped for",
                     "Members",
                     "Partitions moved",
-                    "Generation",
+                    "Generation / epoch",
                     "Outcome",
                 ),
                 rows,
@@ -525,6 +540,29 @@ def _group_section(
         )
     out.append("</section>")
     return "".join(out)
+
+
+def _protocol(r: Any) -> str:
+    """A rebalance's protocol: ``classic``, or ``consumer`` for a KIP-848 group's epoch bump (tables
+    written before the column existed hold classic rebalances only)."""
+    v = r.get("protocol")
+    return "classic" if _missing(v) else str(v)
+
+
+def _no_stop(r: Any) -> str:
+    """The "Stopped for" cell of a consumer group's epoch bump: nobody; how many members had to move
+    partitions, when the target assignments say."""
+    affected, after = r.get("members_affected"), r.get("members_after")
+    if _missing(affected) or _missing(after):
+        return "none (incremental)"
+    return f"none ({int(affected)} member(s) moved partitions; {int(after)} in the group)"
+
+
+def _stops(rebalances: pd.DataFrame) -> pd.DataFrame:
+    """The rebalances that stopped the whole group (the classic protocol's)."""
+    if rebalances.empty or "protocol" not in rebalances:
+        return rebalances
+    return rebalances[rebalances["protocol"].fillna("classic") == "classic"]
 
 
 def _cause(r: Any) -> str:

@@ -698,19 +698,20 @@ class Broker:
         timeout: float = 30.0,
     ) -> GroupView:
         """Poll until the group is in ``state`` with ``members`` members and at least that
-        generation; the description that satisfied it (AssertionError with the last one if
-        ``timeout`` passes)."""
+        generation (a consumer group's: its group epoch); the description that satisfied it
+        (AssertionError with the last one if ``timeout`` passes)."""
         deadline = time.monotonic() + timeout
         last: GroupView | None = None
         while True:
             with contextlib.suppress(Exception):
                 last = self.describe_group(group)
+                generation = last.group_epoch if last.group_type == "consumer" else last.generation
                 if (
                     (state is None or last.state == state)
                     and (members is None or len(last.members) == members)
                     and (
                         generation_at_least is None
-                        or (last.generation is not None and last.generation >= generation_at_least)
+                        or (generation is not None and generation >= generation_at_least)
                     )
                 ):
                     return last

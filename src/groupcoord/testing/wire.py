@@ -55,25 +55,37 @@ class MemberView:
     client_id: str
     group_instance_id: str | None
     host: str
-    #: the member's partitions, decoded from its consumer-protocol assignment (empty while the
-    #: group is not Stable)
+    #: the member's partitions: a classic member's, decoded from its consumer-protocol assignment
+    #: (empty while the group is not Stable); a consumer group member's current assignment
     assignment: frozenset[TopicPartition]
+    #: consumer groups (KIP-848) only, else None / empty: the member epoch and the target
+    #: assignment the coordinator computed for it
+    member_epoch: int | None = None
+    target_assignment: frozenset[TopicPartition] = frozenset()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GroupView:
-    """A group as a test sees it: the admin tool's :class:`~groupcoord.admin.groups.GroupDescription`
-    (DescribeGroups plus the newest GroupMetadata record) with lookups by member. ``state`` is the
-    state's wire name (not the coordinator's ``GroupState`` enum)."""
+    """A group as a test sees it: the admin tool's :class:`~groupcoord.admin.describe.GroupDescription`
+    (ConsumerGroupDescribe for a KIP-848 consumer group; else DescribeGroups plus the newest
+    GroupMetadata record) with lookups by member. ``state`` is the state's wire name (not the
+    coordinator's ``GroupState`` enum)."""
 
     group_id: str
+    #: ``classic`` or ``consumer``
+    group_type: str
     state: str
     protocol_type: str
+    #: a classic group's protocol; a consumer group's server-side assignor
     protocol: str
-    #: of the newest GroupMetadata record (the last completed generation during a rebalance)
+    #: classic groups: of the newest GroupMetadata record (the last completed generation during
+    #: a rebalance)
     generation: int | None
     leader: str | None
     members: tuple[MemberView, ...]
+    #: consumer groups only: the group epoch and the target assignment epoch
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
     def member(self, client_or_member_id: str) -> MemberView:
         """The member with this member id, client id or group instance id."""
@@ -92,22 +104,31 @@ def describe(bootstrap: str, group: str) -> GroupView:
         d = describe_group(admin, group)
     return GroupView(
         group_id=d.group_id,
+        group_type=d.group_type,
         state=d.state,
         protocol_type=d.protocol_type,
         protocol=d.protocol,
         generation=d.generation,
         leader=d.leader,
+        group_epoch=d.group_epoch,
+        assignment_epoch=d.assignment_epoch,
         members=tuple(
             MemberView(
                 member_id=m.member_id,
                 client_id=m.client_id,
                 group_instance_id=m.group_instance_id,
                 host=m.host,
-                assignment=frozenset(TopicPartition(t, p) for t, ps in (m.assignment or ()) for p in ps),
+                assignment=_partitions(m.assignment),
+                member_epoch=m.member_epoch,
+                target_assignment=_partitions(m.target_assignment),
             )
             for m in d.members
         ),
     )
+
+
+def _partitions(assignment: Sequence[tuple[str, Sequence[int]]] | None) -> frozenset[TopicPartition]:
+    return frozenset(TopicPartition(t, p) for t, ps in (assignment or ()) for p in ps)
 
 
 def committed(bootstrap: str, group: str) -> dict[TopicPartition, int]:

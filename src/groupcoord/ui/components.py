@@ -269,12 +269,14 @@ def svg_lines(
 
 
 class Bar(NamedTuple):
-    """One rebalance on a timeline: when it began, how long the group stood still (None:
-    unknown, drawn as a sliver), its cause."""
+    """One rebalance on a timeline: when it began, how long it took (None: unknown, drawn as a
+    sliver), its cause, and whether the group stood still meanwhile (a classic rebalance) or its
+    members reconciled while they kept consuming (a KIP-848 consumer group's epoch bump)."""
 
     start_ms: int
     duration_ms: float | None
     cause: str
+    stopped: bool = True
 
 
 def svg_timeline(
@@ -304,7 +306,8 @@ def svg_timeline(
         out.append(
             f"<rect x='{sx(bar.start_ms):.1f}' y='18' width='{w:.1f}' height='20' "
             f"fill='{esc(colours.get(bar.cause, '#777'))}'>"
-            f"<title>{esc(bar.cause)}: {esc(utc_text(bar.start_ms))}, stopped "
+            f"<title>{esc(bar.cause)}: {esc(utc_text(bar.start_ms))}, "
+            f"{'stopped' if bar.stopped else 'nobody stopped; reconciled in'} "
             f"{esc(human_duration(bar.duration_ms) or 'unknown')}</title></rect>"
         )
     out.append("</svg>")
