@@ -182,7 +182,11 @@ def test_an_upgrade_the_policy_or_the_group_does_not_allow_is_group_id_not_found
     h.sync(mid, 1, ((mid, asg((0, 1, 2, 3), user_data=b"sticky")),))
     refused = heartbeat(h, "c", 0)
     assert refused.value.error_code == ErrorCode.GROUP_ID_NOT_FOUND
-    assert "user data" in (refused.value.error_message or "")
+    assert refused.value.error_message == (
+        f"Cannot upgrade classic group {GROUP} to consumer group because an unsupported custom assignor is "
+        "in use. Please refer to the documentation or switch to a default assignor before re-attempting "
+        "the upgrade."
+    )
     assert h.state() == "Stable" and h.heartbeat(mid, 1) is ErrorCode.NONE
 
 

@@ -53,7 +53,7 @@ class Member:
     """A consumer of either protocol (``kind``: classic, consumer, ours), with the history of its
     assignment."""
 
-    def __init__(self, bootstrap: str, group: str, name: str, kind: str) -> None:
+    def __init__(self, bootstrap: str, group: str, name: str, kind: str, strategy: str = "range") -> None:
         self.name = name
         self.kind = kind
         config: dict[str, Any] = {
@@ -67,7 +67,7 @@ class Member:
             config.update(
                 {
                     "group.protocol": "classic",
-                    "partition.assignment.strategy": "range",
+                    "partition.assignment.strategy": strategy,
                     "session.timeout.ms": 10_000,
                     "heartbeat.interval.ms": 500,
                 }
@@ -157,14 +157,18 @@ def group_type(admin: AdminClient, group: str) -> Any:
     return admin.describe_consumer_groups([group])[group].result(20).type
 
 
+# The classic members use ``range``: librdkafka's sticky assignors echo their subscription's user
+# data into the assignment, which Kafka refuses to upgrade ("an unsupported custom assignor is in
+# use", ``convertToConsumerGroup``) - and so do we.
 @pytest.mark.parametrize("joiner", ["consumer", "ours"])
 def test_classic_group_upgraded_by_a_consumer_protocol_member_and_downgraded_when_it_leaves(
     broker: Broker, members: list[Member], joiner: str
 ) -> None:
-    group = f"mig-{joiner}"
+    strategy = "range"
+    group = f"mig-{joiner}-{strategy}"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    c1 = Member(broker.bootstrap, group, "c1", "classic")
-    c2 = Member(broker.bootstrap, group, "c2", "classic")
+    c1 = Member(broker.bootstrap, group, "c1", "classic", strategy)
+    c2 = Member(broker.bootstrap, group, "c2", "classic", strategy)
     members += [c1, c2]
     pump(members, split(members, [3, 3]), "the classic group's 3 + 3 split")
     assert group_type(admin, group) == ConsumerGroupType.CLASSIC

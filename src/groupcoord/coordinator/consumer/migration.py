@@ -94,7 +94,9 @@ def upgrade_records(
 ) -> list[ConsumerGroupRecord]:
     """``convertToConsumerGroup``'s records (after the classic GroupMetadata tombstone, which the
     shard writes). A subscription or assignment that does not parse, or an assignment carrying
-    user data, refuses the upgrade with GROUP_ID_NOT_FOUND, as Kafka does."""
+    user data (a custom assignor's: librdkafka's sticky assignors echo theirs into it), refuses
+    the upgrade with GROUP_ID_NOT_FOUND and Kafka's messages (``convertToConsumerGroup``,
+    ``ConsumerProtocolMigrationTest#testUpgradeFromCustomAssignor`` shape)."""
     converted: list[ConsumerGroupMember] = []
     topics: set[str] = set()
     for m in members:
@@ -108,14 +110,22 @@ def upgrade_records(
             log.warning("Cannot upgrade the classic group %s to consumer group: %s", group_id, exc)
             raise KafkaError(
                 ErrorCode.GROUP_ID_NOT_FOUND,
-                f"Cannot upgrade the classic group {group_id} to consumer group because the embedded "
+                f"Cannot upgrade classic group {group_id} to consumer group because the embedded "
                 "consumer protocol is malformed.",
             ) from None
         if decoded is not None and decoded.user_data:
+            log.info(
+                "Cannot upgrade the classic group %s to consumer group: member %s's assignment carries "
+                "user data (%d bytes).",
+                group_id,
+                m.member_id,
+                len(decoded.user_data),
+            )
             raise KafkaError(
                 ErrorCode.GROUP_ID_NOT_FOUND,
-                f"Cannot upgrade the classic group {group_id} to consumer group because an assignment "
-                "carries user data.",
+                f"Cannot upgrade classic group {group_id} to consumer group because an unsupported custom "
+                "assignor is in use. Please refer to the documentation or switch to a default assignor "
+                "before re-attempting the upgrade.",
             )
         assigned = to_assignment(decoded.partitions if decoded is not None else (), image)
         topics |= set(subscription.topics)
