@@ -341,3 +341,37 @@ def test_the_joining_members_response_waits_for_the_upgrade_write() -> None:
     assert not c.done
     h.sink.release()
     assert c.value.error_code == 0
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_protocol_member_downgrades() -> None:
+    """``testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember``
+    (``validateOnlineDowngradeWithReplacedMemberId``): the consumer group's tombstones name the
+    joining member instead of the replaced one (``createGroupTombstoneRecordsWithReplacedMember``);
+    the classic group is Stable at the group epoch, no rebalance, and the joiner has the replaced
+    member's target assignment, served by the classic SyncGroup."""
+    h = harness()
+    s = heartbeat(h, "s", 0, instance="s1")
+    assert assigned(s) == (0, 1, 2, 3)
+    first = h.join("", protocols=protocols())
+    j = h.join(first.member_id, protocols=protocols())
+    assert j.error is ErrorCode.NONE
+    group = h.c.consumer_group(GROUP)
+    assert group is not None
+    epoch = group.group_epoch
+    s_target = group.target("s")
+    before = len(h.sink.records)
+    joiner = h.join("", protocols=protocols(), instance="s1")
+    assert joiner.error is ErrorCode.NONE and joiner.member_id not in ("s", j.member_id)
+    assert h.c.consumer_group(GROUP) is None
+    written = h.sink.records[before:]
+    tombstoned = {r.key.member_id for r in written if r.value is None and hasattr(r.key, "member_id")}
+    assert joiner.member_id in tombstoned
+    last = written[-1]
+    assert isinstance(last.key, GroupMetadataKey) and last.value is not None
+    assert last.value.generation == epoch
+    classic = h.c.group(GROUP)
+    assert classic is not None and classic.state.value == "Stable" and classic.generation == epoch
+    assert set(classic.members) == {j.member_id, joiner.member_id}
+    sync = h.sync(joiner.member_id, epoch, instance="s1")
+    expected = tuple(sorted(next(iter(s_target.values())))) if s_target else ()
+    assert partitions_of(sync.value) == expected == (0, 1)

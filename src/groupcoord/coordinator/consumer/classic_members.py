@@ -40,7 +40,7 @@ from groupcoord.coordinator.consumer.api import (
 from groupcoord.coordinator.consumer.group import ConsumerGroup
 from groupcoord.coordinator.consumer.manager import ConsumerGroupManager, _Batch
 from groupcoord.coordinator.consumer.member import ClassicMemberMetadata, ConsumerGroupMember, MemberState
-from groupcoord.coordinator.consumer.migration import to_assignment
+from groupcoord.coordinator.consumer.migration import downgrade_of, downgrade_on_replacement, to_assignment
 from groupcoord.coordinator.consumer.records import (
     new_current_assignment_record,
     new_current_assignment_tombstone,
@@ -137,17 +137,25 @@ class ClassicMembers:
         except KafkaError as exc:
             return ConsumerGroupResult(), _join_error(req.version, exc.code, req.member_id)
         gid = group.group_id
-        batch.timers += [
-            TimerCancel(key=timer_key(TimerKind.CLASSIC_JOIN, gid, member_id)),
-            m.session_timer(gid, reconciled, now),
-            TimerSchedule(
-                key=timer_key(TimerKind.CLASSIC_SYNC, gid, member_id),
-                deadline_ms=now + req.rebalance_timeout_ms,
-                kind=TimerKind.CLASSIC_SYNC,
-                group_id=gid,
-                member_id=member_id,
-            ),
-        ]
+        batch.timers.append(TimerCancel(key=timer_key(TimerKind.CLASSIC_JOIN, gid, member_id)))
+        if replaced is not None and downgrade_on_replacement(m.config, group, replaced):
+            # The last consumer-protocol member was replaced by this classic static member: the
+            # group becomes a classic group (its tombstones name the new id), Stable, no rebalance.
+            ids = [member_id if mid == replaced.member_id else mid for mid in sorted(group.members)]
+            batch.records += m.group_tombstones(group, ids)
+            batch.downgrade = downgrade_of(group, [replaced], m.image, joining=reconciled)
+            log.info("group %s: downgraded to a classic group by static member %s", gid, member_id)
+        else:
+            batch.timers += [
+                m.session_timer(gid, reconciled, now),
+                TimerSchedule(
+                    key=timer_key(TimerKind.CLASSIC_SYNC, gid, member_id),
+                    deadline_ms=now + req.rebalance_timeout_ms,
+                    kind=TimerKind.CLASSIC_SYNC,
+                    group_id=gid,
+                    member_id=member_id,
+                ),
+            ]
         response = JoinGroupResponse(
             error=ErrorCode.NONE,
             generation_id=reconciled.member_epoch,

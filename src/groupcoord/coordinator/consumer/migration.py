@@ -51,6 +51,7 @@ __all__ = [
     "UpgradingMember",
     "downgrade_allowed",
     "downgrade_of",
+    "downgrade_on_replacement",
     "to_assignment",
     "upgrade_records",
 ]
@@ -169,23 +170,33 @@ def downgrade_allowed(
 
 
 def downgrade_of(
-    group: ConsumerGroup, leaving: Sequence[ConsumerGroupMember], image: TopicsImage
+    group: ConsumerGroup,
+    leaving: Sequence[ConsumerGroupMember],
+    image: TopicsImage,
+    joining: ConsumerGroupMember | None = None,
 ) -> Downgrade:
-    """The classic group ``ClassicGroup.fromConsumerGroup`` makes of the members that remain."""
+    """The classic group ``ClassicGroup.fromConsumerGroup`` makes of the members that remain, and
+    of ``joining`` if a static member replaced the (one) leaving member: it takes the leaving
+    member's target assignment, and no rebalance follows."""
     gone = {m.member_id for m in leaving}
-    members = []
-    for mid, m in group.members.items():
+    members = [m for mid, m in group.members.items() if mid not in gone]
+    targets = {m.member_id: group.target(m.member_id) for m in members}
+    if joining is not None:
+        members.append(joining)
+        targets[joining.member_id] = group.target(leaving[0].member_id)
+    converted = []
+    for m in members:
         classic = m.classic_member_metadata
-        if mid in gone or classic is None:
+        if classic is None:
             continue
         assignment = []
-        for topic_id, parts in group.target(mid).items():
+        for topic_id, parts in targets[m.member_id].items():
             topic = image.by_id(topic_id)
             if topic is not None and parts:
                 assignment.append((topic.name, tuple(sorted(parts))))
-        members.append(
+        converted.append(
             DowngradedMember(
-                member_id=mid,
+                member_id=m.member_id,
                 instance_id=m.instance_id,
                 client_id=m.client_id,
                 client_host=m.client_host,
@@ -196,5 +207,22 @@ def downgrade_of(
             )
         )
     return Downgrade(
-        group_id=group.group_id, generation=group.group_epoch, members=tuple(members), prepare_rebalance=True
+        group_id=group.group_id,
+        generation=group.group_epoch,
+        members=tuple(converted),
+        prepare_rebalance=joining is None,
     )
+
+
+def downgrade_on_replacement(
+    config: ConsumerGroupConfig, group: ConsumerGroup, replaced: ConsumerGroupMember
+) -> bool:
+    """``validateOnlineDowngradeWithReplacedMemberId``: a classic static member replaced the
+    group's last consumer-protocol member, the policy allows downgrades, and ``group.max.size``
+    holds the group."""
+    if replaced.uses_classic_protocol:
+        return False
+    others = (m for mid, m in group.members.items() if mid != replaced.member_id)
+    if not all(m.uses_classic_protocol for m in others):
+        return False
+    return config.downgrade_enabled and len(group.members) <= config.classic_max_size
