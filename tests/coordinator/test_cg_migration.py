@@ -375,3 +375,40 @@ def test_a_classic_static_member_replacing_the_last_consumer_protocol_member_dow
     sync = h.sync(joiner.member_id, epoch, instance="s1")
     expected = tuple(sorted(next(iter(s_target.values())))) if s_target else ()
     assert partitions_of(sync.value) == expected == (0, 1)
+
+
+def test_a_failed_upgrade_write_puts_the_classic_group_back() -> None:
+    """``testJoiningConsumerGroupFailingToPersistRecords`` shape for the upgrade: when the write
+    fails, Kafka's timeline reverts to the classic group; here the consumer group goes, the classic
+    group gets its members back with fresh sessions, and the joiner gets NOT_COORDINATOR
+    (``GroupCoordinatorService.handleOperationException``)."""
+    h = harness()
+    a, b = stable_classic_group(h, ((0, 1), (2, 3)))
+    h.sink.fail = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    c = heartbeat(h, "c", 0)
+    assert c.value.error_code == ErrorCode.NOT_COORDINATOR
+    h.sink.fail = None
+    assert h.c.consumer_group(GROUP) is None
+    assert h.state() == "Stable"
+    assert h.heartbeat(a, 1) is ErrorCode.NONE and h.heartbeat(b, 1) is ErrorCode.NONE
+    again = heartbeat(h, "c", 0)
+    assert again.value.error_code == 0 and again.value.member_epoch == 2
+
+
+def test_a_failed_downgrade_write_keeps_the_consumer_group() -> None:
+    """The downgrade's write fails: the consumer group is restored from its last durable state
+    (``CoordinatorRuntimeTest#testScheduleWriteOpWhenWriteFails``), the classic group it made
+    goes, and its offsets stay."""
+    h = harness()
+    a, _ = stable_classic_group(h, ((0, 1), (2, 3)))
+    c = heartbeat(h, "c", 0)
+    h.sink.fail = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    left = heartbeat(h, "c", -1, None)
+    assert left.value.error_code == ErrorCode.NOT_COORDINATOR
+    h.sink.fail = None
+    group = h.c.consumer_group(GROUP)
+    assert group is not None and "c" in group.members and group.group_epoch == c.value.member_epoch
+    listed: Reply[ListGroupsResponse] = Reply()
+    h.c.list_groups(None, listed)
+    assert [(g.group_id, g.group_type) for g in listed.groups] == [(GROUP, "consumer")]
+    assert h.heartbeat(a, 1) is ErrorCode.REBALANCE_IN_PROGRESS  # still a member of the consumer group

@@ -252,10 +252,11 @@ class ConsumerGroups:
                     out.respond(reply, result.response)
                 return out
             assert classic is not None
-            self._retire_classic(out, classic)
+            undo_upgrade = self._retire_classic(out, classic)
             self._schedule(self.manager.group_timers(gid, self._ctx.now()))
-            before = None
-        elif replaces_classic and result.records:
+            self._apply(out, gid, None, result, reply, prefix, undo_upgrade=undo_upgrade)
+            return out
+        if replaces_classic and result.records:
             prefix = [new_group_metadata_tombstone(gid)]
         self._apply(out, gid, before, result, reply, prefix)
         return out
@@ -302,12 +303,43 @@ class ConsumerGroups:
         log.info("classic group %s upgraded to a consumer group at epoch %d", gid, classic.generation)
         return [new_group_metadata_tombstone(gid), *records]
 
-    def _retire_classic(self, out: CoordinatorResult, group: ClassicGroup) -> None:
+    def _retire_classic(
+        self, out: CoordinatorResult, group: ClassicGroup
+    ) -> Callable[[CoordinatorResult], None]:
         """The classic group of an upgrade goes: its parked JoinGroup and SyncGroup requests get
         REBALANCE_IN_PROGRESS (``completeAllJoinFutures`` / ``completeAllSyncFutures``), its timers
-        stop, and what stays of it holds the group's offsets."""
+        stop, and what stays of it holds the group's offsets. Returns what puts it back if the
+        upgrade's write fails (Kafka reverts to its last committed state): its members, with
+        fresh sessions, and a rebalance unless it was Stable (a join or sync in flight was
+        answered already)."""
         classic = self.classic_protocol
         assert classic is not None
+        saved_members = list(group.members.values())
+        saved = (group.generation, group.protocol_type, group.protocol_name, group.leader_id, group.state)
+
+        def undo(out: CoordinatorResult) -> None:
+            if group.members or self._classic.get(group.group_id) is not group or self.holds(group.group_id):
+                return
+            group.generation, group.protocol_type, group.protocol_name, group.leader_id, state = saved
+            for m in saved_members:
+                m.awaiting_join = None
+                m.awaiting_sync = None
+                group.add(m)
+            group.subscribed_topics = group.compute_subscribed_topics()
+            group.previous_state, group.state = group.state, STABLE
+            self._ctx.emit(
+                out,
+                group,
+                "state_change",
+                EventReason.ASSIGNMENT_PERSIST_FAILED,
+                from_state=EMPTY,
+                to_state=STABLE,
+            )
+            for m in saved_members:
+                classic.complete_and_schedule_next_heartbeat_expiration(group, m)
+            if state is not STABLE:
+                classic.prepare_rebalance(out, group, EventReason.ASSIGNMENT_PERSIST_FAILED)
+
         for m in list(group.members.values()):
             classic.reply_join(
                 out, group, m, join_error(m.join_version, ErrorCode.REBALANCE_IN_PROGRESS, m.member_id)
@@ -326,6 +358,7 @@ class ConsumerGroups:
                 out, group, "state_change", EventReason.GROUP_UPGRADED, from_state=source, to_state=DEAD
             )
         _make_offsets_holder(group)
+        return undo
 
     # ------------------------------------------------------------------ the online downgrade
     def _downgrade(self, out: CoordinatorResult, spec: Downgrade) -> object:
@@ -506,6 +539,7 @@ class ConsumerGroups:
         prefix: Sequence[object] = (),
         response: object | None = None,
         error_response: Callable[[Any], Any] | None = None,
+        undo_upgrade: Callable[[CoordinatorResult], None] | None = None,
     ) -> None:
         """Schedule the result's timers, emit its events, and write its records after ``prefix``
         (a classic group's tombstone and an upgrade's records) with the downgrade's classic
@@ -533,6 +567,7 @@ class ConsumerGroups:
             bool(prefix),
             error_response=error_response,
             downgrade=result.downgrade is not None,
+            undo_upgrade=undo_upgrade,
         )
         out.writes.append(PendingWrite(self._ctx.partition_for(group_id), tuple(records), write))
 
@@ -549,6 +584,8 @@ class ConsumerGroups:
                 if write.downgrade:
                     self._undo_downgrade(out, gid)
                 self._restore(out, gid, undo.snapshot, now)
+                if write.undo_upgrade is not None:
+                    write.undo_upgrade(out)
             if undo.in_flight <= 0:
                 del self._undo[gid]
         if error is ErrorCode.NONE:

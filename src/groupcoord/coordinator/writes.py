@@ -158,6 +158,8 @@ class ConsumerGroupWrite:
     error_response: Callable[[Any], Any] | None = None
     #: the write also makes the classic group of a downgrade (undone if it fails)
     downgrade: bool = False
+    #: the write upgrades a classic group: this puts it back if the write fails
+    undo_upgrade: Callable[[Any], None] | None = None
 
 
 OffsetWriteKind = (
