@@ -250,3 +250,22 @@ def test_a_batch_leave_group_fences_the_members_together() -> None:
     assert out.members[0].member_id == j1.member_id
     group = h.c.consumer_group(GROUP)
     assert group is not None and set(group.members) == {"c"} and group.group_epoch == epoch + 1
+
+
+def test_a_classic_member_commits_with_its_member_epoch_as_generation() -> None:
+    """``ConsumerGroupTest#testValidateOffsetCommit`` for a classic member (reference §5): a
+    classic OffsetCommit (v8) is accepted at the member epoch; another generation is
+    ILLEGAL_GENERATION (not STALE_MEMBER_EPOCH); an unknown member is UNKNOWN_MEMBER_ID."""
+    h = harness()
+    heartbeat(h, "c", 0)
+    first = h.join("", protocols=protocols())
+    join = h.join(first.member_id, protocols=protocols())
+    mid, gen = join.member_id, join.generation_id
+    assert h.commit({("t", 0): 5}, member_id=mid, generation=gen) == {("t", 0): ErrorCode.NONE}
+    assert h.commit({("t", 0): 6}, member_id=mid, generation=gen - 1) == {
+        ("t", 0): ErrorCode.ILLEGAL_GENERATION
+    }
+    assert h.commit({("t", 0): 6}, member_id="nobody", generation=gen) == {
+        ("t", 0): ErrorCode.UNKNOWN_MEMBER_ID
+    }
+    assert h.fetch({"t": (0,)})[("t", 0)][0] == 5
