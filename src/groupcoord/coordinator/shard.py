@@ -54,6 +54,7 @@ from groupcoord.coordinator.consumer.api import (
     TimerSchedule,
 )
 from groupcoord.coordinator.consumer.api import DescribedGroup as ConsumerDescribedGroup
+from groupcoord.coordinator.consumer.config import GroupOverrides
 from groupcoord.coordinator.consumer.group import ConsumerGroup
 from groupcoord.coordinator.consumer.metadata import TopicsImage
 from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
@@ -228,6 +229,10 @@ class GroupCoordinatorShard(Shard):
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """The live consumer group (read-only use: tests, describe)."""
         return self.groups.consumer.groups.get(group_id)
+
+    def set_group_overrides(self, group_id: str, overrides: GroupOverrides | None) -> None:
+        """A group's dynamic configs (GROUP resources): they apply from the next heartbeat."""
+        self.groups.consumer.manager.set_group_overrides(group_id, overrides)
 
     def on_metadata_update(self, image: TopicsImage) -> CoordinatorResult:
         """New topics image: groups subscribed to a changed topic reassign on their next heartbeat."""
