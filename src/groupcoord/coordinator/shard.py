@@ -46,7 +46,7 @@ from groupcoord.coordinator.api import (
     SyncGroupResponse,
     TxnOffsetCommitRequest,
 )
-from groupcoord.coordinator.classic_messages import join_error
+from groupcoord.coordinator.classic_messages import join_error, with_rebalance_timeout
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupHeartbeatRequest,
@@ -188,6 +188,8 @@ class GroupCoordinatorShard(Shard):
                 out.respond(reply, join_error(req.version, ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
                 return out
             if consumer.groups[req.group_id].members:
+                if req.version == 0:  # v0 has no rebalance timeout: the session timeout stands in
+                    req = with_rebalance_timeout(req, req.session_timeout_ms)
                 return consumer.classic_join(req, reply)
             out = CoordinatorResult()
             consumer.convert_empty_to_classic(out, req.group_id)
