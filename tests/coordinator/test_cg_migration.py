@@ -81,6 +81,9 @@ def test_a_consumer_protocol_member_upgrades_a_stable_classic_group() -> None:
         assert m.classic_member_metadata.supported_protocols == protocols()
         assert (m.member_epoch, m.previous_member_epoch, m.state) == (1, 1, MemberState.STABLE)
         assert sorted(next(iter(m.assigned_partitions.values()))) == list(parts)
+    # Events: the classic group ends (-> Dead) and the consumer group begins, both "group_upgraded".
+    upgraded = [(e.from_state, e.to_state) for e in h.events if e.reason.value == "group_upgraded"]
+    assert upgraded == [("Stable", "Dead"), (None, "Empty")]
     # The classic group is gone (its offsets' holder stays); ListGroups shows one consumer group.
     listed: Reply[ListGroupsResponse] = Reply()
     h.c.list_groups(None, listed)

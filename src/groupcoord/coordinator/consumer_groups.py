@@ -550,7 +550,13 @@ class ConsumerGroups:
         if response is None:
             response = result.response
         self._schedule(result.timers)
-        self._emit(out, group_id, before, result.events)
+        self._emit(
+            out,
+            group_id,
+            before,
+            result.events,
+            EventReason.GROUP_UPGRADED if undo_upgrade is not None else EventReason.GROUP_CREATED,
+        )
         if not result.records:
             if reply is not None and response is not None:
                 out.respond(reply, response)
@@ -627,6 +633,7 @@ class ConsumerGroups:
         group_id: str,
         before: ConsumerGroupState | None,
         events: Sequence[ConsumerGroupEvent],
+        created: EventReason = EventReason.GROUP_CREATED,
     ) -> None:
         after = self._state_of(group_id)
         if not self._ctx.emit_events:
@@ -642,8 +649,9 @@ class ConsumerGroups:
             first = first or why
             out.events.append(self._event(e.group_id, type_, why, member_id=e.member_id, cause=e.cause))
         if before is None and after is not None:
-            # created: Empty first, as a classic group is created (``group_created``)
-            self._state_event(out, group_id, None, ConsumerGroupState.EMPTY, EventReason.GROUP_CREATED)
+            # created: Empty first, as a classic group is created (``group_created``, or
+            # ``group_upgraded`` when a classic group became this one)
+            self._state_event(out, group_id, None, ConsumerGroupState.EMPTY, created)
             before = ConsumerGroupState.EMPTY
         if before is not after:
             self._state_event(out, group_id, before, after, bump or first or EventReason.MEMBER_UPDATED)
