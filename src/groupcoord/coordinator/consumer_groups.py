@@ -69,7 +69,7 @@ from groupcoord.coordinator.consumer.classic_members import ClassicMembers
 from groupcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from groupcoord.coordinator.consumer.manager import ConsumerGroupManager
 from groupcoord.coordinator.consumer.metadata import TopicsImage
-from groupcoord.coordinator.consumer.migration import UpgradingMember, upgrade_records
+from groupcoord.coordinator.consumer.migration import UpgradingMember, group_tombstones, upgrade_records
 from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
 from groupcoord.coordinator.consumer.validation import validate_heartbeat_request
 from groupcoord.coordinator.context import DEAD, EMPTY, STABLE, ShardContext
@@ -487,7 +487,7 @@ class ConsumerGroups:
         group = self.groups[group_id]
         before = self._state_of(group_id)
         self._before_write([group_id])
-        records = self.manager.group_tombstones(group)
+        records = group_tombstones(group)
         for record in records:
             self.manager.replay(record)
         self._apply(out, group_id, before, ConsumerGroupResult(records=records), None)

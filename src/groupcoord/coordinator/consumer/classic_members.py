@@ -40,7 +40,12 @@ from groupcoord.coordinator.consumer.api import (
 from groupcoord.coordinator.consumer.group import ConsumerGroup
 from groupcoord.coordinator.consumer.manager import ConsumerGroupManager, _Batch
 from groupcoord.coordinator.consumer.member import ClassicMemberMetadata, ConsumerGroupMember, MemberState
-from groupcoord.coordinator.consumer.migration import downgrade_of, downgrade_on_replacement, to_assignment
+from groupcoord.coordinator.consumer.migration import (
+    downgrade_of,
+    downgrade_on_replacement,
+    group_tombstones,
+    to_assignment,
+)
 from groupcoord.coordinator.consumer.records import (
     new_current_assignment_record,
     new_current_assignment_tombstone,
@@ -142,7 +147,7 @@ class ClassicMembers:
             # The last consumer-protocol member was replaced by this classic static member: the
             # group becomes a classic group (its tombstones name the new id), Stable, no rebalance.
             ids = [member_id if mid == replaced.member_id else mid for mid in sorted(group.members)]
-            batch.records += m.group_tombstones(group, ids)
+            batch.records += group_tombstones(group, ids)
             batch.downgrade = downgrade_of(group, [replaced], m.image, joining=reconciled)
             log.info("group %s: downgraded to a classic group by static member %s", gid, member_id)
         else:

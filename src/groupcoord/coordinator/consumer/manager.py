@@ -69,7 +69,12 @@ from groupcoord.coordinator.consumer.metadata import (
     group_metadata_hash,
     resolve_regex,
 )
-from groupcoord.coordinator.consumer.migration import MEMBER_TIMERS, downgrade_allowed, downgrade_of
+from groupcoord.coordinator.consumer.migration import (
+    MEMBER_TIMERS,
+    downgrade_allowed,
+    downgrade_of,
+    group_tombstones,
+)
 from groupcoord.coordinator.consumer.range_assignor import RangeAssignor
 from groupcoord.coordinator.consumer.reconcile import reconcile
 from groupcoord.coordinator.consumer.records import (
@@ -77,14 +82,12 @@ from groupcoord.coordinator.consumer.records import (
     new_current_assignment_record,
     new_current_assignment_tombstone,
     new_group_epoch_record,
-    new_group_epoch_tombstone,
     new_member_subscription_record,
     new_member_subscription_tombstone,
     new_partition_metadata_tombstone,
     new_regular_expression_record,
     new_regular_expression_tombstone,
     new_target_assignment_epoch_record,
-    new_target_assignment_epoch_tombstone,
     new_target_assignment_record,
     new_target_assignment_tombstone,
 )
@@ -184,7 +187,7 @@ class ConsumerGroupManager:
         for group in self.groups.values():
             group.metadata_refresh_deadline = (0, 0)
             for member in group.members.values():
-                timers.append(self._session_timer(group.group_id, member, now))
+                timers.append(self.session_timer(group.group_id, member, now))
                 if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic_protocol:
                     timers.append(self._rebalance_timer(group.group_id, member, now))
         return tuple(timers)
@@ -198,7 +201,7 @@ class ConsumerGroupManager:
         group.metadata_refresh_deadline = (0, 0)
         timers: list[TimerSchedule] = []
         for member in group.members.values():
-            timers.append(self._session_timer(group_id, member, now))
+            timers.append(self.session_timer(group_id, member, now))
             if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic_protocol:
                 timers.append(self._rebalance_timer(group_id, member, now))
         return tuple(timers)
@@ -258,24 +261,13 @@ class ConsumerGroupManager:
             return ConsumerGroupResult(
                 response=ConsumerGroupHeartbeatResponse(error_code=int(exc.code), error_message=message)
             )
-        return self._commit(batch, response)
+        return self.commit(batch, response)
 
     # The steps the classic-member paths (``classic_members.py``) share with the heartbeat.
     def new_member_id(self) -> str:
         return self._member_id_factory()
 
     def commit(self, batch: _Batch, response: ConsumerGroupHeartbeatResponse | None) -> ConsumerGroupResult:
-        return self._commit(batch, response)
-
-    def fence(
-        self, group: ConsumerGroup, members: list[ConsumerGroupMember], cause: str, batch: _Batch
-    ) -> None:
-        self._fence(group, members, cause, batch)
-
-    def session_timer(self, group_id: str, member: ConsumerGroupMember, now: int) -> TimerSchedule:
-        return self._session_timer(group_id, member, now)
-
-    def _commit(self, batch: _Batch, response: ConsumerGroupHeartbeatResponse | None) -> ConsumerGroupResult:
         """Replay the batch's records (Kafka replays a write's records before it is durable; the
         shard releases ``response`` once they are) and hand everything to the shard. First
         ``before_write`` learns which groups the records change, while they are still as the
@@ -326,7 +318,7 @@ class ConsumerGroupManager:
             subscribed_topic_regex=r.subscribed_topic_regex,
         ).replace(client_id=r.client_id, client_host=r.client_host, classic_member_metadata=None)
         reconciled = self.update_and_reconcile(group, member, updated, replaced, is_new, owned, now, batch)
-        batch.timers.append(self._session_timer(group_id, reconciled, now))
+        batch.timers.append(self.session_timer(group_id, reconciled, now))
         send_assignment = (
             epoch == 0 or r.is_full() or reconciled.assigned_partitions != member.assigned_partitions
         )
@@ -615,7 +607,7 @@ class ConsumerGroupManager:
                 )
             )
             group.metadata_refresh_deadline = (now + METADATA_REFRESH_INTERVAL_MS, epoch)
-        return self._commit(batch, None)
+        return self.commit(batch, None)
 
     # ================================================================================ leave and fence
 
@@ -657,10 +649,10 @@ class ConsumerGroupManager:
                 return ConsumerGroupHeartbeatResponse(
                     member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
                 )
-        self._fence(group, [member], "member-left", batch)
+        self.fence(group, [member], "member-left", batch)
         return ConsumerGroupHeartbeatResponse(member_id=r.member_id, member_epoch=r.member_epoch)
 
-    def _fence(
+    def fence(
         self, group: ConsumerGroup, members: list[ConsumerGroupMember], cause: str, batch: _Batch
     ) -> None:
         """``consumerGroupFenceMembers``: tombstones, orphaned regexes, one epoch bump; or, when
@@ -703,7 +695,7 @@ class ConsumerGroupManager:
         classic group and writes its GroupMetadata record after them (``migration.py``)."""
         gid = group.group_id
         batch.downgrade = downgrade_of(group, leaving, self.image)
-        batch.records += self.group_tombstones(group)
+        batch.records += group_tombstones(group)
         for m in group.members.values():
             batch.timers += [TimerCancel(key=timer_key(kind, gid, m.member_id)) for kind in MEMBER_TIMERS]
         for m in leaving:
@@ -717,7 +709,7 @@ class ConsumerGroupManager:
 
     # ================================================================================ timers
 
-    def _session_timer(self, group_id: str, member: ConsumerGroupMember, now: int) -> TimerSchedule:
+    def session_timer(self, group_id: str, member: ConsumerGroupMember, now: int) -> TimerSchedule:
         timeout = (
             member.classic_member_metadata.session_timeout_ms
             if member.classic_member_metadata is not None
@@ -755,8 +747,8 @@ class ConsumerGroupManager:
         cause = _TIMER_CAUSES[timer.kind]
         log.info("group %s: member %s fenced (%s)", group.group_id, member.member_id, cause)
         batch = _Batch()
-        self._fence(group, [member], cause, batch)
-        return self._commit(batch, None)
+        self.fence(group, [member], cause, batch)
+        return self.commit(batch, None)
 
     # ================================================================================ describe
 
@@ -805,20 +797,4 @@ class ConsumerGroupManager:
         if group is None:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         group.validate_delete_group()
-        return self.group_tombstones(group)
-
-    def group_tombstones(
-        self, group: ConsumerGroup, members: Iterable[str] | None = None
-    ) -> tuple[ConsumerGroupRecord, ...]:
-        """``ConsumerGroup.createGroupTombstoneRecords``."""
-        gid = group.group_id
-        ids = sorted(group.members) if members is None else list(members)
-        return (
-            *(new_current_assignment_tombstone(gid, m) for m in ids),
-            *(new_target_assignment_tombstone(gid, m) for m in ids),
-            new_target_assignment_epoch_tombstone(gid),
-            *(new_member_subscription_tombstone(gid, m) for m in ids),
-            *(new_regular_expression_tombstone(gid, r) for r in sorted(group.resolved_regexes)),
-            new_partition_metadata_tombstone(gid),
-            new_group_epoch_tombstone(gid),
-        )
+        return group_tombstones(group)

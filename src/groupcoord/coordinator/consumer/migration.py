@@ -32,10 +32,17 @@ from groupcoord.coordinator.consumer.metadata import TopicsImage, group_metadata
 from groupcoord.coordinator.consumer.records import (
     ConsumerGroupRecord,
     new_current_assignment_record,
+    new_current_assignment_tombstone,
     new_group_epoch_record,
+    new_group_epoch_tombstone,
     new_member_subscription_record,
+    new_member_subscription_tombstone,
+    new_partition_metadata_tombstone,
+    new_regular_expression_tombstone,
     new_target_assignment_epoch_record,
+    new_target_assignment_epoch_tombstone,
     new_target_assignment_record,
+    new_target_assignment_tombstone,
 )
 from groupcoord.errors import ErrorCode, KafkaError
 from groupcoord.formats.consumer_protocol import (
@@ -52,6 +59,7 @@ __all__ = [
     "downgrade_allowed",
     "downgrade_of",
     "downgrade_on_replacement",
+    "group_tombstones",
     "to_assignment",
     "upgrade_records",
 ]
@@ -226,3 +234,21 @@ def downgrade_on_replacement(
     if not all(m.uses_classic_protocol for m in others):
         return False
     return config.downgrade_enabled and len(group.members) <= config.classic_max_size
+
+
+def group_tombstones(
+    group: ConsumerGroup, members: Iterable[str] | None = None
+) -> tuple[ConsumerGroupRecord, ...]:
+    """``ConsumerGroup.createGroupTombstoneRecords`` (DeleteGroups and the downgrade); with
+    ``members``, those ids instead of the group's (``createGroupTombstoneRecordsWithReplacedMember``)."""
+    gid = group.group_id
+    ids = sorted(group.members) if members is None else list(members)
+    return (
+        *(new_current_assignment_tombstone(gid, m) for m in ids),
+        *(new_target_assignment_tombstone(gid, m) for m in ids),
+        new_target_assignment_epoch_tombstone(gid),
+        *(new_member_subscription_tombstone(gid, m) for m in ids),
+        *(new_regular_expression_tombstone(gid, r) for r in sorted(group.resolved_regexes)),
+        new_partition_metadata_tombstone(gid),
+        new_group_epoch_tombstone(gid),
+    )
