@@ -110,9 +110,10 @@ def test_every_group_and_offsets_key_reaches_the_coordinator_config() -> None:
         f"{k}=7"
         for k in PROPERTIES
         if k.startswith(("group.", "offsets.", "offset."))
-        and k not in ("offsets.topic.compression.codec", *_LIST_KEYS)
+        and k not in ("offsets.topic.compression.codec", "group.consumer.migration.policy", *_LIST_KEYS)
     ]
     overrides.append("group.max.session.timeout.ms=70")
+    overrides.append("group.consumer.migration.policy=upgrade")
     # group.consumer.heartbeat.interval.ms must stay below group.consumer.session.timeout.ms
     overrides += ["group.consumer.heartbeat.interval.ms=6", "group.consumer.min.heartbeat.interval.ms=6"]
     c = BrokerConfig.load(None, overrides)
@@ -129,6 +130,8 @@ def test_every_group_and_offsets_key_reaches_the_coordinator_config() -> None:
     assert g.consumer_group_config().session_timeout_ms == 7
     assert g.consumer_group_config().heartbeat_interval_ms == 6
     assert g.consumer_group_config().max_size == 7
+    assert g.consumer_group_config().classic_max_size == 7
+    assert g.consumer_group_config().migration_policy == "upgrade"
 
 
 _LIST_KEYS = ("group.coordinator.rebalance.protocols", "group.consumer.assignors")
@@ -145,6 +148,21 @@ def test_consumer_group_configs_take_kafkas_defaults() -> None:
         ("uniform", "range"),
     )
     assert g.consumer_protocol_enabled
+    assert (cg.migration_policy, cg.upgrade_enabled, cg.downgrade_enabled) == ("bidirectional", True, True)
+
+
+@pytest.mark.parametrize(
+    ("value", "upgrade", "downgrade"),
+    [("upgrade", True, False), ("DOWNGRADE", False, True), ("Disabled", False, False)],
+)
+def test_the_migration_policy_is_parsed_case_insensitively(
+    value: str, upgrade: bool, downgrade: bool
+) -> None:
+    """Kafka's ``ConsumerGroupMigrationPolicy.parse`` (``ConsumerGroupMigrationPolicyTest``)."""
+    cg = GroupConfig.from_broker(
+        BrokerConfig.load(None, [f"group.consumer.migration.policy={value}"])
+    ).consumer_group_config()
+    assert (cg.upgrade_enabled, cg.downgrade_enabled) == (upgrade, downgrade)
 
 
 @pytest.mark.parametrize(
@@ -167,6 +185,7 @@ def test_consumer_group_configs_take_kafkas_defaults() -> None:
         (["group.coordinator.rebalance.protocols=consumer"], "must contain classic"),
         (["group.coordinator.rebalance.protocols=classic,share"], "group.coordinator.rebalance.protocols"),
         (["group.consumer.assignors=sticky"], "group.consumer.assignors"),
+        (["group.consumer.migration.policy=sideways"], "group.consumer.migration.policy"),
     ],
 )
 def test_consumer_group_config_bounds_stop_startup(settings: list[str], message: str) -> None:

@@ -136,8 +136,11 @@ def test_a_failed_write_restores_the_group_as_it_was_and_answers_the_mapped_erro
 
 def test_a_non_empty_classic_group_keeps_its_id() -> None:
     """Kafka 4.1 ``GroupMetadataManager.getOrMaybeCreateConsumerGroup``: a classic group with
-    members answers GROUP_ID_NOT_FOUND "is not a consumer group" (the online upgrade is not implemented)."""
-    h = harness()
+    members answers GROUP_ID_NOT_FOUND "is not a consumer group" when the online upgrade is not
+    allowed (here ``group.consumer.migration.policy=downgrade``;
+    ``GroupMetadataManagerTest#testConsumerGroupHeartbeatWithNonEmptyClassicGroup``); the
+    upgrade itself is ``test_cg_migration.py``."""
+    h = harness(group_consumer_migration_policy="downgrade")
     join = h.join_new(group=GROUP)
     h.advance(60)  # the initial rebalance delay: the join completes
     assert join.error is ErrorCode.NONE
@@ -174,13 +177,13 @@ def test_an_empty_classic_group_becomes_a_consumer_group_and_keeps_its_offsets()
 
 
 def test_classic_requests_for_a_consumer_group_id() -> None:
-    """A classic JoinGroup for a consumer group's id is refused with INCONSISTENT_GROUP_PROTOCOL
-    (classic members inside consumer groups are not implemented; Kafka refuses so when its
-    migration policy forbids it); a classic Heartbeat gets UNKNOWN_MEMBER_ID
+    """A classic JoinGroup of another protocol type for a consumer group's id is refused with
+    INCONSISTENT_GROUP_PROTOCOL (``ConsumerGroup.supportsClassicProtocols``); a classic Heartbeat
+    of a member the group does not know gets UNKNOWN_MEMBER_ID
     (``GroupMetadataManagerTest#testClassicGroupHeartbeatToConsumerGroupWithUnknownMember``)."""
     h = harness()
     heartbeat(h, "m1", 0)
-    join = h.join("", group=GROUP)
+    join = h.join("", group=GROUP, protocol_type="connect")
     assert join.error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert h.heartbeat("m1", 1, group=GROUP) is ErrorCode.UNKNOWN_MEMBER_ID
 

@@ -465,6 +465,41 @@ CASES = [
         ("ALTER_CONFIGS", "TOPIC", "topic"),
     ),
     Case(
+        "DescribeConfigs (group)",
+        "KafkaApis handleDescribeConfigsRequest (DESCRIBE_CONFIGS, GROUP)",
+        lambda c, n: c.call(
+            K.DESCRIBE_CONFIGS,
+            4,
+            resources=[{"resource_type": 32, "resource_name": n.group, "configuration_keys": None}],
+            include_synonyms=False,
+            include_documentation=False,
+        ),
+        lambda r: r.results[0].error_code,
+        E.GROUP_AUTHORIZATION_FAILED,
+        ("DESCRIBE_CONFIGS", "GROUP", "group"),
+    ),
+    Case(
+        "IncrementalAlterConfigs (group)",
+        "KafkaApis handleIncrementalAlterConfigsRequest (ALTER_CONFIGS, GROUP)",
+        lambda c, n: c.call(
+            K.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            validate_only=False,
+            resources=[
+                {
+                    "resource_type": 32,
+                    "resource_name": n.group,
+                    "configs": [
+                        {"name": "consumer.heartbeat.interval.ms", "config_operation": 0, "value": "6000"}
+                    ],
+                }
+            ],
+        ),
+        lambda r: r.responses[0].error_code,
+        E.GROUP_AUTHORIZATION_FAILED,
+        ("ALTER_CONFIGS", "GROUP", "group"),
+    ),
+    Case(
         "InitProducerId (transactional)",
         "KafkaApis.scala:2250 authorize(WRITE, TRANSACTIONAL_ID)",
         lambda c, n: c.call(

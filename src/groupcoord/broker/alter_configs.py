@@ -1,5 +1,6 @@
 """AlterConfigs (key 33) and IncrementalAlterConfigs (key 44): topic configs and this broker's
-dynamic configs.
+dynamic configs; IncrementalAlterConfigs also takes a consumer group's configs (resource type 32,
+``groupcoord.broker.group_configs``).
 
 Topics (resource type 2) take every topic config Kafka defines (:data:`TOPIC_CONFIGS`); the
 overrides are kept in ``__topics.json`` and the topic's partitions act on them at once
@@ -30,7 +31,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from groupcoord.broker import dynamic_config
+from groupcoord.broker import dynamic_config, group_configs
 from groupcoord.broker.dynamic_config import DynamicConfigError
 from groupcoord.broker.state import Broker
 from groupcoord.config import PROPERTIES
@@ -239,6 +240,31 @@ def _broker_default(broker: Broker, per_broker: bool, name: str) -> str | None:
     return _in_force(broker, name, (False,) if per_broker else ())
 
 
+# -- groups ------------------------------------------------------------------------------------
+
+
+def _alter_group(
+    broker: Broker, group_id: str, ops: list[tuple[str, int, str | None]], validate_only: bool
+) -> None:
+    """IncrementalAlterConfigs of a GROUP resource (``groupcoord.broker.group_configs``)."""
+    current = dict(broker.logs.group_configs().get(group_id, {}))
+    new = _incremental(
+        current,
+        ops,
+        is_list=lambda _n: False,
+        default_of=lambda _n: None,
+        not_list=lambda n, op: f"Can't {_OP_NAMES[op]} to key {n} because its type is not LIST.",
+    )
+    try:
+        group_configs.validate(broker.config, new)
+    except group_configs.GroupConfigError as exc:
+        raise _Fail(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if validate_only or new == current:
+        return
+    broker.logs.alter_group_configs(group_id, new)
+    log.info("group %s configs now %s", group_id, new)
+
+
 # -- handlers ----------------------------------------------------------------------------------
 
 
@@ -327,6 +353,8 @@ def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any)
                     not_list=_topic_not_list,
                 )
                 _alter_topic(broker, name, new, validate_only)
+            elif rtype == group_configs.RESOURCE_GROUP:
+                _alter_group(broker, name, ops, validate_only)
             elif rtype == RESOURCE_BROKER:
                 per_broker = _broker_level(broker, name)
                 _check_broker_names([n for n, op, _v in ops if op != OP_DELETE])

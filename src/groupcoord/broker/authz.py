@@ -313,7 +313,8 @@ def _delete_topics(broker: Broker, ctx: RequestContext, request: Any, proceed: H
 
 def _describe_configs(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
     """DescribeConfigs (KafkaApis ``handleDescribeConfigsRequest``, 2966): DESCRIBE_CONFIGS on
-    the cluster (broker resources) or the topic, else CLUSTER_ / TOPIC_AUTHORIZATION_FAILED."""
+    the cluster (broker resources), the topic or the group, else CLUSTER_ / TOPIC_ /
+    GROUP_AUTHORIZATION_FAILED."""
 
     def denied(res: Any) -> ErrorCode | None:
         rtype = int(res.resource_type)
@@ -323,6 +324,10 @@ def _describe_configs(broker: Broker, ctx: RequestContext, request: Any, proceed
             ctx, Op.DESCRIBE_CONFIGS, Resource.TOPIC, str(res.resource_name)
         ):
             return T
+        if rtype == 32 and not broker.allowed(
+            ctx, Op.DESCRIBE_CONFIGS, Resource.GROUP, str(res.resource_name)
+        ):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED
         return None
 
     if all(denied(r) is None for r in request.resources):
@@ -344,7 +349,8 @@ def _describe_configs(broker: Broker, ctx: RequestContext, request: Any, proceed
 
 def _alter_configs(broker: Broker, ctx: RequestContext, request: Any, proceed: Handler) -> Any:
     """AlterConfigs / IncrementalAlterConfigs (KafkaApis 2857, 2859, 2966): ALTER_CONFIGS on the
-    cluster or the topic, else CLUSTER_ / TOPIC_AUTHORIZATION_FAILED (nothing changed)."""
+    cluster, the topic or the group, else CLUSTER_ / TOPIC_ / GROUP_AUTHORIZATION_FAILED
+    (nothing changed)."""
 
     def denied(res: Any) -> ErrorCode | None:
         rtype = int(res.resource_type)
@@ -352,6 +358,8 @@ def _alter_configs(broker: Broker, ctx: RequestContext, request: Any, proceed: H
             return C
         if rtype == 2 and not broker.allowed(ctx, Op.ALTER_CONFIGS, Resource.TOPIC, str(res.resource_name)):
             return T
+        if rtype == 32 and not broker.allowed(ctx, Op.ALTER_CONFIGS, Resource.GROUP, str(res.resource_name)):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED
         return None
 
     return split(

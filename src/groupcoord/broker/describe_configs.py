@@ -1,4 +1,5 @@
-"""DescribeConfigs (key 32) for topics (resource type 2) and this broker (resource type 4).
+"""DescribeConfigs (key 32) for topics (resource type 2), this broker (resource type 4) and
+consumer groups (resource type 32, ``groupcoord.broker.group_configs``).
 
 A topic's configs are its overrides (DYNAMIC_TOPIC_CONFIG), else the dynamic broker configs
 AlterConfigs set (DYNAMIC_BROKER_CONFIG for this node's id, DYNAMIC_DEFAULT_BROKER_CONFIG for the
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.broker import dynamic_config
+from groupcoord.broker import dynamic_config, group_configs
 from groupcoord.broker.state import Broker
 from groupcoord.config import PROPERTIES, BrokerConfig
 from groupcoord.config.listeners import is_sensitive
@@ -177,6 +178,8 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 entries = describe_topic_configs(
                     broker.config, meta.configs, broker.logs.dynamic_topic_defaults()
                 )
+        elif rtype == group_configs.RESOURCE_GROUP:
+            entries = group_configs.describe(broker.config, broker.logs.group_configs().get(name, {}))
         elif rtype == RESOURCE_BROKER:
             if name not in ("", str(broker.node_id)):
                 code, message = ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id}"

@@ -134,6 +134,7 @@ class BrokerConfig:
     group_consumer_max_heartbeat_interval_ms: int = 15000
     group_consumer_max_size: int = INT_MAX
     group_consumer_assignors: str = "uniform,range"
+    group_consumer_migration_policy: str = "bidirectional"
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3
     offsets_topic_segment_bytes: int = 104857600
@@ -612,6 +613,13 @@ PROPERTIES: dict[str, PropertySpec] = {
     ),
     "group.consumer.max.size": PropertySpec(field="group_consumer_max_size", **_int_at_least(1, INT_MAX)),
     "group.consumer.assignors": PropertySpec(field="group_consumer_assignors", **_TEXT),
+    # Kafka's ConsumerGroupMigrationPolicy.parse: case-insensitive, one of four names.
+    "group.consumer.migration.policy": PropertySpec(
+        field="group_consumer_migration_policy",
+        parse_value=_str,
+        check=lambda v: str(v).strip().lower() in ("bidirectional", "upgrade", "downgrade", "disabled"),
+        expectation="one of bidirectional, upgrade, downgrade, disabled",
+    ),
     "offsets.topic.num.partitions": PropertySpec(
         field="offsets_topic_num_partitions", **_int_at_least(1, INT_MAX)
     ),

@@ -60,6 +60,7 @@ class GroupConfig:
     group_consumer_heartbeat_interval_ms: int = _default("group.consumer.heartbeat.interval.ms")
     group_consumer_max_size: int = _default("group.consumer.max.size")
     group_consumer_assignors: str = _default_text("group.consumer.assignors")
+    group_consumer_migration_policy: str = _default_text("group.consumer.migration.policy")
     #: Kafka's internal, non-configurable CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS.
     group_new_member_join_timeout_ms: int = 300_000
 
@@ -95,6 +96,8 @@ class GroupConfig:
             heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
             max_size=self.group_consumer_max_size,
             assignors=consumer_assignor_names(self.group_consumer_assignors),
+            migration_policy=self.group_consumer_migration_policy.strip().lower(),
+            classic_max_size=self.group_max_size,
         )
 
     @property

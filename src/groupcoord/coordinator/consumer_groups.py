@@ -40,8 +40,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.api import ListedGroup
+from groupcoord.coordinator.api import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListedGroup,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from groupcoord.coordinator.classic_messages import join_error, leave_response, sync_error
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupEvent,
@@ -49,22 +61,29 @@ from groupcoord.coordinator.consumer.api import (
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupResult,
     DescribedGroup,
+    Downgrade,
     TimerCancel,
     TimerSchedule,
 )
+from groupcoord.coordinator.consumer.classic_members import ClassicMembers
 from groupcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from groupcoord.coordinator.consumer.manager import ConsumerGroupManager
 from groupcoord.coordinator.consumer.metadata import TopicsImage
+from groupcoord.coordinator.consumer.migration import UpgradingMember, group_tombstones, upgrade_records
 from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
 from groupcoord.coordinator.consumer.validation import validate_heartbeat_request
-from groupcoord.coordinator.context import DEAD, ShardContext
+from groupcoord.coordinator.context import DEAD, EMPTY, STABLE, ShardContext
 from groupcoord.coordinator.events import EventReason, GroupEvent
-from groupcoord.coordinator.group import ClassicGroup
-from groupcoord.coordinator.records import new_group_metadata_tombstone
+from groupcoord.coordinator.group import ClassicGroup, Member
+from groupcoord.coordinator.records import new_group_metadata_record, new_group_metadata_tombstone
 from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
 from groupcoord.coordinator.timers import ConsumerGroupTimer
 from groupcoord.coordinator.writes import ConsumerGroupWrite
 from groupcoord.errors import ErrorCode, KafkaError
+from groupcoord.formats.consumer_protocol import LATEST_VERSION, Assignment, encode_assignment
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.classic_group import ClassicGroupManager
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +113,8 @@ _REASONS = {
     "member-left": EventReason.MEMBER_LEFT,
     "session-timeout": EventReason.SESSION_TIMEOUT,
     "rebalance-timeout": EventReason.REBALANCE_TIMEOUT,
+    "join-timeout": EventReason.CLASSIC_JOIN_TIMEOUT,
+    "sync-timeout": EventReason.SYNC_TIMEOUT,
 }
 
 #: The core's event kinds as (event type, reason when the cause does not name one).
@@ -142,6 +163,13 @@ class ConsumerGroups:
             before_write=self._before_write,
         )
         self.groups = self.manager.groups
+        #: classic-protocol members inside consumer groups (JoinGroup, SyncGroup, ...)
+        self.classic_members = ClassicMembers(self.manager)
+        #: the classic protocol (set by the groups manager): the upgrade retires a classic group
+        #: and the downgrade makes one
+        self.classic_protocol: ClassicGroupManager | None = None
+        #: the id whose classic group is being converted by the current heartbeat
+        self._upgrading: str | None = None
         self._undo: dict[str, _Undo] = {}
         self._taken: list[str] = []
         #: the group a call is about, if it did not exist before the call (the core registers
@@ -151,6 +179,8 @@ class ConsumerGroups:
     # ------------------------------------------------------------------ one id, one group
     def is_classic_group(self, group_id: str) -> bool:
         """A live classic group with members holds the id (an empty one is replaced)."""
+        if group_id == self._upgrading:
+            return False
         group = self._classic.get(group_id)
         return group is not None and group.state is not DEAD and bool(group.members)
 
@@ -194,13 +224,273 @@ class ConsumerGroups:
             and not is_offsets_holder(classic)
         )
         before = self._state_of(gid)
+        prefix: list[object] = []
+        if (
+            req.member_epoch == 0
+            and classic is not None
+            and gid not in self.groups
+            and self.is_classic_group(gid)
+        ):
+            try:
+                prefix = self._upgrade(classic)
+            except KafkaError as exc:
+                out.respond(reply, _error_response(exc.code, exc.message))
+                return out
         self._new_group = None if gid in self.groups else gid
+        self._upgrading = gid if prefix else None
         try:
             result = self.manager.consumer_group_heartbeat(req, self._ctx.now())
         finally:
             self._new_group = None
-        self._apply(out, gid, before, result, reply, replaces_classic and bool(result.records))
+            self._upgrading = None
+        if prefix:
+            if not result.records:  # the heartbeat failed: the group stays classic
+                self.groups.pop(gid, None)
+                self._undo.pop(gid, None)
+                self._taken.clear()
+                if result.response is not None:
+                    out.respond(reply, result.response)
+                return out
+            assert classic is not None
+            undo_upgrade = self._retire_classic(out, classic)
+            self._schedule(self.manager.group_timers(gid, self._ctx.now()))
+            self._apply(out, gid, None, result, reply, prefix, undo_upgrade=undo_upgrade)
+            return out
+        if replaces_classic and result.records:
+            prefix = [new_group_metadata_tombstone(gid)]
+        self._apply(out, gid, before, result, reply, prefix)
         return out
+
+    # ------------------------------------------------------------------ the online upgrade
+    def _upgrade(self, classic: ClassicGroup) -> list[object]:
+        """``validateOnlineUpgrade`` and ``convertToConsumerGroup``: the classic group's records as
+        a consumer group, replayed (undone if the heartbeat fails). Returns the records the write
+        starts with: the classic GroupMetadata tombstone, then the conversion's."""
+        gid = classic.group_id
+        config = self.manager.config
+        if not config.upgrade_enabled:
+            reason = "the online upgrade is disabled"
+        elif classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            reason = "the group does not use the consumer embedded protocol"
+        elif len(classic.members) > config.max_size:
+            reason = "the group size exceeds the consumer group maximum size"
+        else:
+            reason = ""
+        if reason:
+            log.info("Cannot upgrade classic group %s to consumer group because %s.", gid, reason)
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
+        members = [
+            UpgradingMember(
+                member_id=m.member_id,
+                instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.session_timeout_ms,
+                protocols=m.protocols,
+                assignment=m.assignment,
+            )
+            for m in classic.members.values()
+        ]
+        records = upgrade_records(
+            gid, classic.generation, classic.protocol_name or "", members, self.manager.image
+        )
+        self._new_group = gid
+        self._before_write([gid])
+        self._new_group = None
+        for record in records:
+            self.manager.replay(record)
+        log.info("classic group %s upgraded to a consumer group at epoch %d", gid, classic.generation)
+        return [new_group_metadata_tombstone(gid), *records]
+
+    def _retire_classic(
+        self, out: CoordinatorResult, group: ClassicGroup
+    ) -> Callable[[CoordinatorResult], None]:
+        """The classic group of an upgrade goes: its parked JoinGroup and SyncGroup requests get
+        REBALANCE_IN_PROGRESS (``completeAllJoinFutures`` / ``completeAllSyncFutures``), its timers
+        stop, and what stays of it holds the group's offsets. Returns what puts it back if the
+        upgrade's write fails (Kafka reverts to its last committed state): its members, with
+        fresh sessions, and a rebalance unless it was Stable (a join or sync in flight was
+        answered already)."""
+        classic = self.classic_protocol
+        assert classic is not None
+        saved_members = list(group.members.values())
+        saved = (group.generation, group.protocol_type, group.protocol_name, group.leader_id, group.state)
+
+        def undo(out: CoordinatorResult) -> None:
+            if group.members or self._classic.get(group.group_id) is not group or self.holds(group.group_id):
+                return
+            group.generation, group.protocol_type, group.protocol_name, group.leader_id, state = saved
+            for m in saved_members:
+                m.awaiting_join = None
+                m.awaiting_sync = None
+                group.add(m)
+            group.subscribed_topics = group.compute_subscribed_topics()
+            group.previous_state, group.state = group.state, STABLE
+            self._ctx.emit(
+                out,
+                group,
+                "state_change",
+                EventReason.ASSIGNMENT_PERSIST_FAILED,
+                from_state=EMPTY,
+                to_state=STABLE,
+            )
+            for m in saved_members:
+                classic.complete_and_schedule_next_heartbeat_expiration(group, m)
+            if state is not STABLE:
+                classic.prepare_rebalance(out, group, EventReason.ASSIGNMENT_PERSIST_FAILED)
+
+        for m in list(group.members.values()):
+            classic.reply_join(
+                out, group, m, join_error(m.join_version, ErrorCode.REBALANCE_IN_PROGRESS, m.member_id)
+            )
+            classic.reply_sync(out, m, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+        classic.cancel_timers(group)
+        source = group.state
+        for mid in list(group.members):
+            group.remove(mid)
+        group.pending_members.clear()
+        group.pending_sync.clear()
+        group.static_members.clear()
+        group.previous_state, group.state = source, EMPTY
+        if self._ctx.emit_events:
+            self._ctx.emit(
+                out, group, "state_change", EventReason.GROUP_UPGRADED, from_state=source, to_state=DEAD
+            )
+        _make_offsets_holder(group)
+        return undo
+
+    # ------------------------------------------------------------------ the online downgrade
+    def _downgrade(self, out: CoordinatorResult, spec: Downgrade) -> object:
+        """``convertToClassicGroup`` after the consumer group's tombstones: the classic group of
+        ``spec`` (Stable, generation = the group epoch, protocol voted by its members, each
+        member's target assignment at the ConsumerProtocol version of its metadata), its
+        heartbeats, and a rebalance (the members re-join). Returns its GroupMetadata record."""
+        classic = self.classic_protocol
+        assert classic is not None
+        gid = spec.group_id
+        now = self._ctx.now()
+        group = self._classic.get(gid)
+        if group is None or group.members:
+            fresh = ClassicGroup(gid, now)
+            if group is not None:
+                fresh.offsets = group.offsets
+            group = self._classic[gid] = fresh
+        group.generation = spec.generation
+        group.protocol_type = CONSUMER_PROTOCOL_TYPE
+        group.leader_id = None
+        for dm in spec.members:
+            group.add(
+                Member(
+                    member_id=dm.member_id,
+                    group_instance_id=dm.instance_id,
+                    client_id=dm.client_id,
+                    client_host=dm.client_host,
+                    rebalance_timeout_ms=dm.rebalance_timeout_ms,
+                    session_timeout_ms=dm.session_timeout_ms,
+                    protocol_type=CONSUMER_PROTOCOL_TYPE,
+                    protocols=dm.protocols,
+                )
+            )
+        group.protocol_name = group.select_protocol()
+        group.subscribed_topics = group.compute_subscribed_topics()
+        for dm in spec.members:
+            member = group.members[dm.member_id]
+            metadata = member.metadata(group.protocol_name)
+            version = int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
+            member.assignment = encode_assignment(
+                Assignment(partitions=dm.assignment, version=min(max(version, 0), LATEST_VERSION))
+            )
+        source = group.state
+        group.previous_state, group.state, group.state_timestamp = source, STABLE, now
+        self._ctx.emit(
+            out, group, "state_change", EventReason.GROUP_DOWNGRADED, from_state=source, to_state=STABLE
+        )
+        record = new_group_metadata_record(group, {m.member_id: m.assignment for m in group.members.values()})
+        for m in group.members.values():
+            classic.complete_and_schedule_next_heartbeat_expiration(group, m)
+        if spec.prepare_rebalance:
+            classic.prepare_rebalance(out, group, EventReason.GROUP_DOWNGRADED)
+        log.info("consumer group %s downgraded to a classic group at generation %d", gid, spec.generation)
+        return record
+
+    def _undo_downgrade(self, out: CoordinatorResult, group_id: str) -> None:
+        """A downgrade's write failed: the classic group it made goes (the consumer group is
+        restored from its snapshot; its offsets stay), and its members' parked JoinGroup and
+        SyncGroup requests get NOT_COORDINATOR, so they find the coordinator again."""
+        classic = self.classic_protocol
+        group = self._classic.get(group_id)
+        if group is None or classic is None:
+            return
+        classic.cancel_timers(group)
+        for m in list(group.members.values()):
+            classic.reply_join(
+                out, group, m, join_error(m.join_version, ErrorCode.NOT_COORDINATOR, m.member_id)
+            )
+            classic.reply_sync(out, m, sync_error(ErrorCode.NOT_COORDINATOR))
+            group.remove(m.member_id)
+        group.pending_members.clear()
+        group.pending_sync.clear()
+        group.previous_state, group.state = group.state, EMPTY
+        _make_offsets_holder(group)
+
+    # ------------------------------------------------------------------ classic members
+    def classic_join(
+        self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
+    ) -> CoordinatorResult:
+        """A JoinGroup to a non-empty consumer group (``classicGroupJoinToConsumerGroup``)."""
+        out = CoordinatorResult()
+        gid = req.group_id
+        before = self._state_of(gid)
+        result, response = self.classic_members.join(req, self._ctx.now())
+        version, member_id = req.version, req.member_id
+        self._apply(
+            out, gid, before, result, reply, (), response, lambda code: join_error(version, code, member_id)
+        )
+        return out
+
+    def classic_sync(
+        self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]
+    ) -> CoordinatorResult:
+        out = CoordinatorResult()
+        before = self._state_of(req.group_id)
+        result, response = self.classic_members.sync(req, self._ctx.now())
+        self._apply(out, req.group_id, before, result, reply, (), response, sync_error)
+        return out
+
+    def classic_heartbeat(
+        self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]
+    ) -> CoordinatorResult:
+        out = CoordinatorResult()
+        before = self._state_of(req.group_id)
+        result, response = self.classic_members.heartbeat(req, self._ctx.now())
+        self._apply(
+            out, req.group_id, before, result, reply, (), response, lambda code: HeartbeatResponse(error=code)
+        )
+        return out
+
+    def classic_leave(
+        self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]
+    ) -> CoordinatorResult:
+        out = CoordinatorResult()
+        before = self._state_of(req.group_id)
+        result, members = self.classic_members.leave(req)
+        response = leave_response(req, ErrorCode.NONE, members)
+        self._apply(
+            out, req.group_id, before, result, reply, (), response, lambda code: leave_response(req, code, ())
+        )
+        return out
+
+    def convert_empty_to_classic(self, out: CoordinatorResult, group_id: str) -> None:
+        """A JoinGroup to an Empty consumer group: its tombstones (``createGroupTombstoneRecords``)
+        are written and replayed, and the JoinGroup proceeds as in a new classic group."""
+        group = self.groups[group_id]
+        before = self._state_of(group_id)
+        self._before_write([group_id])
+        records = group_tombstones(group)
+        for record in records:
+            self.manager.replay(record)
+        self._apply(out, group_id, before, ConsumerGroupResult(records=records), None)
 
     # ------------------------------------------------------------------ ConsumerGroupDescribe
     def describe(self, group_id: str) -> DescribedGroup:
@@ -218,13 +508,16 @@ class ConsumerGroups:
             return
         before = self._state_of(gid)
         result = self.manager.on_timer(timer, self._ctx.now())
-        self._apply(out, gid, before, result, None, False)
+        self._apply(out, gid, before, result, None)
 
     def _schedule(self, timers: Iterable[TimerSchedule | TimerCancel]) -> None:
         timer = self._ctx.timer
         for t in timers:
             if isinstance(t, TimerSchedule):
-                timer.schedule(ConsumerGroupTimer(t.key), t.deadline_ms, t)
+                if t.if_absent:
+                    timer.schedule_if_absent(ConsumerGroupTimer(t.key), t.deadline_ms, t)
+                else:
+                    timer.schedule(ConsumerGroupTimer(t.key), t.deadline_ms, t)
             else:
                 timer.cancel(ConsumerGroupTimer(t.key))
 
@@ -242,24 +535,46 @@ class ConsumerGroups:
         group_id: str,
         before: ConsumerGroupState | None,
         result: ConsumerGroupResult,
-        reply: Callable[[ConsumerGroupHeartbeatResponse], None] | None,
-        replaces_classic: bool,
+        reply: Callable[[Any], None] | None,
+        prefix: Sequence[object] = (),
+        response: object | None = None,
+        error_response: Callable[[Any], Any] | None = None,
+        undo_upgrade: Callable[[CoordinatorResult], None] | None = None,
     ) -> None:
+        """Schedule the result's timers, emit its events, and write its records after ``prefix``
+        (a classic group's tombstone and an upgrade's records) with the downgrade's classic
+        GroupMetadata record after them; ``reply`` gets ``response`` (default: the core's) once
+        they are durable, or ``error_response(code)`` if they fail."""
         taken = tuple(dict.fromkeys(self._taken))
         self._taken.clear()
+        if response is None:
+            response = result.response
         self._schedule(result.timers)
-        self._emit(out, group_id, before, result.events)
+        self._emit(
+            out,
+            group_id,
+            before,
+            result.events,
+            EventReason.GROUP_UPGRADED if undo_upgrade is not None else EventReason.GROUP_CREATED,
+        )
         if not result.records:
-            if reply is not None and result.response is not None:
-                out.respond(reply, result.response)
+            if reply is not None and response is not None:
+                out.respond(reply, response)
             return
         for gid in taken:
             self._undo[gid].in_flight += 1
-        records: list[object] = []
-        if replaces_classic:
-            records.append(new_group_metadata_tombstone(group_id))
-        records.extend(result.records)
-        write = ConsumerGroupWrite(taken, reply, result.response, replaces_classic)
+        records: list[object] = [*prefix, *result.records]
+        if result.downgrade is not None:
+            records.append(self._downgrade(out, result.downgrade))
+        write = ConsumerGroupWrite(
+            taken,
+            reply,
+            response,
+            bool(prefix),
+            error_response=error_response,
+            downgrade=result.downgrade is not None,
+            undo_upgrade=undo_upgrade,
+        )
         out.writes.append(PendingWrite(self._ctx.partition_for(group_id), tuple(records), write))
 
     def written(self, out: CoordinatorResult, write: ConsumerGroupWrite, error: ErrorCode) -> None:
@@ -272,7 +587,11 @@ class ConsumerGroups:
             undo.in_flight -= 1
             if error is not ErrorCode.NONE and not undo.failed:
                 undo.failed = True
+                if write.downgrade:
+                    self._undo_downgrade(out, gid)
                 self._restore(out, gid, undo.snapshot, now)
+                if write.undo_upgrade is not None:
+                    write.undo_upgrade(out)
             if undo.in_flight <= 0:
                 del self._undo[gid]
         if error is ErrorCode.NONE:
@@ -287,7 +606,8 @@ class ConsumerGroups:
         code = _WRITE_ERRORS.get(error, error)
         log.warning("consumer group write of %s failed (%s): state restored", write.group_ids, error.name)
         if write.reply is not None:
-            out.respond(write.reply, _error_response(code, None))
+            make = write.error_response
+            out.respond(write.reply, make(code) if make is not None else _error_response(code, None))
 
     def _restore(
         self, out: CoordinatorResult, group_id: str, snapshot: ConsumerGroup | None, now: int
@@ -313,6 +633,7 @@ class ConsumerGroups:
         group_id: str,
         before: ConsumerGroupState | None,
         events: Sequence[ConsumerGroupEvent],
+        created: EventReason = EventReason.GROUP_CREATED,
     ) -> None:
         after = self._state_of(group_id)
         if not self._ctx.emit_events:
@@ -328,8 +649,9 @@ class ConsumerGroups:
             first = first or why
             out.events.append(self._event(e.group_id, type_, why, member_id=e.member_id, cause=e.cause))
         if before is None and after is not None:
-            # created: Empty first, as a classic group is created (``group_created``)
-            self._state_event(out, group_id, None, ConsumerGroupState.EMPTY, EventReason.GROUP_CREATED)
+            # created: Empty first, as a classic group is created (``group_created``, or
+            # ``group_upgraded`` when a classic group became this one)
+            self._state_event(out, group_id, None, ConsumerGroupState.EMPTY, created)
             before = ConsumerGroupState.EMPTY
         if before is not after:
             self._state_event(out, group_id, before, after, bump or first or EventReason.MEMBER_UPDATED)

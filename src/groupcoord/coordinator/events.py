@@ -47,6 +47,10 @@ class EventReason(enum.StrEnum):
     STATIC_MEMBER_LEFT_TEMPORARILY = "static_member_left_temporarily"
     RECONCILED = "reconciled"
     MEMBER_UPDATED = "member_updated"
+    #: KIP-848 migration: a classic group became a consumer group, or the reverse
+    GROUP_UPGRADED = "group_upgraded"
+    GROUP_DOWNGRADED = "group_downgraded"
+    CLASSIC_JOIN_TIMEOUT = "classic_join_timeout"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

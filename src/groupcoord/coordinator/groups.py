@@ -43,6 +43,7 @@ class GroupMetadataManager:
         self.classic = ClassicGroupManager(ctx, self.groups, self.replay)
         #: The consumer groups of KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe).
         self.consumer = ConsumerGroups(ctx, self.groups, image or TopicsImage())
+        self.consumer.classic_protocol = self.classic
 
     # ------------------------------------------------------------------ the table
     def group(self, group_id: str) -> ClassicGroup | None:

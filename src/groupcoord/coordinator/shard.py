@@ -33,7 +33,6 @@ from groupcoord.coordinator.api import (
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
-    LeaveGroupMemberResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
     ListGroupsResponse,
@@ -47,7 +46,7 @@ from groupcoord.coordinator.api import (
     SyncGroupResponse,
     TxnOffsetCommitRequest,
 )
-from groupcoord.coordinator.classic_messages import join_error, leave_response, sync_error
+from groupcoord.coordinator.classic_messages import join_error, with_rebalance_timeout
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupHeartbeatRequest,
@@ -55,6 +54,7 @@ from groupcoord.coordinator.consumer.api import (
     TimerSchedule,
 )
 from groupcoord.coordinator.consumer.api import DescribedGroup as ConsumerDescribedGroup
+from groupcoord.coordinator.consumer.config import GroupOverrides
 from groupcoord.coordinator.consumer.group import ConsumerGroup
 from groupcoord.coordinator.consumer.metadata import TopicsImage
 from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
@@ -167,55 +167,54 @@ class GroupCoordinatorShard(Shard):
         return self.offsets.pending_transactional_offsets(group_id)
 
     # ================================================================== requests
-    # The classic protocol's requests for the id of a consumer group get the answer Kafka 4.x
-    # gives a classic member it does not know there; classic members inside a consumer group
-    # (the online upgrade, KIP-848's migration) are not implemented, so a JoinGroup is refused
-    # with INCONSISTENT_GROUP_PROTOCOL, as Kafka does when its migration policy forbids it.
+    # The classic protocol's requests for the id of a consumer group go to its classic members
+    # (KIP-848's mixed groups, Kafka 4.1 ``classicGroup*ToConsumerGroup``); a JoinGroup to an
+    # Empty consumer group first turns it back into a classic group.
     def _is_consumer_group(self, group_id: str) -> bool:
         return self._ctx.status(group_id) is None and self.groups.consumer.holds(group_id)
 
     def join_group(
         self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
     ) -> CoordinatorResult:
-        if self._is_consumer_group(req.group_id):
+        consumer = self.groups.consumer
+        if req.group_id and self._is_consumer_group(req.group_id):
+            cfg = self._ctx.config
+            if (
+                not cfg.group_min_session_timeout_ms
+                <= req.session_timeout_ms
+                <= cfg.group_max_session_timeout_ms
+            ):
+                out = CoordinatorResult()
+                out.respond(reply, join_error(req.version, ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
+                return out
+            if consumer.groups[req.group_id].members:
+                if req.version == 0:  # v0 has no rebalance timeout: the session timeout stands in
+                    req = with_rebalance_timeout(req, req.session_timeout_ms)
+                return consumer.classic_join(req, reply)
             out = CoordinatorResult()
-            out.respond(reply, join_error(req.version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
-            return out
+            consumer.convert_empty_to_classic(out, req.group_id)
+            return _merge(out, self._classic.handle_join_group(req, reply))
         return self._classic.handle_join_group(req, reply)
 
     def sync_group(
         self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]
     ) -> CoordinatorResult:
-        if self._is_consumer_group(req.group_id):
-            out = CoordinatorResult()
-            out.respond(reply, sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
-            return out
+        if req.group_id and self._is_consumer_group(req.group_id):
+            return self.groups.consumer.classic_sync(req, reply)
         return self._classic.handle_sync_group(req, reply)
 
     def heartbeat(
         self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]
     ) -> CoordinatorResult:
-        if self._is_consumer_group(req.group_id):
-            out = CoordinatorResult()
-            out.respond(reply, HeartbeatResponse(error=ErrorCode.UNKNOWN_MEMBER_ID))
-            return out
+        if req.group_id and self._is_consumer_group(req.group_id):
+            return self.groups.consumer.classic_heartbeat(req, reply)
         return self._classic.handle_heartbeat(req, reply)
 
     def leave_group(
         self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]
     ) -> CoordinatorResult:
-        if self._is_consumer_group(req.group_id):
-            out = CoordinatorResult()
-            members = tuple(
-                LeaveGroupMemberResponse(
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    error=ErrorCode.UNKNOWN_MEMBER_ID,
-                )
-                for m in req.members
-            )
-            out.respond(reply, leave_response(req, ErrorCode.NONE, members))
-            return out
+        if req.group_id and self._is_consumer_group(req.group_id):
+            return self.groups.consumer.classic_leave(req, reply)
         return self._classic.handle_leave_group(req, reply)
 
     # ------------------------------------------------------------------ consumer groups (KIP-848)
@@ -232,6 +231,10 @@ class GroupCoordinatorShard(Shard):
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """The live consumer group (read-only use: tests, describe)."""
         return self.groups.consumer.groups.get(group_id)
+
+    def set_group_overrides(self, group_id: str, overrides: GroupOverrides | None) -> None:
+        """A group's dynamic configs (GROUP resources): they apply from the next heartbeat."""
+        self.groups.consumer.manager.set_group_overrides(group_id, overrides)
 
     def on_metadata_update(self, image: TopicsImage) -> CoordinatorResult:
         """New topics image: groups subscribed to a changed topic reassign on their next heartbeat."""

@@ -153,6 +153,13 @@ class ConsumerGroupWrite:
     reply: Callable[[Any], None] | None
     response: Any
     classic_tombstone: bool = False
+    #: the response a failed write is answered with, from its error (a classic member's request:
+    #: a classic response; None: a ConsumerGroupHeartbeat error response)
+    error_response: Callable[[Any], Any] | None = None
+    #: the write also makes the classic group of a downgrade (undone if it fails)
+    downgrade: bool = False
+    #: the write upgrades a classic group: this puts it back if the write fails
+    undo_upgrade: Callable[[Any], None] | None = None
 
 
 OffsetWriteKind = (

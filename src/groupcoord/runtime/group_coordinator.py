@@ -50,6 +50,7 @@ from groupcoord.coordinator.consumer.api import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from groupcoord.coordinator.consumer.config import GroupOverrides
 from groupcoord.coordinator.consumer.group import ConsumerGroup
 from groupcoord.coordinator.consumer.metadata import TopicsImage
 from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
@@ -105,6 +106,8 @@ class GroupCoordinator:
         self._elsewhere = GroupCoordinatorShard(config, clock, emit_events=False, owned_partitions=())
         #: The topics as consumer groups see them (KIP-848), handed to every shard made.
         self._image = TopicsImage()
+        #: Per-group config overrides (GROUP resources), handed to every shard made.
+        self._group_overrides: dict[str, GroupOverrides] = {}
         starting = range(self._num_partitions) if owned_partitions is None else owned_partitions
         for p in starting:
             self.runtime.load(p)
@@ -119,6 +122,8 @@ class GroupCoordinator:
             owned_partitions=(),
             image=self._image,
         )
+        for group_id, overrides in self._group_overrides.items():
+            shard.set_group_overrides(group_id, overrides)
         shard.begin_loading(partition)
         return shard
 
@@ -194,6 +199,18 @@ class GroupCoordinator:
             shard = self.runtime.shard(p)
             if shard is not None:
                 self.runtime.apply(p, shard.on_metadata_update(image))
+
+    def set_group_overrides(self, group_id: str, overrides: GroupOverrides | None) -> None:
+        """A group's ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms`` changed
+        (None: back to the broker's): every shard knows, from each member's next heartbeat."""
+        if overrides is None:
+            self._group_overrides.pop(group_id, None)
+        else:
+            self._group_overrides[group_id] = overrides
+        for p in self.runtime.partitions():
+            shard = self.runtime.shard(p)
+            if shard is not None:
+                shard.set_group_overrides(group_id, overrides)
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         return self._shard(group_id)[1].consumer_group(group_id)

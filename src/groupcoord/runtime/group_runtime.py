@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from groupcoord.constants import GROUP_EVENTS_TOPIC
 from groupcoord.constants import OFFSETS_TOPIC as OFFSETS_TOPIC
 from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.consumer.config import GroupOverrides
 from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, SelfEncodingRecord, encode_record
@@ -84,6 +85,26 @@ class GroupRuntime:
         # The consumer groups' topics image (KIP-848): rebuilt on every topic change.
         broker.logs.topic_listeners.append(self._topics_changed)
         self._topics_changed()
+        # Per-group configs (IncrementalAlterConfigs on GROUP resources), stored with the topics.
+        broker.logs.group_config_listeners.append(self._group_configs_changed)
+        for group_id in broker.logs.group_configs():
+            self._group_configs_changed(group_id)
+
+    def _group_configs_changed(self, group_id: str) -> None:
+        """A group's dynamic configs changed (or were loaded): its shard applies them from each
+        member's next heartbeat (``groupcoord.broker.group_configs``)."""
+        stored = self.broker.logs.group_configs().get(group_id, {})
+        session = stored.get("consumer.session.timeout.ms")
+        interval = stored.get("consumer.heartbeat.interval.ms")
+        overrides = (
+            GroupOverrides(
+                session_timeout_ms=None if session is None else int(session),
+                heartbeat_interval_ms=None if interval is None else int(interval),
+            )
+            if stored
+            else None
+        )
+        self.coordinator.set_group_overrides(group_id, overrides)
 
     def _topics_changed(self) -> None:
         """Hand the consumer groups a new topics image: every topic (internal ones too: Kafka's

@@ -8,7 +8,8 @@ Layout::
 
 ``__topics.json`` also keeps the dynamic broker configs AlterConfigs set (``broker_configs``: the
 cluster-wide defaults and this node's own), which override the ``log.*`` properties of the config
-file for every topic without its own override.
+file for every topic without its own override, and the dynamic group configs
+(``group_configs``: group id -> ``consumer.session.timeout.ms`` ...).
 
 ``__topics.json`` is the source of truth; it is replaced atomically (write, fsync, rename, fsync the
 directory) on every change. If it is missing, topics are rebuilt from the ``partition.metadata``
@@ -179,6 +180,10 @@ class LogManager:
         self._static_default = default_config
         #: dynamic broker configs by level: "default" (cluster-wide, resource name "") and "node"
         self._broker_configs: dict[str, dict[str, str]] = {"default": {}, "node": {}}
+        #: dynamic group configs (IncrementalAlterConfigs on GROUP resources): group id -> configs
+        self._group_configs: dict[str, dict[str, str]] = {}
+        #: called with the group id after its configs change (the group coordinator applies them)
+        self.group_config_listeners: list[Callable[[str], None]] = []
         self.recovery_reports: dict[tuple[str, int], RecoveryReport] = {}
         #: topics whose partitions are made durable through :attr:`journal`
         self.journaled_topics = frozenset(journaled_topics)
@@ -225,6 +230,10 @@ class LogManager:
                 stored = raw.get("broker_configs", {})
                 for level in self._broker_configs:
                     self._broker_configs[level] = {str(k): str(v) for k, v in stored.get(level, {}).items()}
+                self._group_configs = {
+                    str(g): {str(k): str(v) for k, v in c.items()}
+                    for g, c in raw.get("group_configs", {}).items()
+                }
                 for name, entry in raw.get("topics", {}).items():
                     meta = TopicMeta(
                         name=name,
@@ -353,6 +362,8 @@ class LogManager:
         }
         if any(self._broker_configs.values()):
             doc["broker_configs"] = {level: dict(c) for level, c in self._broker_configs.items()}
+        if self._group_configs:
+            doc["group_configs"] = {g: dict(c) for g, c in sorted(self._group_configs.items())}
         _atomic_write(self.data_dir / TOPICS_FILE, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
     # -- queries -------------------------------------------------------------------------------
@@ -470,6 +481,22 @@ class LogManager:
     def broker_configs(self, *, per_broker: bool) -> Mapping[str, str]:
         """The dynamic broker configs of one level: this node's own, or the cluster-wide defaults."""
         return MappingProxyType(dict(self._broker_configs["node" if per_broker else "default"]))
+
+    def group_configs(self) -> Mapping[str, Mapping[str, str]]:
+        """Every group's dynamic configs (group id -> name -> value), a snapshot."""
+        return MappingProxyType({g: MappingProxyType(dict(c)) for g, c in self._group_configs.items()})
+
+    def alter_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace one group's dynamic configs (validated by the caller); kept in ``__topics.json``
+        as Kafka keeps them in its metadata log, then the listeners hear of it."""
+        self._check_open()
+        if configs:
+            self._group_configs[group_id] = dict(configs)
+        else:
+            self._group_configs.pop(group_id, None)
+        self._save()
+        for listener in list(self.group_config_listeners):
+            listener(group_id)
 
     def dynamic_topic_defaults(self) -> dict[str, DynamicDefault]:
         """Topic config -> its default set by dynamic broker configs."""

@@ -31,6 +31,8 @@ __all__ = [
     "DescribedGroup",
     "DescribedMember",
     "DescribedTopicPartitions",
+    "Downgrade",
+    "DowngradedMember",
     "TimerCancel",
     "TimerKind",
     "TimerSchedule",
@@ -142,6 +144,12 @@ class TimerKind(enum.Enum):
     REBALANCE = "rebalance"
     #: ``<group>-regex``: resolve the group's regexes (Kafka runs this on its executor)
     REGEX_REFRESH = "regex-refresh"
+    #: ``join-<group>-<member>``: a classic member told to rejoin must do so within its rebalance
+    #: timeout (scheduled only if absent), else it is fenced
+    CLASSIC_JOIN = "classic-join"
+    #: ``sync-<group>-<member>``: a classic member must SyncGroup within its rebalance timeout
+    #: after its JoinGroup, else it is fenced
+    CLASSIC_SYNC = "classic-sync"
 
 
 def timer_key(kind: TimerKind, group_id: str, member_id: str | None = None) -> str:
@@ -149,6 +157,10 @@ def timer_key(kind: TimerKind, group_id: str, member_id: str | None = None) -> s
         return f"session-timeout-{group_id}-{member_id}"
     if kind is TimerKind.REBALANCE:
         return f"rebalance-timeout-{group_id}-{member_id}"
+    if kind is TimerKind.CLASSIC_JOIN:
+        return f"join-{group_id}-{member_id}"
+    if kind is TimerKind.CLASSIC_SYNC:
+        return f"sync-{group_id}-{member_id}"
     return f"{group_id}-regex"
 
 
@@ -164,6 +176,8 @@ class TimerSchedule:
     member_id: str | None = None
     #: the member epoch a rebalance timer remembers
     member_epoch: int | None = None
+    #: keep a running timer of this key instead (Kafka's ``scheduleIfAbsent``)
+    if_absent: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,8 +199,37 @@ class ConsumerGroupEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DowngradedMember:
+    """One member of the classic group a downgrade makes (``ClassicGroup.fromConsumerGroup``):
+    its classic identity and protocols, and its target assignment by topic name."""
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    #: the consumer group's target assignment of the member, by topic name, sorted
+    assignment: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Downgrade:
+    """The online downgrade a result asks for (``convertToClassicGroup``): the consumer group's
+    tombstones are among the records; the shard builds the classic group from this, writes its
+    GroupMetadata record after them, and prepares a rebalance if a member left."""
+
+    group_id: str
+    generation: int
+    members: tuple[DowngradedMember, ...]
+    prepare_rebalance: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupResult:
     records: tuple[ConsumerGroupRecord, ...] = ()
     response: ConsumerGroupHeartbeatResponse | None = None
     timers: tuple[TimerSchedule | TimerCancel, ...] = ()
     events: tuple[ConsumerGroupEvent, ...] = field(default=())
+    downgrade: Downgrade | None = None

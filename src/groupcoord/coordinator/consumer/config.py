@@ -25,6 +25,20 @@ class ConsumerGroupConfig:
     assignors: tuple[str, ...] = ("uniform", "range")
     #: group.consumer.regex.refresh.interval.ms (4.1, internal)
     regex_refresh_interval_ms: int = 600_000
+    #: group.consumer.migration.policy, lower case: bidirectional, upgrade, downgrade, disabled
+    migration_policy: str = "bidirectional"
+    #: group.max.size: a downgrade to a classic group bigger than this is not made
+    classic_max_size: int = INT32_MAX
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """``ConsumerGroupMigrationPolicy.isUpgradeEnabled``."""
+        return self.migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """``ConsumerGroupMigrationPolicy.isDowngradeEnabled``."""
+        return self.migration_policy in ("bidirectional", "downgrade")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

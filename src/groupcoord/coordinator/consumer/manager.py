@@ -26,8 +26,8 @@ expires, while the Java client rejoins with the same id), and a member's own pen
 is not "unreleased" (KAFKA-19449, 4.1 branch). A regex that changes to "" bumps the epoch only
 through the subscription-hash check, as in 4.1.0 (KAFKA-19899 is not taken).
 
-Not here yet (the shard's or a later change's): classic-protocol members inside a consumer group
-and the online upgrade/downgrade, topic authorization, reading at the last committed offset.
+Classic-protocol members inside a consumer group are ``classic_members.py``; the online upgrade
+and downgrade ``migration.py``. Not here: topic authorization, reading at the last committed offset.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from groupcoord.coordinator.consumer.api import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupResult,
+    Downgrade,
     TimerCancel,
     TimerKind,
     TimerSchedule,
@@ -68,6 +69,12 @@ from groupcoord.coordinator.consumer.metadata import (
     group_metadata_hash,
     resolve_regex,
 )
+from groupcoord.coordinator.consumer.migration import (
+    MEMBER_TIMERS,
+    downgrade_allowed,
+    downgrade_of,
+    group_tombstones,
+)
 from groupcoord.coordinator.consumer.range_assignor import RangeAssignor
 from groupcoord.coordinator.consumer.reconcile import reconcile
 from groupcoord.coordinator.consumer.records import (
@@ -75,14 +82,12 @@ from groupcoord.coordinator.consumer.records import (
     new_current_assignment_record,
     new_current_assignment_tombstone,
     new_group_epoch_record,
-    new_group_epoch_tombstone,
     new_member_subscription_record,
     new_member_subscription_tombstone,
     new_partition_metadata_tombstone,
     new_regular_expression_record,
     new_regular_expression_tombstone,
     new_target_assignment_epoch_record,
-    new_target_assignment_epoch_tombstone,
     new_target_assignment_record,
     new_target_assignment_tombstone,
 )
@@ -107,6 +112,15 @@ REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 METADATA_REFRESH_INTERVAL_MS = INT32_MAX
 
 
+#: Why a member's timer fences it.
+_TIMER_CAUSES = {
+    TimerKind.SESSION: "session-timeout",
+    TimerKind.REBALANCE: "rebalance-timeout",
+    TimerKind.CLASSIC_JOIN: "join-timeout",
+    TimerKind.CLASSIC_SYNC: "sync-timeout",
+}
+
+
 def _java_uuid_string() -> str:
     """A member id as Kafka's ``Uuid.randomUuid().toString()``: 22 URL-safe base64 characters."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -120,6 +134,7 @@ class _Batch:
     timers: list[TimerSchedule | TimerCancel] = field(default_factory=list)
     events: list[ConsumerGroupEvent] = field(default_factory=list)
     regex_refresh: str | None = None
+    downgrade: Downgrade | None = None
 
 
 class ConsumerGroupManager:
@@ -172,7 +187,7 @@ class ConsumerGroupManager:
         for group in self.groups.values():
             group.metadata_refresh_deadline = (0, 0)
             for member in group.members.values():
-                timers.append(self._session_timer(group.group_id, member, now))
+                timers.append(self.session_timer(group.group_id, member, now))
                 if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic_protocol:
                     timers.append(self._rebalance_timer(group.group_id, member, now))
         return tuple(timers)
@@ -186,7 +201,7 @@ class ConsumerGroupManager:
         group.metadata_refresh_deadline = (0, 0)
         timers: list[TimerSchedule] = []
         for member in group.members.values():
-            timers.append(self._session_timer(group_id, member, now))
+            timers.append(self.session_timer(group_id, member, now))
             if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic_protocol:
                 timers.append(self._rebalance_timer(group_id, member, now))
         return tuple(timers)
@@ -246,9 +261,13 @@ class ConsumerGroupManager:
             return ConsumerGroupResult(
                 response=ConsumerGroupHeartbeatResponse(error_code=int(exc.code), error_message=message)
             )
-        return self._commit(batch, response)
+        return self.commit(batch, response)
 
-    def _commit(self, batch: _Batch, response: ConsumerGroupHeartbeatResponse | None) -> ConsumerGroupResult:
+    # The steps the classic-member paths (``classic_members.py``) share with the heartbeat.
+    def new_member_id(self) -> str:
+        return self._member_id_factory()
+
+    def commit(self, batch: _Batch, response: ConsumerGroupHeartbeatResponse | None) -> ConsumerGroupResult:
         """Replay the batch's records (Kafka replays a write's records before it is durable; the
         shard releases ``response`` once they are) and hand everything to the shard. First
         ``before_write`` learns which groups the records change, while they are still as the
@@ -264,6 +283,7 @@ class ConsumerGroupManager:
             response=response,
             timers=tuple(batch.timers),
             events=tuple(batch.events),
+            downgrade=batch.downgrade,
         )
 
     def _heartbeat(
@@ -297,6 +317,36 @@ class ConsumerGroupManager:
             subscribed_topic_names=r.subscribed_topic_names,
             subscribed_topic_regex=r.subscribed_topic_regex,
         ).replace(client_id=r.client_id, client_host=r.client_host, classic_member_metadata=None)
+        reconciled = self.update_and_reconcile(group, member, updated, replaced, is_new, owned, now, batch)
+        batch.timers.append(self.session_timer(group_id, reconciled, now))
+        send_assignment = (
+            epoch == 0 or r.is_full() or reconciled.assigned_partitions != member.assigned_partitions
+        )
+        response = ConsumerGroupHeartbeatResponse(
+            member_id=reconciled.member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group_id),
+            assignment=reconciled.assigned_partitions if send_assignment else None,
+        )
+        if group_id not in self.groups and batch.records:
+            self.groups[group_id] = group  # a new group: _commit's replay fills it in
+        return response
+
+    def update_and_reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        replaced: ConsumerGroupMember | None,
+        is_new: bool,
+        owned: Mapping[uuid.UUID, frozenset[int]] | None,
+        now: int,
+        batch: _Batch,
+    ) -> ConsumerGroupMember:
+        """Steps 5-8 of a heartbeat (and of a classic member's JoinGroup): write the member if it
+        changed, bump the epoch on a new subscription, regex or topic metadata, recompute the
+        target at a new epoch, and reconcile the member with it. Returns the reconciled member."""
+        group_id, member_id = group.group_id, updated.member_id
         bump = group.group_epoch == 0
         cause = "group-created" if bump else ""
         if updated != member:
@@ -369,19 +419,7 @@ class ConsumerGroupManager:
             batch.events.insert(
                 0, ConsumerGroupEvent(kind="member-joined", group_id=group_id, member_id=member_id)
             )
-        batch.timers.append(self._session_timer(group_id, reconciled, now))
-        send_assignment = (
-            epoch == 0 or r.is_full() or reconciled.assigned_partitions != member.assigned_partitions
-        )
-        response = ConsumerGroupHeartbeatResponse(
-            member_id=reconciled.member_id,
-            member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.heartbeat_interval_ms(group_id),
-            assignment=reconciled.assigned_partitions if send_assignment else None,
-        )
-        if group_id not in self.groups and batch.records:
-            self.groups[group_id] = group  # a new group: _commit's replay fills it in
-        return response
+        return reconciled
 
     def _find_member(
         self,
@@ -569,7 +607,7 @@ class ConsumerGroupManager:
                 )
             )
             group.metadata_refresh_deadline = (now + METADATA_REFRESH_INTERVAL_MS, epoch)
-        return self._commit(batch, None)
+        return self.commit(batch, None)
 
     # ================================================================================ leave and fence
 
@@ -611,14 +649,18 @@ class ConsumerGroupManager:
                 return ConsumerGroupHeartbeatResponse(
                     member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
                 )
-        self._fence(group, [member], "member-left", batch)
+        self.fence(group, [member], "member-left", batch)
         return ConsumerGroupHeartbeatResponse(member_id=r.member_id, member_epoch=r.member_epoch)
 
-    def _fence(
+    def fence(
         self, group: ConsumerGroup, members: list[ConsumerGroupMember], cause: str, batch: _Batch
     ) -> None:
-        """``consumerGroupFenceMembers``: tombstones, orphaned regexes, one epoch bump."""
+        """``consumerGroupFenceMembers``: tombstones, orphaned regexes, one epoch bump; or, when
+        only classic-protocol members would remain, the online downgrade instead."""
         gid = group.group_id
+        if downgrade_allowed(self.config, group, members):
+            self._downgrade(group, members, cause, batch)
+            return
         for m in members:
             batch.records += [
                 new_current_assignment_tombstone(gid, m.member_id),
@@ -634,10 +676,7 @@ class ConsumerGroupManager:
         epoch = group.group_epoch + 1
         batch.records.append(new_group_epoch_record(gid, epoch, metadata_hash))
         for m in members:
-            batch.timers += [
-                TimerCancel(key=timer_key(TimerKind.SESSION, gid, m.member_id)),
-                TimerCancel(key=timer_key(TimerKind.REBALANCE, gid, m.member_id)),
-            ]
+            batch.timers += [TimerCancel(key=timer_key(kind, gid, m.member_id)) for kind in MEMBER_TIMERS]
             kind = "member-left" if cause == "member-left" else "member-fenced"
             batch.events.append(
                 ConsumerGroupEvent(kind=kind, group_id=gid, member_id=m.member_id, cause=cause)
@@ -646,9 +685,31 @@ class ConsumerGroupManager:
             ConsumerGroupEvent(kind="epoch-bump", group_id=gid, group_epoch=epoch, cause=cause)
         )
 
+    # ================================================================================ downgrade
+
+    def _downgrade(
+        self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], cause: str, batch: _Batch
+    ) -> None:
+        """``convertToClassicGroup`` triggered by members leaving: the whole group's tombstones
+        (``createGroupTombstoneRecords``) and a :class:`Downgrade` for the shard, which builds the
+        classic group and writes its GroupMetadata record after them (``migration.py``)."""
+        gid = group.group_id
+        batch.downgrade = downgrade_of(group, leaving, self.image)
+        batch.records += group_tombstones(group)
+        for m in group.members.values():
+            batch.timers += [TimerCancel(key=timer_key(kind, gid, m.member_id)) for kind in MEMBER_TIMERS]
+        for m in leaving:
+            kind = "member-left" if cause == "member-left" else "member-fenced"
+            batch.events.append(
+                ConsumerGroupEvent(kind=kind, group_id=gid, member_id=m.member_id, cause=cause)
+            )
+        log.info(
+            "group %s: downgraded to a classic group at generation %d (%s)", gid, group.group_epoch, cause
+        )
+
     # ================================================================================ timers
 
-    def _session_timer(self, group_id: str, member: ConsumerGroupMember, now: int) -> TimerSchedule:
+    def session_timer(self, group_id: str, member: ConsumerGroupMember, now: int) -> TimerSchedule:
         timeout = (
             member.classic_member_metadata.session_timeout_ms
             if member.classic_member_metadata is not None
@@ -683,11 +744,11 @@ class ConsumerGroupManager:
             return ConsumerGroupResult()
         if timer.kind is TimerKind.REBALANCE and member.member_epoch != timer.member_epoch:
             return ConsumerGroupResult()
-        cause = "session-timeout" if timer.kind is TimerKind.SESSION else "rebalance-timeout"
+        cause = _TIMER_CAUSES[timer.kind]
         log.info("group %s: member %s fenced (%s)", group.group_id, member.member_id, cause)
         batch = _Batch()
-        self._fence(group, [member], cause, batch)
-        return self._commit(batch, None)
+        self.fence(group, [member], cause, batch)
+        return self.commit(batch, None)
 
     # ================================================================================ describe
 
@@ -736,20 +797,4 @@ class ConsumerGroupManager:
         if group is None:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         group.validate_delete_group()
-        return self.group_tombstones(group)
-
-    def group_tombstones(
-        self, group: ConsumerGroup, members: Iterable[str] | None = None
-    ) -> tuple[ConsumerGroupRecord, ...]:
-        """``ConsumerGroup.createGroupTombstoneRecords``."""
-        gid = group.group_id
-        ids = sorted(group.members) if members is None else list(members)
-        return (
-            *(new_current_assignment_tombstone(gid, m) for m in ids),
-            *(new_target_assignment_tombstone(gid, m) for m in ids),
-            new_target_assignment_epoch_tombstone(gid),
-            *(new_member_subscription_tombstone(gid, m) for m in ids),
-            *(new_regular_expression_tombstone(gid, r) for r in sorted(group.resolved_regexes)),
-            new_partition_metadata_tombstone(gid),
-            new_group_epoch_tombstone(gid),
-        )
+        return group_tombstones(group)
