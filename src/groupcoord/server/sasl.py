@@ -212,14 +212,9 @@ def sasl_handshake(_state: object, ctx: RequestContext, request: Any) -> Any:
     answer = make(resp_t, error_code=err(ErrorCode.NONE), mechanisms=config.mechanisms)
     if session.reauthenticating and mechanism != session.mechanism:
         # ReauthInfo.saslMechanismUnchanged: the handshake is answered, the next request fails
-        # the re-authentication (REAUTH_BAD_MECHANISM), without an answer
-        log.warning(
-            "closing conn=%d listener=%s: re-authentication with SASL mechanism %s, not %s",
-            ctx.connection_id,
-            session.listener,
-            mechanism,
-            session.mechanism,
-        )
+        # the re-authentication (REAUTH_BAD_MECHANISM), without an answer; its one log line
+        # is written then (Session.refuse)
+        session.why = f"re-authentication with SASL mechanism {mechanism[:64]}, not {session.mechanism}"
         session.state = "bad_mechanism"
         return answer
     session.mechanism = mechanism

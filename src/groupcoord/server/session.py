@@ -186,13 +186,17 @@ class Session:
         during = "handshake" if self.state in ("start", "versions") else "authentication"
         if self.reauthenticating:
             during = "re-authentication"
-        log.warning(
-            "closing conn=%d listener=%s: unexpected request (API key %d) during SASL %s: ILLEGAL_SASL_STATE",
-            connection_id,
-            self.listener,
-            api_key,
-            during,
-        )
+        if self.state == "bad_mechanism":
+            log.warning("closing conn=%d listener=%s: %s", connection_id, self.listener, self.why)
+        else:
+            log.warning(
+                "closing conn=%d listener=%s: unexpected request (API key %d) during SASL %s: "
+                "ILLEGAL_SASL_STATE",
+                connection_id,
+                self.listener,
+                api_key,
+                during,
+            )
         self.fail()
         answer = None
         if verdict == REFUSE:
