@@ -8,7 +8,8 @@
 # listeners: PLAINTEXT, SASL_PLAINTEXT, SASL_SSL and SSL (a throwaway trustme CA), SASL PLAIN and
 # SCRAM-SHA-256/512, connections.max.reauth.ms=5000 (KIP-368, so 0142 runs), StandardAuthorizer
 # with allow.everyone.if.no.acl.found=true (0115/0119 add their denials through bin/kafka-acls.sh,
-# a stand-in that speaks `groupcoord acls`). Each group of tests writes WORK/<name>.log; the
+# a stand-in that speaks `groupcoord acls`); then 0097 against a second broker whose SSL listener
+# requires client certificates. Each group of tests writes WORK/<name>.log; the
 # summary lines are printed at the end. The broker is stopped by its PID. docs/security.md lists
 # what passes and why the rest does not.
 set -u
@@ -74,8 +75,47 @@ run plaintext-acls plaintext.conf "0115 0119"
 run local-clients sasl_ssl.conf "0004 0097 0124 0128 0133 0134" -l  # client-side only: no broker asked
 
 kill "$broker"; wait "$broker"
+
+# 0097 ssl_verify: trivup's SSL_* environment (the client's key and certificate in PEM, DER and
+# PKCS12, the CA in PEM and DER) and a second broker whose SSL listener requires client
+# certificates from the same CA.
+"$py" - "$work" <<'PY'
+import sys, trustme
+from cryptography.hazmat.primitives.serialization import (
+    BestAvailableEncryption, Encoding, NoEncryption, PrivateFormat, load_pem_private_key, pkcs12)
+from cryptography.x509 import load_pem_x509_certificate
+w = sys.argv[1]
+ca = trustme.CA()
+ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(w + "/v97-server.pem")
+ca.cert_pem.write_to_path(w + "/v97-ca.pem")
+leaf = ca.issue_cert("client.example", common_name="client")
+key = load_pem_private_key(leaf.private_key_pem.bytes(), None)
+cert = load_pem_x509_certificate(leaf.cert_chain_pems[0].bytes())
+cacert = load_pem_x509_certificate(ca.cert_pem.bytes())
+pw = b"client-key-pw"
+files = {
+    "client.key": key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(pw)),
+    "client.key.der": key.private_bytes(Encoding.DER, PrivateFormat.PKCS8, NoEncryption()),
+    "client.pem": cert.public_bytes(Encoding.PEM),
+    "client.der": cert.public_bytes(Encoding.DER),
+    "ca.der": cacert.public_bytes(Encoding.DER),
+    "client.p12": pkcs12.serialize_key_and_certificates(b"client", key, cert, [cacert], BestAvailableEncryption(pw)),
+}
+for name, data in files.items():
+    open(f"{w}/v97-{name}", "wb").write(data)
+PY
+p97=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'listeners=SSL://127.0.0.1:%s\nssl.keystore.type=PEM\nssl.keystore.location=%s/v97-server.pem\nssl.truststore.type=PEM\nssl.truststore.location=%s/v97-ca.pem\nssl.client.auth=required\n' "$p97" "$work" "$work" > "$work/v97-broker.properties"
+printf 'bootstrap.servers=127.0.0.1:%s\nsecurity.protocol=SSL\nssl.ca.location=%s/v97-ca.pem\nssl.key.location=%s/v97-client.key\nssl.key.password=client-key-pw\nssl.certificate.location=%s/v97-client.pem\n' "$p97" "$work" "$work" "$work" > "$work/v97.conf"
+"$py" -m groupcoord serve --config "$work/v97-broker.properties" --data-dir "$work/v97-data" > "$work/v97-broker.log" 2>&1 &
+broker=$!
+for _ in $(seq 1 600); do grep -q "listening on" "$work/v97-broker.log" && break; sleep 0.05; done
+run ssl-client-auth-0097 v97.conf 0097 SSL_pkcs="$work/v97-client.p12" SSL_password=client-key-pw \
+  SSL_pub_pem="$work/v97-client.pem" SSL_pub_der="$work/v97-client.der" SSL_priv_pem="$work/v97-client.key" \
+  SSL_priv_der="$work/v97-client.key.der" SSL_all_cas_pem="$work/v97-ca.pem" SSL_ca_der="$work/v97-ca.der"
+kill "$broker"; wait "$broker"
 for f in "$work"/*.log; do
   echo "== $(basename "$f")"
-  grep -E ': PASS|TEST FAILURE|PASSED|SKIPPED|FAILED' "$f" | grep -v '^%' | grep -v '^\[<MAIN>' | sort -u
+  grep -E ': PASS|PASSED: |TEST FAILURE|PASSED|SKIPPED|FAILED' "$f" | grep -v '^%' | grep -v '^\[<MAIN>' | sort -u
 done
 echo "logs in $work"
