@@ -12,6 +12,7 @@ Kafka's tests for the same facts: ``SaslAuthenticatorTest.testDisallowedKafkaReq
 from __future__ import annotations
 
 import logging
+import struct
 import time
 import uuid
 from collections.abc import Iterator
@@ -115,6 +116,30 @@ def test_a_second_api_versions_before_the_handshake_closes_at_once(broker: Broke
         _closed_without_answer(c)
     assert "a second ApiVersions request before the SASL handshake" in broker.log_tail(100)
     _still_serves(broker)
+
+
+def test_an_api_versions_of_a_version_not_served_does_not_use_up_the_one_allowed(broker: Broker) -> None:
+    """handleApiVersionsRequest answers an unsupported version UNSUPPORTED_VERSION without moving
+    to HANDSHAKE_REQUEST, so the client's retry at a version we serve is answered, and the
+    exchange goes on (SaslAuthenticatorTest.testApiVersionsRequestWithServerUnsupportedVersion)."""
+    with wire_client(broker) as c:
+        c.sock.sendall(_api_versions_frame(version=99, correlation_id=7))
+        (size,) = struct.unpack(">i", c._read(4))
+        frame = c._read(size)
+        (correlation, error) = struct.unpack(">ih", frame[:6])
+        assert (correlation, error) == (7, ErrorCode.UNSUPPORTED_VERSION)
+        _versions(c)
+        assert c.recv().error_code == 0
+        sasl_plain_login(c, "alice", "alice-secret")
+        _metadata(c)
+        assert c.recv().cluster_id
+
+
+def _api_versions_frame(*, version: int, correlation_id: int) -> bytes:
+    """An ApiVersions request header (v1: key, version, correlation id, client id) and an empty
+    body: a version no broker serves is refused on its header alone."""
+    body = struct.pack(">hhih", ApiKey.API_VERSIONS, version, correlation_id, 1) + b"t"
+    return struct.pack(">i", len(body)) + body
 
 
 # ---------------------------------------------------------------------- during the exchange

@@ -500,8 +500,10 @@ class KafkaConnection(AnswerOutput):
             try:
                 entry = dispatcher.entry(api_key, api_version)
             except UnsupportedVersionError:
-                if api_key != API_VERSIONS_KEY:
+                if api_key != API_VERSIONS_KEY or verdict != _HANDLE:
                     raise
+                if session.guarded:  # the client may ask again at a version we serve
+                    session.versions_unanswered()
                 answer = unsupported_api_versions_answer(correlation_id, dispatcher.registry.ranges())
                 self._owed_bytes += len(answer)
                 self._pending.append(answer)

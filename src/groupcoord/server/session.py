@@ -163,6 +163,13 @@ class Session:
         self.why = "a request after the SASL exchange failed"
         return CLOSE
 
+    def versions_unanswered(self) -> None:
+        """The ApiVersions :meth:`verdict` let through asked for a version not served: answered
+        UNSUPPORTED_VERSION, it does not count (``handleApiVersionsRequest`` moves to
+        HANDSHAKE_REQUEST only after a valid one), so the client may ask again."""
+        if self.state == "versions" and not self.reauthenticating:
+            self.state = "start"
+
     def _may_reauthenticate(self) -> bool:
         """Whether a SaslHandshake now starts a re-authentication
         (``KafkaChannel.maybeBeginServerReauthentication``): the session has a lifetime, and no
