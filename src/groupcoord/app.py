@@ -57,7 +57,7 @@ from groupcoord.broker.offsets_v0 import offset_commit_v0, offset_fetch_v0, old_
 from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
 from groupcoord.config import BrokerConfig
-from groupcoord.config.listeners import ListenerSpec, parse_jaas_users
+from groupcoord.config.listeners import ListenerSpec, SecuritySettings, parse_jaas_users
 from groupcoord.console import BrokerConsole
 from groupcoord.console.auth import BasicAuth, ScramLookup
 from groupcoord.errors import ConfigError, DataDirError
@@ -353,11 +353,28 @@ def listener_security(
                 f"bad value for connection.failed.authentication.delay.ms: {delay_raw!r} (an integer >= 0)"
             ) from None
         sasl_config = sasl.SaslServerConfig(
-            mechanisms=mechanisms, plain_users=plain_users, scram_lookup=scram_lookup, failed_delay_ms=delay
+            mechanisms=mechanisms,
+            plain_users=plain_users,
+            scram_lookup=scram_lookup,
+            failed_delay_ms=delay,
+            max_reauth_ms={m: _max_reauth_ms(settings, spec.name, m) for m in mechanisms},
         )
     return ListenerSecurity(
         name=spec.name, protocol=spec.protocol, ssl_context=context, map_principal=mapper, sasl=sasl_config
     )
+
+
+def _max_reauth_ms(settings: SecuritySettings, listener: str, mechanism: str) -> int:
+    """``connections.max.reauth.ms`` of one listener's mechanism, as Kafka's
+    ``SaslChannelBuilder`` reads it: ``listener.name.<l>.<mechanism>.connections.max.reauth.ms``,
+    else the listener's, else the broker's (default 0: sessions do not end)."""
+    key = "connections.max.reauth.ms"
+    specific = f"listener.name.{listener.lower()}.{mechanism.lower()}.{key}"
+    raw = settings.props.get(specific) or settings.for_listener(listener, key) or "0"
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"bad value for {key}: {raw!r} (an integer, milliseconds)") from None
 
 
 def _console_users(

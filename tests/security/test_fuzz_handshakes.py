@@ -108,6 +108,15 @@ def test_bad_handshakes_leave_a_live_group_alone() -> None:
                 )
             )
             attempts.append((struct.pack(">i", 2_000_000_000) + b"\0" * 10, True))  # absurd frame size
+            out_of_turn = [  # the SASL exchange's requests in random orders (ILLEGAL_SASL_STATE)
+                _frame(ApiKey.API_VERSIONS, 3, client_software_name="f", client_software_version="1"),
+                _frame(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN"),
+                _frame(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=b"\0alice\0wrong"),
+                _frame(ApiKey.METADATA, 12, topics=None, allow_auto_topic_creation=False,
+                       include_topic_authorized_operations=False),
+            ]  # fmt: skip
+            for _ in range(10):
+                attempts.append((b"".join(rnd.choices(out_of_turn, k=rnd.randint(2, 5))), True))
             for payload, tls in attempts:
                 _attempt(host, int(port), ctx, payload, tls)
 

@@ -174,6 +174,5 @@ CAPTURED_BUT_IGNORED = frozenset(
         "security.inter.broker.protocol",
         "sasl.mechanism.inter.broker.protocol",
         "ssl.endpoint.identification.algorithm",
-        "connections.max.reauth.ms",  # KIP-368 re-authentication: no client tested asks for it
     }
 )

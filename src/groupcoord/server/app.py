@@ -108,7 +108,7 @@ class KafkaServer:
             client_quotas=self.client_quotas,
             now_ms=self.timers.clock.now_ms,
             traffic=self.traffic,
-            session=self.security.new_session(),
+            session=self.security.new_session(self.timers.clock.now_ms),
             output_high_water=self.output_high_water,
             output_low_water=self.output_low_water,
             memory_pool=self.memory_pool,

@@ -67,7 +67,7 @@ import os
 import struct
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiKeysV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -103,7 +103,12 @@ from groupcoord.server.output import (
     ready,
     release_pieces,
 )
-from groupcoord.server.session import Session
+from groupcoord.server.session import CLOSE, HANDLE, Session
+
+#: ``server.session``'s verdicts the request path tests, as constants the compiled build inlines
+_HANDLE: Final = 0
+_CLOSE: Final = 3
+assert (_HANDLE, _CLOSE) == (HANDLE, CLOSE)
 
 log = logging.getLogger(__name__)
 
@@ -486,14 +491,19 @@ class KafkaConnection(AnswerOutput):
         try:
             api_key, api_version, correlation_id = peek_request(frame)
             session = self.session
-            if not session.authenticated and not session.admits(api_key):
-                self.abort(f"request with API key {api_key} before SASL authentication completed")
-                return
+            verdict = _HANDLE
+            if session.guarded:  # a SASL connection authenticating, or whose session can end
+                verdict = session.verdict(api_key)
+                if verdict == _CLOSE:
+                    self.abort(f"request with API key {api_key}: {session.why}")
+                    return
             try:
                 entry = dispatcher.entry(api_key, api_version)
             except UnsupportedVersionError:
-                if api_key != API_VERSIONS_KEY:
+                if api_key != API_VERSIONS_KEY or verdict != _HANDLE:
                     raise
+                if session.guarded:  # the client may ask again at a version we serve
+                    session.versions_unanswered()
                 answer = unsupported_api_versions_answer(correlation_id, dispatcher.registry.ranges())
                 self._owed_bytes += len(answer)
                 self._pending.append(answer)
@@ -530,7 +540,10 @@ class KafkaConnection(AnswerOutput):
         started = time.perf_counter() if observe is not None or quotas is not None else 0.0
         try:
             handler = entry.handler
-            if handler is None or dispatcher.interceptor is not None:
+            result: Any
+            if verdict != _HANDLE:  # not what the SASL exchange expects (server.session)
+                result = session.refuse(verdict, self.connection_id, api_key, request, messages.response_type)
+            elif handler is None or dispatcher.interceptor is not None:
                 result = dispatcher.call(ctx, request)
             else:
                 result = handler(dispatcher.state, ctx, request)

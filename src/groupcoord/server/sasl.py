@@ -11,12 +11,15 @@ SaslAuthenticate (36) v0-v2, PLAIN and SCRAM-SHA-256/512, as Kafka's ``SaslServe
 * A failed exchange is answered SASL_AUTHENTICATION_FAILED (UNSUPPORTED_SASL_MECHANISM for the
   handshake) after ``connection.failed.authentication.delay.ms`` (default 100), and the connection
   closes once that answer is written, as Kafka's ``Selector`` delays the close of a channel
-  that failed authentication. The delay is wall-clock: it slows password guessing and is no
-  protocol deadline, so it does not follow a test's manual clock.
-* A request other than ApiVersions, SaslHandshake or SaslAuthenticate before the exchange
-  succeeds closes the connection (``IllegalSaslStateException`` in Kafka); a SaslHandshake or
-  SaslAuthenticate after it, or on a listener without SASL, is answered ILLEGAL_SASL_STATE (as
-  Kafka's ``KafkaApis.handleSaslHandshakeRequest`` / ``handleSaslAuthenticateRequest``).
+  that failed authentication (``Session.answer_after_delay``).
+* A request out of turn (before the handshake, or anything but SaslAuthenticate after it) is
+  ``Session.verdict``'s: ILLEGAL_SASL_STATE as Kafka's ``SaslServerAuthenticator`` answers it.
+  A SaslHandshake or SaslAuthenticate after authenticating, or on a listener without SASL,
+  reaches these handlers and is answered ILLEGAL_SASL_STATE with the connection kept (Kafka's
+  ``KafkaApis.handleSaslHandshakeRequest`` / ``handleSaslAuthenticateRequest``), unless the
+  SaslHandshake starts a re-authentication (KIP-368, ``connections.max.reauth.ms``): then the
+  exchange runs again, with the same mechanism and principal, and a successful one answers the
+  session's lifetime (SaslAuthenticate v1+).
 
 Passwords and tokens are never logged: a failure logs the listener, the mechanism and the user
 name only.
@@ -28,7 +31,8 @@ kafka-python, aiokafka) uses v1.
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
+import datetime
 import hmac
 import logging
 from collections.abc import Callable, Mapping
@@ -40,6 +44,7 @@ from kio.schema.sasl_authenticate.v1.response import SaslAuthenticateResponse as
 from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse as AuthV2
 from kio.schema.sasl_handshake.v0.response import SaslHandshakeResponse as HandshakeV0
 from kio.schema.sasl_handshake.v1.response import SaslHandshakeResponse as HandshakeV1
+from kio.static.primitive import i64Timedelta
 from scramp import ScramException, ScramMechanism
 
 from groupcoord.errors import ErrorCode
@@ -91,6 +96,8 @@ class SaslServerConfig:
     plain_users: Mapping[str, str] = field(default_factory=dict)
     scram_lookup: ScramLookup | None = None
     failed_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS
+    #: ``connections.max.reauth.ms`` of each mechanism (KIP-368; 0 or absent: sessions do not end)
+    max_reauth_ms: Mapping[str, int] = field(default_factory=dict)
 
 
 #: Kafka's message for a failed SCRAM exchange (``SaslServerAuthenticator``)
@@ -178,31 +185,18 @@ def _config(session: Session) -> SaslServerConfig | None:
     return sasl if isinstance(sasl, SaslServerConfig) else None
 
 
-async def _after_delay(delay_ms: int, answer: Any, session: Session) -> Any:
-    """Answer a failed authentication after Kafka's delay, then close once it is written."""
-    if delay_ms > 0:
-        await asyncio.sleep(delay_ms / 1000)
-    session.close_after_answers()
-    return answer
-
-
 def sasl_handshake(_state: object, ctx: RequestContext, request: Any) -> Any:
     """SaslHandshake: pick the mechanism for the SaslAuthenticate requests that follow."""
     resp_t = _HANDSHAKE[ctx.api_version]
     session = _session(ctx)
     config = _config(session)
-    if config is None or session.state != "handshake":
-        # Kafka's KafkaApis answers a handshake it sees (none outside the exchange) this way; a
-        # second handshake during the exchange fails it (SaslServerAuthenticator), then closes.
-        enabled = config.mechanisms if config is not None else ()
-        answer = make(resp_t, error_code=err(ErrorCode.ILLEGAL_SASL_STATE), mechanisms=enabled)
-        if session.state != "authenticate":
-            return answer
-        session.state = "failed"
-        return _after_delay(0, answer, session)
+    if config is None or session.authenticated:
+        # after authenticating (without a session lifetime to re-authenticate in), or on a
+        # listener without SASL: KafkaApis.handleSaslHandshakeRequest, no mechanisms listed,
+        # the connection stays open
+        return make(resp_t, error_code=err(ErrorCode.ILLEGAL_SASL_STATE), mechanisms=())
     mechanism = str(request.mechanism)
     if mechanism not in config.mechanisms:
-        session.state = "failed"
         log.warning(
             "closing conn=%d listener=%s: SASL mechanism %r is not enabled (sasl.enabled.mechanisms=%s)",
             ctx.connection_id,
@@ -210,16 +204,25 @@ def sasl_handshake(_state: object, ctx: RequestContext, request: Any) -> Any:
             mechanism[:64],
             ",".join(config.mechanisms),
         )
+        session.fail()
         answer = make(
             resp_t, error_code=err(ErrorCode.UNSUPPORTED_SASL_MECHANISM), mechanisms=config.mechanisms
         )
-        return _after_delay(config.failed_delay_ms, answer, session)
+        return session.answer_after_delay(answer)
+    answer = make(resp_t, error_code=err(ErrorCode.NONE), mechanisms=config.mechanisms)
+    if session.reauthenticating and mechanism != session.mechanism:
+        # ReauthInfo.saslMechanismUnchanged: the handshake is answered, the next request fails
+        # the re-authentication (REAUTH_BAD_MECHANISM), without an answer; its one log line
+        # is written then (Session.refuse)
+        session.why = f"re-authentication with SASL mechanism {mechanism[:64]}, not {session.mechanism}"
+        session.state = "bad_mechanism"
+        return answer
     session.mechanism = mechanism
     session.exchange = (
         _Plain(config.plain_users) if mechanism == "PLAIN" else _Scram(mechanism, config.scram_lookup)
     )
     session.state = "authenticate"
-    return make(resp_t, error_code=err(ErrorCode.NONE), mechanisms=config.mechanisms)
+    return answer
 
 
 def sasl_authenticate(_state: object, ctx: RequestContext, request: Any) -> Any:
@@ -227,41 +230,63 @@ def sasl_authenticate(_state: object, ctx: RequestContext, request: Any) -> Any:
     resp_t = _AUTH[ctx.api_version]
     session = _session(ctx)
     config = _config(session)
-    if config is None or session.state != "authenticate":
-        message = (
-            "SaslAuthenticate request received after successful authentication"
-            if session.state == "complete"
-            else "Unexpected SaslAuthenticate request: no SASL handshake"
-        )
-        answer = _auth_response(resp_t, ErrorCode.ILLEGAL_SASL_STATE, message, b"")
-        if session.state == "complete":
-            return answer
-        session.state = "failed"
-        return _after_delay(0, answer, session)
+    if config is None or session.authenticated:
+        # KafkaApis.handleSaslAuthenticateRequest; the connection stays open
+        message = "SaslAuthenticate request received after successful authentication"
+        return _auth_response(resp_t, ErrorCode.ILLEGAL_SASL_STATE, message, b"")
     exchange = session.exchange
+    failure: str | None = None
     try:
         out, done = exchange.step(bytes(request.auth_bytes))
-    except _AuthenticationFailed as failure:
-        session.state = "failed"
-        session.exchange = None
+    except _AuthenticationFailed as failed:
+        failure = str(failed)
+        out, done = b"", False
+    principal = "User:" + exchange.user
+    if failure is None and done and session.reauthenticating and principal != session.principal:
+        # ReauthInfo.ensurePrincipalUnchanged
+        old_type, _, old_name = session.principal.partition(":")
+        failure = (
+            "Cannot change principals during re-authentication from "
+            f"{old_type}.{old_name}: User.{exchange.user}"
+        )
+    if failure is not None:
         log.warning(
-            "closing conn=%d listener=%s: SASL %s authentication failed for user %r",
+            "closing conn=%d listener=%s: SASL %s %s failed for user %r",
             ctx.connection_id,
             session.listener,
             session.mechanism,
+            "re-authentication" if session.reauthenticating else "authentication",
             getattr(exchange, "user", "")[:256],
         )
-        answer = _auth_response(resp_t, ErrorCode.SASL_AUTHENTICATION_FAILED, str(failure), b"")
-        return _after_delay(config.failed_delay_ms, answer, session)
+        session.fail()
+        answer = _auth_response(resp_t, ErrorCode.SASL_AUTHENTICATION_FAILED, failure, b"")
+        return session.answer_after_delay(answer)
+    lifetime_ms = 0
     if done:
         session.state = "complete"
         session.authenticated = True
-        session.principal = "User:" + exchange.user
+        again = session.reauthenticating
+        session.reauthenticating = False
+        session.principal = principal
         session.exchange = None
+        max_reauth_ms = config.max_reauth_ms.get(session.mechanism, 0)
+        if max_reauth_ms > 0:  # KIP-368: the session ends; the client re-authenticates
+            lifetime_ms = max_reauth_ms
+            session.expires_ms = session.now_ms() + lifetime_ms
+        session.guarded = session.expires_ms is not None
         log.debug(
-            "conn=%d authenticated as %s via %s", ctx.connection_id, session.principal, session.mechanism
+            "conn=%d %s as %s via %s",
+            ctx.connection_id,
+            "re-authenticated" if again else "authenticated",
+            session.principal,
+            session.mechanism,
         )
-    return _auth_response(resp_t, ErrorCode.NONE, None, out)
+    answer = _auth_response(resp_t, ErrorCode.NONE, None, out)
+    if lifetime_ms and ctx.api_version >= 1:
+        answer = dataclasses.replace(
+            answer, session_lifetime=i64Timedelta.parse(datetime.timedelta(milliseconds=lifetime_ms))
+        )
+    return answer
 
 
 def _auth_response(resp_t: type[Any], code: ErrorCode, message: str | None, token: bytes) -> Any:

@@ -113,6 +113,7 @@ def _load_keystore(ctx: ssl.SSLContext, get: _Getter) -> None:
         if chain or key:
             if not (chain and key):
                 raise ConfigError("ssl.keystore.certificate.chain and ssl.keystore.key must be set together")
+            _check_key_password(key.encode(), key_password)
             with _private_file((key.strip() + "\n" + chain.strip() + "\n").encode()) as name:
                 ctx.load_cert_chain(name, password=key_password)
             return
@@ -120,7 +121,9 @@ def _load_keystore(ctx: ssl.SSLContext, get: _Getter) -> None:
             raise ConfigError("ssl.keystore.location is not set")
         path = _pem_file(location, "ssl.keystore.location")
         if store_type == "PEM":
-            ctx.load_cert_chain(str(path), password=key_password or get("ssl.keystore.password"))
+            password = key_password or get("ssl.keystore.password")
+            _check_key_password(path.read_bytes(), password)
+            ctx.load_cert_chain(str(path), password=password)
         elif store_type == "PKCS12":
             pem = _pkcs12_to_pem(path.read_bytes(), get("ssl.keystore.password"), "ssl.keystore.location")
             with _private_file(pem) as name:
@@ -131,7 +134,19 @@ def _load_keystore(ctx: ssl.SSLContext, get: _Getter) -> None:
                 "with keytool -importkeystore -deststoretype PKCS12)"
             )
     except ssl.SSLError as exc:
+        if key_password is not None:  # OpenSSL names no cause for a key it cannot decrypt
+            raise ConfigError(
+                f"cannot load the keystore (wrong ssl.key.password?): {exc.reason or exc}"
+            ) from None
         raise ConfigError(f"cannot load the keystore (ssl.keystore.*): {exc.reason or exc}") from None
+
+
+def _check_key_password(pem: bytes, password: str | None) -> None:
+    """An encrypted PEM key needs ``ssl.key.password``: without one OpenSSL would ask for it on
+    the terminal, so start-up stops naming the key instead."""
+    encrypted = b"-----BEGIN ENCRYPTED PRIVATE KEY-----" in pem or b"Proc-Type: 4,ENCRYPTED" in pem
+    if encrypted and not password:
+        raise ConfigError("the keystore's key is encrypted: set ssl.key.password")
 
 
 def _load_truststore(ctx: ssl.SSLContext, get: _Getter) -> None:
