@@ -234,6 +234,7 @@ class KafkaConnection(AnswerOutput):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport; uvloop's do not subclass asyncio.Transport, so no isinstance check.
         self._transport = cast(asyncio.Transport, transport)
+        self._learn_transport_limits(transport)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and peer:
             self.client_host = f"/{peer[0]}"
@@ -400,7 +401,9 @@ class KafkaConnection(AnswerOutput):
             or self._waiting_memory
             or self._throttled
             or self._yielding
-            or self._output_over()
+            # the write gate is not paused (checked above): owed bytes alone may show the
+            # output is not over (_learn_transport_limits)
+            or ((self._output_full or self._owed_bytes > self._owed_fast_limit) and self._output_over())
         )
 
     def _update_reading(self) -> None:
@@ -559,7 +562,10 @@ class KafkaConnection(AnswerOutput):
             data = self._encode(messages, correlation_id, result)
             if data is None:
                 return
-            self._owe(data)
+            if type(data) is bytes:
+                self._owed_bytes += len(data)  # _owe's plain case, without the call
+            else:
+                self._owe(data)
             self._pending.append(data)
 
     def _await(
@@ -635,7 +641,10 @@ class KafkaConnection(AnswerOutput):
             data = self._encode(messages, correlation_id, response)
             if data is None:
                 return
-            self._owe(data)
+            if type(data) is bytes:
+                self._owed_bytes += len(data)  # _owe's plain case, without the call
+            else:
+                self._owe(data)
             slot.data = data
         slot.done = True
         # Awaited answers become ready in batches (a flush round confirms every commit it
