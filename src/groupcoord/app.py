@@ -485,6 +485,16 @@ class BrokerApp:
             extra=extra_routes,
             interceptor=interceptor,
         )
+        connection_quotas = ConnectionQuotas(
+            max_connections=config.max_connections,
+            max_connections_per_ip=config.max_connections_per_ip,
+            overrides=config.connections_per_ip_overrides(),
+            max_connection_creation_rate=config.max_connection_creation_rate,
+            quota_window_num=config.quota_window_num,
+            quota_window_size_seconds=config.quota_window_size_seconds,
+            ip_connection_rate=self.quota_enforcer.ip_connection_rate,
+        )
+        connection_quotas.listener_max = config.listener_max_connections()
         self.servers = [
             KafkaServer(
                 self.dispatcher,
@@ -496,16 +506,9 @@ class BrokerApp:
                 timers=self.broker.timers,
                 security=security,
                 queued_max_request_bytes=config.queued_max_request_bytes,
-                # per listener: the connection limits count each listener's own connections
-                connection_quotas=ConnectionQuotas(
-                    max_connections=config.max_connections,
-                    max_connections_per_ip=config.max_connections_per_ip,
-                    overrides=config.connections_per_ip_overrides(),
-                    max_connection_creation_rate=config.max_connection_creation_rate,
-                    quota_window_num=config.quota_window_num,
-                    quota_window_size_seconds=config.quota_window_size_seconds,
-                    ip_connection_rate=self.quota_enforcer.ip_connection_rate,
-                ),
+                # one for all listeners: max.connections and the per-IP counts are broker-wide,
+                # listener.name.<l>.max.connections each listener's (Kafka's ConnectionQuotas)
+                connection_quotas=connection_quotas,
                 client_quotas=self.quota_enforcer,
             )
             for spec, security in zip(self.listeners, securities, strict=True)

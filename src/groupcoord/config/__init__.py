@@ -383,6 +383,29 @@ class BrokerConfig:
         self.advertised_specs()
         self.metrics_listener()
         self.console_listener()
+        self.listener_max_connections()
+
+    def listener_max_connections(self) -> dict[str, int]:
+        """``listener.name.<listener>.max.connections`` by listener name (upper case), as Kafka's
+        per-listener connection limit (``DynamicListenerConfig``; at least 0). A listener not
+        named here has no limit of its own: only ``max.connections`` applies to it."""
+        out: dict[str, int] = {}
+        names = {spec.name.lower(): spec.name for spec in self.listener_specs()}
+        for key, raw in self.security_settings.props.items():
+            m = re.fullmatch(r"listener\.name\.([^.]+)\.max\.connections", key)
+            if m is None:
+                continue
+            name = names.get(m.group(1))
+            if name is None:
+                continue  # another listener's (a controller listener's): not served here
+            try:
+                value = int(str(raw).strip())
+            except ValueError:
+                value = -1
+            if not 0 <= value <= INT_MAX:
+                raise ConfigError(f"bad value for {key}: {raw!r} (expected an integer from 0 to {INT_MAX})")
+            out[name] = value
+        return out
 
     def connections_per_ip_overrides(self) -> dict[str, int]:
         """``max.connections.per.ip.overrides`` as {host or IP: count} (Kafka's ``host:count``
@@ -664,4 +687,3 @@ PROPERTIES: dict[str, PropertySpec] = {
 
 
 # ---------------------------------------------------------------------- Kafka's own broker keys
-

@@ -22,9 +22,10 @@ times, and the connection (``server.connection``) applies them. What a client ob
 
 A throttled Fetch is answered empty (no partitions, the throttle time, session id 0), and its
 bytes are taken back out of the consumer rate, as ``KafkaApis.handleFetchRequest`` does with
-``getThrottledResponse`` and ``unrecordQuotaSensor``. Where we differ: the connection is muted
-from the moment the answer is ready rather than once it is sent. ``controller_mutation_rate``
-is not enforced.
+``getThrottledResponse`` and ``unrecordQuotaSensor``. The connection is muted from the moment the
+answer is ready, as Kafka's channel is (``KafkaApis`` throttles before ``sendResponse``:
+``THROTTLE_STARTED`` moves the channel to ``MUTED_AND_THROTTLED_AND_RESPONSE_PENDING``).
+``controller_mutation_rate`` is not enforced.
 """
 
 from __future__ import annotations
