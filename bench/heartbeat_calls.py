@@ -4,7 +4,8 @@ Plain script, not a test. On a machine other processes share, wall-clock through
 than the cost of a few calls per request; the number of Python function calls the broker's
 event-loop thread makes per request does not move at all. This starts an in-process broker
 (``groupcoord.testing.Broker``), joins one member to a group over one connection (JoinGroup,
-SyncGroup), sends heartbeats untraced (warm-up), then ``--count`` more while every Python call on
+SyncGroup), sends heartbeats untraced (warm-up), then ``--count`` more (``--depth`` at a time in
+one write, as a pipelining client sends them) while every Python call on
 the broker's loop thread is counted (``sys.setprofile``: stdlib and asyncio included), and prints
 the calls per heartbeat with the functions that make them, as JSON with ``--json``.
 
@@ -39,8 +40,9 @@ def _where(frame: FrameType) -> str:
     return f"{name}:{code.co_qualname}"
 
 
-def measure(count: int) -> dict[str, Any]:
-    from groupcoord.protocol.client import WireClient
+def measure(count: int, depth: int = 1) -> dict[str, Any]:
+    from groupcoord.protocol.client import WireClient, build_request, encode_request
+    from groupcoord.protocol.registry import load_messages
     from groupcoord.testing import Broker
 
     calls: Counter[str] = Counter()
@@ -88,6 +90,27 @@ def measure(count: int) -> dict[str, Any]:
                 )
                 assert answer.error_code == 0, answer
 
+            def beats() -> None:
+                """``depth`` heartbeats in one write (a pipelining client's), then their answers."""
+                messages = load_messages(HEARTBEAT, 4)
+                frames = []
+                for _ in range(depth):
+                    c.correlation += 1
+                    fields = dict(
+                        group_id=GROUP, generation_id=generation, member_id=member, group_instance_id=None
+                    )
+                    frames.append(
+                        encode_request(messages, c.correlation, build_request(messages.request_type, fields))
+                    )
+                    c.pending.append((c.correlation, messages))
+                c.sock.sendall(b"".join(frames))
+                for _ in range(depth):
+                    answer = c.recv()
+                    assert answer.error_code == 0, answer
+
+            if depth > 1:
+                beat = beats
+                count //= depth
             for _ in range(50):
                 beat()
             loop = broker._loop
@@ -100,7 +123,7 @@ def measure(count: int) -> dict[str, Any]:
             switched.clear()
             loop.call_soon_threadsafe(lambda: (sys.setprofile(None), switched.set()))
             switched.wait(10)
-    return {"count": count, "calls": dict(calls)}
+    return {"count": count * depth, "depth": depth, "calls": dict(calls)}
 
 
 def report(result: dict[str, Any], top: int) -> None:
@@ -126,6 +149,7 @@ def diff(a: dict[str, Any], b: dict[str, Any], top: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=500)
+    parser.add_argument("--depth", type=int, default=1, help="heartbeats written together (pipelined)")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--json", help="write the counts here")
     parser.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two --json files")
@@ -134,7 +158,7 @@ def main() -> None:
         before, after = (json.loads(Path(p).read_text()) for p in args.diff)
         diff(before, after, args.top)
         return
-    result = measure(args.count)
+    result = measure(args.count, args.depth)
     report(result, args.top)
     if args.json:
         Path(args.json).write_text(json.dumps(result))
