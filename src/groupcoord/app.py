@@ -471,12 +471,18 @@ class BrokerApp:
         self.quota_enforcer = ClientQuotas(
             quota_window_num=config.quota_window_num,
             quota_window_size_seconds=config.quota_window_size_seconds,
+            controller_window_num=config.controller_quota_window_num,
+            controller_window_size_seconds=config.controller_quota_window_size_seconds,
         )
         self.quota_enforcer.update(self.client_quotas.quotas)
         self.client_quotas.listeners.append(self.quota_enforcer.update)
         enforcer = self.quota_enforcer
         self.broker.fetch_bytes_cap = lambda principal, client_id: enforcer.max_fetch_bytes(
             quota_user(principal), client_id
+        )
+        clock = self.broker.timers.clock
+        self.broker.mutation_quota = lambda ctx: enforcer.mutation_quota(
+            quota_user(ctx.principal), ctx.client_id, ctx.api_key, ctx.api_version, clock.now_ms
         )
         self.dispatcher = build_dispatcher(
             self.broker,

@@ -119,6 +119,9 @@ class BrokerConfig:
     # Client quotas (KIP-13/124): the rate windows of ClientQuotaManager.
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
+    #: controller_mutation_rate's token bucket: its burst is this many windows of the rate
+    controller_quota_window_num: int = 11
+    controller_quota_window_size_seconds: int = 1
     # Group coordinator (reference §3 defaults).
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
@@ -602,6 +605,12 @@ PROPERTIES: dict[str, PropertySpec] = {
     "queued.max.request.bytes": PropertySpec(field="queued_max_request_bytes", **_int_at_least(LONG_MIN)),
     "quota.window.num": PropertySpec(field="quota_window_num", **_int_at_least(1, INT_MAX)),
     "quota.window.size.seconds": PropertySpec(field="quota_window_size_seconds", **_int_at_least(1, INT_MAX)),
+    "controller.quota.window.num": PropertySpec(
+        field="controller_quota_window_num", **_int_at_least(1, INT_MAX)
+    ),
+    "controller.quota.window.size.seconds": PropertySpec(
+        field="controller_quota_window_size_seconds", **_int_at_least(1, INT_MAX)
+    ),
     "group.min.session.timeout.ms": PropertySpec(
         field="group_min_session_timeout_ms", **_int_at_least(0, INT_MAX)
     ),

@@ -90,7 +90,7 @@ from groupcoord.protocol.registry import (
     UnknownApiError,
     UnsupportedVersionError,
 )
-from groupcoord.server.client_quotas import ClientQuotas, quota_user
+from groupcoord.server.client_quotas import STRICT_SINCE, ClientQuotas, quota_user
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.memory_pool import MemoryPool
 from groupcoord.server.output import (
@@ -358,6 +358,10 @@ class KafkaConnection(AnswerOutput):
         ms = quotas.throttle_ms(
             self.user, ctx.client_id, ctx.api_key, request_bytes, response_bytes, handler_s, self._now_ms()
         )
+        if ctx.api_key in STRICT_SINCE and response is not None:
+            # a controller_mutation_rate throttle the handler set: the larger one is muted for
+            # (sendResponseMaybeThrottleWithControllerQuota)
+            ms = max(ms, round(response.throttle_time.total_seconds() * 1000))
         if ms <= 0:
             return response
         self._mute_for(ms)
