@@ -86,3 +86,44 @@ def test_ip_connection_creation_rate_specific_then_default_then_none() -> None:
         }
     )
     assert (quotas.ip_connection_rate("10.0.0.1"), quotas.ip_connection_rate("10.0.0.2")) == (5, 9)
+
+
+def _mutation_quotas(rate: float) -> ClientQuotas:
+    quotas = ClientQuotas(controller_window_num=2, controller_window_size_seconds=1)
+    quotas.update({(("client-id", "c"),): {"controller_mutation_rate": rate}})
+    return quotas
+
+
+def test_strict_mutation_quota_checks_the_bucket_before_recording_and_throttles_only_a_refusal() -> None:
+    """``StrictControllerMutationQuota.record``: ``checkQuotas`` (the ``TokenBucket`` below zero
+    is a violation) then ``record``; the throttle is ``Math.round(-tokens / rate * 1000)``
+    (``ControllerMutationQuotaManager.throttleTimeMs``) less the time since it was recorded
+    (``throttleTime``). Burst: 2 windows of 1 s at 2/s = 4 tokens, full at first."""
+    quotas = _mutation_quotas(2.0)
+    now = [0]
+    quota = quotas.mutation_quota("ANONYMOUS", "c", 19, 6, lambda: now[0])  # CreateTopics v6: strict
+    assert quota.strict
+    assert quota.record(3) and quota.record(3)  # 4 -> 1 -> -2: the second taken while not below zero
+    assert quota.throttle_ms() == 0  # accepted mutations are not throttled
+    assert not quota.record(1)  # -2 < 0: refused
+    assert quota.throttle_ms() == 1000
+    now[0] = 250
+    assert quota.throttle_ms() == 750
+    # the bucket refills at the rate: 1 s later it is back at zero and accepts again
+    later = quotas.mutation_quota("ANONYMOUS", "c", 19, 6, lambda: 1000)
+    assert later.record(5) and later.throttle_ms() == 0
+
+
+def test_permissive_mutation_quota_accepts_and_throttles_by_the_debt() -> None:
+    """Before CreateTopics v6 (``PermissiveControllerMutationQuota``): recorded with the check
+    after it, so everything is accepted and the throttle is the debt: -3 tokens at 2/s = 1,500 ms.
+    A client id without a quota gets the unbounded quota."""
+    quotas = _mutation_quotas(2.0)
+    quota = quotas.mutation_quota("ANONYMOUS", "c", 19, 5, lambda: 0)
+    assert not quota.strict
+    assert quota.record(3) and quota.record(3) and quota.record(1)
+    assert quota.throttle_ms() == 1500
+    assert quotas.mutation_quota("ANONYMOUS", "d", 19, 6, lambda: 0).record(1_000)
+    # the strict versions of the other two APIs
+    assert quotas.mutation_quota("ANONYMOUS", "c", 20, 5, lambda: 0).strict  # DeleteTopics v5
+    assert not quotas.mutation_quota("ANONYMOUS", "c", 37, 2, lambda: 0).strict  # CreatePartitions v2
