@@ -94,11 +94,12 @@ def test_a_producer_over_producer_byte_rate_is_held_to_it_and_reports_the_thrott
     to n - 1 windows' worth more or less in any stretch of time, by where the stretch falls:
     ``Rate.windowSize`` counts at least n - 1 windows (a head start after each quiet spell), and
     ``SampledStat.advance`` recycles the oldest of n + 1 samples, dropping its bytes at once. With 2
-    windows that is ±5 % of 20 s from the phase alone; with 1 there is none (an exact simulation of
-    ``server.rate`` with this client gives 1.000). The producer keeps 512 KiB queued: a throttle
-    (~2.5 s) is long against the moment librdkafka takes to send the next burst once it ends, time
-    the quota allows and the client leaves unused (the rate measured is that much lower). The rate
-    is of the records' values, so batch and request overhead (~3 %) counts against it too.
+    windows that is ±5 % of 20 s from the phase alone; with 1 there is none (``test_client_quota_math
+    .test_one_window_admits_a_saturating_producer_at_the_quota_between_any_two_admissions``). The
+    producer keeps 512 KiB queued: a throttle (~2.5 s) is long against the moment librdkafka takes
+    to send the next burst once it ends, time the quota allows and the client leaves unused (the
+    rate measured is that much lower). The rate is of the records' values, so batch and request
+    overhead (~3 %) counts against it too.
     The throttle is also what the client reports: librdkafka's ``throttle_cb`` and the statistics'
     per-broker ``throttle`` window (``BaseQuotaTest.testThrottledProducerConsumer`` checks the
     broker's ``throttle-time`` sensor the same way).
@@ -175,10 +176,11 @@ def test_a_consumer_over_consumer_byte_rate_is_held_to_it_and_reports_the_thrott
     bytes then taken back (``KafkaApis.handleFetchRequest``: ``maybeRecordAndGetThrottleTimeMs``,
     ``unrecordQuotaSensor``), so each throttle overshoots by one answer's worth of time. The loss is
     one answer per throttle: with answers of one 8-record batch (~8 KiB: ``max.partition.fetch.bytes``
-    is below a batch, and the first batch is always returned, KIP-74) an exact simulation of
-    ``server.rate`` gives 0.97-0.99 of the quota over any 20 s with 2 windows of 1 s, where answers of
-    64 KiB gave 0.82-0.90 (this test's earlier shape, which passed only because it counted the head
-    start). The count is of the records' values, so the answers' overhead (~2 %) counts against it.
+    is below a batch, and the first batch is always returned, KIP-74) the broker's arithmetic gives
+    0.94-0.98 of the quota over any 20 s with 2 windows of 1 s, where answers of 64 KiB give less
+    than 0.9 (``test_client_quota_math.test_a_fetch_throttle_costs_the_consumer_one_answer_per_throttle``;
+    this test's earlier shape passed only because it counted the head start). The count is of the
+    records' values, so the answers' overhead (~2 %) counts against it.
     """
     broker = two_windows
     broker.create_topic("big")
