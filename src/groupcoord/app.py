@@ -488,12 +488,18 @@ class BrokerApp:
         self.quota_enforcer = ClientQuotas(
             quota_window_num=config.quota_window_num,
             quota_window_size_seconds=config.quota_window_size_seconds,
+            controller_window_num=config.controller_quota_window_num,
+            controller_window_size_seconds=config.controller_quota_window_size_seconds,
         )
         self.quota_enforcer.update(self.client_quotas.quotas)
         self.client_quotas.listeners.append(self.quota_enforcer.update)
         enforcer = self.quota_enforcer
         self.broker.fetch_bytes_cap = lambda principal, client_id: enforcer.max_fetch_bytes(
             quota_user(principal), client_id
+        )
+        clock = self.broker.timers.clock
+        self.broker.mutation_quota = lambda ctx: enforcer.mutation_quota(
+            quota_user(ctx.principal), ctx.client_id, ctx.api_key, ctx.api_version, clock.now_ms
         )
         self.dispatcher = build_dispatcher(
             self.broker,
@@ -502,6 +508,16 @@ class BrokerApp:
             extra=extra_routes,
             interceptor=interceptor,
         )
+        connection_quotas = ConnectionQuotas(
+            max_connections=config.max_connections,
+            max_connections_per_ip=config.max_connections_per_ip,
+            overrides=config.connections_per_ip_overrides(),
+            max_connection_creation_rate=config.max_connection_creation_rate,
+            quota_window_num=config.quota_window_num,
+            quota_window_size_seconds=config.quota_window_size_seconds,
+            ip_connection_rate=self.quota_enforcer.ip_connection_rate,
+        )
+        connection_quotas.listener_max = config.listener_max_connections()
         self.servers = [
             KafkaServer(
                 self.dispatcher,
@@ -513,16 +529,9 @@ class BrokerApp:
                 timers=self.broker.timers,
                 security=security,
                 queued_max_request_bytes=config.queued_max_request_bytes,
-                # per listener: the connection limits count each listener's own connections
-                connection_quotas=ConnectionQuotas(
-                    max_connections=config.max_connections,
-                    max_connections_per_ip=config.max_connections_per_ip,
-                    overrides=config.connections_per_ip_overrides(),
-                    max_connection_creation_rate=config.max_connection_creation_rate,
-                    quota_window_num=config.quota_window_num,
-                    quota_window_size_seconds=config.quota_window_size_seconds,
-                    ip_connection_rate=self.quota_enforcer.ip_connection_rate,
-                ),
+                # one for all listeners: max.connections and the per-IP counts are broker-wide,
+                # listener.name.<l>.max.connections each listener's (Kafka's ConnectionQuotas)
+                connection_quotas=connection_quotas,
                 client_quotas=self.quota_enforcer,
             )
             for spec, security in zip(self.listeners, securities, strict=True)

@@ -7,12 +7,12 @@ that time; librdkafka reports it in its statistics' per-broker ``throttle`` wind
 The brokers use few windows of 1 s: with Kafka's default of 11 windows a client's first ten
 seconds are measured as if they were ten seconds long, so it may send ten seconds' worth at once
 before it is throttled, which a 20 s measurement could not tell from the quota. With n windows
-that head start is n - 1 seconds' worth. The producer's broker uses 2 (its head start is +5 %
-of 20 s); the consumer's uses 3, because a consumer also loses time the producer does not: every
-Fetch that would go over the quota is answered empty, and with 2 windows the rate swings by a
-whole answer, which left it ~12 % short in our runs; with 3 the head start (+10 %) and that loss
-roughly cancel. The measured rate is of the records' values (what the application sent), so batch and
-request overhead (a few percent with 1 KiB values) counts against it.
+that head start is n - 1 seconds' worth, and any stretch of time may see up to that much more or
+less than the quota, by where it falls against the samples. Each test's docstring says how its
+measurement avoids both (the producer: one window, measured between admitted bursts; the
+consumer: counted from 2 s in, with answers small against the quota). The measured rate is of
+the records' values, so batch and request overhead (a few percent with 1 KiB values) counts
+against it.
 """
 
 from __future__ import annotations
@@ -38,12 +38,6 @@ WINDOW_S = 20.0
 
 
 @pytest.fixture
-def broker() -> Iterator[Broker]:
-    with Broker({"quota.window.num": 3, "quota.window.size.seconds": 1}) as b:
-        yield b
-
-
-@pytest.fixture
 def two_windows() -> Iterator[Broker]:
     """The raw-wire tests' arithmetic: 2 windows of 1 s (a rate is bytes over at least 1 s)."""
     with Broker({"quota.window.num": 2, "quota.window.size.seconds": 1}) as b:
@@ -57,53 +51,138 @@ def _max_throttle(stats: list[dict[str, Any]]) -> int:
     )
 
 
+@pytest.fixture
+def one_window() -> Iterator[Broker]:
+    """The producer's measurement: 1 window of 1 s (why: the producer test's docstring)."""
+    with Broker({"quota.window.num": 1, "quota.window.size.seconds": 1}) as b:
+        yield b
+
+
+#: a pause between two deliveries longer than this starts a new burst (a throttle of ~2.5 s lies
+#: between bursts; one burst's answers leave the broker in one write)
+BURST_GAP_S = 0.25
+
+
+def _burst_starts(deliveries: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """(when, bytes delivered before it) of each burst: a delivery after a pause."""
+    starts = []
+    total = 0
+    previous = None
+    for at, n in deliveries:
+        if previous is not None and at - previous > BURST_GAP_S:
+            starts.append((at, total))
+        total += n
+        previous = at
+    return starts
+
+
 def test_a_producer_over_producer_byte_rate_is_held_to_it_and_reports_the_throttle(
-    two_windows: Broker,
+    one_window: Broker,
 ) -> None:
-    two_windows.create_topic("q")
-    two_windows.set_quota(client_id="slow-producer", producer_byte_rate=QUOTA)
+    """Held to the quota over 20 s, measured from one admitted burst to another.
+
+    A throttled broker answers a burst of requests, mutes the connection for the throttle time,
+    then reads the next burst: the rate is the bytes of the bursts admitted in between over the
+    time between the two admissions. Measured so, Kafka's arithmetic makes it the quota exactly,
+    whatever the load on the machine: ``QuotaUtils.throttleTime`` is ``(rate - quota) / quota *
+    windowSize`` with the rate the retained samples' total over ``Rate.windowSize``, so a throttle
+    ends when ``oldest sample start + retained total / quota`` is reached. Late delivery callbacks
+    shift both ends alike. (Counting from the first produce to a fixed deadline, as this test did,
+    was off by up to a burst and its debt, paid after the deadline: +20 % once on a loaded run.)
+
+    The broker uses **one** window of 1 s, because with n windows Kafka's ``Rate`` lets through up
+    to n - 1 windows' worth more or less in any stretch of time, by where the stretch falls:
+    ``Rate.windowSize`` counts at least n - 1 windows (a head start after each quiet spell), and
+    ``SampledStat.advance`` recycles the oldest of n + 1 samples, dropping its bytes at once. With 2
+    windows that is ±5 % of 20 s from the phase alone; with 1 there is none (``test_client_quota_math
+    .test_one_window_admits_a_saturating_producer_at_the_quota_between_any_two_admissions``). The
+    producer keeps 512 KiB queued: a throttle (~2.5 s) is long against the moment librdkafka takes
+    to send the next burst once it ends, time the quota allows and the client leaves unused (the
+    rate measured is that much lower). The rate is of the records' values, so batch and request
+    overhead (~3 %) counts against it too.
+    The throttle is also what the client reports: librdkafka's ``throttle_cb`` and the statistics'
+    per-broker ``throttle`` window (``BaseQuotaTest.testThrottledProducerConsumer`` checks the
+    broker's ``throttle-time`` sensor the same way).
+    """
+    one_window.create_topic("q")
+    one_window.set_quota(client_id="slow-producer", producer_byte_rate=QUOTA)
     stats: list[dict[str, Any]] = []
-    delivered: list[tuple[float, int]] = []
+    throttles: list[float] = []
+    deliveries: list[tuple[float, int]] = []
 
     def on_delivery(err: Any, msg: Any) -> None:
         assert err is None, err
-        delivered.append((time.monotonic(), len(msg.value())))
+        deliveries.append((time.monotonic(), len(msg.value())))
 
     producer = confluent_kafka.Producer(
         {
-            "bootstrap.servers": two_windows.bootstrap,
+            "bootstrap.servers": one_window.bootstrap,
             "client.id": "slow-producer",
             "batch.size": 16384,
             "linger.ms": 5,
             "queue.buffering.max.kbytes": 512,
             "statistics.interval.ms": 1000,
             "stats_cb": lambda s: stats.append(json.loads(s)),
+            "throttle_cb": lambda event: throttles.append(event.throttle_time),
         }
     )
     started = time.monotonic()
-    deadline = started + WINDOW_S
-    while time.monotonic() < deadline:
+
+    def measured() -> tuple[tuple[float, int], tuple[float, int]] | None:
+        # from the first admission 2 s in (the first burst's head start spent) to the last within 20 s of it
+        starts = [s for s in _burst_starts(deliveries) if s[0] >= started + 2.0]
+        if not starts or starts[-1][0] - starts[0][0] < WINDOW_S:
+            return None
+        return starts[0], max((s for s in starts if s[0] - starts[0][0] <= WINDOW_S), key=lambda s: s[0])
+
+    span = None
+    while span is None:
+        assert time.monotonic() - started < 10 * WINDOW_S, "no 20 s of throttled bursts"
         try:
             producer.produce("q", VALUE, on_delivery=on_delivery)
         except BufferError:
             producer.poll(0.05)  # the local queue is full: the broker is holding us back
         producer.poll(0)
+        span = measured()
     producer.flush(60)
-    sent = sum(n for at, n in delivered if at <= deadline)
-    rate = sent / WINDOW_S
+    (first_at, before_first), (last_at, before_last) = span
+    rate = (before_last - before_first) / (last_at - first_at)
+    assert last_at - first_at >= 0.9 * WINDOW_S
     assert 0.9 * QUOTA <= rate <= 1.1 * QUOTA, rate
+    assert max(throttles) > 0
     assert _max_throttle(stats) > 0
+
+
+#: records per batch the consumer's topic is written with: a Fetch answer is one batch (see below)
+BATCH_RECORDS = 8
 
 
 def _fill(broker: Broker, topic: str, total: int) -> None:
     host, port = broker.bootstrap.split(":")
     with WireClient(host, int(port)) as client:
-        for _ in range(total // (64 * len(VALUE))):
-            batch = build_batch([(None, VALUE, ())] * 64, timestamp_ms=int(time.time() * 1000))
+        for _ in range(total // (BATCH_RECORDS * len(VALUE))):
+            batch = build_batch([(None, VALUE, ())] * BATCH_RECORDS, timestamp_ms=int(time.time() * 1000))
             produce(client, topic, batch)
 
 
-def test_a_consumer_over_consumer_byte_rate_is_held_to_it_and_reports_the_throttle(broker: Broker) -> None:
+def test_a_consumer_over_consumer_byte_rate_is_held_to_it_and_reports_the_throttle(
+    two_windows: Broker,
+) -> None:
+    """Held to the quota over 20 s, counted from 2 s after the first record (the quota's head start
+    of one window spent, ``Rate.windowSize``).
+
+    A consumer cannot use all of its quota in Kafka's design: a Fetch whose answer would take the
+    rate over the quota is answered empty, its throttle computed with the answer's bytes and the
+    bytes then taken back (``KafkaApis.handleFetchRequest``: ``maybeRecordAndGetThrottleTimeMs``,
+    ``unrecordQuotaSensor``), so each throttle overshoots by one answer's worth of time. The loss is
+    one answer per throttle: with answers of one 8-record batch (~8 KiB: ``max.partition.fetch.bytes``
+    is below a batch, and the first batch is always returned, KIP-74) the broker's arithmetic gives
+    0.94-0.98 of the quota over any 20 s with 2 windows of 1 s, where answers of 64 KiB give less
+    than 0.9 (``test_client_quota_math.test_a_fetch_throttle_costs_the_consumer_one_answer_per_throttle``;
+    this test's earlier shape passed only because it counted the head start). The count is of the
+    records' values, so the answers' overhead (~2 %) counts against it.
+    """
+    broker = two_windows
     broker.create_topic("big")
     _fill(broker, "big", int(QUOTA * WINDOW_S * 1.6))  # more than the quota lets it read
     broker.set_quota(client_id="slow-consumer", consumer_byte_rate=QUOTA)
@@ -114,9 +193,9 @@ def test_a_consumer_over_consumer_byte_rate_is_held_to_it_and_reports_the_thrott
             "client.id": "slow-consumer",
             "group.id": "quota-group",
             "auto.offset.reset": "earliest",
-            "fetch.max.bytes": 131072,
-            "message.max.bytes": 131072,
-            "max.partition.fetch.bytes": 65536,
+            "fetch.max.bytes": 8192,
+            "message.max.bytes": 8192,
+            "max.partition.fetch.bytes": 8192,
             "statistics.interval.ms": 1000,
             "stats_cb": lambda s: stats.append(json.loads(s)),
         }
@@ -128,11 +207,12 @@ def test_a_consumer_over_consumer_byte_rate_is_held_to_it_and_reports_the_thrott
             msg = consumer.poll(10)
             if msg is not None and msg.error() is None:
                 first = time.monotonic()
-        received = len(VALUE)
-        deadline = first + WINDOW_S
-        while time.monotonic() < deadline:
+        start = first + 2.0
+        deadline = start + WINDOW_S
+        received = 0
+        while (now := time.monotonic()) < deadline:
             msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None:
+            if msg is not None and msg.error() is None and now >= start:
                 received += len(msg.value())
         rate = received / WINDOW_S
         assert 0.9 * QUOTA <= rate <= 1.1 * QUOTA, rate

@@ -16,9 +16,9 @@ The quotas live in ``client-quotas.json`` in the data dir (written to a temporar
 and renamed before the answer), so they survive a restart. Who enforces them:
 ``server.client_quotas`` (byte rates, request time, throttling) and
 ``server.connection_quotas`` (``connection_creation_rate``), told of every change through
-:attr:`ClientQuotaStore.listeners` (wired in ``groupcoord.app``). ``controller_mutation_rate``
-is stored and described but not enforced (there is no separate controller; see
-docs/operations.md).
+:attr:`ClientQuotaStore.listeners` (wired in ``groupcoord.app``); ``controller_mutation_rate``
+by ``server.client_quotas`` too, on CreateTopics, CreatePartitions and DeleteTopics
+(``broker.topics``).
 """
 
 from __future__ import annotations

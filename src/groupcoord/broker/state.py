@@ -169,6 +169,10 @@ class Broker:
         #: the most a Fetch of (principal, client id) may return under its consumer_byte_rate
         #: (Kafka's getMaxValueInQuotaWindow); set by groupcoord.app, None: no cap
         self.fetch_bytes_cap: Callable[[str, str], int] | None = None
+        #: the controller mutation quota of a CreateTopics / DeleteTopics / CreatePartitions
+        #: (``server.client_quotas.MutationQuota``: ``record(partitions) -> bool``,
+        #: ``throttle_ms()``), wired by ``groupcoord.app``; None: unbounded
+        self.mutation_quota: Callable[[RequestContext], Any] | None = None
         self.producers: dict[TopicPartition, PartitionProducers] = {}
         self.fetch_waiters = FetchWaiters()
         #: Compaction of every partition whose cleanup.policy includes compact, armed by

@@ -8,6 +8,7 @@ creates nothing.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import uuid
 from typing import Any
@@ -35,6 +36,31 @@ _ZERO_UUID = uuid.UUID(int=0)
 #: One directory and open files per partition, created synchronously on the event loop: a single
 #: request asking for millions would stall every client, so requests above this are refused.
 MAX_PARTITIONS_PER_TOPIC = 10_000
+
+
+#: ThrottlingQuotaExceededException's message (Errors.THROTTLING_QUOTA_EXCEEDED)
+THROTTLED_MESSAGE = "The throttling quota has been exceeded."
+
+
+class _NoQuota:
+    """No controller_mutation_rate applies (Kafka's ``UnboundedControllerMutationQuota``)."""
+
+    def record(self, permits: float) -> bool:
+        return True
+
+    def throttle_ms(self) -> int:
+        return 0
+
+
+def _mutation_quota(broker: Broker, ctx: RequestContext) -> Any:
+    """The request's controller mutation quota (``server.client_quotas.MutationQuota``)."""
+    new = broker.mutation_quota
+    return _NoQuota() if new is None else new(ctx)
+
+
+def _throttle_time(quota: Any) -> datetime.timedelta:
+    ms = quota.throttle_ms()
+    return datetime.timedelta(milliseconds=ms) if ms else NO_THROTTLE
 
 
 class _Fail(Exception):
@@ -107,6 +133,7 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     counts: dict[str, int] = {}
     for t in request.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
+    quota = _mutation_quota(broker, ctx)
     out = []
     for t in request.topics:
         topic_id: uuid.UUID = _ZERO_UUID
@@ -123,6 +150,12 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             if getattr(request, "validate_only", False):  # v1+
                 meta_configs = configs
             else:
+                # the quota is charged only for a topic that would be created, before it is
+                # (ReplicationControlManager.createTopic: existence first, then the quota)
+                if t.name in broker.logs.topics():
+                    raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+                if not quota.record(num_partitions):
+                    raise _Fail(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE)
                 try:
                     meta = broker.logs.create_topic(t.name, num_partitions, configs)
                 except TopicExistsError:
@@ -166,7 +199,7 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 configs=configs_out,
             )
         )
-    return make(resp_t, throttle_time=NO_THROTTLE, topics=tuple(out))
+    return make(resp_t, throttle_time=_throttle_time(quota), topics=tuple(out))
 
 
 def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -178,6 +211,7 @@ def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
+    quota = _mutation_quota(broker, ctx)
     out = []
     for name, topic_id in wanted:
         code, message = ErrorCode.NONE, None
@@ -204,6 +238,8 @@ def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     ErrorCode.INVALID_TOPIC_EXCEPTION,
                     f"Internal topic {meta.name} cannot be deleted.",
                 )
+            elif not quota.record(meta.partitions):
+                code, message = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE
             else:
                 broker.logs.delete_topic(meta.name)
                 broker.forget_topic(meta.name)
@@ -217,13 +253,14 @@ def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 error_message=message,
             )
         )
-    return make(resp_t, throttle_time=NO_THROTTLE, responses=tuple(out))
+    return make(resp_t, throttle_time=_throttle_time(quota), responses=tuple(out))
 
 
 def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
     result_t = child(resp_t, "results")
+    quota = _mutation_quota(broker, ctx)
     out = []
     for t in request.topics:
         code, message = ErrorCode.NONE, None
@@ -257,8 +294,10 @@ def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"Each new partition must be assigned to broker {broker.node_id} only.",
             )
+        elif not request.validate_only and not quota.record(count - meta.partitions):
+            code, message = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE
         elif not request.validate_only:
             broker.logs.create_partitions(t.name, count)
             log.info("topic %s now has %d partitions", t.name, count)
         out.append(make(result_t, name=t.name, error_code=err(code), error_message=message))
-    return make(resp_t, throttle_time=NO_THROTTLE, results=tuple(out))
+    return make(resp_t, throttle_time=_throttle_time(quota), results=tuple(out))

@@ -119,6 +119,9 @@ class BrokerConfig:
     # Client quotas (KIP-13/124): the rate windows of ClientQuotaManager.
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
+    #: controller_mutation_rate's token bucket: its burst is this many windows of the rate
+    controller_quota_window_num: int = 11
+    controller_quota_window_size_seconds: int = 1
     # Group coordinator (reference §3 defaults).
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
@@ -384,6 +387,29 @@ class BrokerConfig:
         self.advertised_specs()
         self.metrics_listener()
         self.console_listener()
+        self.listener_max_connections()
+
+    def listener_max_connections(self) -> dict[str, int]:
+        """``listener.name.<listener>.max.connections`` by listener name (upper case), as Kafka's
+        per-listener connection limit (``DynamicListenerConfig``; at least 0). A listener not
+        named here has no limit of its own: only ``max.connections`` applies to it."""
+        out: dict[str, int] = {}
+        names = {spec.name.lower(): spec.name for spec in self.listener_specs()}
+        for key, raw in self.security_settings.props.items():
+            m = re.fullmatch(r"listener\.name\.([^.]+)\.max\.connections", key)
+            if m is None:
+                continue
+            name = names.get(m.group(1))
+            if name is None:
+                continue  # another listener's (a controller listener's): not served here
+            try:
+                value = int(str(raw).strip())
+            except ValueError:
+                value = -1
+            if not 0 <= value <= INT_MAX:
+                raise ConfigError(f"bad value for {key}: {raw!r} (expected an integer from 0 to {INT_MAX})")
+            out[name] = value
+        return out
 
     def connections_per_ip_overrides(self) -> dict[str, int]:
         """``max.connections.per.ip.overrides`` as {host or IP: count} (Kafka's ``host:count``
@@ -580,6 +606,12 @@ PROPERTIES: dict[str, PropertySpec] = {
     "queued.max.request.bytes": PropertySpec(field="queued_max_request_bytes", **_int_at_least(LONG_MIN)),
     "quota.window.num": PropertySpec(field="quota_window_num", **_int_at_least(1, INT_MAX)),
     "quota.window.size.seconds": PropertySpec(field="quota_window_size_seconds", **_int_at_least(1, INT_MAX)),
+    "controller.quota.window.num": PropertySpec(
+        field="controller_quota_window_num", **_int_at_least(1, INT_MAX)
+    ),
+    "controller.quota.window.size.seconds": PropertySpec(
+        field="controller_quota_window_size_seconds", **_int_at_least(1, INT_MAX)
+    ),
     "group.min.session.timeout.ms": PropertySpec(
         field="group_min_session_timeout_ms", **_int_at_least(0, INT_MAX)
     ),
@@ -672,4 +704,3 @@ PROPERTIES: dict[str, PropertySpec] = {
 
 
 # ---------------------------------------------------------------------- Kafka's own broker keys
-

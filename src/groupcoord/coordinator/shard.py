@@ -171,7 +171,10 @@ class GroupCoordinatorShard(Shard):
     # (KIP-848's mixed groups, Kafka 4.1 ``classicGroup*ToConsumerGroup``); a JoinGroup to an
     # Empty consumer group first turns it back into a classic group.
     def _is_consumer_group(self, group_id: str) -> bool:
-        return self._ctx.status(group_id) is None and self.groups.consumer.holds(group_id)
+        # On every classic request: the consumer groups' table is looked at directly (their
+        # module runs as Python beside this compiled one, and a call into it costs a Python
+        # frame), and the coordinator status only for an id it holds.
+        return group_id in self.groups.consumer.groups and self._ctx.status(group_id) is None
 
     def join_group(
         self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]

@@ -89,7 +89,7 @@ class KafkaServer:
         self._ids = itertools.count(1)
         #: byte and connection totals (read by the metrics endpoint)
         self.traffic = Traffic()
-        self.acceptor = Acceptor(self.connection_quotas, self.timers, self.traffic)
+        self.acceptor = Acceptor(self.connection_quotas, self.timers, self.traffic, self.security.name)
         #: client quotas to enforce (server.client_quotas), None: none
         self.client_quotas = client_quotas
 

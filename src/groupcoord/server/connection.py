@@ -90,7 +90,7 @@ from groupcoord.protocol.registry import (
     UnknownApiError,
     UnsupportedVersionError,
 )
-from groupcoord.server.client_quotas import ClientQuotas, quota_user
+from groupcoord.server.client_quotas import STRICT_SINCE, ClientQuotas, quota_user
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.memory_pool import MemoryPool
 from groupcoord.server.output import (
@@ -239,6 +239,7 @@ class KafkaConnection(AnswerOutput):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport; uvloop's do not subclass asyncio.Transport, so no isinstance check.
         self._transport = cast(asyncio.Transport, transport)
+        self._learn_transport_limits(transport)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and peer:
             self.client_host = f"/{peer[0]}"
@@ -362,6 +363,10 @@ class KafkaConnection(AnswerOutput):
         ms = quotas.throttle_ms(
             self.user, ctx.client_id, ctx.api_key, request_bytes, response_bytes, handler_s, self._now_ms()
         )
+        if ctx.api_key in STRICT_SINCE and response is not None:
+            # a controller_mutation_rate throttle the handler set: the larger one is muted for
+            # (sendResponseMaybeThrottleWithControllerQuota)
+            ms = max(ms, round(response.throttle_time.total_seconds() * 1000))
         if ms <= 0:
             return response
         self._mute_for(ms)
@@ -405,7 +410,9 @@ class KafkaConnection(AnswerOutput):
             or self._waiting_memory
             or self._throttled
             or self._yielding
-            or self._output_over()
+            # the write gate is not paused (checked above): owed bytes alone may show the
+            # output is not over (_learn_transport_limits)
+            or ((self._output_full or self._owed_bytes > self._owed_fast_limit) and self._output_over())
         )
 
     def _update_reading(self) -> None:
@@ -572,7 +579,10 @@ class KafkaConnection(AnswerOutput):
             data = self._encode(messages, correlation_id, result)
             if data is None:
                 return
-            self._owe(data)
+            if type(data) is bytes:
+                self._owed_bytes += len(data)  # _owe's plain case, without the call
+            else:
+                self._owe(data)
             self._pending.append(data)
 
     def _await(
@@ -648,7 +658,10 @@ class KafkaConnection(AnswerOutput):
             data = self._encode(messages, correlation_id, response)
             if data is None:
                 return
-            self._owe(data)
+            if type(data) is bytes:
+                self._owed_bytes += len(data)  # _owe's plain case, without the call
+            else:
+                self._owe(data)
             slot.data = data
         slot.done = True
         # Awaited answers become ready in batches (a flush round confirms every commit it

@@ -3,8 +3,15 @@
 
 Which connections wait and which are closed:
 
-* ``max.connections`` (broker-wide, default 2,147,483,647): a connection made while this many
-  are open **waits**: Kafka's acceptor stops accepting (``waitForConnectionSlot``) and new
+* ``max.connections`` (broker-wide, across all listeners, default 2,147,483,647) and
+  ``listener.name.<listener>.max.connections`` (one listener's, default the same): a connection
+  made while either is reached **waits** (``connectionSlotAvailable``: the listener's count below
+  its maximum and the broker's total below the broker's; one :class:`ConnectionQuotas` serves
+  every listener's acceptor, and a connection closing on one listener wakes the acceptors of
+  all, as Kafka's ``dec`` notifies every waiting acceptor). Kafka exempts the inter-broker
+  listener from the broker-wide limit and closes another listener's least recently used
+  connection for it (KIP-402); a single broker has no inter-broker listener, so every listener
+  counts. Waiting: Kafka's acceptor stops accepting (``waitForConnectionSlot``) and new
   connections sit in the listen backlog, connected but unread, until one closes. Here the
   acceptor takes them in the order they arrived, holds each unread (the client sees exactly
   what a backlogged connection shows it) and admits the oldest when a slot frees. Only past
@@ -83,6 +90,12 @@ class ConnectionQuotas:
         self.max_connection_creation_rate = max_connection_creation_rate
         self.counts: dict[str, int] = {}
         self.total = 0
+        #: listener.name.<listener>.max.connections by listener name (upper case); absent: no
+        #: limit of its own
+        self.listener_max: dict[str, int] = {}
+        self.listener_counts: dict[str, int] = {}
+        #: every acceptor sharing these quotas, woken when a slot frees anywhere
+        self._acceptors: list[Acceptor] = []
         window_ms = quota_window_size_seconds * 1000
         self._samples = quota_window_num
         self._window_ms = window_ms
@@ -98,7 +111,10 @@ class ConnectionQuotas:
         throttle = self._broker_rate.record_and_throttle_ms(1.0, self.max_connection_creation_rate, now_ms)
         return min(throttle, self.max_throttle_ms)
 
-    def slot_available(self) -> bool:
+    def slot_available(self, listener: str = "") -> bool:
+        """``connectionSlotAvailable``: below the listener's maximum and the broker's."""
+        if self.listener_counts.get(listener, 0) >= self.listener_max.get(listener, INT32_MAX):
+            return False
         return self.total < self.max_connections
 
     def ip_throttle_ms(self, ip: str, now_ms: int) -> int:
@@ -122,21 +138,31 @@ class ConnectionQuotas:
     def max_for(self, ip: str) -> int:
         return self.overrides.get(ip, self.max_connections_per_ip)
 
-    def inc(self, ip: str) -> bool:
-        """Count a connection from ``ip``; False when the address already had its maximum (the
-        caller closes it and calls :meth:`dec`, as Kafka's acceptor does)."""
+    def inc(self, ip: str, listener: str = "") -> bool:
+        """Count a connection from ``ip`` on ``listener``; False when the address already had its
+        maximum (the caller closes it and calls :meth:`dec`, as Kafka's acceptor does)."""
         count = self.counts.get(ip, 0)
         self.counts[ip] = count + 1
+        self.listener_counts[listener] = self.listener_counts.get(listener, 0) + 1
         self.total += 1
         return count < self.max_for(ip)
 
-    def dec(self, ip: str) -> None:
+    def dec(self, ip: str, listener: str = "") -> None:
         count = self.counts.get(ip, 0)
         if count <= 1:
             self.counts.pop(ip, None)
         else:
             self.counts[ip] = count - 1
+        self.listener_counts[listener] = self.listener_counts.get(listener, 0) - 1
         self.total -= 1
+
+    def attach(self, acceptor: Acceptor) -> None:
+        self._acceptors.append(acceptor)
+
+    def slot_freed(self) -> None:
+        """A connection closed somewhere: every acceptor may admit a waiting one."""
+        for acceptor in tuple(self._acceptors):
+            acceptor.run()
 
 
 class Acceptor:
@@ -144,8 +170,13 @@ class Acceptor:
     ``Acceptor.acceptNewConnections`` + ``ConnectionQuotas.inc``): holds those that must wait,
     closes those refused; its waits run on the keyed timer service (``timers``)."""
 
-    def __init__(self, quotas: ConnectionQuotas, timers: LoopTimers, traffic: Traffic) -> None:
+    def __init__(
+        self, quotas: ConnectionQuotas, timers: LoopTimers, traffic: Traffic, listener: str = ""
+    ) -> None:
         self.quotas = quotas
+        #: the listener this acceptor serves (its name, as in ``listeners``)
+        self.listener = listener
+        quotas.attach(self)
         self._timers = timers
         self._traffic = traffic
         self._waiting: deque[_Admittable] = deque()
@@ -176,8 +207,10 @@ class Acceptor:
         """A connection is gone: free its slot (if it had one) and admit whoever waits."""
         if conn.counted:
             conn.counted = False
-            self.quotas.dec(conn.client_ip)
-        self.run()
+            self.quotas.dec(conn.client_ip, self.listener)
+            self.quotas.slot_freed()
+        else:
+            self.run()
 
     def run(self) -> None:
         quotas = self.quotas
@@ -197,8 +230,8 @@ class Acceptor:
             if now < self._blocked_until:
                 self._timers.schedule(("server", "acceptor"), self._blocked_until, self.run)
                 return
-            if not quotas.slot_available():
-                return  # woken by closed()
+            if not quotas.slot_available(self.listener):
+                return  # woken by a close on any listener (ConnectionQuotas.slot_freed)
             waiting.popleft()
             self._head_recorded = False
             self._admit(conn, now)
@@ -213,7 +246,7 @@ class Acceptor:
             self._timers.schedule(key, now + throttle, conn.close_now)
             return
         conn.counted = True
-        if not quotas.inc(ip):
+        if not quotas.inc(ip, self.listener):
             self._traffic.refused += 1
             log.info(
                 "Rejected connection from %s, address already has the configured maximum of %d connections.",

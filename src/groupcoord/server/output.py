@@ -153,6 +153,10 @@ class AnswerOutput(asyncio.Protocol):
         self._owed_bytes = 0
         #: stopped for output above OUTPUT_HIGH_WATER, until back at OUTPUT_LOW_WATER
         self._output_full = False
+        #: owed bytes up to which the output cannot be over the high-water mark while the
+        #: transport is not paused, so _output_over need not ask the transport (see
+        #: _learn_transport_limits); -1 (always ask) until it is learnt
+        self._owed_fast_limit = -1
         #: pieces waiting behind a file region being sent (or about to be)
         self._out: deque[Piece] = deque()
         self._sender: asyncio.Task[None] | None = None
@@ -181,6 +185,17 @@ class AnswerOutput(asyncio.Protocol):
         self._gate.resume()
         self._update_reading()
         self._pump()
+
+    def _learn_transport_limits(self, transport: asyncio.BaseTransport) -> None:
+        """An unpaused transport buffers at most its own high-water mark: asyncio (and uvloop, and
+        our TLS transport, which forwards the raw one's) pauses the protocol once a write leaves
+        more than that. Below ``OUTPUT_HIGH_WATER`` minus that mark, owed bytes alone tell that
+        the output is not over, without a call into the transport on every request."""
+        try:
+            transport_high = int(transport.get_write_buffer_limits()[1])  # type: ignore[attr-defined]
+        except (AttributeError, NotImplementedError):
+            return
+        self._owed_fast_limit = self._high_water - transport_high
 
     def _output_over(self) -> bool:
         """Whether answers not yet taken by the client hold this connection back: above the
