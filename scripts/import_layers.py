@@ -116,7 +116,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
             "client.messages",
             "client.consumer_group_messages",
             "client.types",
-            "coordinator.api",
+            "protocol.group_messages",
             "coordinator.consumer.api",
             "runtime.group_coordinator",
         ),

@@ -1,7 +1,7 @@
 """The member core's requests carried to the coordinator core in-process, and the answers back.
 
 :func:`call_coordinator` translates one version-neutral ``client.messages`` request into the
-coordinator's ``coordinator.api`` request, hands it to a :class:`GroupCoordinator` and maps the
+coordinator's ``protocol.group_messages`` request, hands it to a :class:`GroupCoordinator` and maps the
 answer back to the ``client.messages`` response the member core reads. :func:`error_response`
 builds the response a request gets when it fails with one error code. No sockets, no wire
 encoding: the simulator (``pipeline.simulate``) and the in-process member tests
@@ -18,9 +18,9 @@ from collections.abc import Callable
 from groupcoord.client import consumer_group_messages as cgm
 from groupcoord.client import messages as m
 from groupcoord.client.types import TopicPartition
-from groupcoord.coordinator import api
 from groupcoord.coordinator.consumer import api as capi
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol import group_messages as api
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)

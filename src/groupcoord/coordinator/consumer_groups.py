@@ -41,7 +41,6 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from groupcoord.coordinator.api import ListedGroup
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupEvent,
@@ -65,6 +64,7 @@ from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
 from groupcoord.coordinator.timers import ConsumerGroupTimer
 from groupcoord.coordinator.writes import ConsumerGroupWrite
 from groupcoord.errors import ErrorCode, KafkaError
+from groupcoord.protocol.group_messages import ListedGroup
 
 log = logging.getLogger(__name__)
 

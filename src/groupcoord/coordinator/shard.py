@@ -24,29 +24,6 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from groupcoord.clock import Clock
-from groupcoord.coordinator.api import (
-    DeleteGroupResult,
-    DeleteGroupsResponse,
-    DescribedGroup,
-    DescribeGroupsResponse,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupMemberResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    ListGroupsResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-    TxnOffsetCommitRequest,
-)
 from groupcoord.coordinator.classic_messages import join_error, leave_response, sync_error
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.consumer.api import (
@@ -98,6 +75,29 @@ from groupcoord.coordinator.writes import (
     TxnOffsetCommitWrite,
 )
 from groupcoord.errors import ErrorCode, IllegalStateError, KafkaError
+from groupcoord.protocol.group_messages import (
+    DeleteGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+    TxnOffsetCommitRequest,
+)
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 from groupcoord.broker.acl import Resource
 from groupcoord.broker.authorized_ops import NOT_REQUESTED, authorized_operations
 from groupcoord.broker.state import Broker
-from groupcoord.coordinator import api
 from groupcoord.coordinator.consumer import kio_adapter
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupDescribeResponse,
@@ -29,6 +28,7 @@ from groupcoord.coordinator.consumer.api import (
 from groupcoord.coordinator.consumer.api import DescribedGroup as ConsumerDescribedGroup
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import PreEncoded, RequestContext
+from groupcoord.protocol import group_messages as api
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms, offset_commit_entities
 from groupcoord.protocol.group_responses import join_group_response, sync_group_response
 from groupcoord.protocol.hot import offset_commit_response
