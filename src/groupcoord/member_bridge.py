@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from groupcoord.client import consumer_group_messages as cgm
 from groupcoord.client import messages as m
@@ -58,36 +59,14 @@ def call_coordinator(
     """Hand a group request to the coordinator core; ``reply`` gets the member-side response
     (at once, or later for a parked JoinGroup/SyncGroup or a commit awaiting its append)."""
     if isinstance(req, m.JoinGroupRequest):
-        _join(c, req, reply, client_id, client_host)
+        # the header's client id and the peer, as the broker's decoder attaches them
+        c.join_group(replace(req, client_id=client_id, client_host=client_host), reply)
     elif isinstance(req, m.SyncGroupRequest):
-        _sync(c, req, reply)
+        c.sync_group(req, reply)
     elif isinstance(req, m.HeartbeatRequest):
-        c.heartbeat(
-            api.HeartbeatRequest(
-                group_id=req.group_id,
-                generation_id=req.generation_id,
-                member_id=req.member_id,
-                group_instance_id=req.group_instance_id,
-            ),
-            lambda r: reply(m.HeartbeatResponse(error=r.error)),
-        )
+        c.heartbeat(req, reply)
     elif isinstance(req, m.LeaveGroupRequest):
-        c.leave_group(
-            api.LeaveGroupRequest(
-                group_id=req.group_id,
-                members=(
-                    api.LeaveGroupMember(
-                        member_id=req.member_id, group_instance_id=req.group_instance_id, reason=req.reason
-                    ),
-                ),
-                version=5,
-            ),
-            lambda r: reply(
-                m.LeaveGroupResponse(
-                    error=r.error, member_error=r.members[0].error if r.members else ErrorCode.NONE
-                )
-            ),
-        )
+        c.leave_group(req, reply)
     elif isinstance(req, m.OffsetCommitRequest):
         _commit(c, req, reply)
     elif isinstance(req, m.OffsetFetchRequest):
@@ -144,67 +123,6 @@ def call_consumer_group_heartbeat(
             client_host=client_host,
         ),
         heartbeat_reply,
-    )
-
-
-def _join(c: GroupCoordinator, req: m.JoinGroupRequest, reply: Reply, client_id: str, host: str) -> None:
-    def join_reply(r: api.JoinGroupResponse) -> None:
-        reply(
-            m.JoinGroupResponse(
-                error=r.error,
-                generation_id=r.generation_id,
-                protocol_type=r.protocol_type,
-                protocol_name=r.protocol_name,
-                leader=r.leader,
-                member_id=r.member_id,
-                members=tuple(
-                    m.JoinGroupMember(
-                        member_id=x.member_id, group_instance_id=x.group_instance_id, metadata=x.metadata
-                    )
-                    for x in r.members
-                ),
-                skip_assignment=r.skip_assignment,
-            )
-        )
-
-    c.join_group(
-        api.JoinGroupRequest(
-            group_id=req.group_id,
-            session_timeout_ms=req.session_timeout_ms,
-            rebalance_timeout_ms=req.rebalance_timeout_ms,
-            member_id=req.member_id,
-            group_instance_id=req.group_instance_id,
-            protocol_type=req.protocol_type,
-            protocols=req.protocols,
-            reason=req.reason,
-            version=9,
-            client_id=client_id,
-            client_host=host,
-        ),
-        join_reply,
-    )
-
-
-def _sync(c: GroupCoordinator, req: m.SyncGroupRequest, reply: Reply) -> None:
-    c.sync_group(
-        api.SyncGroupRequest(
-            group_id=req.group_id,
-            generation_id=req.generation_id,
-            member_id=req.member_id,
-            group_instance_id=req.group_instance_id,
-            protocol_type=req.protocol_type,
-            protocol_name=req.protocol_name,
-            assignments=req.assignments,
-            version=5,
-        ),
-        lambda r: reply(
-            m.SyncGroupResponse(
-                error=r.error,
-                assignment=r.assignment,
-                protocol_type=r.protocol_type,
-                protocol_name=r.protocol_name,
-            )
-        ),
     )
 
 

@@ -231,7 +231,7 @@ def test_close_commits_consumed_positions_then_leaves() -> None:
     commit = a.sent_of(m.OffsetCommitRequest)[-1]
     (leave,) = a.sent_of(m.LeaveGroupRequest)
     assert commit.at <= leave.at and dict(commit.request.offsets)[TopicPartition("t", 1)].offset == 42
-    assert leave.request.reason == "the consumer is being closed"
+    assert leave.request.members[0].reason == "the consumer is being closed"
     assert ("revoked", (TopicPartition("t", 0), TopicPartition("t", 1))) in partition_events(a)
     assert w.group_state() == "Empty"
     assert w.coordinator.group(GROUP).offsets[("t", 1)].offset == 42  # type: ignore[union-attr]
@@ -345,7 +345,7 @@ def test_unsubscribe_revokes_and_leaves() -> None:
     w.run(1000)
     assert ("revoked", had) in partition_events(a)
     (leave,) = a.sent_of(m.LeaveGroupRequest)
-    assert leave.request.reason == "the consumer unsubscribed from all topics"
+    assert leave.request.members[0].reason == "the consumer unsubscribed from all topics"
     assert b.owned() == {TopicPartition("t", 0), TopicPartition("t", 1)}
     assert a.core.state is MemberState.UNJOINED and not a.owned()
 

@@ -100,7 +100,7 @@ def test_successful_sync_after_the_member_left_is_discarded_and_it_rejoins() -> 
     core.maybe_leave_group("test", 10)
     leave = _one(core.pending(10), m.LeaveGroupRequest)
     assert leave.request == m.LeaveGroupRequest(
-        group_id="g", member_id="m-1", group_instance_id=None, reason="test"
+        group_id="g", members=(m.LeaveGroupMember(member_id="m-1", group_instance_id=None, reason="test"),)
     )
     assert core.state is MemberState.UNJOINED
     core.on_response(

@@ -77,7 +77,7 @@ from groupcoord.client.events import (
 )
 from groupcoord.client.member import AbstractCoordinator
 from groupcoord.client.messages import (
-    JoinGroupMember,
+    JoinGroupResponseMember,
     MetadataRequest,
     MetadataResponse,
     OffsetCommitRequest,
@@ -365,7 +365,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         self,
         leader_id: str,
         protocol: str,
-        members: Sequence[JoinGroupMember],
+        members: Sequence[JoinGroupResponseMember],
         skip_assignment: bool,
         now_ms: int,
     ) -> Mapping[str, bytes] | None:

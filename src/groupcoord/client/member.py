@@ -91,9 +91,10 @@ from groupcoord.client.messages import (
     FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
-    JoinGroupMember,
     JoinGroupRequest,
     JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupMember,
     LeaveGroupRequest,
     LeaveGroupResponse,
     Node,
@@ -303,7 +304,7 @@ class AbstractCoordinator:
         self,
         leader_id: str,
         protocol: str,
-        members: Sequence[JoinGroupMember],
+        members: Sequence[JoinGroupResponseMember],
         skip_assignment: bool,
         now_ms: int,
     ) -> Mapping[str, bytes] | None:
@@ -735,9 +736,13 @@ class AbstractCoordinator:
             )
             req = LeaveGroupRequest(
                 group_id=self.rebalance_config.group_id,
-                member_id=self.generation.member_id,
-                group_instance_id=None,
-                reason=reason[:MAX_REASON_LENGTH],
+                members=(
+                    LeaveGroupMember(
+                        member_id=self.generation.member_id,
+                        group_instance_id=None,
+                        reason=reason[:MAX_REASON_LENGTH],
+                    ),
+                ),
             )
             self.send(req, now_ms, api=Api.LEAVE_GROUP)
         self.reset_generation_on_leave_group()
@@ -749,7 +754,9 @@ class AbstractCoordinator:
         self.reset_state_and_rejoin("consumer pro-actively leaving the group", True)
 
     def _handle_leave_group(self, resp: LeaveGroupResponse) -> None:
-        code = resp.error if resp.error is not ErrorCode.NONE else resp.member_error
+        code = resp.error
+        if code is ErrorCode.NONE and resp.members:  # v3+: the member's own code
+            code = resp.members[0].error
         if action_for(Api.LEAVE_GROUP, code).action is not Action.SUCCESS:
             log.info("group %s: LeaveGroup answered %s (ignored)", self.rebalance_config.group_id, code.name)
 

@@ -1,15 +1,19 @@
 """Version-neutral requests and responses of the member core.
 
 The member core (``member.py``, ``consumer_core.py``) speaks only these frozen dataclasses.
-The wire layer (``wire.py``) maps each request to the highest version of its Kafka API both
-sides support and maps the answer back; the core never sees versions, kio or sockets.
+The group messages (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) are the coordinator's own
+(:mod:`groupcoord.protocol.group_messages`, re-exported here): one vocabulary, so a member core
+and the coordinator core meet in one process without translation. A member core leaves their
+``version``, ``client_id`` and ``client_host`` at the defaults. The wire layer (``wire.py``)
+maps each request to the highest version of its Kafka API both sides support and maps the
+answer back; the core never sees versions, kio or sockets.
 
 Mapping notes for the wire layer (what to do when an old version lacks a field):
 
 * ``group_instance_id`` / ``reason`` / ``protocol_type`` / ``protocol_name``: drop on versions
   that lack them; on responses, absent fields are ``None``.
-* ``LeaveGroupRequest`` is one member: v0-v2 carry it as the top-level ``member_id``; v3+
-  as a one-element ``members`` array (with instance id and reason).
+* A member core's ``LeaveGroupRequest`` names one member (itself): v0-v2 carry it as the
+  top-level ``member_id``; v3+ as a one-element ``members`` array (with instance id and reason).
 * ``OffsetFetchRequest.partitions`` ``None`` means "every committed offset" (v2+). The
   response's group-level ``error`` is the top-level error (v2-v7) or the group's error (v8+).
 * ``FindCoordinatorResponse``: v4+ answers a batch of keys; the core sends one key, so the
@@ -24,6 +28,50 @@ from dataclasses import dataclass, field
 
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupMember,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+__all__ = [
+    "KEY_TYPE_GROUP",
+    "NO_GENERATION_ID",
+    "UNKNOWN_MEMBER_ID",
+    "FetchedOffset",
+    "FindCoordinatorRequest",
+    "FindCoordinatorResponse",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
+    "JoinGroupRequest",
+    "JoinGroupResponse",
+    "JoinGroupResponseMember",
+    "LeaveGroupMember",
+    "LeaveGroupMemberResponse",
+    "LeaveGroupRequest",
+    "LeaveGroupResponse",
+    "MetadataRequest",
+    "MetadataResponse",
+    "Node",
+    "OffsetCommitRequest",
+    "OffsetCommitResponse",
+    "OffsetFetchRequest",
+    "OffsetFetchResponse",
+    "Request",
+    "Response",
+    "SyncGroupRequest",
+    "SyncGroupResponse",
+    "TopicMetadata",
+    "failure_response",
+]
 
 #: FindCoordinator key type of a consumer group (``CoordinatorType.GROUP``).
 KEY_TYPE_GROUP = 0
@@ -75,89 +123,6 @@ class TopicMetadata:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MetadataResponse:
     topics: tuple[TopicMetadata, ...]
-
-
-# ---------------------------------------------------------------------- JoinGroup
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JoinGroupRequest:
-    group_id: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    member_id: str
-    group_instance_id: str | None
-    protocol_type: str
-    protocols: tuple[tuple[str, bytes], ...]  # (name, metadata) in preference order
-    reason: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JoinGroupMember:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JoinGroupResponse:
-    error: ErrorCode
-    generation_id: int = NO_GENERATION_ID
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader: str = ""
-    member_id: str = UNKNOWN_MEMBER_ID
-    members: tuple[JoinGroupMember, ...] = ()  # non-empty only for the leader
-    skip_assignment: bool = False
-
-
-# ---------------------------------------------------------------------- SyncGroup
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SyncGroupRequest:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-    protocol_type: str | None
-    protocol_name: str | None
-    assignments: tuple[tuple[str, bytes], ...]  # (member id, assignment); empty from followers
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SyncGroupResponse:
-    error: ErrorCode
-    assignment: bytes = b""
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-
-
-# ---------------------------------------------------------------------- Heartbeat
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HeartbeatRequest:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HeartbeatResponse:
-    error: ErrorCode
-
-
-# ---------------------------------------------------------------------- LeaveGroup
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LeaveGroupRequest:
-    """One member leaving (the core never leaves on behalf of others)."""
-
-    group_id: str
-    member_id: str
-    group_instance_id: str | None = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LeaveGroupResponse:
-    error: ErrorCode  # top-level error
-    member_error: ErrorCode = ErrorCode.NONE  # v3+: the member's own error
 
 
 # ---------------------------------------------------------------------- OffsetCommit

@@ -194,13 +194,10 @@ def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
     if isinstance(request, m.LeaveGroupRequest):
         return ApiKey.LEAVE_GROUP, {
             "group_id": request.group_id,
-            "member_id": request.member_id,
+            "member_id": request.members[0].member_id if request.members else "",  # v0-2: one member
             "members": [
-                {
-                    "member_id": request.member_id,
-                    "group_instance_id": request.group_instance_id,
-                    "reason": request.reason,
-                }
+                {"member_id": x.member_id, "group_instance_id": x.group_instance_id, "reason": x.reason}
+                for x in request.members
             ],
         }
     if isinstance(request, m.OffsetCommitRequest):
@@ -290,7 +287,7 @@ def read_response(request: m.Request, response: Any) -> m.Response:
             leader=str(response.leader),
             member_id=str(response.member_id),
             members=tuple(
-                m.JoinGroupMember(
+                m.JoinGroupResponseMember(
                     member_id=str(mb.member_id),
                     group_instance_id=_opt_str(mb, "group_instance_id"),
                     metadata=bytes(mb.metadata),
@@ -309,9 +306,17 @@ def read_response(request: m.Request, response: Any) -> m.Response:
     if isinstance(request, m.HeartbeatRequest):
         return m.HeartbeatResponse(error=error_code(response.error_code))
     if isinstance(request, m.LeaveGroupRequest):
-        members = getattr(response, "members", ())
-        member_error = error_code(members[0].error_code) if members else ErrorCode.NONE
-        return m.LeaveGroupResponse(error=error_code(response.error_code), member_error=member_error)
+        return m.LeaveGroupResponse(
+            error=error_code(response.error_code),
+            members=tuple(
+                m.LeaveGroupMemberResponse(
+                    member_id=str(x.member_id),
+                    group_instance_id=_opt_str(x, "group_instance_id"),
+                    error=error_code(x.error_code),
+                )
+                for x in getattr(response, "members", ())
+            ),
+        )
     if isinstance(request, m.OffsetCommitRequest):
         return m.OffsetCommitResponse(
             errors=tuple(
