@@ -18,34 +18,13 @@ from dataclasses import replace
 
 from groupcoord.client import consumer_group_messages as cgm
 from groupcoord.client import messages as m
-from groupcoord.client.types import TopicPartition
 from groupcoord.coordinator.consumer import api as capi
 from groupcoord.errors import ErrorCode
-from groupcoord.protocol import group_messages as api
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
 Reply = Callable[[m.Response], None]
-
-
-def error_response(req: m.Request, err: ErrorCode) -> m.Response:
-    """The response to ``req`` that carries ``err`` (every partition of a commit fails with it)."""
-    if isinstance(req, m.FindCoordinatorRequest):
-        return m.FindCoordinatorResponse(error=err, node=None)
-    if isinstance(req, m.JoinGroupRequest):
-        return m.JoinGroupResponse(error=err, member_id=req.member_id)
-    if isinstance(req, m.SyncGroupRequest):
-        return m.SyncGroupResponse(error=err)
-    if isinstance(req, m.HeartbeatRequest):
-        return m.HeartbeatResponse(error=err)
-    if isinstance(req, m.LeaveGroupRequest):
-        return m.LeaveGroupResponse(error=err)
-    if isinstance(req, m.OffsetCommitRequest):
-        return m.OffsetCommitResponse(errors=tuple((tp, err) for tp, _ in req.offsets))
-    if isinstance(req, m.OffsetFetchRequest):
-        return m.OffsetFetchResponse(error=err)
-    raise ValueError(f"no error response for {type(req).__name__}")
 
 
 def call_coordinator(
@@ -68,9 +47,9 @@ def call_coordinator(
     elif isinstance(req, m.LeaveGroupRequest):
         c.leave_group(req, reply)
     elif isinstance(req, m.OffsetCommitRequest):
-        _commit(c, req, reply)
+        c.offset_commit(req, reply)
     elif isinstance(req, m.OffsetFetchRequest):
-        _fetch(c, req, reply)
+        c.offset_fetch(req, reply)
     else:
         raise ValueError(f"not a group request: {type(req).__name__}")
 
@@ -123,72 +102,4 @@ def call_consumer_group_heartbeat(
             client_host=client_host,
         ),
         heartbeat_reply,
-    )
-
-
-def _commit(c: GroupCoordinator, req: m.OffsetCommitRequest, reply: Reply) -> None:
-    by_topic: dict[str, list[api.OffsetCommitPartition]] = {}
-    for tp, om in req.offsets:
-        by_topic.setdefault(tp.topic, []).append(
-            api.OffsetCommitPartition(
-                partition=tp.partition,
-                offset=om.offset,
-                leader_epoch=om.leader_epoch,
-                metadata=om.metadata,
-            )
-        )
-    c.offset_commit(
-        api.OffsetCommitRequest(
-            group_id=req.group_id,
-            generation_id=req.generation_id,
-            member_id=req.member_id,
-            group_instance_id=req.group_instance_id,
-            retention_time_ms=-1,
-            topics=tuple(api.OffsetCommitTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
-        ),
-        lambda r: reply(
-            m.OffsetCommitResponse(
-                errors=tuple(
-                    (TopicPartition(t.name, p.partition), p.error) for t in r.topics for p in t.partitions
-                )
-            )
-        ),
-    )
-
-
-def _fetch(c: GroupCoordinator, req: m.OffsetFetchRequest, reply: Reply) -> None:
-    topics: tuple[api.OffsetFetchTopic, ...] | None = None
-    if req.partitions is not None:
-        grouped: dict[str, list[int]] = {}
-        for tp in req.partitions:
-            grouped.setdefault(tp.topic, []).append(tp.partition)
-        topics = tuple(api.OffsetFetchTopic(name=t, partitions=tuple(ps)) for t, ps in grouped.items())
-
-    def fetch_reply(r: api.OffsetFetchResponse) -> None:
-        (g,) = r.groups
-        reply(
-            m.OffsetFetchResponse(
-                error=g.error,
-                offsets=tuple(
-                    (
-                        TopicPartition(t.name, p.partition),
-                        m.FetchedOffset(
-                            offset=p.offset,
-                            leader_epoch=p.leader_epoch,
-                            metadata=p.metadata,
-                            error=p.error,
-                        ),
-                    )
-                    for t in g.topics
-                    for p in t.partitions
-                ),
-            )
-        )
-
-    c.offset_fetch(
-        api.OffsetFetchRequest(
-            groups=(api.OffsetFetchGroup(group_id=req.group_id, topics=topics),),
-            require_stable=req.require_stable,
-        ),
-        fetch_reply,
     )

@@ -172,7 +172,7 @@ class World848:
             else:
                 call_consumer_group_heartbeat(self.coordinator, req, hb_reply, client_id=mem.name)
         elif isinstance(req, m.OffsetCommitRequest):
-            mem.timeline.append((now, "commit", frozenset(tp for tp, _ in req.offsets)))
+            mem.timeline.append((now, "commit", frozenset(tp for tp, _ in m.committed_offsets(req))))
             call_coordinator(self.coordinator, req, reply, client_id=mem.name)
         elif isinstance(req, m.OffsetFetchRequest):
             call_coordinator(self.coordinator, req, reply, client_id=mem.name)

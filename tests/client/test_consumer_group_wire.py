@@ -41,7 +41,7 @@ from groupcoord.client.consumer_group_wire import (
     request_fields,
     too_old,
 )
-from groupcoord.client.messages import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.client.messages import commit_failed, offset_commit_request
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol import codec
@@ -112,16 +112,14 @@ def test_regex_needs_v1_and_is_refused_locally_at_v0() -> None:
     )
     names_only = ConsumerGroupHeartbeatRequest(group_id="g", member_id=MEMBER, member_epoch=0)
     assert too_old(names_only, 0) is None
-    commit = OffsetCommitRequest(
+    commit = offset_commit_request(
         group_id="g",
         generation_id=1,
         member_id=MEMBER,
         group_instance_id=None,
         offsets=((TopicPartition("t", 0), OffsetAndMetadata(offset=1)),),
     )
-    assert too_old(commit, 8) == OffsetCommitResponse(
-        errors=((TopicPartition("t", 0), ErrorCode.UNSUPPORTED_VERSION),)
-    )
+    assert too_old(commit, 8) == commit_failed(commit, ErrorCode.UNSUPPORTED_VERSION)
     assert too_old(commit, 9) is None
 
 

@@ -40,7 +40,7 @@ from groupcoord.client.consumer_group_messages import (
     TopicIdsMetadataRequest,
     TopicIdsMetadataResponse,
 )
-from groupcoord.client.messages import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.client.messages import OffsetCommitRequest, commit_failed
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.api_keys import ApiKey
 
@@ -139,9 +139,7 @@ def too_old(request: Request | ConsumerGroupDescribeRequest, version: int) -> Re
             )
         )
     if isinstance(request, OffsetCommitRequest):
-        return OffsetCommitResponse(
-            errors=tuple((tp, ErrorCode.UNSUPPORTED_VERSION) for tp, _ in request.offsets)
-        )
+        return commit_failed(request, ErrorCode.UNSUPPORTED_VERSION)
     return None
 
 
@@ -246,5 +244,5 @@ def unsupported(request: object, message: str | None = None) -> Any:
             topics=tuple(TopicIdMetadata(topic_id=t, name=None, error=code) for t in request.topic_ids)
         )
     if isinstance(request, OffsetCommitRequest):
-        return OffsetCommitResponse(errors=tuple((tp, code) for tp, _ in request.offsets))
+        return commit_failed(request, code)
     return None

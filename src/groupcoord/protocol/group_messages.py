@@ -236,11 +236,13 @@ class OffsetFetchRequest:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OffsetFetchPartitionResponse:
+    """One partition's answer; ``offset`` -1 means nothing is committed."""
+
     partition: int
     offset: int
-    leader_epoch: int | None
-    metadata: str
-    error: ErrorCode
+    leader_epoch: int | None = None
+    metadata: str = ""
+    error: ErrorCode = ErrorCode.NONE
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
