@@ -1,0 +1,63 @@
+"""ConsumerGroupHeartbeat (API 68, KIP-848) as version-independent values.
+
+The request and response mirror kio's ``kio.schema.consumer_group_heartbeat.v1`` field for field,
+with plain ints (milliseconds, error codes) and assignment maps instead of kio's wrapper types, so
+the coordinator's consumer groups never depend on a wire version: the shard converts from kio's
+request (v0 and v1 differ only in the regex field and the member-id rule, which
+:attr:`ConsumerGroupHeartbeatRequest.api_version` carries) and back to kio's response.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupHeartbeatRequest:
+    """ConsumerGroupHeartbeat v0/v1 (API 68), plus what the request header and peer give."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    #: v1 only
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    #: (topic id, partitions) pairs; None = unchanged ("unknown")
+    topic_partitions: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None = None
+    api_version: int = 1
+    client_id: str = ""
+    #: Java's InetAddress.toString(), e.g. "/127.0.0.1"
+    client_host: str = ""
+
+    def owned(self) -> dict[uuid.UUID, frozenset[int]] | None:
+        if self.topic_partitions is None:
+            return None
+        out: dict[uuid.UUID, frozenset[int]] = {}
+        for topic_id, parts in self.topic_partitions:
+            out[topic_id] = out.get(topic_id, frozenset()) | frozenset(parts)
+        return out
+
+    def is_full(self) -> bool:
+        """Kafka's "full request": the assignment is sent back even if it did not change."""
+        return (
+            self.rebalance_timeout_ms != -1
+            and (self.subscribed_topic_names is not None or self.subscribed_topic_regex is not None)
+            and self.topic_partitions is not None
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupHeartbeatResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    #: None: no Assignment field; {} an empty one
+    assignment: Mapping[uuid.UUID, frozenset[int]] | None = None
