@@ -18,8 +18,6 @@ from dataclasses import replace
 
 from groupcoord.client import consumer_group_messages as cgm
 from groupcoord.client import messages as m
-from groupcoord.coordinator.consumer import api as capi
-from groupcoord.errors import ErrorCode
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
@@ -63,43 +61,5 @@ def call_consumer_group_heartbeat(
     client_host: str = "/127.0.0.1",
 ) -> None:
     """KIP-848's ConsumerGroupHeartbeat to the coordinator core and back (the consumer-protocol
-    member's one group request besides commits). Topic ids pass as they are; the assignment
-    comes back as ``TopicIdPartitions`` sorted by topic id, partitions ascending."""
-
-    def heartbeat_reply(r: capi.ConsumerGroupHeartbeatResponse) -> None:
-        assignment = None
-        if r.assignment is not None:
-            assignment = tuple(
-                cgm.TopicIdPartitions(topic_id=t, partitions=tuple(sorted(ps)))
-                for t, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0]))
-            )
-        reply(
-            cgm.ConsumerGroupHeartbeatResponse(
-                error=ErrorCode(r.error_code),
-                error_message=r.error_message,
-                member_id=r.member_id,
-                member_epoch=r.member_epoch,
-                heartbeat_interval_ms=r.heartbeat_interval_ms,
-                assignment=assignment,
-            )
-        )
-
-    c.consumer_group_heartbeat(
-        capi.ConsumerGroupHeartbeatRequest(
-            group_id=req.group_id,
-            member_id=req.member_id,
-            member_epoch=req.member_epoch,
-            instance_id=req.instance_id,
-            rack_id=req.rack_id,
-            rebalance_timeout_ms=req.rebalance_timeout_ms,
-            subscribed_topic_names=req.subscribed_topic_names,
-            subscribed_topic_regex=req.subscribed_topic_regex,
-            server_assignor=req.server_assignor,
-            topic_partitions=None
-            if req.topic_partitions is None
-            else tuple((t.topic_id, t.partitions) for t in req.topic_partitions),
-            client_id=client_id,
-            client_host=client_host,
-        ),
-        heartbeat_reply,
-    )
+    member's one group request besides commits), with the header's client id and the peer."""
+    c.consumer_group_heartbeat(replace(req, client_id=client_id, client_host=client_host), reply)

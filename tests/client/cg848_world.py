@@ -160,15 +160,13 @@ class World848:
                 assigned = None
                 if resp.assignment is not None:
                     assigned = frozenset(
-                        TopicPartition(self.names[t.topic_id], p)
-                        for t in resp.assignment
-                        for p in t.partitions
+                        TopicPartition(self.names[t], p) for t, ps in resp.assignment.items() for p in ps
                     )
-                mem.timeline.append((now, "hb-resp", (resp.error, resp.member_epoch, assigned)))
+                mem.timeline.append((now, "hb-resp", (resp.error_code, resp.member_epoch, assigned)))
                 reply(resp)
 
             if mem.inject:
-                hb_reply(ConsumerGroupHeartbeatResponse(error=mem.inject.pop(0)))
+                hb_reply(ConsumerGroupHeartbeatResponse(error_code=mem.inject.pop(0)))
             else:
                 call_consumer_group_heartbeat(self.coordinator, req, hb_reply, client_id=mem.name)
         elif isinstance(req, m.OffsetCommitRequest):

@@ -462,7 +462,7 @@ class ConsumerGroups:
 
 
 def _error_response(code: ErrorCode, message: str | None) -> ConsumerGroupHeartbeatResponse:
-    return ConsumerGroupHeartbeatResponse(error_code=int(code), error_message=message)
+    return ConsumerGroupHeartbeatResponse(error_code=code, error_message=message)
 
 
 def _make_offsets_holder(group: ClassicGroup) -> None:

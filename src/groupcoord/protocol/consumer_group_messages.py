@@ -1,10 +1,15 @@
-"""ConsumerGroupHeartbeat (API 68, KIP-848) as version-independent values.
+"""ConsumerGroupHeartbeat (API 68, KIP-848) as version-independent values: one vocabulary.
 
-The request and response mirror kio's ``kio.schema.consumer_group_heartbeat.v1`` field for field,
-with plain ints (milliseconds, error codes) and assignment maps instead of kio's wrapper types, so
-the coordinator's consumer groups never depend on a wire version: the shard converts from kio's
-request (v0 and v1 differ only in the regex field and the member-id rule, which
-:attr:`ConsumerGroupHeartbeatRequest.api_version` carries) and back to kio's response.
+The coordinator's consumer groups take and return these, and the consumer-protocol member core
+sends and reads the same types (``client.consumer_group_messages`` re-exports them), so in one
+process the member's heartbeat goes to the coordinator as it is. They mirror kio's
+``kio.schema.consumer_group_heartbeat.v1`` field for field, with plain ints (milliseconds),
+:class:`ErrorCode` and an assignment map instead of kio's wrapper types, so neither side depends on
+a wire version: the broker's shard converts from kio's request (v0 and v1 differ only in the regex
+field and the member-id rule, which :attr:`ConsumerGroupHeartbeatRequest.api_version` carries) and
+back to kio's response; the client's wire layer does the reverse. A member core leaves
+``api_version``, ``client_id`` and ``client_host`` at the defaults (they come from the request
+header and the peer).
 """
 
 from __future__ import annotations
@@ -12,6 +17,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
+
+from groupcoord.errors import ErrorCode
+
+
+class TopicIdPartitions(NamedTuple):
+    """kio ``TopicPartitions``: one topic id and its partitions (ascending); a (topic id,
+    partitions) pair."""
+
+    topic_id: uuid.UUID
+    partitions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,8 +44,8 @@ class ConsumerGroupHeartbeatRequest:
     #: v1 only
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
-    #: (topic id, partitions) pairs; None = unchanged ("unknown")
-    topic_partitions: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None = None
+    #: the partitions the member owns; None = unchanged ("unknown")
+    topic_partitions: tuple[TopicIdPartitions, ...] | None = None
     api_version: int = 1
     client_id: str = ""
     #: Java's InetAddress.toString(), e.g. "/127.0.0.1"
@@ -54,10 +70,12 @@ class ConsumerGroupHeartbeatRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupHeartbeatResponse:
-    error_code: int = 0
+    error_code: ErrorCode = ErrorCode.NONE
     error_message: str | None = None
     member_id: str | None = None
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
-    #: None: no Assignment field; {} an empty one
+    #: the partitions the member may own now (topic id -> partitions); None: no Assignment field
+    #: (no change), {} an empty one
     assignment: Mapping[uuid.UUID, frozenset[int]] | None = None
+    throttle_time_ms: int = 0

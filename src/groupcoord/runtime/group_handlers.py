@@ -675,7 +675,7 @@ def consumer_group_heartbeat(runtime: GroupRuntime, broker: Broker, ctx: Request
         return kio_adapter.heartbeat_response_to_kio(r, api_version=version)
 
     if not runtime.coordinator.config.consumer_protocol_enabled:
-        return encode(ConsumerGroupHeartbeatResponse(error_code=int(ErrorCode.UNSUPPORTED_VERSION)))
+        return encode(ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION))
     req = kio_adapter.heartbeat_from_kio(
         request, api_version=version, client_id=ctx.client_id, client_host=ctx.client_host
     )
