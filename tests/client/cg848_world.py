@@ -3,7 +3,7 @@ ManualClock.
 
 :class:`World848` carries each member's outbound request to where it goes: FindCoordinator and
 topic-id Metadata are answered from the world's own topics, ConsumerGroupHeartbeat and the
-commits go to a real :class:`GroupCoordinator` through :mod:`groupcoord.member_bridge`. Time moves
+commits go to a real :class:`GroupCoordinator` through :mod:`groupcoord.runtime.in_process`. Time moves
 only through :meth:`World848.run`, which jumps from deadline to deadline (the coordinator's timers
 and every member's ``next_deadline_ms``). Rebalance callbacks are completed at once unless the
 member ``holds`` them. ``timeline`` records, per member, what it sent and which callbacks ran, so
@@ -34,8 +34,8 @@ from groupcoord.clock import ManualClock
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
 from groupcoord.errors import ErrorCode
-from groupcoord.member_bridge import call_consumer_group_heartbeat, call_coordinator
 from groupcoord.runtime.group_coordinator import GroupCoordinator
+from groupcoord.runtime.in_process import call_coordinator
 
 GROUP = "g848"
 NODE = m.Node(node_id=1, host="127.0.0.1", port=9092)
@@ -168,7 +168,7 @@ class World848:
             if mem.inject:
                 hb_reply(ConsumerGroupHeartbeatResponse(error_code=mem.inject.pop(0)))
             else:
-                call_consumer_group_heartbeat(self.coordinator, req, hb_reply, client_id=mem.name)
+                call_coordinator(self.coordinator, req, hb_reply, client_id=mem.name)
         elif isinstance(req, m.OffsetCommitRequest):
             mem.timeline.append((now, "commit", frozenset(tp for tp, _ in m.committed_offsets(req))))
             call_coordinator(self.coordinator, req, reply, client_id=mem.name)

@@ -36,8 +36,8 @@ from groupcoord.clock import ManualClock
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.records import CoordinatorRecord
 from groupcoord.errors import ErrorCode
-from groupcoord.member_bridge import call_coordinator
 from groupcoord.runtime.group_coordinator import GroupCoordinator
+from groupcoord.runtime.in_process import call_coordinator
 
 GROUP = "g"
 

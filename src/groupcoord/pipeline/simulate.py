@@ -7,7 +7,7 @@ down), driven as ``docs/client.md`` describes -- its application thread calls ``
 second while it is healthy, and whenever the core has work), its heartbeat thread calls
 ``heartbeat_poll`` whenever that is due, and ``events`` are drained from the application's thread,
 so a JoinGroup waits for the revocation of its preparation as in the Java client. Requests reach
-the coordinator core through :mod:`groupcoord.member_bridge` (no sockets); FindCoordinator and
+the coordinator core through :mod:`groupcoord.runtime.in_process` (no sockets); FindCoordinator and
 Metadata are answered by the simulator as a one-broker cluster would. Consumers consume at a rate
 from their starting positions (``auto.offset.reset=earliest``) and the core auto-commits.
 Producers append a batch per partition every second. Everything the broker would persist is
@@ -62,9 +62,9 @@ from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitValue, encode_record
 from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
-from groupcoord.member_bridge import call_coordinator
 from groupcoord.pipeline.datadir import DataDirWriter
 from groupcoord.runtime.group_coordinator import GroupCoordinator
+from groupcoord.runtime.in_process import call_coordinator
 
 log = logging.getLogger(__name__)
 
