@@ -203,7 +203,7 @@ def test_describe_request_and_response() -> None:
     assert got == ConsumerGroupDescribeResponse(
         groups=(
             DescribedGroup(
-                error=ErrorCode.NONE,
+                error_code=ErrorCode.NONE,
                 group_id="g",
                 group_state="Stable",
                 group_epoch=3,

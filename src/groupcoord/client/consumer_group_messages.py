@@ -1,12 +1,12 @@
 """Version-neutral requests and responses of the consumer-protocol member core (KIP-848).
 
-ConsumerGroupHeartbeat's request and response are the coordinator's own
+ConsumerGroupHeartbeat's and ConsumerGroupDescribe's messages are the coordinator's own
 (:mod:`groupcoord.protocol.consumer_group_messages`, re-exported here): one vocabulary, as the
 classic core shares ``messages.py``'s group messages with the coordinator. They mirror kio's
 ``kio.schema.consumer_group_heartbeat.v1`` field for field (``rebalance_timeout_ms`` is kio's
 ``rebalance_timeout`` in integer milliseconds, ``error_code`` an :class:`ErrorCode`, the
-response's assignment a topic id -> partitions map). The describe and topic-id metadata messages
-below are the member's own. The core speaks only these; the wire layer maps them to kio at the
+response's assignment a topic id -> partitions map). The topic-id metadata messages below are
+the member's own. The core speaks only these; the wire layer maps them to kio at the
 version both sides support:
 
 * ConsumerGroupHeartbeat (API 68): v1 when the broker has it. v0 lacks
@@ -29,8 +29,13 @@ from dataclasses import dataclass, field
 
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.consumer_group_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribedTopicPartitions,
     TopicIdPartitions,
 )
 
@@ -77,54 +82,3 @@ class TopicIdMetadata:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TopicIdsMetadataResponse:
     topics: tuple[TopicIdMetadata, ...] = field(default=())
-
-
-# ---------------------------------------------------------------------- ConsumerGroupDescribe
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ConsumerGroupDescribeRequest:
-    """API 69 (v0 and v1 requests are the same)."""
-
-    group_ids: tuple[str, ...]
-    include_authorized_operations: bool = False
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DescribedTopicPartitions:
-    topic_id: uuid.UUID
-    topic_name: str
-    partitions: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DescribedMember:
-    member_id: str
-    instance_id: str | None
-    rack_id: str | None
-    member_epoch: int
-    client_id: str
-    client_host: str
-    subscribed_topic_names: tuple[str, ...]
-    subscribed_topic_regex: str | None
-    assignment: tuple[DescribedTopicPartitions, ...]
-    target_assignment: tuple[DescribedTopicPartitions, ...]
-    member_type: int = -1
-    """v1: 0 classic member, 1 consumer member; -1 unknown (v0)."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DescribedGroup:
-    error: ErrorCode
-    group_id: str
-    group_state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedMember, ...] = ()
-    error_message: str | None = None
-    authorized_operations: int = -(2**31)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ConsumerGroupDescribeResponse:
-    groups: tuple[DescribedGroup, ...]
-    throttle_time_ms: int = 0

@@ -199,7 +199,7 @@ def read_response(request: Request | ConsumerGroupDescribeRequest, response: Any
             )
             groups.append(
                 DescribedGroup(
-                    error=_code(g.error_code),
+                    error_code=_code(g.error_code),
                     error_message=None if g.error_message is None else str(g.error_message),
                     group_id=str(g.group_id),
                     group_state=str(g.group_state),
@@ -236,7 +236,7 @@ def unsupported(request: object, message: str | None = None) -> Any:
     if isinstance(request, ConsumerGroupDescribeRequest):
         return ConsumerGroupDescribeResponse(
             groups=tuple(
-                DescribedGroup(error=code, group_id=g, error_message=message) for g in request.group_ids
+                DescribedGroup(error_code=code, group_id=g, error_message=message) for g in request.group_ids
             )
         )
     if isinstance(request, TopicIdsMetadataRequest):

@@ -207,7 +207,7 @@ class ConsumerGroups:
         """One group of a ConsumerGroupDescribe (69), or the coordinator's error for it."""
         status = self._ctx.status(group_id)
         if status is not None:
-            return DescribedGroup(group_id=group_id, error_code=int(status))
+            return DescribedGroup(group_id=group_id, error_code=status)
         response = self.manager.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=(group_id,)))
         return response.groups[0]
 

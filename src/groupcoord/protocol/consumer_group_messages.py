@@ -1,15 +1,16 @@
-"""ConsumerGroupHeartbeat (API 68, KIP-848) as version-independent values: one vocabulary.
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe (APIs 68, 69; KIP-848) as version-independent
+values: one vocabulary.
 
 The coordinator's consumer groups take and return these, and the consumer-protocol member core
 sends and reads the same types (``client.consumer_group_messages`` re-exports them), so in one
 process the member's heartbeat goes to the coordinator as it is. They mirror kio's
-``kio.schema.consumer_group_heartbeat.v1`` field for field, with plain ints (milliseconds),
-:class:`ErrorCode` and an assignment map instead of kio's wrapper types, so neither side depends on
-a wire version: the broker's shard converts from kio's request (v0 and v1 differ only in the regex
-field and the member-id rule, which :attr:`ConsumerGroupHeartbeatRequest.api_version` carries) and
-back to kio's response; the client's wire layer does the reverse. A member core leaves
-``api_version``, ``client_id`` and ``client_host`` at the defaults (they come from the request
-header and the peer).
+``consumer_group_heartbeat.v1`` and ``consumer_group_describe.v1`` field for field, with plain ints
+(milliseconds), :class:`ErrorCode` and an assignment map instead of kio's wrapper types, so neither
+side depends on a wire version: the broker's shard converts from kio's request (v0 and v1 differ
+only in the regex field and the member-id rule, which
+:attr:`ConsumerGroupHeartbeatRequest.api_version` carries) and back to kio's response; the client's
+wire layer does the reverse. A member core leaves ``api_version``, ``client_id`` and
+``client_host`` at the defaults (they come from the request header and the peer).
 """
 
 from __future__ import annotations
@@ -78,4 +79,56 @@ class ConsumerGroupHeartbeatResponse:
     #: the partitions the member may own now (topic id -> partitions); None: no Assignment field
     #: (no change), {} an empty one
     assignment: Mapping[uuid.UUID, frozenset[int]] | None = None
+    throttle_time_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupDescribeRequest:
+    """API 69 (v0 and v1 requests are the same)."""
+
+    group_ids: tuple[str, ...]
+    include_authorized_operations: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedTopicPartitions:
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[DescribedTopicPartitions, ...]
+    target_assignment: tuple[DescribedTopicPartitions, ...]
+    #: v1: 0 classic member, 1 consumer member; -1 unknown (v0)
+    member_type: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedGroup:
+    group_id: str
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedMember, ...] = ()
+    #: the bit field of the operations the caller may perform; Java's Integer.MIN_VALUE when not
+    #: asked for (the broker fills it in on the wire, from its authorizer)
+    authorized_operations: int = -(2**31)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupDescribeResponse:
+    groups: tuple[DescribedGroup, ...]
     throttle_time_ms: int = 0

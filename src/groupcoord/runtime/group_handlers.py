@@ -692,7 +692,7 @@ def consumer_group_describe(runtime: GroupRuntime, broker: Broker, ctx: RequestC
         return kio_adapter.describe_response_to_kio(r, api_version=version)
 
     if not runtime.coordinator.config.consumer_protocol_enabled:
-        code = int(ErrorCode.UNSUPPORTED_VERSION)
+        code = ErrorCode.UNSUPPORTED_VERSION
         return encode(
             ConsumerGroupDescribeResponse(
                 groups=tuple(ConsumerDescribedGroup(group_id=g, error_code=code) for g in req.group_ids)

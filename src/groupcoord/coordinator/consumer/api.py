@@ -1,9 +1,8 @@
 """Requests, responses and results of the consumer group core: small frozen dataclasses.
 
-ConsumerGroupHeartbeat's request and response are the protocol's
+ConsumerGroupHeartbeat's and ConsumerGroupDescribe's requests and responses are the protocol's
 (:mod:`groupcoord.protocol.consumer_group_messages`, which the member client speaks too), named
-here with the rest. The describe types mirror kio's ``kio.schema.consumer_group_describe.v1``
-field for field, with plain ints instead of kio's wrapper types; the shard converts them to kio.
+here with the rest; the shard converts them from and to kio.
 
 A handler returns a :class:`ConsumerGroupResult`: the records to append (already replayed into the
 model, as Kafka replays a write's records before it commits), the response to send once they are
@@ -13,13 +12,17 @@ durable, the timers to schedule or cancel by key, and group events.
 from __future__ import annotations
 
 import enum
-import uuid
 from dataclasses import dataclass, field
 
 from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
 from groupcoord.protocol.consumer_group_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribedTopicPartitions,
 )
 
 __all__ = [
@@ -37,52 +40,6 @@ __all__ = [
     "TimerSchedule",
     "timer_key",
 ]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupDescribeRequest:
-    group_ids: tuple[str, ...]
-    include_authorized_operations: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribedTopicPartitions:
-    topic_id: uuid.UUID
-    topic_name: str
-    partitions: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribedMember:
-    member_id: str
-    instance_id: str | None
-    rack_id: str | None
-    member_epoch: int
-    client_id: str
-    client_host: str
-    subscribed_topic_names: tuple[str, ...]
-    subscribed_topic_regex: str | None
-    assignment: tuple[DescribedTopicPartitions, ...]
-    target_assignment: tuple[DescribedTopicPartitions, ...]
-    #: v1: 0 classic, 1 consumer
-    member_type: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribedGroup:
-    group_id: str
-    error_code: int = 0
-    error_message: str | None = None
-    group_state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedMember, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupDescribeResponse:
-    groups: tuple[DescribedGroup, ...]
 
 
 class TimerKind(enum.Enum):
