@@ -29,7 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.clock import ManualClock
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.records import CoordinatorRecord, encode_record
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -38,9 +41,6 @@ from groupcoord.coordinator.api import (
     OffsetCommitTopic,
     SyncGroupRequest,
 )
-from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.records import CoordinatorRecord, encode_record
-from groupcoord.errors import ErrorCode
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,7 +26,7 @@ def main() -> None:
     args = ap.parse_args()
     sys.path.insert(0, args.bench_dir)
     import core_bench as cb  # the helpers of the tree being measured
-    from groupcoord.coordinator.api import (
+    from groupcoord.protocol.group_messages import (
         HeartbeatRequest,
         OffsetCommitPartition,
         OffsetCommitRequest,

@@ -108,19 +108,6 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
         "the live web console (console.listen): group pages and live updates from group events",
         (*_BASE, "formats", "storage", "coordinator", "broker", "runtime", "metrics", "ui"),
     ),
-    # ---- the two cores meeting in one process (no sockets)
-    "member_bridge": (
-        "member-core requests to the coordinator core's api and back: simulator, in-process tests",
-        (
-            *_BASE,
-            "client.messages",
-            "client.consumer_group_messages",
-            "client.types",
-            "coordinator.api",
-            "coordinator.consumer.api",
-            "runtime.group_coordinator",
-        ),
-    ),
     # ---- offline readers
     "pipeline": (
         "PySpark over the log: storage formats and coordinator records (both group types')",
@@ -140,7 +127,7 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
 #: Modules allowed more than their component, and why (by design, not pending work).
 MODULE_ALLOWED: Mapping[str, tuple[tuple[str, ...], str]] = {
     "pipeline.simulate": (
-        ("coordinator", "runtime.group_coordinator", "client", "member_bridge"),
+        ("coordinator", "runtime.group_coordinator", "runtime.in_process", "client"),
         "the simulator runs the real coordinator and member cores in virtual time (design.md, principle 1)",
     ),
 }

@@ -3,7 +3,7 @@ ManualClock.
 
 :class:`World848` carries each member's outbound request to where it goes: FindCoordinator and
 topic-id Metadata are answered from the world's own topics, ConsumerGroupHeartbeat and the
-commits go to a real :class:`GroupCoordinator` through :mod:`groupcoord.member_bridge`. Time moves
+commits go to a real :class:`GroupCoordinator` through :mod:`groupcoord.runtime.in_process`. Time moves
 only through :meth:`World848.run`, which jumps from deadline to deadline (the coordinator's timers
 and every member's ``next_deadline_ms``). Rebalance callbacks are completed at once unless the
 member ``holds`` them. ``timeline`` records, per member, what it sent and which callbacks ran, so
@@ -36,8 +36,8 @@ from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
 from groupcoord.coordinator.records import encode_record
 from groupcoord.errors import ErrorCode
 from groupcoord.formats.batch import build_batch, parse_header
-from groupcoord.member_bridge import call_consumer_group_heartbeat, call_coordinator
 from groupcoord.runtime.group_coordinator import GroupCoordinator
+from groupcoord.runtime.in_process import call_coordinator
 from groupcoord.runtime.loader import OffsetsLoader
 
 GROUP = "g848"
@@ -218,19 +218,17 @@ class World848:
                 assigned = None
                 if resp.assignment is not None:
                     assigned = frozenset(
-                        TopicPartition(self.names[t.topic_id], p)
-                        for t in resp.assignment
-                        for p in t.partitions
+                        TopicPartition(self.names[t], p) for t, ps in resp.assignment.items() for p in ps
                     )
-                mem.timeline.append((now, "hb-resp", (resp.error, resp.member_epoch, assigned)))
+                mem.timeline.append((now, "hb-resp", (resp.error_code, resp.member_epoch, assigned)))
                 reply(resp)
 
             if mem.inject:
-                hb_reply(ConsumerGroupHeartbeatResponse(error=mem.inject.pop(0)))
+                hb_reply(ConsumerGroupHeartbeatResponse(error_code=mem.inject.pop(0)))
             else:
-                call_consumer_group_heartbeat(self.coordinator, req, hb_reply, client_id=mem.name)
+                call_coordinator(self.coordinator, req, hb_reply, client_id=mem.name)
         elif isinstance(req, m.OffsetCommitRequest):
-            mem.timeline.append((now, "commit", frozenset(tp for tp, _ in req.offsets)))
+            mem.timeline.append((now, "commit", frozenset(tp for tp, _ in m.committed_offsets(req))))
             call_coordinator(self.coordinator, req, reply, client_id=mem.name)
         elif isinstance(req, m.OffsetFetchRequest):
             call_coordinator(self.coordinator, req, reply, client_id=mem.name)

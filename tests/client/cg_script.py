@@ -53,16 +53,16 @@ def ok(
     epoch: int, interval: int = 5_000, assignment: tuple[TopicIdPartitions, ...] | None = None
 ) -> ConsumerGroupHeartbeatResponse:
     return ConsumerGroupHeartbeatResponse(
-        error=ErrorCode.NONE,
+        error_code=ErrorCode.NONE,
         member_id=MEMBER,
         member_epoch=epoch,
         heartbeat_interval_ms=interval,
-        assignment=assignment,
+        assignment=None if assignment is None else {t.topic_id: frozenset(t.partitions) for t in assignment},
     )
 
 
 def err(code: ErrorCode, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
-    return ConsumerGroupHeartbeatResponse(error=code, error_message=message)
+    return ConsumerGroupHeartbeatResponse(error_code=code, error_message=message)
 
 
 @dataclass

@@ -36,9 +36,8 @@ from groupcoord.clock import ManualClock
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.records import CoordinatorRecord
 from groupcoord.errors import ErrorCode
-from groupcoord.member_bridge import call_coordinator
-from groupcoord.member_bridge import error_response as _error_response
 from groupcoord.runtime.group_coordinator import GroupCoordinator
+from groupcoord.runtime.in_process import call_coordinator
 
 GROUP = "g"
 
@@ -397,3 +396,14 @@ def partition_events(member: Member) -> list[tuple[str, tuple[TopicPartition, ..
         elif isinstance(e, PartitionsLost):
             out.append(("lost", e.partitions))
     return out
+
+
+def _error_response(req: m.Request, err: ErrorCode) -> m.Response:
+    """The answer to ``req`` carrying ``err`` (on every partition of a commit); a JoinGroup's keeps
+    the member id it was sent with."""
+    if isinstance(req, m.JoinGroupRequest):
+        return m.JoinGroupResponse(error=err, member_id=req.member_id)
+    response = m.failure_response(req, err)
+    if response is None:
+        raise ValueError(f"no error response for {type(req).__name__}")
+    return response

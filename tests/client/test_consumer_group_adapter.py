@@ -26,11 +26,12 @@ from groupcoord.client.consumer_group_messages import ConsumerGroupHeartbeatRequ
 from groupcoord.client.engine import ConsumerEngine
 from groupcoord.client.errors import FatalGroupError
 from groupcoord.client.messages import (
-    FetchedOffset,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+    OffsetFetchPartitionResponse,
     OffsetFetchRequest,
-    OffsetFetchResponse,
+    fetch_partitions,
+    offset_fetch_response,
 )
 from groupcoord.client.types import TopicPartition
 from groupcoord.errors import ErrorCode
@@ -66,12 +67,14 @@ def test_engine_runs_callbacks_before_the_member_acknowledges() -> None:
     engine.take_events(core.events())  # on_assign's event: the start offsets are fetched next
     outs += core.pending(now)
     (fetch,) = [o for o in outs if isinstance(o.request, OffsetFetchRequest)]
-    assert fetch.request.partitions == (TopicPartition("t", 0),)
+    assert fetch_partitions(fetch.request) == (TopicPartition("t", 0),)
     assert not [o for o in outs if isinstance(o.request, ConsumerGroupHeartbeatRequest)]
     core.on_response(
         fetch.request_id,
-        OffsetFetchResponse(
-            error=ErrorCode.NONE, offsets=((TopicPartition("t", 0), FetchedOffset(offset=17)),)
+        offset_fetch_response(
+            group_id="g",
+            error=ErrorCode.NONE,
+            offsets=(("t", OffsetFetchPartitionResponse(partition=0, offset=17)),),
         ),
         now,
     )

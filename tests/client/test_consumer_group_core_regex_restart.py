@@ -18,7 +18,7 @@ from groupcoord.client.consumer_group_events import CallbackMethod
 from groupcoord.client.consumer_group_states import ConsumerGroupMemberState as S
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
-from groupcoord.member_bridge import call_coordinator
+from groupcoord.runtime.in_process import call_coordinator
 
 LOST = CallbackMethod.ON_PARTITIONS_LOST
 ASSIGNED = CallbackMethod.ON_PARTITIONS_ASSIGNED
@@ -38,12 +38,12 @@ def _committed(w: World848) -> dict[TopicPartition, int]:
     """What the coordinator answers an OffsetFetch of every committed offset (an admin fetch)."""
     got: list[m.OffsetFetchResponse] = []
     call_coordinator(
-        w.coordinator, m.OffsetFetchRequest(group_id=GROUP, partitions=None), got.append, client_id="t"
+        w.coordinator, m.offset_fetch_request(group_id=GROUP, partitions=None), got.append, client_id="t"
     )
     w.coordinator.poll()
     (resp,) = got
-    assert resp.error is ErrorCode.NONE
-    return {tp: f.offset for tp, f in resp.offsets if f.offset >= 0}
+    assert m.fetch_error(resp) is ErrorCode.NONE
+    return {tp: f.offset for tp, f in m.fetched_offsets(resp) if f.offset >= 0}
 
 
 def test_a_regex_subscription_takes_up_a_topic_created_later() -> None:

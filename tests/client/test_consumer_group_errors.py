@@ -32,12 +32,13 @@ from groupcoord.client.consumer_group_messages import ConsumerGroupHeartbeatRequ
 from groupcoord.client.consumer_group_states import ConsumerGroupMemberState as S
 from groupcoord.client.errors import CommitFailedError, FatalGroupError, KafkaClientError
 from groupcoord.client.messages import (
-    FetchedOffset,
     FindCoordinatorRequest,
     OffsetCommitRequest,
-    OffsetCommitResponse,
+    OffsetFetchPartitionResponse,
     OffsetFetchRequest,
-    OffsetFetchResponse,
+    commit_failed,
+    offset_fetch_request,
+    offset_fetch_response,
 )
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode as E
@@ -265,7 +266,7 @@ def _answer_commit(s: Script, code: E) -> None:
     if code is E.NETWORK_EXCEPTION:
         s.fail(commit)
     else:
-        s.answer(commit, OffsetCommitResponse(errors=((TopicPartition("t", 0), code),)))
+        s.answer(commit, commit_failed(commit.request, code))
 
 
 def _completed(s: Script) -> CommitCompleted:
@@ -386,17 +387,18 @@ def test_every_fetch_row_is_tested_here() -> None:
 
 def _answer_fetch(s: Script, code: E, offset: int = 42) -> None:
     fetch = s.one(OffsetFetchRequest)
-    assert fetch.request == OffsetFetchRequest(group_id="g", partitions=tp("t", 0, 1), require_stable=True)
+    assert fetch.request == offset_fetch_request(group_id="g", partitions=tp("t", 0, 1), require_stable=True)
     if code is E.NETWORK_EXCEPTION:
         s.fail(fetch)
         return
     s.answer(
         fetch,
-        OffsetFetchResponse(
+        offset_fetch_response(
+            group_id="g",
             error=code,
             offsets=(
-                (TopicPartition("t", 0), FetchedOffset(offset=offset, metadata="m")),
-                (TopicPartition("t", 1), FetchedOffset(offset=-1)),
+                ("t", OffsetFetchPartitionResponse(partition=0, offset=offset, metadata="m")),
+                ("t", OffsetFetchPartitionResponse(partition=1, offset=-1)),
             ),
         ),
     )

@@ -22,7 +22,14 @@ from groupcoord.client.consumer_group_messages import (
     TopicIdsMetadataResponse,
 )
 from groupcoord.client.consumer_group_states import ConsumerGroupMemberState as S
-from groupcoord.client.messages import FindCoordinatorRequest, OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.client.messages import (
+    FindCoordinatorRequest,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    commit_failed,
+    committed_offsets,
+    offset_commit_request,
+)
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
 
@@ -33,11 +40,11 @@ LOST = CallbackMethod.ON_PARTITIONS_LOST
 
 
 def _commit_ok(request: OffsetCommitRequest) -> OffsetCommitResponse:
-    return OffsetCommitResponse(errors=tuple((p, ErrorCode.NONE) for p, _ in request.offsets))
+    return commit_failed(request, ErrorCode.NONE)
 
 
 def _commit_err(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
-    return OffsetCommitResponse(errors=tuple((p, code) for p, _ in request.offsets))
+    return commit_failed(request, code)
 
 
 # ---------------------------------------------------------------------------------- joining
@@ -165,7 +172,7 @@ def test_reconciliation_commits_then_revokes_then_assigns_then_acks() -> None:
     s.answer(s.advance(5_000)[0], ok(1, assignment=owned((T, (1,)))))
     assert s.core.state is S.RECONCILING
     commit = s.one(OffsetCommitRequest)
-    assert commit.request == OffsetCommitRequest(
+    assert commit.request == offset_commit_request(
         group_id="g",
         generation_id=1,
         member_id=MEMBER,
@@ -190,7 +197,7 @@ def test_reconciliation_commits_then_revokes_then_assigns_then_acks() -> None:
     s.answer(ack, ok(2, assignment=owned((T, (1, 2)))))
     commit2 = s.one(OffsetCommitRequest)
     assert commit2.request.generation_id == 2
-    assert commit2.request.offsets == ((TopicPartition("t", 1), OffsetAndMetadata(offset=20)),)
+    assert committed_offsets(commit2.request) == ((TopicPartition("t", 1), OffsetAndMetadata(offset=20)),)
     s.answer(commit2, _commit_ok(commit2.request))
     assert s.core.assignment() == frozenset(tp("t", 1, 2))
     assert s.core.fetchable() == frozenset(tp("t", 1))  # t-2 waits for onPartitionsAssigned

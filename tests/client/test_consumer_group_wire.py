@@ -41,7 +41,7 @@ from groupcoord.client.consumer_group_wire import (
     request_fields,
     too_old,
 )
-from groupcoord.client.messages import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.client.messages import commit_failed, offset_commit_request
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol import codec
@@ -108,20 +108,18 @@ def test_regex_needs_v1_and_is_refused_locally_at_v0() -> None:
     assert min_version(JOIN) == 1 and too_old(JOIN, 1) is None
     answer = too_old(JOIN, 0)
     assert answer == ConsumerGroupHeartbeatResponse(
-        error=ErrorCode.UNSUPPORTED_VERSION, error_message=REGEX_RESOLUTION_NOT_SUPPORTED_MSG
+        error_code=ErrorCode.UNSUPPORTED_VERSION, error_message=REGEX_RESOLUTION_NOT_SUPPORTED_MSG
     )
     names_only = ConsumerGroupHeartbeatRequest(group_id="g", member_id=MEMBER, member_epoch=0)
     assert too_old(names_only, 0) is None
-    commit = OffsetCommitRequest(
+    commit = offset_commit_request(
         group_id="g",
         generation_id=1,
         member_id=MEMBER,
         group_instance_id=None,
         offsets=((TopicPartition("t", 0), OffsetAndMetadata(offset=1)),),
     )
-    assert too_old(commit, 8) == OffsetCommitResponse(
-        errors=((TopicPartition("t", 0), ErrorCode.UNSUPPORTED_VERSION),)
-    )
+    assert too_old(commit, 8) == commit_failed(commit, ErrorCode.UNSUPPORTED_VERSION)
     assert too_old(commit, 9) is None
 
 
@@ -142,11 +140,11 @@ def test_heartbeat_response_is_read_with_its_assignment_and_interval() -> None:
         assignment=assignment_cls(topic_partitions=(tp_cls(topic_id=T, partitions=(2, 0)),)),
     )
     assert read_response(JOIN, entity) == ConsumerGroupHeartbeatResponse(
-        error=ErrorCode.NONE,
+        error_code=ErrorCode.NONE,
         member_id=MEMBER,
         member_epoch=7,
         heartbeat_interval_ms=5_000,
-        assignment=(TopicIdPartitions(topic_id=T, partitions=(0, 2)),),
+        assignment={T: frozenset({0, 2})},
     )
     failed = resp_cls(
         throttle_time=datetime.timedelta(milliseconds=0),
@@ -158,7 +156,7 @@ def test_heartbeat_response_is_read_with_its_assignment_and_interval() -> None:
         assignment=None,
     )
     got = read_response(JOIN, failed)
-    assert (got.error, got.error_message, got.assignment) == (
+    assert (got.error_code, got.error_message, got.assignment) == (
         ErrorCode.FENCED_MEMBER_EPOCH,
         "The member epoch is fenced.",
         None,
@@ -205,7 +203,7 @@ def test_describe_request_and_response() -> None:
     assert got == ConsumerGroupDescribeResponse(
         groups=(
             DescribedGroup(
-                error=ErrorCode.NONE,
+                error_code=ErrorCode.NONE,
                 group_id="g",
                 group_state="Stable",
                 group_epoch=3,

@@ -302,7 +302,13 @@ def check_fetch(code: E, rule: Rule) -> None:
 
     def partition_level(req: m.Request) -> m.Response:
         assert isinstance(req, m.OffsetFetchRequest)
-        return m.OffsetFetchResponse(error=E.NONE, offsets=((T0, m.FetchedOffset(offset=-1, error=code)),))
+        return m.offset_fetch_response(
+            group_id=req.groups[0].group_id,
+            error=E.NONE,
+            offsets=(
+                (T0.topic, m.OffsetFetchPartitionResponse(partition=T0.partition, offset=-1, error=code)),
+            ),
+        )
 
     # group-level codes answer at the top; the partition-level ones (UNSTABLE_OFFSET_COMMIT,
     # UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED) per partition, as brokers send them
@@ -315,7 +321,7 @@ def check_fetch(code: E, rule: Rule) -> None:
     fid = a.core.fetch_committed([T0], w.now())
     w.run(1000)
     (done,) = [e for e in a.events_of(CommittedOffsets) if e.fetch_id == fid]
-    fetches = [s for s in a.sent_of(m.OffsetFetchRequest) if s.request.partitions == (T0,)]
+    fetches = [s for s in a.sent_of(m.OffsetFetchRequest) if m.fetch_partitions(s.request) == (T0,)]
     act = rule.action
     expected = ((T0, OffsetAndMetadata(offset=7, metadata="x")),)
     if act is Action.SUCCESS:

@@ -36,7 +36,12 @@ class Worker(AbstractCoordinator):
         return (("v1", f"url={self.name}".encode()),)
 
     def perform_assignment(
-        self, leader_id: str, protocol: str, members: Sequence[m.JoinGroupMember], skip: bool, now_ms: int
+        self,
+        leader_id: str,
+        protocol: str,
+        members: Sequence[m.JoinGroupResponseMember],
+        skip: bool,
+        now_ms: int,
     ) -> Mapping[str, bytes]:
         seen = {x.member_id: x.metadata for x in members}
         self.led.append(seen)

@@ -112,7 +112,7 @@ def test_dynamic_member_that_stops_polling_leaves_after_max_poll_interval() -> N
     w.run(400)
     (leave,) = a.sent_of(m.LeaveGroupRequest)
     assert 3000 <= leave.at - stall_at <= 3300
-    assert leave.request.reason == "consumer poll timeout has expired."
+    assert leave.request.members[0].reason == "consumer poll timeout has expired."
     assert a.core.state is MemberState.UNJOINED and a.core.enabled is False
     assert _members_at_coordinator(w) == {"b"}
     assert b.owned() == ALL4

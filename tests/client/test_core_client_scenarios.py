@@ -56,7 +56,7 @@ def test_two_step_join_then_leader_assigns_and_follower_syncs_empty() -> None:
     assert sb.assignments == ()
     assert a.owned() == frozenset(T[:3]) and b.owned() == frozenset(T[3:])  # range: members sorted by id
     (fa,) = (s.request for s in a.sent_of(m.OffsetFetchRequest))
-    assert fa.partitions == tuple(T[:3]) and fa.require_stable
+    assert m.fetch_partitions(fa) == tuple(T[:3]) and fa.require_stable
     (pos,) = a.events_of(StartingPositions)
     assert pos.positions == tuple((tp, None) for tp in T[:3])
 
@@ -230,8 +230,11 @@ def test_close_commits_consumed_positions_then_leaves() -> None:
     assert a.core.closed
     commit = a.sent_of(m.OffsetCommitRequest)[-1]
     (leave,) = a.sent_of(m.LeaveGroupRequest)
-    assert commit.at <= leave.at and dict(commit.request.offsets)[TopicPartition("t", 1)].offset == 42
-    assert leave.request.reason == "the consumer is being closed"
+    assert (
+        commit.at <= leave.at
+        and dict(m.committed_offsets(commit.request))[TopicPartition("t", 1)].offset == 42
+    )
+    assert leave.request.members[0].reason == "the consumer is being closed"
     assert ("revoked", (TopicPartition("t", 0), TopicPartition("t", 1))) in partition_events(a)
     assert w.group_state() == "Empty"
     assert w.coordinator.group(GROUP).offsets[("t", 1)].offset == 42  # type: ignore[union-attr]
@@ -345,7 +348,7 @@ def test_unsubscribe_revokes_and_leaves() -> None:
     w.run(1000)
     assert ("revoked", had) in partition_events(a)
     (leave,) = a.sent_of(m.LeaveGroupRequest)
-    assert leave.request.reason == "the consumer unsubscribed from all topics"
+    assert leave.request.members[0].reason == "the consumer unsubscribed from all topics"
     assert b.owned() == {TopicPartition("t", 0), TopicPartition("t", 1)}
     assert a.core.state is MemberState.UNJOINED and not a.owned()
 
@@ -406,7 +409,7 @@ def test_auto_commit_before_an_eager_rebalance_then_revoke_then_join() -> None:
     commit = a.sent_of(m.OffsetCommitRequest)[-1]
     rejoin = a.sent_of(m.JoinGroupRequest)[-1]
     revoke_time = next(t for t, name, e in w.log if name == "a" and e.startswith("PartitionsRevoked"))
-    assert dict(commit.request.offsets) == {T[2]: OffsetAndMetadata(offset=17)}
+    assert dict(m.committed_offsets(commit.request)) == {T[2]: OffsetAndMetadata(offset=17)}
     assert commit.request.generation_id == 1
     assert commit.at <= revoke_time <= rejoin.at
     assert w.coordinator.group(GROUP).offsets[("t", 2)].offset == 17  # type: ignore[union-attr]

@@ -82,7 +82,7 @@ def test_follower_handshake_messages() -> None:
     assert core.state is MemberState.STABLE and core.assignment() == {TP}
     assert core.events() == [PartitionsAssigned(partitions=(TP,), generation_id=5)]
     fetch = _one(core.poll(2), m.OffsetFetchRequest)
-    assert fetch.request == m.OffsetFetchRequest(group_id="g", partitions=(TP,), require_stable=True)
+    assert fetch.request == m.offset_fetch_request(group_id="g", partitions=(TP,), require_stable=True)
     # the heartbeat thread: due every 300 ms from the JoinGroup response
     assert core.heartbeat_poll(299) == []
     hb = _one(core.heartbeat_poll(300), m.HeartbeatRequest)
@@ -100,7 +100,7 @@ def test_successful_sync_after_the_member_left_is_discarded_and_it_rejoins() -> 
     core.maybe_leave_group("test", 10)
     leave = _one(core.pending(10), m.LeaveGroupRequest)
     assert leave.request == m.LeaveGroupRequest(
-        group_id="g", member_id="m-1", group_instance_id=None, reason="test"
+        group_id="g", members=(m.LeaveGroupMember(member_id="m-1", group_instance_id=None, reason="test"),)
     )
     assert core.state is MemberState.UNJOINED
     core.on_response(
@@ -211,7 +211,7 @@ def test_pre_rebalance_commit_wait_is_bounded_by_the_rebalance_timeout() -> None
     hb = _one(core.heartbeat_poll(300), m.HeartbeatRequest)
     core.on_response(hb.request_id, m.HeartbeatResponse(error=E.REBALANCE_IN_PROGRESS), 301)
     commit = _one(core.poll(302), m.OffsetCommitRequest)  # never answered
-    assert dict(commit.request.offsets) == {TP: OffsetAndMetadata(offset=4)}
+    assert dict(m.committed_offsets(commit.request)) == {TP: OffsetAndMetadata(offset=4)}
     assert commit.request.generation_id == 5
     for t in (500, 1500, 3000):
         outs = core.poll(t)

@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from groupcoord.clock import ManualClock
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.events import GroupEvent
+from groupcoord.coordinator.records import CoordinatorRecord
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -31,10 +35,6 @@ from groupcoord.coordinator.api import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.events import GroupEvent
-from groupcoord.coordinator.records import CoordinatorRecord
-from groupcoord.errors import ErrorCode
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 T = TypeVar("T")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from coord_harness import DELAY, GROUP, REBALANCE, SESSION, Harness, Reply
 
-from groupcoord.coordinator.api import DeleteGroupsResponse, JoinGroupResponse
 from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import DeleteGroupsResponse, JoinGroupResponse
 
 NONE = ErrorCode.NONE
 MAX_SIZE = 4  # Kafka's GroupCoordinatorTest GroupMaxSize

@@ -8,7 +8,6 @@ from typing import Any
 
 from coord_harness import Harness, ListSink, Reply
 
-from groupcoord.coordinator.api import JoinGroupResponse, SyncGroupResponse
 from groupcoord.coordinator.consumer.api import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
 from groupcoord.coordinator.consumer.records import ConsumerGroupRecord, decode_record
@@ -22,6 +21,7 @@ from groupcoord.formats.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from groupcoord.protocol.group_messages import JoinGroupResponse, SyncGroupResponse
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 TOPIC_ID = uuid.UUID(int=0xB7)

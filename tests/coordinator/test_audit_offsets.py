@@ -13,7 +13,10 @@ from __future__ import annotations
 from coord_harness import DELAY, GROUP, Harness, Reply
 
 from groupcoord.clock import ManualClock
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey
+from groupcoord.errors import ErrorCode
+from groupcoord.formats.consumer_protocol import Subscription, encode_subscription
+from groupcoord.protocol.group_messages import (
     DeleteGroupResult,
     DeleteGroupsResponse,
     OffsetCommitPartition,
@@ -33,9 +36,6 @@ from groupcoord.coordinator.api import (
     OffsetFetchTopic,
     OffsetFetchTopicResponse,
 )
-from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitKey
-from groupcoord.errors import ErrorCode
-from groupcoord.formats.consumer_protocol import Subscription, encode_subscription
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 NONE = ErrorCode.NONE

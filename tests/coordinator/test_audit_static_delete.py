@@ -13,15 +13,15 @@ import pytest
 from coord_harness import DELAY, GROUP, PROTOCOLS, REBALANCE, SESSION, Harness, ListSink, Reply
 
 from groupcoord.clock import ManualClock
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.records import GroupMetadataValue
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     DeleteGroupResult,
     DeleteGroupsResponse,
     DescribeGroupsResponse,
     JoinGroupRequest,
     JoinGroupResponse,
 )
-from groupcoord.coordinator.records import GroupMetadataValue
-from groupcoord.errors import ErrorCode
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 NONE = ErrorCode.NONE

@@ -24,7 +24,6 @@ from migration_helpers import (
     stable_classic_group,
 )
 
-from groupcoord.coordinator.api import ListGroupsResponse
 from groupcoord.coordinator.consumer.member import MemberState
 from groupcoord.coordinator.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -36,6 +35,7 @@ from groupcoord.coordinator.consumer.records import (
 )
 from groupcoord.coordinator.records import CoordinatorRecord, GroupMetadataKey
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import ListGroupsResponse
 
 
 def kinds(records: list[Any]) -> list[str]:

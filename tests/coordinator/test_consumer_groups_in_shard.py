@@ -12,7 +12,17 @@ from typing import Any
 
 from coord_harness import Harness, ListSink, Reply
 
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.consumer.api import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
+from groupcoord.coordinator.consumer.records import RECORD_TYPES, ConsumerGroupRecord
+from groupcoord.coordinator.records import CoordinatorRecord, GroupMetadataKey, encode_record
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
     ListGroupsResponse,
@@ -29,16 +39,6 @@ from groupcoord.coordinator.api import (
     OffsetFetchTopic,
     TxnOffsetCommitRequest,
 )
-from groupcoord.coordinator.consumer.api import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-)
-from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
-from groupcoord.coordinator.consumer.records import RECORD_TYPES, ConsumerGroupRecord
-from groupcoord.coordinator.records import CoordinatorRecord, GroupMetadataKey, encode_record
-from groupcoord.errors import ErrorCode
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 TOPIC_ID = uuid.UUID(int=0xA1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from coord_harness import DELAY, GROUP, REBALANCE, SESSION, Harness
 
-from groupcoord.coordinator.api import JoinGroupResponseMember
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import JoinGroupResponseMember
 
 
 # 1

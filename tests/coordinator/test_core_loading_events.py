@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from coord_harness import DELAY, GROUP, SESSION, Harness
 
-from groupcoord.coordinator.api import OffsetFetchGroup, OffsetFetchRequest
 from groupcoord.coordinator.events import EventReason, GroupEvent
 from groupcoord.coordinator.group import ClassicGroup
 from groupcoord.coordinator.records import (
@@ -24,6 +23,7 @@ from groupcoord.coordinator.records import (
 )
 from groupcoord.coordinator.state import VALID_PREVIOUS_STATES, GroupState, check_transition
 from groupcoord.errors import ErrorCode, IllegalStateError
+from groupcoord.protocol.group_messages import OffsetFetchGroup, OffsetFetchRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from coord_harness import DELAY, GROUP, Harness, Reply
 
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.records import (
+    CoordinatorRecord,
+    GroupMetadataKey,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from groupcoord.errors import ErrorCode
+from groupcoord.formats.consumer_protocol import Subscription, encode_subscription
+from groupcoord.protocol.group_messages import (
     DeleteGroupResult,
     DeleteGroupsResponse,
     DescribedMember,
@@ -21,14 +29,6 @@ from groupcoord.coordinator.api import (
     OffsetFetchResponse,
     OffsetFetchTopic,
 )
-from groupcoord.coordinator.records import (
-    CoordinatorRecord,
-    GroupMetadataKey,
-    OffsetCommitKey,
-    OffsetCommitValue,
-)
-from groupcoord.errors import ErrorCode
-from groupcoord.formats.consumer_protocol import Subscription, encode_subscription
 
 NONE = ErrorCode.NONE
 

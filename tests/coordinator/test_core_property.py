@@ -29,7 +29,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from groupcoord.clock import ManualClock
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.group import ClassicGroup
+from groupcoord.coordinator.records import decode_record, encode_record
+from groupcoord.coordinator.state import GroupState
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -41,11 +46,6 @@ from groupcoord.coordinator.api import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.group import ClassicGroup
-from groupcoord.coordinator.records import decode_record, encode_record
-from groupcoord.coordinator.state import GroupState
-from groupcoord.errors import ErrorCode
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 PROTOCOL_CHOICES: tuple[tuple[tuple[str, bytes], ...], ...] = (

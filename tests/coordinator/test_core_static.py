@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from coord_harness import DELAY, GROUP, REBALANCE, Harness
 
-from groupcoord.coordinator.api import JoinGroupResponseMember
 from groupcoord.coordinator.records import GroupMetadataValue
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import JoinGroupResponseMember
 
 
 def _static_stable(h: Harness, **kw: object) -> tuple[str, str, int]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from coord_harness import DELAY, GROUP, REBALANCE, SESSION, Harness
 
-from groupcoord.coordinator.api import LeaveGroupMemberResponse, SyncGroupRequest
 from groupcoord.coordinator.records import GroupMetadataKey, GroupMetadataValue
 from groupcoord.errors import ErrorCode
 from groupcoord.formats.consumer_protocol import decode_assignment
+from groupcoord.protocol.group_messages import LeaveGroupMemberResponse, SyncGroupRequest
 
 
 def _completing(h: Harness, n: int = 2, session: int = SESSION) -> tuple[list[str], int]:

@@ -16,7 +16,15 @@ import pytest
 from coord_harness import DELAY, GROUP, Harness, ListSink, Reply
 
 from groupcoord.clock import ManualClock
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.records import (
+    CoordinatorRecord,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    encode_record,
+)
+from groupcoord.errors import ErrorCode
+from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch, parse_header
+from groupcoord.protocol.group_messages import (
     OffsetCommitPartition,
     OffsetCommitResponse,
     OffsetCommitTopic,
@@ -29,14 +37,6 @@ from groupcoord.coordinator.api import (
     OffsetFetchTopic,
     TxnOffsetCommitRequest,
 )
-from groupcoord.coordinator.records import (
-    CoordinatorRecord,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    encode_record,
-)
-from groupcoord.errors import ErrorCode
-from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch, parse_header
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 from groupcoord.runtime.loader import OffsetsLoader
 from groupcoord.storage.control import build_marker_batch

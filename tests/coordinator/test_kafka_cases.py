@@ -23,7 +23,11 @@ from kafka_cases_helpers import (
     unowned_group,
 )
 
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.group import Member
+from groupcoord.coordinator.records import GroupMetadataValue
+from groupcoord.coordinator.state import GroupState
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
     ListGroupsResponse,
@@ -32,10 +36,6 @@ from groupcoord.coordinator.api import (
     OffsetFetchResponse,
     OffsetFetchTopic,
 )
-from groupcoord.coordinator.group import Member
-from groupcoord.coordinator.records import GroupMetadataValue
-from groupcoord.coordinator.state import GroupState
-from groupcoord.errors import ErrorCode
 
 
 # ------------------------------------------------------------------ group.max.size

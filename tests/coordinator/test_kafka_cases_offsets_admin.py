@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from coord_harness import DELAY, GROUP, Harness, Reply
 
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.records import OffsetCommitKey
+from groupcoord.coordinator.state import GroupState
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
     OffsetCommitPartition,
@@ -21,9 +24,6 @@ from groupcoord.coordinator.api import (
     OffsetDeleteResponse,
     OffsetDeleteTopic,
 )
-from groupcoord.coordinator.records import OffsetCommitKey
-from groupcoord.coordinator.state import GroupState
-from groupcoord.errors import ErrorCode
 
 NONE = ErrorCode.NONE
 RANGE_ONLY = (("range", b""),)  # Kafka's test protocols: "range" with empty metadata

@@ -15,7 +15,11 @@ from typing import Any
 from coord_harness import ListSink
 
 from groupcoord.clock import ManualClock
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.records import OffsetCommitKey
+from groupcoord.coordinator.shard import GroupCoordinatorShard
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -25,10 +29,6 @@ from groupcoord.coordinator.api import (
     OffsetCommitResponse,
     OffsetCommitTopic,
 )
-from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.records import OffsetCommitKey
-from groupcoord.coordinator.shard import GroupCoordinatorShard
-from groupcoord.errors import ErrorCode
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 
 CONFIG = GroupConfig(group_min_session_timeout_ms=10, group_initial_rebalance_delay_ms=0)

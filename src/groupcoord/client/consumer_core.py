@@ -77,7 +77,7 @@ from groupcoord.client.events import (
 )
 from groupcoord.client.member import AbstractCoordinator
 from groupcoord.client.messages import (
-    JoinGroupMember,
+    JoinGroupResponseMember,
     MetadataRequest,
     MetadataResponse,
     OffsetCommitRequest,
@@ -86,6 +86,11 @@ from groupcoord.client.messages import (
     OffsetFetchResponse,
     Request,
     Response,
+    commit_errors,
+    fetch_error,
+    fetched_offsets,
+    offset_commit_request,
+    offset_fetch_request,
 )
 from groupcoord.client.states import MemberState
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
@@ -365,7 +370,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         self,
         leader_id: str,
         protocol: str,
-        members: Sequence[JoinGroupMember],
+        members: Sequence[JoinGroupResponseMember],
         skip_assignment: bool,
         now_ms: int,
     ) -> Mapping[str, bytes] | None:
@@ -639,7 +644,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 instance = self.rebalance_config.group_instance_id
             else:
                 member_id, generation_id, instance = "", -1, None
-            req = OffsetCommitRequest(
+            req = offset_commit_request(
                 group_id=self.rebalance_config.group_id,
                 generation_id=generation_id,
                 member_id=member_id,
@@ -656,7 +661,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         c = self._commits_in_flight.pop(rid, None)
         if c is None:
             return
-        code = next((e for _, e in response.errors if e is not ErrorCode.NONE), ErrorCode.NONE)
+        code = next((e for _, e in commit_errors(response) if e is not ErrorCode.NONE), ErrorCode.NONE)
         rule = action_for(Api.OFFSET_COMMIT, code)
         a = rule.action
         stale = sent_generation_id != self.generation.generation_id
@@ -721,7 +726,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             if self.coordinator is None or now_ms < f.not_before or self.fatal_error is not None:
                 keep.append(f)
                 continue
-            req = OffsetFetchRequest(group_id=self.rebalance_config.group_id, partitions=f.partitions)
+            req = offset_fetch_request(group_id=self.rebalance_config.group_id, partitions=f.partitions)
             rid = self.send(req, now_ms, api=Api.OFFSET_FETCH, tag=f)
             self._fetches_in_flight[rid] = f
         self._fetches = keep
@@ -743,11 +748,10 @@ class ConsumerCoordinator(AbstractCoordinator):
         f = self._fetches_in_flight.pop(rid, None)
         if f is None:
             return
-        code = response.error
+        code = fetch_error(response)
+        offsets = fetched_offsets(response)
         if code is ErrorCode.NONE:
-            code = next(
-                (o.error for _, o in response.offsets if o.error is not ErrorCode.NONE), ErrorCode.NONE
-            )
+            code = next((o.error for _, o in offsets if o.error is not ErrorCode.NONE), ErrorCode.NONE)
         rule = action_for(Api.OFFSET_FETCH, code)
         a = rule.action
         if a is Action.SUCCESS:
@@ -757,7 +761,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                     if o.offset >= 0
                     else None
                 )
-                for tp, o in response.offsets
+                for tp, o in offsets
             }
             self._fetch_done(f, tuple((tp, got.get(tp)) for tp in f.partitions), None)
         elif a in (Action.REDISCOVER, Action.RETRY):

@@ -32,6 +32,11 @@ from groupcoord.client.messages import (
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    commit_errors,
+    fetch_error,
+    fetched_offsets,
+    offset_commit_request,
+    offset_fetch_request,
 )
 from groupcoord.client.types import OffsetAndMetadata, TopicPartition
 from groupcoord.errors import ErrorCode
@@ -112,7 +117,7 @@ class CommitManager:
 
     def request(self, commit: PendingCommit, member_id: str, member_epoch: int) -> OffsetCommitRequest:
         in_group = member_epoch > 0
-        return OffsetCommitRequest(
+        return offset_commit_request(
             group_id=self.group_id,
             generation_id=member_epoch if in_group else -1,
             member_id=member_id if in_group else "",
@@ -144,7 +149,7 @@ class CommitManager:
     def fetch_request(self, fetch: PendingFetch) -> OffsetFetchRequest:
         """``require_stable`` as Java; sent without member id and epoch (the wire layer's
         OffsetFetch has no such fields yet): the coordinator then reads it as an admin fetch."""
-        return OffsetFetchRequest(group_id=self.group_id, partitions=fetch.partitions, require_stable=True)
+        return offset_fetch_request(group_id=self.group_id, partitions=fetch.partitions, require_stable=True)
 
     def fetch_by_request(self, request_id: int) -> PendingFetch | None:
         return next((f for f in self.fetches if f.request_id == request_id), None)
@@ -154,16 +159,16 @@ class CommitManager:
     ) -> FetchOutcome:
         """Apply an OffsetFetch answer (``None``: a transport failure)."""
         fetch.request_id = None
-        code = ErrorCode.NETWORK_EXCEPTION if response is None else response.error
+        code = ErrorCode.NETWORK_EXCEPTION if response is None else fetch_error(response)
         if code is ErrorCode.NONE and response is not None:
-            for _tp, fo in response.offsets:
+            for _tp, fo in fetched_offsets(response):
                 if fo.error is not ErrorCode.NONE:
                     code = fo.error
                     break
         rule = action_for(CgApi.OFFSET_FETCH, code)
         rediscover = rule.action is CgAction.REDISCOVER
         if rule.action is CgAction.SUCCESS and response is not None:
-            found = {tp: fo for tp, fo in response.offsets}
+            found = dict(fetched_offsets(response))
             offsets = tuple(
                 (
                     tp,
@@ -239,7 +244,7 @@ class CommitManager:
         """The commit's error: the first partition error (TOPIC_AUTHORIZATION_FAILED only when no
         other error came, as Java collects the unauthorized topics and fails last)."""
         topic_auth = False
-        for _tp, code in response.errors:
+        for _tp, code in commit_errors(response):
             if code is ErrorCode.NONE:
                 continue
             if code is ErrorCode.TOPIC_AUTHORIZATION_FAILED:

@@ -107,7 +107,7 @@ class HeartbeatRequestManager:
     def on_response(self, rid: int, r: ConsumerGroupHeartbeatResponse, now: int) -> None:
         if self.timing.in_flight == rid:
             self.timing.in_flight = None
-        rule = action_for(CgApi.CONSUMER_GROUP_HEARTBEAT, r.error)
+        rule = action_for(CgApi.CONSUMER_GROUP_HEARTBEAT, r.error_code)
         if rule.action is CgAction.SUCCESS:
             self.timing.on_success(now, r.heartbeat_interval_ms)
             self.host.on_heartbeat_success(r, now)
@@ -115,7 +115,7 @@ class HeartbeatRequestManager:
         self.fields.reset()
         self.timing.on_failure(now)
         self.host.on_heartbeat_failure()
-        self._apply_error(rule.action, r.error, r.error_message, rule.message, now)
+        self._apply_error(rule.action, r.error_code, r.error_message, rule.message, now)
 
     def on_failure(self, rid: int, now: int) -> None:
         """Java ``onFailure``: a transport failure; backoff, full next heartbeat, coordinator unknown."""

@@ -326,7 +326,9 @@ class ConsumerGroupMember:
             return
         if isinstance(response, ConsumerGroupHeartbeatResponse):
             if f.ignore_response:
-                log.info("poll-timeout leave of member %s answered %s", self.member_id, response.error.name)
+                log.info(
+                    "poll-timeout leave of member %s answered %s", self.member_id, response.error_code.name
+                )
             else:
                 self.heartbeat.on_response(request_id, response, now_ms)
         elif isinstance(response, OffsetFetchResponse):
@@ -512,10 +514,7 @@ class ConsumerGroupMember:
         if not can_handle_new_assignment(self.state):
             log.debug("ignoring an assignment received in %s", self.state.value)
             return
-        received: dict[uuid.UUID, frozenset[int]] = {}
-        for tp in r.assignment:
-            received[tp.topic_id] = received.get(tp.topic_id, frozenset()) | frozenset(tp.partitions)
-        self._process_assignment_received({k: v for k, v in received.items() if v})
+        self._process_assignment_received({t: frozenset(ps) for t, ps in r.assignment.items() if ps})
 
     def _process_assignment_received(self, assignment: dict[uuid.UUID, frozenset[int]]) -> None:
         updated = self.target.updated_with(assignment)

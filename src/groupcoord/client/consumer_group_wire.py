@@ -36,11 +36,10 @@ from groupcoord.client.consumer_group_messages import (
     DescribedMember,
     DescribedTopicPartitions,
     TopicIdMetadata,
-    TopicIdPartitions,
     TopicIdsMetadataRequest,
     TopicIdsMetadataResponse,
 )
-from groupcoord.client.messages import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.client.messages import OffsetCommitRequest, commit_failed
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.api_keys import ApiKey
 
@@ -129,7 +128,7 @@ def too_old(request: Request | ConsumerGroupDescribeRequest, version: int) -> Re
         return None
     if isinstance(request, ConsumerGroupHeartbeatRequest):
         return ConsumerGroupHeartbeatResponse(
-            error=ErrorCode.UNSUPPORTED_VERSION, error_message=REGEX_RESOLUTION_NOT_SUPPORTED_MSG
+            error_code=ErrorCode.UNSUPPORTED_VERSION, error_message=REGEX_RESOLUTION_NOT_SUPPORTED_MSG
         )
     if isinstance(request, TopicIdsMetadataRequest):
         return TopicIdsMetadataResponse(
@@ -139,19 +138,18 @@ def too_old(request: Request | ConsumerGroupDescribeRequest, version: int) -> Re
             )
         )
     if isinstance(request, OffsetCommitRequest):
-        return OffsetCommitResponse(
-            errors=tuple((tp, ErrorCode.UNSUPPORTED_VERSION) for tp, _ in request.offsets)
-        )
+        return commit_failed(request, ErrorCode.UNSUPPORTED_VERSION)
     return None
 
 
-def _partitions(value: Any) -> tuple[TopicIdPartitions, ...]:
-    return tuple(
-        TopicIdPartitions(
-            topic_id=uuid.UUID(str(t.topic_id)), partitions=tuple(sorted(int(p) for p in t.partitions))
-        )
-        for t in value
-    )
+def _assignment(value: Any) -> dict[uuid.UUID, frozenset[int]]:
+    """kio's assigned ``TopicPartitions`` as a topic id -> partitions map (a topic listed twice
+    holds the union)."""
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for t in value:
+        topic_id = uuid.UUID(str(t.topic_id))
+        out[topic_id] = out.get(topic_id, frozenset()) | frozenset(int(p) for p in t.partitions)
+    return out
 
 
 def _described(value: Any) -> tuple[DescribedTopicPartitions, ...]:
@@ -170,12 +168,12 @@ def read_response(request: Request | ConsumerGroupDescribeRequest, response: Any
     if isinstance(request, ConsumerGroupHeartbeatRequest):
         assignment = getattr(response, "assignment", None)
         return ConsumerGroupHeartbeatResponse(
-            error=_code(response.error_code),
+            error_code=_code(response.error_code),
             error_message=None if response.error_message is None else str(response.error_message),
             member_id=None if response.member_id is None else str(response.member_id),
             member_epoch=int(response.member_epoch),
             heartbeat_interval_ms=_ms(response.heartbeat_interval),
-            assignment=None if assignment is None else _partitions(assignment.topic_partitions),
+            assignment=None if assignment is None else _assignment(assignment.topic_partitions),
             throttle_time_ms=_ms(response.throttle_time),
         )
     if isinstance(request, ConsumerGroupDescribeRequest):
@@ -201,7 +199,7 @@ def read_response(request: Request | ConsumerGroupDescribeRequest, response: Any
             )
             groups.append(
                 DescribedGroup(
-                    error=_code(g.error_code),
+                    error_code=_code(g.error_code),
                     error_message=None if g.error_message is None else str(g.error_message),
                     group_id=str(g.group_id),
                     group_state=str(g.group_state),
@@ -234,11 +232,11 @@ def unsupported(request: object, message: str | None = None) -> Any:
     client fails it with ``UnsupportedVersionException``; the member treats that as fatal)."""
     code = ErrorCode.UNSUPPORTED_VERSION
     if isinstance(request, ConsumerGroupHeartbeatRequest):
-        return ConsumerGroupHeartbeatResponse(error=code, error_message=message)
+        return ConsumerGroupHeartbeatResponse(error_code=code, error_message=message)
     if isinstance(request, ConsumerGroupDescribeRequest):
         return ConsumerGroupDescribeResponse(
             groups=tuple(
-                DescribedGroup(error=code, group_id=g, error_message=message) for g in request.group_ids
+                DescribedGroup(error_code=code, group_id=g, error_message=message) for g in request.group_ids
             )
         )
     if isinstance(request, TopicIdsMetadataRequest):
@@ -246,5 +244,5 @@ def unsupported(request: object, message: str | None = None) -> Any:
             topics=tuple(TopicIdMetadata(topic_id=t, name=None, error=code) for t in request.topic_ids)
         )
     if isinstance(request, OffsetCommitRequest):
-        return OffsetCommitResponse(errors=tuple((tp, code) for tp, _ in request.offsets))
+        return commit_failed(request, code)
     return None

@@ -58,7 +58,7 @@ from groupcoord.client.errors import ConfigError, KafkaClientError
 from groupcoord.client.events import Assigned, FatalErrorEvent, MemberEvent, Revoked
 from groupcoord.client.heartbeat_thread import HeartbeatThread
 from groupcoord.client.member import AbstractCoordinator
-from groupcoord.client.messages import JoinGroupMember
+from groupcoord.client.messages import JoinGroupResponseMember
 from groupcoord.client.outbox import Outbound
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ class GroupMemberCore(AbstractCoordinator):
         self,
         leader_id: str,
         protocol: str,
-        members: Sequence[JoinGroupMember],
+        members: Sequence[JoinGroupResponseMember],
         skip_assignment: bool,
         now_ms: int,
     ) -> Mapping[str, bytes] | None:

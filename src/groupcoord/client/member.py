@@ -91,9 +91,10 @@ from groupcoord.client.messages import (
     FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
-    JoinGroupMember,
     JoinGroupRequest,
     JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupMember,
     LeaveGroupRequest,
     LeaveGroupResponse,
     Node,
@@ -303,7 +304,7 @@ class AbstractCoordinator:
         self,
         leader_id: str,
         protocol: str,
-        members: Sequence[JoinGroupMember],
+        members: Sequence[JoinGroupResponseMember],
         skip_assignment: bool,
         now_ms: int,
     ) -> Mapping[str, bytes] | None:
@@ -733,12 +734,8 @@ class AbstractCoordinator:
                 self.coordinator,
                 reason,
             )
-            req = LeaveGroupRequest(
-                group_id=self.rebalance_config.group_id,
-                member_id=self.generation.member_id,
-                group_instance_id=None,
-                reason=reason[:MAX_REASON_LENGTH],
-            )
+            member = LeaveGroupMember(member_id=self.generation.member_id, reason=reason[:MAX_REASON_LENGTH])
+            req = LeaveGroupRequest(group_id=self.rebalance_config.group_id, members=(member,))
             self.send(req, now_ms, api=Api.LEAVE_GROUP)
         self.reset_generation_on_leave_group()
 
@@ -749,7 +746,7 @@ class AbstractCoordinator:
         self.reset_state_and_rejoin("consumer pro-actively leaving the group", True)
 
     def _handle_leave_group(self, resp: LeaveGroupResponse) -> None:
-        code = resp.error if resp.error is not ErrorCode.NONE else resp.member_error
+        code = resp.error if resp.error is not ErrorCode.NONE or not resp.members else resp.members[0].error
         if action_for(Api.LEAVE_GROUP, code).action is not Action.SUCCESS:
             log.info("group %s: LeaveGroup answered %s (ignored)", self.rebalance_config.group_id, code.name)
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from groupcoord.client import messages as m
-from groupcoord.client.types import TopicPartition
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.api_keys import ApiKey
 
@@ -46,6 +45,7 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     68: (1, 1),  # ConsumerGroupHeartbeat (KIP-848; v1 only, as librdkafka): consumer_group_wire.py
     69: (0, 1),  # ConsumerGroupDescribe
 }
+
 
 def error_code(value: Any) -> ErrorCode:
     """groupcoord's ErrorCode for a kio error code (unknown codes become UNKNOWN_SERVER_ERROR)."""
@@ -146,13 +146,6 @@ _ZERO_UUID = _zero_uuid()
 # -- the member core's messages <-> kio ---------------------------------------------------------
 
 
-def _topics_of(pairs: Sequence[tuple[Any, Any]]) -> dict[str, list[tuple[int, Any]]]:
-    by_topic: dict[str, list[tuple[int, Any]]] = {}
-    for tp, value in pairs:
-        by_topic.setdefault(tp.topic, []).append((tp.partition, value))
-    return by_topic
-
-
 def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
     """(api key, version-neutral fields) of a member-core request."""
     if isinstance(request, m.FindCoordinatorRequest):
@@ -194,13 +187,10 @@ def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
     if isinstance(request, m.LeaveGroupRequest):
         return ApiKey.LEAVE_GROUP, {
             "group_id": request.group_id,
-            "member_id": request.member_id,
+            "member_id": request.members[0].member_id if request.members else "",  # v0-2: one member
             "members": [
-                {
-                    "member_id": request.member_id,
-                    "group_instance_id": request.group_instance_id,
-                    "reason": request.reason,
-                }
+                {"member_id": x.member_id, "group_instance_id": x.group_instance_id, "reason": x.reason}
+                for x in request.members
             ],
         }
     if isinstance(request, m.OffsetCommitRequest):
@@ -209,38 +199,36 @@ def request_fields(request: m.Request) -> tuple[int, dict[str, Any]]:
             "generation_id_or_member_epoch": request.generation_id,
             "member_id": request.member_id,
             "group_instance_id": request.group_instance_id,
-            "retention_time": -1,
+            "retention_time": request.retention_time_ms,
             "topics": [
                 {
-                    "name": topic,
+                    "name": t.name,
                     "partitions": [
                         {
-                            "partition_index": p,
-                            "committed_offset": om.offset,
-                            "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
-                            "committed_metadata": om.metadata,
+                            "partition_index": p.partition,
+                            "committed_offset": p.offset,
+                            "committed_leader_epoch": -1 if p.leader_epoch is None else p.leader_epoch,
+                            "committed_metadata": p.metadata,
                             "commit_timestamp": -1,
                         }
-                        for p, om in parts
+                        for p in t.partitions
                     ],
                 }
-                for topic, parts in _topics_of(request.offsets).items()
+                for t in request.topics
             ],
         }
     if isinstance(request, m.OffsetFetchRequest):
+        (group,) = request.groups  # a member fetches for its one group
         topics = (
             None
-            if request.partitions is None
-            else [
-                {"name": t, "partition_indexes": [p for p, _ in parts]}
-                for t, parts in _topics_of([(tp, None) for tp in request.partitions]).items()
-            ]
+            if group.topics is None
+            else [{"name": t.name, "partition_indexes": list(t.partitions)} for t in group.topics]
         )
         return ApiKey.OFFSET_FETCH, {
-            "group_id": request.group_id,
+            "group_id": group.group_id,
             "topics": topics,
             "require_stable": request.require_stable,
-            "groups": [{"group_id": request.group_id, "topics": topics}],
+            "groups": [{"group_id": group.group_id, "topics": topics}],
         }
     from groupcoord.client import consumer_group_wire  # it imports no wire: no cycle
 
@@ -290,7 +278,7 @@ def read_response(request: m.Request, response: Any) -> m.Response:
             leader=str(response.leader),
             member_id=str(response.member_id),
             members=tuple(
-                m.JoinGroupMember(
+                m.JoinGroupResponseMember(
                     member_id=str(mb.member_id),
                     group_instance_id=_opt_str(mb, "group_instance_id"),
                     metadata=bytes(mb.metadata),
@@ -309,15 +297,30 @@ def read_response(request: m.Request, response: Any) -> m.Response:
     if isinstance(request, m.HeartbeatRequest):
         return m.HeartbeatResponse(error=error_code(response.error_code))
     if isinstance(request, m.LeaveGroupRequest):
-        members = getattr(response, "members", ())
-        member_error = error_code(members[0].error_code) if members else ErrorCode.NONE
-        return m.LeaveGroupResponse(error=error_code(response.error_code), member_error=member_error)
+        return m.LeaveGroupResponse(
+            error=error_code(response.error_code),
+            members=tuple(
+                m.LeaveGroupMemberResponse(
+                    member_id=str(x.member_id),
+                    group_instance_id=_opt_str(x, "group_instance_id"),
+                    error=error_code(x.error_code),
+                )
+                for x in getattr(response, "members", ())
+            ),
+        )
     if isinstance(request, m.OffsetCommitRequest):
         return m.OffsetCommitResponse(
-            errors=tuple(
-                (TopicPartition(str(t.name), int(p.partition_index)), error_code(p.error_code))
+            topics=tuple(
+                m.OffsetCommitTopicResponse(
+                    name=str(t.name),
+                    partitions=tuple(
+                        m.OffsetCommitPartitionResponse(
+                            partition=int(p.partition_index), error=error_code(p.error_code)
+                        )
+                        for p in t.partitions
+                    ),
+                )
                 for t in response.topics
-                for p in t.partitions
             )
         )
     if isinstance(request, m.OffsetFetchRequest):
@@ -334,8 +337,9 @@ def read_response(request: m.Request, response: Any) -> m.Response:
                 epoch = int(getattr(p, "committed_leader_epoch", -1))
                 offsets.append(
                     (
-                        TopicPartition(str(t.name), int(p.partition_index)),
-                        m.FetchedOffset(
+                        str(t.name),
+                        m.OffsetFetchPartitionResponse(
+                            partition=int(p.partition_index),
                             offset=int(p.committed_offset),
                             leader_epoch=None if epoch < 0 else epoch,
                             metadata=str(p.metadata or ""),
@@ -343,7 +347,7 @@ def read_response(request: m.Request, response: Any) -> m.Response:
                         ),
                     )
                 )
-        return m.OffsetFetchResponse(error=top, offsets=tuple(offsets))
+        return m.offset_fetch_response(group_id=request.groups[0].group_id, error=top, offsets=offsets)
     from groupcoord.client import consumer_group_wire
 
     other: Any = request

@@ -26,17 +26,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from groupcoord.coordinator.api import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupMemberResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
 from groupcoord.coordinator.classic_messages import (
     EMPTY_CONSUMER_ASSIGNMENT,
     HEARTBEAT_RESPONSES,
@@ -77,6 +66,17 @@ from groupcoord.coordinator.writes import (
     StaticMemberReplacementWrite,
 )
 from groupcoord.errors import ErrorCode, IllegalStateError
+from groupcoord.protocol.group_messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 
 log = logging.getLogger(__name__)
 

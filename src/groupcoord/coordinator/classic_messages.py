@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.context import NO_GENERATION, UNKNOWN_MEMBER_ID
+from groupcoord.coordinator.group import ClassicGroup, Member
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -19,9 +22,6 @@ from groupcoord.coordinator.api import (
     LeaveGroupResponse,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.context import NO_GENERATION, UNKNOWN_MEMBER_ID
-from groupcoord.coordinator.group import ClassicGroup, Member
-from groupcoord.errors import ErrorCode
 
 #: One (immutable) Heartbeat answer per code: a stable group's most frequent response.
 HEARTBEAT_RESPONSES = {code: HeartbeatResponse(error=code) for code in ErrorCode}

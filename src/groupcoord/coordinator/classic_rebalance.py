@@ -25,10 +25,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from groupcoord.coordinator.api import (
-    JoinGroupResponse,
-    SyncGroupResponse,
-)
 from groupcoord.coordinator.classic_messages import (
     join_error,
     join_response,
@@ -68,6 +64,10 @@ from groupcoord.coordinator.writes import (
     WriteCompletion,
 )
 from groupcoord.errors import ErrorCode, IllegalStateError
+from groupcoord.protocol.group_messages import (
+    JoinGroupResponse,
+    SyncGroupResponse,
+)
 
 #: The classic group's logger: member expiries and failed group writes are logged under the name
 #: they had before this machinery left ``classic_group.py`` (operators filter on it).

@@ -42,17 +42,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.api import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    ListedGroup,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
 from groupcoord.coordinator.classic_messages import join_error, leave_response, sync_error
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupDescribeRequest,
@@ -81,6 +70,17 @@ from groupcoord.coordinator.timers import ConsumerGroupTimer
 from groupcoord.coordinator.writes import ConsumerGroupWrite
 from groupcoord.errors import ErrorCode, KafkaError
 from groupcoord.formats.consumer_protocol import LATEST_VERSION, Assignment, encode_assignment
+from groupcoord.protocol.group_messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListedGroup,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.classic_group import ClassicGroupManager
@@ -497,7 +497,7 @@ class ConsumerGroups:
         """One group of a ConsumerGroupDescribe (69), or the coordinator's error for it."""
         status = self._ctx.status(group_id)
         if status is not None:
-            return DescribedGroup(group_id=group_id, error_code=int(status))
+            return DescribedGroup(group_id=group_id, error_code=status)
         response = self.manager.consumer_group_describe(ConsumerGroupDescribeRequest(group_ids=(group_id,)))
         return response.groups[0]
 
@@ -784,7 +784,7 @@ class ConsumerGroups:
 
 
 def _error_response(code: ErrorCode, message: str | None) -> ConsumerGroupHeartbeatResponse:
-    return ConsumerGroupHeartbeatResponse(error_code=int(code), error_message=message)
+    return ConsumerGroupHeartbeatResponse(error_code=code, error_message=message)
 
 
 def _make_offsets_holder(group: ClassicGroup) -> None:

@@ -13,13 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from groupcoord.coordinator.api import (
-    DescribedGroup,
-    DescribedMember,
-    DescribeGroupsResponse,
-    ListedGroup,
-    ListGroupsResponse,
-)
 from groupcoord.coordinator.classic_group import ClassicGroupManager
 from groupcoord.coordinator.classic_messages import join_error, sync_error
 from groupcoord.coordinator.consumer.metadata import TopicsImage
@@ -30,6 +23,13 @@ from groupcoord.coordinator.group import ClassicGroup, Member
 from groupcoord.coordinator.records import GroupMetadataKey, GroupMetadataValue
 from groupcoord.coordinator.result import CoordinatorResult
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsResponse,
+    ListedGroup,
+    ListGroupsResponse,
+)
 
 log = logging.getLogger(__name__)
 

@@ -4,16 +4,16 @@ request answers, and Java's string length for the metadata limit."""
 
 from __future__ import annotations
 
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.group import CommittedOffset
+from groupcoord.coordinator.records import OffsetCommitValue
+from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
     OffsetCommitPartitionResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitTopicResponse,
     TxnOffsetCommitRequest,
 )
-from groupcoord.coordinator.group import CommittedOffset
-from groupcoord.coordinator.records import OffsetCommitValue
-from groupcoord.errors import ErrorCode
 
 
 def java_string_length(s: str) -> int:

@@ -18,21 +18,6 @@ import logging
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 
-from groupcoord.coordinator.api import (
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetDeletePartitionResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetDeleteTopicResponse,
-    OffsetFetchGroup,
-    OffsetFetchGroupResponse,
-    OffsetFetchPartitionResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    OffsetFetchTopicResponse,
-    TxnOffsetCommitRequest,
-)
 from groupcoord.coordinator.context import (
     DEAD,
     EMPTY,
@@ -75,6 +60,21 @@ from groupcoord.coordinator.writes import (
 )
 from groupcoord.errors import ErrorCode, KafkaError
 from groupcoord.gcutil import untrack
+from groupcoord.protocol.group_messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeletePartitionResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteTopicResponse,
+    OffsetFetchGroup,
+    OffsetFetchGroupResponse,
+    OffsetFetchPartitionResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchTopicResponse,
+    TxnOffsetCommitRequest,
+)
 
 log = logging.getLogger(__name__)
 

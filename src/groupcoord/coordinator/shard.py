@@ -24,29 +24,10 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from groupcoord.clock import Clock
-from groupcoord.coordinator.api import (
-    DeleteGroupResult,
-    DeleteGroupsResponse,
-    DescribedGroup,
-    DescribeGroupsResponse,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    ListGroupsResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-    TxnOffsetCommitRequest,
+from groupcoord.coordinator.classic_messages import (
+    join_error,
+    with_rebalance_timeout,
 )
-from groupcoord.coordinator.classic_messages import join_error, with_rebalance_timeout
 from groupcoord.coordinator.config import GroupConfig
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupHeartbeatRequest,
@@ -98,6 +79,28 @@ from groupcoord.coordinator.writes import (
     TxnOffsetCommitWrite,
 )
 from groupcoord.errors import ErrorCode, IllegalStateError, KafkaError
+from groupcoord.protocol.group_messages import (
+    DeleteGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+    TxnOffsetCommitRequest,
+)
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.coordinator.api import OffsetCommitRequest, OffsetDeleteRequest, TxnOffsetCommitRequest
 from groupcoord.coordinator.group import ClassicGroup, StateSnapshot
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import (
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    TxnOffsetCommitRequest,
+)
 
 
 @dataclass(slots=True, eq=False)

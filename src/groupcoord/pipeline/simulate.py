@@ -7,7 +7,7 @@ down), driven as ``docs/client.md`` describes -- its application thread calls ``
 second while it is healthy, and whenever the core has work), its heartbeat thread calls
 ``heartbeat_poll`` whenever that is due, and ``events`` are drained from the application's thread,
 so a JoinGroup waits for the revocation of its preparation as in the Java client. Requests reach
-the coordinator core through :mod:`groupcoord.member_bridge` (no sockets); FindCoordinator and
+the coordinator core through :mod:`groupcoord.runtime.in_process` (no sockets); FindCoordinator and
 Metadata are answered by the simulator as a one-broker cluster would. Consumers consume at a rate
 from their starting positions (``auto.offset.reset=earliest``) and the core auto-commits.
 Producers append a batch per partition every second. Everything the broker would persist is
@@ -37,7 +37,7 @@ sends its JoinGroup, cause ``member_rejoined_with_new_metadata``), so the truth 
 consumer-protocol member core behind the engine's interface
 (:class:`~groupcoord.client.consumer_group_adapter.ConsumerGroupCoordinator`, ``group.protocol=
 consumer``), whose ConsumerGroupHeartbeats reach the coordinator core through
-:func:`~groupcoord.member_bridge.call_consumer_group_heartbeat`; the broker's
+:func:`~groupcoord.runtime.in_process.call_coordinator`; the broker's
 ``group.consumer.session.timeout.ms`` and ``group.consumer.heartbeat.interval.ms`` are the classic
 members' values, so both protocols detect a dead member in the same time. A rebalance is then a
 group-epoch bump (the ``epoch_bump`` group event), and the truth lists every one: each member's
@@ -89,7 +89,6 @@ from groupcoord.client.consumer_group_adapter import (
 )
 from groupcoord.client.consumer_group_events import Outbound as ConsumerGroupOutbound
 from groupcoord.client.consumer_group_messages import (
-    ConsumerGroupHeartbeatRequest,
     TopicIdMetadata,
     TopicIdsMetadataRequest,
     TopicIdsMetadataResponse,
@@ -114,7 +113,6 @@ from groupcoord.coordinator.events import GroupEvent
 from groupcoord.coordinator.records import CoordinatorRecord, OffsetCommitValue, encode_record
 from groupcoord.coordinator.state import GroupState
 from groupcoord.errors import ErrorCode
-from groupcoord.member_bridge import call_consumer_group_heartbeat, call_coordinator
 from groupcoord.pipeline.datadir import DataDirWriter
 from groupcoord.pipeline.simledger import OwnershipLedger
 from groupcoord.pipeline.simtruth import (
@@ -126,6 +124,7 @@ from groupcoord.pipeline.simtruth import (
     TruthRebalance,
 )
 from groupcoord.runtime.group_coordinator import GroupCoordinator
+from groupcoord.runtime.in_process import call_coordinator
 
 __all__ = [
     "EPOCH_MS",
@@ -537,11 +536,6 @@ class Simulation:
                 m.inbox.append((rid, resp))
                 self._dirty[id(m)] = m
 
-        if isinstance(req, ConsumerGroupHeartbeatRequest):
-            call_consumer_group_heartbeat(
-                self.coordinator, req, reply, client_id=m.client_id, client_host=m.host
-            )
-            return
         call_coordinator(self.coordinator, req, reply, client_id=m.client_id, client_host=m.host)
 
     def _on_event(self, m: _Member, event: object) -> None:

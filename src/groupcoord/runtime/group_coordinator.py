@@ -20,7 +20,24 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from groupcoord.clock import Clock
-from groupcoord.coordinator.api import (
+from groupcoord.coordinator.config import GroupConfig
+from groupcoord.coordinator.consumer.api import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.consumer.config import GroupOverrides
+from groupcoord.coordinator.consumer.group import ConsumerGroup
+from groupcoord.coordinator.consumer.metadata import TopicsImage
+from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
+from groupcoord.coordinator.events import GroupEvent
+from groupcoord.coordinator.group import ClassicGroup, CommittedOffset
+from groupcoord.coordinator.records import CoordinatorRecord, partition_for
+from groupcoord.coordinator.shard import GroupCoordinatorShard
+from groupcoord.errors import ErrorCode
+from groupcoord.handling.loop_timers import LoopTimers
+from groupcoord.protocol.group_messages import (
     DeleteGroupResult,
     DeleteGroupsResponse,
     DescribeGroupsResponse,
@@ -43,23 +60,6 @@ from groupcoord.coordinator.api import (
     SyncGroupResponse,
     TxnOffsetCommitRequest,
 )
-from groupcoord.coordinator.config import GroupConfig
-from groupcoord.coordinator.consumer.api import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-)
-from groupcoord.coordinator.consumer.config import GroupOverrides
-from groupcoord.coordinator.consumer.group import ConsumerGroup
-from groupcoord.coordinator.consumer.metadata import TopicsImage
-from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
-from groupcoord.coordinator.events import GroupEvent
-from groupcoord.coordinator.group import ClassicGroup, CommittedOffset
-from groupcoord.coordinator.records import CoordinatorRecord, partition_for
-from groupcoord.coordinator.shard import GroupCoordinatorShard
-from groupcoord.errors import ErrorCode
-from groupcoord.handling.loop_timers import LoopTimers
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime, RecordSink
 
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from groupcoord.broker.acl import Resource
 from groupcoord.broker.authorized_ops import NOT_REQUESTED, authorized_operations
 from groupcoord.broker.state import Broker
-from groupcoord.coordinator import api
 from groupcoord.coordinator.consumer import kio_adapter
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupDescribeResponse,
@@ -29,6 +28,7 @@ from groupcoord.coordinator.consumer.api import (
 from groupcoord.coordinator.consumer.api import DescribedGroup as ConsumerDescribedGroup
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import PreEncoded, RequestContext
+from groupcoord.protocol import group_messages as api
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms, offset_commit_entities
 from groupcoord.protocol.group_responses import join_group_response, sync_group_response
 from groupcoord.protocol.hot import offset_commit_response
@@ -37,25 +37,9 @@ from groupcoord.runtime.answers import call_now_or_later, response_type
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
 
-R = TypeVar("R")
-A = TypeVar("A")
-
 #: FindCoordinator key types.
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-
-
-def _call(
-    runtime: GroupRuntime,
-    call: Callable[[A, Callable[[R], None]], None],
-    arg: A,
-    encode: Callable[[R], Any],
-    ctx: RequestContext | None = None,
-) -> Any:
-    """Run one coordinator handler, ``call(arg, reply)``; the encoded reply now, or an
-    awaitable of it later (:func:`~groupcoord.runtime.answers.call_now_or_later`). With
-    ``ctx`` given, a reply that is not immediate mutes the connection until it is sent."""
-    return call_now_or_later(call, arg, encode, ctx=ctx)
 
 
 # ------------------------------------------------------------------------ FindCoordinator
@@ -140,7 +124,7 @@ def join_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, reque
         )
         return PreEncoded(pieces=(body,))
 
-    return _call(runtime, runtime.coordinator.join_group, req, encode, ctx)
+    return call_now_or_later(runtime.coordinator.join_group, req, encode, ctx=ctx)
 
 
 # ------------------------------------------------------------------------ SyncGroup
@@ -178,7 +162,7 @@ def sync_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, reque
         )
         return PreEncoded(pieces=(body,))
 
-    return _call(runtime, runtime.coordinator.sync_group, req, encode, ctx)
+    return call_now_or_later(runtime.coordinator.sync_group, req, encode, ctx=ctx)
 
 
 # ------------------------------------------------------------------------ Heartbeat
@@ -224,7 +208,7 @@ def heartbeat(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, reques
         group_instance_id=getattr(request, "group_instance_id", None),
         version=version,
     )
-    return _call(runtime, runtime.coordinator.heartbeat, req, encode)
+    return call_now_or_later(runtime.coordinator.heartbeat, req, encode)
 
 
 # ------------------------------------------------------------------------ LeaveGroup
@@ -262,7 +246,7 @@ def leave_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
             ),
         )
 
-    return _call(runtime, runtime.coordinator.leave_group, req, encode)
+    return call_now_or_later(runtime.coordinator.leave_group, req, encode)
 
 
 # ------------------------------------------------------------------------ OffsetCommit
@@ -386,7 +370,7 @@ def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
         # As in Kafka's request layer: with nothing committable the coordinator is not asked,
         # so no group is created and no membership is checked.
         return encode(api.OffsetCommitResponse(topics=()))
-    return _call(runtime, runtime.coordinator.offset_commit, req, encode)
+    return call_now_or_later(runtime.coordinator.offset_commit, req, encode)
 
 
 def txn_offset_commit(
@@ -429,7 +413,7 @@ def txn_offset_commit(
     encode = _commit_encoder(broker, ctx, request, unknown)
     if not known_topics:
         return encode(api.OffsetCommitResponse(topics=()))
-    return _call(runtime, runtime.coordinator.txn_offset_commit, req, encode)
+    return call_now_or_later(runtime.coordinator.txn_offset_commit, req, encode)
 
 
 # ------------------------------------------------------------------------ OffsetFetch
@@ -533,7 +517,7 @@ def offset_fetch(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, req
             topics=encode_topics(topic_t, g),
         )
 
-    return _call(runtime, runtime.coordinator.offset_fetch, req, encode)
+    return call_now_or_later(runtime.coordinator.offset_fetch, req, encode)
 
 
 # ------------------------------------------------------------------------ admin
@@ -579,7 +563,7 @@ def describe_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, 
         )
 
     group_ids = tuple(str(g) for g in request.groups)
-    return _call(runtime, runtime.coordinator.describe_groups, group_ids, encode)
+    return call_now_or_later(runtime.coordinator.describe_groups, group_ids, encode)
 
 
 def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -609,7 +593,7 @@ def list_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, requ
             ),
         )
 
-    return _call(runtime, runtime.coordinator.list_groups, states or None, encode)
+    return call_now_or_later(runtime.coordinator.list_groups, states or None, encode)
 
 
 def delete_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -624,7 +608,7 @@ def delete_groups(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
             results=tuple(make(result_t, group_id=x.group_id, error_code=err(x.error)) for x in r.results),
         )
 
-    return _call(runtime, runtime.coordinator.delete_groups, names, encode)
+    return call_now_or_later(runtime.coordinator.delete_groups, names, encode)
 
 
 def offset_delete(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -658,7 +642,7 @@ def offset_delete(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, re
             ),
         )
 
-    return _call(runtime, runtime.coordinator.offset_delete, req, encode)
+    return call_now_or_later(runtime.coordinator.offset_delete, req, encode)
 
 
 __all__ = ["OFFSETS_TOPIC"]
@@ -675,11 +659,11 @@ def consumer_group_heartbeat(runtime: GroupRuntime, broker: Broker, ctx: Request
         return kio_adapter.heartbeat_response_to_kio(r, api_version=version)
 
     if not runtime.coordinator.config.consumer_protocol_enabled:
-        return encode(ConsumerGroupHeartbeatResponse(error_code=int(ErrorCode.UNSUPPORTED_VERSION)))
+        return encode(ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION))
     req = kio_adapter.heartbeat_from_kio(
         request, api_version=version, client_id=ctx.client_id, client_host=ctx.client_host
     )
-    return _call(runtime, runtime.coordinator.consumer_group_heartbeat, req, encode)
+    return call_now_or_later(runtime.coordinator.consumer_group_heartbeat, req, encode)
 
 
 def consumer_group_describe(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -692,10 +676,10 @@ def consumer_group_describe(runtime: GroupRuntime, broker: Broker, ctx: RequestC
         return kio_adapter.describe_response_to_kio(r, api_version=version)
 
     if not runtime.coordinator.config.consumer_protocol_enabled:
-        code = int(ErrorCode.UNSUPPORTED_VERSION)
+        code = ErrorCode.UNSUPPORTED_VERSION
         return encode(
             ConsumerGroupDescribeResponse(
                 groups=tuple(ConsumerDescribedGroup(group_id=g, error_code=code) for g in req.group_ids)
             )
         )
-    return _call(runtime, runtime.coordinator.consumer_group_describe, req, encode)
+    return call_now_or_later(runtime.coordinator.consumer_group_describe, req, encode)

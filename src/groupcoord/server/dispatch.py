@@ -158,7 +158,13 @@ class Dispatcher(Generic[S]):
     def call(self, ctx: RequestContext, request: Any) -> HandlerResult:
         if self.interceptor is not None:
             return self.interceptor(ctx, request, self._proceed)
-        return self._routes[ctx.api_key].handler(self.state, ctx, request)
+        return self._handler(ctx)(self.state, ctx, request)
 
     def _proceed(self, ctx: RequestContext, request: Any) -> HandlerResult:
-        return self._routes[ctx.api_key].handler(self.state, ctx, request)
+        return self._handler(ctx)(self.state, ctx, request)
+
+    def _handler(self, ctx: RequestContext) -> Handler[S]:
+        """The handler of the request's version (:meth:`entry`: a ``for_version`` handler is
+        resolved once, so no per-request forwarder runs behind an interceptor either)."""
+        handler = self.entry(ctx.api_key, ctx.api_version).handler
+        return self._routes[ctx.api_key].handler if handler is None else handler

@@ -1,11 +1,8 @@
 """Requests, responses and results of the consumer group core: small frozen dataclasses.
 
-The request and response types mirror kio's ``kio.schema.consumer_group_heartbeat.v1`` and
-``kio.schema.consumer_group_describe.v1`` field for field, with plain ints (milliseconds, error
-codes) and :class:`Assignment` maps instead of kio's wrapper types, so the core never depends on a
-wire version: the shard converts from kio's request (v0 and v1 differ only in the regex field and
-the member-id rule, which :attr:`ConsumerGroupHeartbeatRequest.api_version` carries) and back to
-kio's response.
+ConsumerGroupHeartbeat's and ConsumerGroupDescribe's requests and responses are the protocol's
+(:mod:`groupcoord.protocol.consumer_group_messages`, which the member client speaks too), named
+here with the rest; the shard converts them from and to kio.
 
 A handler returns a :class:`ConsumerGroupResult`: the records to append (already replayed into the
 model, as Kafka replays a write's records before it commits), the response to send once they are
@@ -15,11 +12,18 @@ durable, the timers to schedule or cancel by key, and group events.
 from __future__ import annotations
 
 import enum
-import uuid
 from dataclasses import dataclass, field
 
-from groupcoord.coordinator.consumer.assignment import Assignment
 from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
+from groupcoord.protocol.consumer_group_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribedTopicPartitions,
+)
 
 __all__ = [
     "ConsumerGroupDescribeRequest",
@@ -38,101 +42,6 @@ __all__ = [
     "TimerSchedule",
     "timer_key",
 ]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupHeartbeatRequest:
-    """ConsumerGroupHeartbeat v0/v1 (API 68), plus what the request header and peer give."""
-
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: tuple[str, ...] | None = None
-    #: v1 only
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    #: (topic id, partitions) pairs; None = unchanged ("unknown")
-    topic_partitions: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None = None
-    api_version: int = 1
-    client_id: str = ""
-    #: Java's InetAddress.toString(), e.g. "/127.0.0.1"
-    client_host: str = ""
-
-    def owned(self) -> dict[uuid.UUID, frozenset[int]] | None:
-        if self.topic_partitions is None:
-            return None
-        out: dict[uuid.UUID, frozenset[int]] = {}
-        for topic_id, parts in self.topic_partitions:
-            out[topic_id] = out.get(topic_id, frozenset()) | frozenset(parts)
-        return out
-
-    def is_full(self) -> bool:
-        """Kafka's "full request": the assignment is sent back even if it did not change."""
-        return (
-            self.rebalance_timeout_ms != -1
-            and (self.subscribed_topic_names is not None or self.subscribed_topic_regex is not None)
-            and self.topic_partitions is not None
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupHeartbeatResponse:
-    error_code: int = 0
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    #: None: no Assignment field; {} an empty one
-    assignment: Assignment | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupDescribeRequest:
-    group_ids: tuple[str, ...]
-    include_authorized_operations: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribedTopicPartitions:
-    topic_id: uuid.UUID
-    topic_name: str
-    partitions: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribedMember:
-    member_id: str
-    instance_id: str | None
-    rack_id: str | None
-    member_epoch: int
-    client_id: str
-    client_host: str
-    subscribed_topic_names: tuple[str, ...]
-    subscribed_topic_regex: str | None
-    assignment: tuple[DescribedTopicPartitions, ...]
-    target_assignment: tuple[DescribedTopicPartitions, ...]
-    #: v1: 0 classic, 1 consumer
-    member_type: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribedGroup:
-    group_id: str
-    error_code: int = 0
-    error_message: str | None = None
-    group_state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedMember, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupDescribeResponse:
-    groups: tuple[DescribedGroup, ...]
 
 
 class TimerKind(enum.Enum):

@@ -19,16 +19,6 @@ from __future__ import annotations
 
 import logging
 
-from groupcoord.coordinator.api import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupMemberResponse,
-    LeaveGroupRequest,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupEvent,
     ConsumerGroupResult,
@@ -61,6 +51,16 @@ from groupcoord.formats.consumer_protocol import (
     ConsumerProtocolError,
     decode_subscription,
     encode_assignment,
+)
+from groupcoord.protocol.group_messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ def describe_groups(
     out: list[DescribedGroup] = []
     for group_id in request.group_ids:
         if not group_id:
-            out.append(DescribedGroup(group_id="", error_code=int(ErrorCode.INVALID_GROUP_ID)))
+            out.append(DescribedGroup(group_id="", error_code=ErrorCode.INVALID_GROUP_ID))
             continue
         group = groups.get(group_id)
         if group is None or is_other_group_type(group_id):
@@ -45,7 +45,7 @@ def describe_groups(
             )
             out.append(
                 DescribedGroup(
-                    group_id=group_id, error_code=int(ErrorCode.GROUP_ID_NOT_FOUND), error_message=message
+                    group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message
                 )
             )
             continue

@@ -27,6 +27,7 @@ from groupcoord.coordinator.consumer.api import (
     DescribedTopicPartitions,
 )
 from groupcoord.coordinator.consumer.assignment import Assignment, topic_id_order
+from groupcoord.protocol.consumer_group_messages import TopicIdPartitions
 
 __all__ = [
     "describe_request_from_kio",
@@ -68,7 +69,9 @@ def heartbeat_from_kio(
             None
             if partitions is None
             else tuple(
-                (tp.topic_id, tuple(int(p) for p in tp.partitions)) for tp in partitions if tp.topic_id
+                TopicIdPartitions(tp.topic_id, tuple(int(p) for p in tp.partitions))
+                for tp in partitions
+                if tp.topic_id
             )
         ),
         api_version=api_version,

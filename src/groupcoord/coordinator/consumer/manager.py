@@ -259,7 +259,7 @@ class ConsumerGroupManager:
         except KafkaError as exc:
             message = None if exc.code is ErrorCode.UNKNOWN_SERVER_ERROR else exc.message
             return ConsumerGroupResult(
-                response=ConsumerGroupHeartbeatResponse(error_code=int(exc.code), error_message=message)
+                response=ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=message)
             )
         return self.commit(batch, response)
 

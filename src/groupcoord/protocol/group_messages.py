@@ -1,9 +1,16 @@
-"""Version-independent requests and responses of the coordinator's handlers.
+"""Version-independent group requests and responses: the one vocabulary of both sides.
 
-The wire layer decodes a Kafka request of any version into one of these, calls the
-handler, and encodes the response for the version the client used. Fields are Kafka's,
-in snake case. ``version`` is carried because some behaviour depends on it (JoinGroup v4
-MEMBER_ID_REQUIRED, v9 skip_assignment, LeaveGroup v0-2 top-level error, ...).
+The coordinator's handlers take and return these; the member client's cores send and read the
+same types (``client.messages`` re-exports them beside its own FindCoordinator and Metadata), so
+in one process (the simulator, the core-pair tests) a member's request goes to the coordinator
+as it is. On the broker the wire layer decodes a Kafka request of any version into one of these,
+calls the handler, and encodes the response for the version the client used; the client's wire
+layer does the reverse. Fields are Kafka's, in snake case. ``version`` is carried because some
+coordinator behaviour depends on it (JoinGroup v4 MEMBER_ID_REQUIRED, v9 skip_assignment,
+LeaveGroup v0-2 top-level error, ...): the broker's decoder sets the version the request came in;
+a member core leaves the default, the newest, and its wire layer picks the version both sides
+support. ``client_id`` and ``client_host`` come from the request header and the peer (the
+broker's decoder, or whoever hands a member's request to the coordinator in-process).
 """
 
 from __future__ import annotations
@@ -40,13 +47,13 @@ class JoinGroupResponseMember:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class JoinGroupResponse:
     error: ErrorCode
-    generation_id: int
-    protocol_type: str | None
-    protocol_name: str | None
-    leader: str
-    skip_assignment: bool
-    member_id: str
-    members: tuple[JoinGroupResponseMember, ...]
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    skip_assignment: bool = False
+    member_id: str = ""
+    members: tuple[JoinGroupResponseMember, ...] = ()  # non-empty only for the leader
 
 
 # --------------------------------------------------------------------------- SyncGroup
@@ -67,9 +74,9 @@ class SyncGroupRequest:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SyncGroupResponse:
     error: ErrorCode
-    protocol_type: str | None
-    protocol_name: str | None
-    assignment: bytes
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
 
 
 # --------------------------------------------------------------------------- Heartbeat
@@ -118,7 +125,7 @@ class LeaveGroupResponse:
     """``error`` is the top-level code; for v0-2 it already is the first member error."""
 
     error: ErrorCode
-    members: tuple[LeaveGroupMemberResponse, ...]
+    members: tuple[LeaveGroupMemberResponse, ...] = ()
 
 
 # --------------------------------------------------------------------------- OffsetCommit
@@ -229,11 +236,13 @@ class OffsetFetchRequest:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OffsetFetchPartitionResponse:
+    """One partition's answer; ``offset`` -1 means nothing is committed."""
+
     partition: int
     offset: int
-    leader_epoch: int | None
-    metadata: str
-    error: ErrorCode
+    leader_epoch: int | None = None
+    metadata: str = ""
+    error: ErrorCode = ErrorCode.NONE
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
