@@ -264,12 +264,17 @@ def handle(
                 results.append((topic.name, [(int(p.index), denied) for p in topic.partition_data]))
                 continue
             for p in topic.partition_data:
+                # several brokers in one process: only the leader appends (ReplicaManager
+                # .appendToLocalLog: NOT_LEADER_OR_FOLLOWER elsewhere)
+                led = broker.leadership(ctx.node_id, topic.name, int(p.index))
                 parts.append(
                     (
                         int(p.index),
                         _produce_partition(
                             broker, topic.name, int(p.index), p.records, dirty, ctx.api_version, verify
-                        ),
+                        )
+                        if led is ErrorCode.NONE
+                        else _PartitionResult(led),
                     )
                 )
             results.append((topic.name, parts))

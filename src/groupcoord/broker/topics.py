@@ -45,7 +45,11 @@ class _Fail(Exception):
 
 
 def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
-    """(partition count, configs) for a valid CreateTopics entry; raises :class:`_Fail`."""
+    """(partition count, configs) for a valid CreateTopics entry; raises :class:`_Fail`.
+    With several brokers (``broker.cluster``) the replication factor may be up to their number,
+    and an explicit assignment names live brokers (Kafka's ``ReplicationControlManager``)."""
+    cluster = broker.cluster
+    nodes = cluster.node_ids if cluster is not None else (broker.node_id,)
     name: str = t.name
     assignments = tuple(t.assignments or ())
     num_partitions = int(t.num_partitions)
@@ -60,10 +64,17 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
         if indexes != list(range(len(indexes))):
             raise _Fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions must be numbered 0..n-1.")
         for a in assignments:
-            if [int(b) for b in a.broker_ids] != [broker.node_id]:
+            ids = [int(b) for b in a.broker_ids]
+            if cluster is None and ids != [broker.node_id]:
                 raise _Fail(
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"Partition {a.partition_index} must be assigned to broker {broker.node_id} only.",
+                )
+            if cluster is not None and (not ids or len(set(ids)) != len(ids) or not set(ids) <= set(nodes)):
+                raise _Fail(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Partition {a.partition_index} has an invalid replica assignment {ids}: "
+                    f"brokers are {list(nodes)}.",
                 )
         num_partitions = len(assignments)
     else:
@@ -76,11 +87,17 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
                 ErrorCode.INVALID_PARTITIONS,
                 f"groupcoord supports at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
             )
-        if replication not in (-1, 1):
+        alive = len(cluster.alive) if cluster is not None else 1
+        if replication == 0 or replication < -1:
+            raise _Fail(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if replication > alive:
             raise _Fail(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication} time(s): The target replication factor "
-                f"of {replication} cannot be reached because only 1 broker(s) are registered.",
+                f"of {replication} cannot be reached because only {alive} broker(s) are registered.",
             )
     configs: dict[str, str] = {}
     for c in t.configs:
@@ -97,6 +114,17 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
     if name in broker.logs.topics():
         raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     return num_partitions, configs
+
+
+def _replication(broker: Broker, t: Any) -> int:
+    """The replication factor a valid CreateTopics entry gets (1 with one broker)."""
+    cluster = broker.cluster
+    if cluster is None:
+        return 1
+    if t.assignments:
+        return len(next(iter(t.assignments)).broker_ids)
+    rf = int(t.replication_factor)
+    return rf if rf > 0 else cluster.replication_factor(t.name)
 
 
 def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -120,9 +148,17 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     f"Create topics request from client contains a duplicate topic {t.name}.",
                 )
             num_partitions, configs = _check_new_topic(broker, t)
+            replication = _replication(broker, t)
             if getattr(request, "validate_only", False):  # v1+
                 meta_configs = configs
             else:
+                if broker.cluster is not None:
+                    broker.cluster.forget_topic(t.name)
+                    broker.cluster.set_replication_factor(t.name, replication)
+                    for a in t.assignments or ():
+                        broker.cluster.assign(
+                            t.name, int(a.partition_index), tuple(int(b) for b in a.broker_ids)
+                        )
                 try:
                     meta = broker.logs.create_topic(t.name, num_partitions, configs)
                 except TopicExistsError:
@@ -132,7 +168,7 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 log.info("created topic %s (%d partitions, configs %s)", t.name, num_partitions, configs)
                 topic_id = meta.topic_id
                 meta_configs = dict(meta.configs)
-            partitions, replication = num_partitions, 1
+            partitions = num_partitions
             if config_t is not None:
                 configs_out = tuple(
                     make(
