@@ -201,7 +201,9 @@ MEMBERS: dict[str, type[_Threaded]] = {
 }
 
 
-def produce(bootstrap: str, topic: str, values: Iterable[bytes], partitions: int) -> dict[bytes, tuple[int, int]]:
+def produce(
+    bootstrap: str, topic: str, values: Iterable[bytes], partitions: int
+) -> dict[bytes, tuple[int, int]]:
     """An idempotent acks=all producer; every value acknowledged, value -> (partition, offset)."""
     from confluent_kafka import Producer
 

@@ -176,7 +176,12 @@ def test_group_requests_on_a_node_that_is_not_the_coordinator_answer_not_coordin
             generation_id_or_member_epoch=-1,
             member_id="",
             group_instance_id=None,
-            topics=[{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}],
+            topics=[
+                {
+                    "name": TOPIC,
+                    "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}],
+                }
+            ],
         )
         assert int(commit.topics[0].partitions[0].error_code) == nc
         fetched = c.call(K.OFFSET_FETCH, 7, group_id=group, topics=None, require_stable=False)
@@ -201,7 +206,14 @@ def test_list_groups_lists_only_the_groups_each_node_coordinates(cluster: Cluste
                 generation_id_or_member_epoch=-1,
                 member_id="",
                 retention_time_ms=-1,
-                topics=[{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_metadata": ""}]}],
+                topics=[
+                    {
+                        "name": TOPIC,
+                        "partitions": [
+                            {"partition_index": 0, "committed_offset": 0, "committed_metadata": ""}
+                        ],
+                    }
+                ],
             )
             assert int(r.topics[0].partitions[0].error_code) == 0
     for node, group in groups.items():

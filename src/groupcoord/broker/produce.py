@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import struct
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -81,6 +82,19 @@ def _keyless_records(
 #: KIP-890 part 1: ``(producer_id, producer_epoch, (topic, partition))`` -> whether the
 #: partition is in that producer's ongoing transaction (the transaction coordinator answers).
 TxnVerifier = Callable[[int, int, tuple[str, int]], ErrorCode]
+
+
+def _stamp_leader_epoch(records: bytes, batches: list[tuple[int, Any]], epoch: int) -> bytes:
+    """The batches with their ``partitionLeaderEpoch`` set to the leader's epoch, as Kafka's leader
+    stamps every batch it appends (``LogValidator``; the field is outside the CRC). Several
+    brokers in one process only: one broker reports no leader epochs and leaves them as sent."""
+    out = bytearray(records)
+    for pos, _header in batches:
+        _EPOCH.pack_into(out, pos + 12, epoch)
+    return bytes(out)
+
+
+_EPOCH = struct.Struct(">i")
 
 
 def _produce_partition(
@@ -181,6 +195,10 @@ def _produce_partition(
                 log_append_time=dup.log_append_time,
                 log_start_offset=plog.log_start_offset,
             )
+    if broker.cluster is not None:
+        records = _stamp_leader_epoch(
+            records, batches, broker.cluster.partition(topic, partition).leader_epoch
+        )
     try:
         info = plog.append(records)
     except RecordTooLargeError as exc:

@@ -29,11 +29,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.admin.client import AdminClient, AdminError
-from groupcoord.constants import OFFSETS_TOPIC
+from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from groupcoord.coordinator.records import partition_for
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.testing import wire
 from groupcoord.testing.broker import Broker
+from groupcoord.transactions.records import partition_for as txn_partition_for
+from groupcoord.transactions.shard import TxnConfig
 
 if TYPE_CHECKING:
     from groupcoord.app import BrokerApp
@@ -43,6 +45,8 @@ log = logging.getLogger(__name__)
 __all__ = ["Cluster"]
 
 _CLIENT_ID = "groupcoord-testing"
+#: ``transaction.state.log.num.partitions``
+TXN_PARTITIONS = TxnConfig().num_partitions
 
 
 class Cluster(Broker):
@@ -176,6 +180,12 @@ class Cluster(Broker):
         """Move ``group``'s coordinator to ``node`` (the leader of its ``__consumer_offsets``
         partition, with every other group of that partition)."""
         self.move_leader(OFFSETS_TOPIC, self.coordinator_partition(group), node)
+
+    def move_transaction_coordinator(self, transactional_id: str, node: int) -> None:
+        """Move ``transactional_id``'s transaction coordinator to ``node`` (the leader of its
+        ``__transaction_state`` partition): the old shard unloads, the new one replays the
+        partition and finishes what it left half-way."""
+        self.move_leader(TRANSACTION_STATE_TOPIC, txn_partition_for(transactional_id, TXN_PARTITIONS), node)
 
     def elect_preferred_leaders(self) -> int:
         """Kafka's preferred leader election (``kafka-leader-election --election-type
