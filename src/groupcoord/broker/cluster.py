@@ -23,9 +23,10 @@ FENCED_LEADER_EPOCH ...); the handlers ask :meth:`ClusterMetadata.check` and :me
   member of an offline partition's ISR) and moves every leadership it held to the first live
   replica in the ISR, in replica order; without one the partition has no leader (-1) until a
   replica returns (no unclean election). **Starting it** puts it back in the ISR of its
-  partitions (its log is the shared one: it is caught up at once), makes it leader of those with
-  none, and, with ``auto.leader.rebalance.enable``, gives back the leaderships it is preferred
-  for at the next imbalance check.
+  partitions that have a leader (its log is the shared one: it is caught up at once), makes it
+  leader of those without one whose last ISR it was in, and, with
+  ``auto.leader.rebalance.enable``, gives back the leaderships it is preferred for at the next
+  imbalance check.
 * Listeners (``leadership_listeners``) hear of each leader change; the composition root moves
   the coordinator shards with them (unload on the old leader, load on the new).
 
@@ -260,8 +261,8 @@ class ClusterMetadata:
                 raise ValueError(f"node {leader} is not a replica of {topic}-{partition}: {state.replicas}")
             if leader not in self.alive:
                 raise ValueError(f"node {leader} is not running")
-            if leader not in state.isr:
-                state.isr.append(leader)
+            # the live followers are caught up at once (one log): in sync under the new leader
+            state.isr.extend(r for r in state.replicas if r in self.alive and r not in state.isr)
         old = state.leader
         if old == leader:
             return
@@ -310,11 +311,13 @@ class ClusterMetadata:
         for tp, state in list(self._partitions.items()):
             if node not in state.replicas:
                 continue
-            if node not in state.isr:
-                state.isr.append(node)
             if state.leader == NO_EPOCH:
-                self.elect(tp[0], tp[1], node)
-                moved.append(tp)
+                # offline: only a member of the last ISR may lead again (no unclean election)
+                if node in state.isr:
+                    self.elect(tp[0], tp[1], node)
+                    moved.append(tp)
+            elif node not in state.isr:
+                state.isr.append(node)  # caught up at once: the log is the one the leader has
         self._save()
         return moved
 

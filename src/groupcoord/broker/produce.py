@@ -90,11 +90,11 @@ def _stamp_leader_epoch(records: bytes, batches: list[tuple[int, Any]], epoch: i
     brokers in one process only: one broker reports no leader epochs and leaves them as sent."""
     out = bytearray(records)
     for pos, _header in batches:
-        _EPOCH.pack_into(out, pos + 12, epoch)
+        _LEADER_EPOCH.pack_into(out, pos + 12, epoch)
     return bytes(out)
 
 
-_EPOCH = struct.Struct(">i")
+_LEADER_EPOCH = struct.Struct(">i")
 
 
 def _produce_partition(
