@@ -15,9 +15,9 @@
 
 from __future__ import annotations
 
-import threading
+import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -43,7 +43,13 @@ def _confluent_producer(cluster: Cluster, **extra: Any) -> Any:
     )
 
 
-def test_leader_stopped_under_an_idempotent_acks_all_producer(cluster: Cluster) -> None:
+N = 3000
+STOP_AFTER = 300
+
+
+def _confluent_sequence(cluster: Cluster, on_acked: Callable[[], None]) -> list[bytes]:
+    """Send N values to partition 0 with an idempotent acks=all confluent-kafka producer, calling
+    ``on_acked`` once STOP_AFTER are acknowledged; the acknowledged values."""
     producer = _confluent_producer(cluster, **{"enable.idempotence": True, "acks": "all", "linger.ms": 5})
     acked: list[bytes] = []
     failed: list[str] = []
@@ -51,40 +57,95 @@ def test_leader_stopped_under_an_idempotent_acks_all_producer(cluster: Cluster) 
     def delivered(err: Any, msg: Any) -> None:
         if err is not None:
             failed.append(str(err))
-        elif msg.partition() == 0:
+        else:
             acked.append(msg.value())
 
-    leader = cluster.leader_of(TOPIC, 0)
-    stop = threading.Event()
-    sent = [0]
-
-    def send() -> None:
-        while not stop.is_set() and sent[0] < 3000:
-            producer.produce(TOPIC, value=b"%06d" % sent[0], partition=0, on_delivery=delivered)
-            sent[0] += 1
-            producer.poll(0)
-            if sent[0] % 50 == 0:
-                time.sleep(0.005)
-
-    sender = threading.Thread(target=send)
-    sender.start()
-    try:
-        wait_until("records acknowledged before the stop", lambda: len(acked) >= 300)
-        cluster.stop_broker(leader)
-        assert cluster.leader_of(TOPIC, 0) not in (leader, -1)
-        sender.join(120)
-    finally:
-        stop.set()
-        sender.join(60)
+    for i in range(N):
+        producer.produce(TOPIC, value=b"%06d" % i, partition=0, on_delivery=delivered)
+        producer.poll(0)
+        if i == 2 * STOP_AFTER:
+            wait_until("acknowledgements", lambda: producer.poll(0.05) >= 0 and len(acked) >= STOP_AFTER)
+            on_acked()
     assert producer.flush(60) == 0
     assert not failed, failed[:5]
-    assert len(acked) == sent[0] == 3000
-    values = [r.value for r in cluster.records(TOPIC, 0)]
+    return acked
+
+
+def _kafka_python_sequence(cluster: Cluster, on_acked: Callable[[], None]) -> list[bytes]:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap.split(","),
+        enable_idempotence=True,
+        acks="all",
+        linger_ms=5,
+        metadata_max_age_ms=1000,
+    )
+    try:
+        futures = []
+        for i in range(N):
+            futures.append(producer.send(TOPIC, value=b"%06d" % i, partition=0))
+            if i == 2 * STOP_AFTER:
+                futures[STOP_AFTER].get(timeout=30)
+                on_acked()
+        producer.flush(60)
+        return [b"%06d" % i for i, f in enumerate(futures) if f.get(timeout=60) is not None]
+    finally:
+        producer.close(10)
+
+
+def _aiokafka_sequence(cluster: Cluster, on_acked: Callable[[], None]) -> list[bytes]:
+    async def run() -> list[bytes]:
+        from aiokafka import AIOKafkaProducer
+
+        producer = AIOKafkaProducer(
+            bootstrap_servers=cluster.bootstrap,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=5,
+            metadata_max_age_ms=1000,
+        )
+        await producer.start()
+        try:
+            futures = []
+            for i in range(N):
+                futures.append(await producer.send(TOPIC, value=b"%06d" % i, partition=0))
+                if i == 2 * STOP_AFTER:
+                    await futures[STOP_AFTER]
+                    await asyncio.get_running_loop().run_in_executor(None, on_acked)
+            await producer.flush()
+            return [b"%06d" % i for i, f in enumerate(futures) if (await f) is not None]
+        finally:
+            await producer.stop()
+
+    return asyncio.run(run())
+
+
+SEQUENCES: dict[str, Callable[[Cluster, Callable[[], None]], list[bytes]]] = {
+    "confluent": _confluent_sequence,
+    "kafka-python": _kafka_python_sequence,
+    "aiokafka": _aiokafka_sequence,
+}
+
+
+@pytest.mark.parametrize("client", sorted(SEQUENCES))
+def test_leader_stopped_under_an_idempotent_acks_all_producer(cluster: Cluster, client: str) -> None:
+    leader = cluster.leader_of(TOPIC, 0)
+
+    def stop_leader() -> None:
+        cluster.stop_broker(leader)
+        assert cluster.leader_of(TOPIC, 0) not in (leader, -1)
+
+    acked = SEQUENCES[client](cluster, stop_leader)
+    assert len(acked) == N
+    records = cluster.records(TOPIC, 0)
+    values = [r.value for r in records]
     assert values == sorted(values)  # in the order sent
     assert len(values) == len(set(values))  # none twice
-    assert set(acked) <= set(values)  # every acknowledged record
-    epochs = {r.leader_epoch for r in cluster.records(TOPIC, 0)}
-    assert epochs == {0, 1}  # stamped with the leader epoch of the leader that appended them
+    assert set(acked) == set(values)  # every acknowledged record, nothing else
+    # stamped with the epoch of the leader that appended them: 0, then 1 after the stop
+    epochs = [r.leader_epoch for r in records]
+    assert epochs == sorted(epochs) and set(epochs) == {0, 1}
     cluster.start_broker(leader)
 
 
@@ -115,6 +176,46 @@ def _read_committed(cluster: Cluster, expected: int) -> list[bytes]:
     finally:
         consumer.close()
     return got
+
+
+def _move_or_stop(cluster: Cluster, tid: str, how: str) -> int:
+    """Move ``tid``'s transaction coordinator away, or stop its broker; the old coordinator."""
+    old = cluster.coordinator_of(tid, transactional=True)
+    assert old >= 0
+    other = next(n for n in cluster.node_ids if n != old)
+    if how == "move":
+        cluster.move_transaction_coordinator(tid, other)
+        assert cluster.coordinator_of(tid, transactional=True) == other
+    else:
+        cluster.stop_broker(old)
+        assert cluster.coordinator_of(tid, transactional=True) not in (old, -1)
+    return old
+
+
+@pytest.mark.parametrize("how", ["move", "stop"])
+def test_an_aiokafka_transaction_whose_coordinator_moves_between_begin_and_commit(
+    cluster: Cluster, how: str
+) -> None:
+    tid = f"aio-payments-{how}"
+
+    async def run() -> int:
+        from aiokafka import AIOKafkaProducer
+
+        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, transactional_id=tid)
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(10):
+                    await producer.send_and_wait(TOPIC, value=b"t%d" % i, partition=i % 2)
+                old = await asyncio.get_running_loop().run_in_executor(None, _move_or_stop, cluster, tid, how)
+            return old
+        finally:
+            await producer.stop()
+
+    old = asyncio.run(run())
+    assert sorted(_read_committed(cluster, 10)) == sorted(b"t%d" % i for i in range(10))
+    if how == "stop":
+        cluster.start_broker(old)
 
 
 @pytest.mark.parametrize("how", ["move", "stop"])
