@@ -12,6 +12,7 @@ import logging
 import uuid
 from typing import Any
 
+from groupcoord.broker.cluster import ClusterMetadata
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
@@ -256,6 +257,27 @@ def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return make(resp_t, throttle_time=NO_THROTTLE, responses=tuple(out))
 
 
+def _bad_new_assignments(cluster: ClusterMetadata, topic: str, new: int, assignments: Any) -> str | None:
+    """Why CreatePartitions' assignments of the ``new`` partitions are refused (Kafka's
+    ``ReplicationControlManager.createPartitions``), with several brokers; None if they are not."""
+    if len(assignments) != new:
+        return (
+            f"Attempted to add {new} additional partition(s), but only {len(assignments)} "
+            "assignment(s) were specified."
+        )
+    rf = len(cluster.partition(topic, 0).replicas)
+    for a in assignments:
+        ids = [int(b) for b in a.broker_ids]
+        if len(set(ids)) != len(ids) or not set(ids) <= set(cluster.node_ids):
+            return f"The manual partition assignment includes an unknown or duplicate broker: {ids}."
+        if len(ids) != rf:
+            return (
+                f"The manual partition assignment includes a partition with {len(ids)} replica(s), "
+                f"but this is not consistent with previous partitions, which have {rf} replica(s)."
+            )
+    return None
+
+
 def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
@@ -285,15 +307,28 @@ def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 ErrorCode.INVALID_PARTITIONS,
                 f"groupcoord supports at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
             )
-        elif t.assignments is not None and (
-            len(t.assignments) != count - meta.partitions
-            or any([int(b) for b in a.broker_ids] != [broker.node_id] for a in t.assignments)
+        elif (
+            broker.cluster is not None
+            and t.assignments is not None
+            and (bad := _bad_new_assignments(broker.cluster, t.name, count - meta.partitions, t.assignments))
+        ):
+            code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, bad
+        elif (
+            broker.cluster is None
+            and t.assignments is not None
+            and (
+                len(t.assignments) != count - meta.partitions
+                or any([int(b) for b in a.broker_ids] != [broker.node_id] for a in t.assignments)
+            )
         ):
             code, message = (
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"Each new partition must be assigned to broker {broker.node_id} only.",
             )
         elif not request.validate_only:
+            if broker.cluster is not None:
+                for i, a in enumerate(t.assignments or ()):
+                    broker.cluster.assign(t.name, meta.partitions + i, tuple(int(b) for b in a.broker_ids))
             broker.logs.create_partitions(t.name, count)
             log.info("topic %s now has %d partitions", t.name, count)
         out.append(make(result_t, name=t.name, error_code=err(code), error_message=message))
