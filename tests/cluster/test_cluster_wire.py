@@ -438,3 +438,64 @@ def test_a_stopped_broker_leaves_the_metadata_and_its_partitions_move(cluster: C
     assert sorted(back["isr"]) == sorted(state["replicas"])
     assert cluster.elect_preferred_leaders() >= 1
     assert cluster.partition_state(TOPIC, 0)["leader"] == leader
+
+
+def test_create_topics_and_partitions_place_replicas_over_the_brokers(cluster: Cluster) -> None:
+    """CreateTopics: a replication factor above the running brokers is INVALID_REPLICATION_FACTOR
+    with Kafka's message; an explicit assignment is kept as given. CreatePartitions: new
+    partitions' assignments must match the topic's replication factor
+    (ReplicationControlManager.createPartitions)."""
+    with client(cluster, 1) as c:
+        r = c.call(
+            K.CREATE_TOPICS,
+            7,
+            topics=[
+                {
+                    "name": "too-many",
+                    "num_partitions": 1,
+                    "replication_factor": 4,
+                    "assignments": [],
+                    "configs": [],
+                },
+                {
+                    "name": "placed",
+                    "num_partitions": -1,
+                    "replication_factor": -1,
+                    "assignments": [{"partition_index": 0, "broker_ids": [2, 1]}],
+                    "configs": [],
+                },
+            ],
+            timeout_ms=10_000,
+            validate_only=False,
+        )
+        by_name = {t.name: t for t in r.topics}
+        assert int(by_name["too-many"].error_code) == int(ErrorCode.INVALID_REPLICATION_FACTOR)
+        assert "only 3 broker(s) are registered" in str(by_name["too-many"].error_message)
+        assert int(by_name["placed"].error_code) == 0
+        assert int(by_name["placed"].replication_factor) == 2
+        grow = c.call(
+            K.CREATE_PARTITIONS,
+            3,
+            topics=[
+                {"name": "placed", "count": 3, "assignments": [{"broker_ids": [0, 2]}, {"broker_ids": [1]}]},
+            ],
+            timeout=10_000,
+            validate_only=False,
+        )
+        assert int(grow.results[0].error_code) == int(ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+        grow = c.call(
+            K.CREATE_PARTITIONS,
+            3,
+            topics=[
+                {
+                    "name": "placed",
+                    "count": 3,
+                    "assignments": [{"broker_ids": [0, 2]}, {"broker_ids": [1, 0]}],
+                },
+            ],
+            timeout=10_000,
+            validate_only=False,
+        )
+        assert int(grow.results[0].error_code) == 0
+    assert [cluster.partition_state("placed", p)["replicas"] for p in range(3)] == [[2, 1], [0, 2], [1, 0]]
+    assert [cluster.leader_of("placed", p) for p in range(3)] == [2, 0, 1]
