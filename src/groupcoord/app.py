@@ -38,7 +38,7 @@ from types import MappingProxyType
 from groupcoord import native
 from groupcoord.app_cluster import (
     CLUSTER_ROUTES,
-    LeaderBalancer,
+    ClusterNodes,
     build_cluster,
     follow_leadership,
     node_interceptor,
@@ -506,12 +506,10 @@ class BrokerApp:
         )
         #: several brokers in one process (None: one)
         self.cluster: ClusterMetadata | None = None
-        self.balancer: LeaderBalancer | None = None
         if brokers > 1:
             self.cluster = build_cluster(config, self.broker, brokers, data_dir)
             self.broker.cluster = self.cluster
             follow_leadership(self.cluster, self.broker, self.groups, self.transactions)
-            self.balancer = LeaderBalancer(self.cluster, self.broker)
             interceptor = node_interceptor(self.groups, self.transactions, interceptor)
             extra_routes = [*extra_routes, *CLUSTER_ROUTES]
         self.dispatcher = build_dispatcher(
@@ -532,6 +530,12 @@ class BrokerApp:
         #: every server, the first node's first
         self.servers = [server for node in self.node_ids for server in self.node_servers[node]]
         self.server = self.servers[0]
+        #: stopping, starting and moving things between the nodes (``app_cluster.ClusterNodes``)
+        self.nodes = (
+            ClusterNodes(self.cluster, self.broker, self.groups, self.node_servers)
+            if self.cluster is not None
+            else None
+        )
         #: the Prometheus endpoint, when ``metrics.listen`` is set (its bound address:
         #: ``metrics.address`` after :meth:`start`)
         self.metrics: BrokerMetrics | None = None
@@ -636,11 +640,8 @@ class BrokerApp:
             broker.start_maintenance()
             self.groups.start()  # creates the internal topics in a new data dir
             self.transactions.start()  # replays __transaction_state if there is one
-            if self.cluster is not None:
-                self._publish_endpoints(self.cluster)
-                self.cluster.known((m.name, m.partitions) for m in broker.logs.topics().values())
-                if self.balancer is not None:
-                    self.balancer.start()
+            if self.nodes is not None:
+                self.nodes.started(self.listeners, config.advertised_specs())
         except OSError as exc:
             for each in self.servers:
                 await each.stop()
@@ -648,74 +649,6 @@ class BrokerApp:
                 f"cannot start in data dir {self.data_dir}: {_reason(exc, self.data_dir)}"
             ) from None
         return host, port
-
-    def _publish_endpoints(self, cluster: ClusterMetadata) -> None:
-        """Each node's advertised address of each listener: the first node's as the broker
-        announces it, the others' at their bound ports (on the advertised host, if given)."""
-        broker, advertised = self.broker, self.config.advertised_specs()
-        for node, servers in self.node_servers.items():
-            for spec, server in zip(self.listeners, servers, strict=True):
-                if node == self.node_ids[0]:
-                    cluster.endpoints[node][spec.name] = broker.endpoint(spec.name)
-                    continue
-                given = advertised.get(spec.name)
-                host = given.host if given is not None else ""
-                shown = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-                cluster.endpoints[node][spec.name] = (shown, server.port)
-
-    def _live_cluster(self) -> ClusterMetadata:
-        if self.cluster is None:
-            raise ValueError("one broker: start with brokers > 1 (groupcoord serve --brokers N)")
-        self.cluster.known((m.name, m.partitions) for m in self.broker.logs.topics().values())
-        return self.cluster
-
-    async def stop_node(self, node: int, grace_s: float = 1.0) -> None:
-        """Take node ``node`` away as a controlled shutdown does: its leaderships move to live
-        in-sync replicas (the coordinators' shards with them: parked joins and syncs answered
-        NOT_COORDINATOR), it leaves every ISR, then its listeners close with their connections."""
-        cluster = self._live_cluster()
-        if node not in cluster.node_ids:
-            raise ValueError(f"no broker {node} (brokers: {list(cluster.node_ids)})")
-        if node not in cluster.alive:
-            return
-        if len(cluster.alive) == 1:
-            raise ValueError(f"broker {node} is the last one running")
-        cluster.stop(node)
-        for server in self.node_servers[node]:
-            await server.stop(grace_s)
-        log.info("broker %d stopped", node)
-
-    async def start_node(self, node: int) -> None:
-        """Bring node ``node`` back on its ports: in sync again for its partitions, leader of
-        those that had none; with ``auto.leader.rebalance.enable`` it becomes the preferred leader
-        again at the next imbalance check."""
-        cluster = self._live_cluster()
-        if node not in cluster.node_ids:
-            raise ValueError(f"no broker {node} (brokers: {list(cluster.node_ids)})")
-        if node in cluster.alive:
-            return
-        for server in self.node_servers[node]:
-            try:
-                await server.start()
-            except OSError as exc:
-                raise StartupError(f"cannot listen on {server.host}:{server.port}: {_reason(exc)}") from None
-        cluster.start(node)
-        log.info("broker %d started", node)
-
-    async def settled(self) -> None:
-        """Wait until every coordinator partition that moved has loaded."""
-        await self.groups.reloaded()
-
-    def move_leader(self, topic: str, partition: int, node: int) -> None:
-        """Make ``node`` the partition's leader (a reassignment's election): a new leader epoch;
-        for a coordinator partition, its shard moves."""
-        cluster = self._live_cluster()
-        if (
-            topic not in self.broker.logs.topics()
-            or not 0 <= partition < self.broker.logs.topics()[topic].partitions
-        ):
-            raise ValueError(f"no partition {topic}-{partition}")
-        cluster.elect(topic, partition, node)
 
     def _scram_lookup(self, mechanism: str, user: str) -> sasl.ScramCredential | None:
         cred = self.broker.scram.get(mechanism, user)

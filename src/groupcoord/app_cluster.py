@@ -11,13 +11,17 @@ what that takes:
   NOT_COORDINATOR;
 * :func:`follow_leadership`: moves the coordinator shards and wakes parked fetches when a
   leader changes;
-* :class:`LeaderBalancer`: ``auto.leader.rebalance.enable``'s periodic preferred-leader election.
+* :class:`LeaderBalancer`: ``auto.leader.rebalance.enable``'s periodic preferred-leader election;
+* :class:`ClusterNodes` (``BrokerApp.nodes``): stopping and starting nodes, electing leaders, each
+  node's announced addresses (what ``groupcoord.testing.Cluster`` drives).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from groupcoord.broker import offset_for_leader_epoch
 from groupcoord.broker.cluster import ClusterMetadata
@@ -156,3 +160,99 @@ class LeaderBalancer:
                 log.info("preferred leader election moved %d partitions", len(moved))
         finally:
             self.broker.schedule(self.KEY, self.broker.clock.now_ms() + self.interval_ms, self.check)
+
+
+class StartError(Exception):
+    """A stopped node cannot listen again (its port is taken); one line for the operator."""
+
+
+class ClusterNodes:
+    """What moves between the nodes of one process: stopping and starting them, electing leaders,
+    and where each node's listeners are announced."""
+
+    def __init__(
+        self,
+        cluster: ClusterMetadata,
+        broker: Broker,
+        groups: GroupRuntime,
+        servers: Mapping[int, Sequence[Any]],
+    ) -> None:
+        self.cluster = cluster
+        self.broker = broker
+        self.groups = groups
+        #: each node's ``KafkaServer`` per listener
+        self.servers = servers
+        self.balancer = LeaderBalancer(cluster, broker)
+
+    def started(self, listeners: Sequence[Any], advertised: Mapping[str, Any]) -> None:
+        """The servers listen and the internal topics exist: announce each node's addresses (the
+        first node's as the broker does, the others' at their bound ports, on the advertised
+        host if one is given), place every partition, start the imbalance check."""
+        first = self.cluster.node_ids[0]
+        for node, servers in self.servers.items():
+            for spec, server in zip(listeners, servers, strict=True):
+                if node == first:
+                    self.cluster.endpoints[node][spec.name] = self.broker.endpoint(spec.name)
+                    continue
+                given = advertised.get(spec.name)
+                host = given.host if given is not None else ""
+                shown = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+                self.cluster.endpoints[node][spec.name] = (shown, server.port)
+        self._place_all()
+        self.balancer.start()
+
+    def _place_all(self) -> ClusterMetadata:
+        self.cluster.known((m.name, m.partitions) for m in self.broker.logs.topics().values())
+        return self.cluster
+
+    def _check(self, node: int) -> ClusterMetadata:
+        cluster = self._place_all()
+        if node not in cluster.node_ids:
+            raise ValueError(f"no broker {node} (brokers: {list(cluster.node_ids)})")
+        return cluster
+
+    async def stop(self, node: int, grace_s: float = 1.0) -> None:
+        """Take node ``node`` away as a controlled shutdown does: its leaderships move to live
+        in-sync replicas (the coordinators' shards with them: parked joins and syncs answered
+        NOT_COORDINATOR), it leaves every ISR, then its listeners close with their connections."""
+        cluster = self._check(node)
+        if node not in cluster.alive:
+            return
+        if len(cluster.alive) == 1:
+            raise ValueError(f"broker {node} is the last one running")
+        cluster.stop(node)
+        for server in self.servers[node]:
+            await server.stop(grace_s)
+        log.info("broker %d stopped", node)
+
+    async def start(self, node: int) -> None:
+        """Bring node ``node`` back on its ports: in sync again for its partitions, leader of
+        those that had none; with ``auto.leader.rebalance.enable`` it becomes the preferred leader
+        again at the next imbalance check."""
+        cluster = self._check(node)
+        if node in cluster.alive:
+            return
+        for server in self.servers[node]:
+            try:
+                await server.start()
+            except OSError as exc:
+                raise StartError(f"cannot listen on {server.host}:{server.port}: {exc.strerror}") from None
+        cluster.start(node)
+        log.info("broker %d started", node)
+
+    def move_leader(self, topic: str, partition: int, node: int) -> None:
+        """Make ``node`` the partition's leader (a reassignment's election): a new leader epoch;
+        for a coordinator partition, its shard moves."""
+        cluster = self._place_all()
+        meta = self.broker.logs.topics().get(topic)
+        if meta is None or not 0 <= partition < meta.partitions:
+            raise ValueError(f"no partition {topic}-{partition}")
+        cluster.elect(topic, partition, node)
+
+    def elect_preferred(self) -> int:
+        """Kafka's preferred leader election over every partition; how many moved."""
+        return len(self._place_all().elect_preferred())
+
+    async def settled(self) -> None:
+        """Wait until every coordinator partition that moved has loaded."""
+        await self.groups.reloaded()

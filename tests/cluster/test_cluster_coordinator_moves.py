@@ -63,7 +63,8 @@ def test_the_new_coordinator_answers_load_in_progress_until_the_partition_is_rep
     old = kafka_cluster.coordinator_of(group)
     new = next(n for n in kafka_cluster.node_ids if n != old)
     app = kafka_cluster._app
-    assert app is not None
+    assert app is not None and app.nodes is not None
+    nodes = app.nodes
 
     def describe_at(node: int) -> ErrorCode:
         answers: list[DescribeGroupsResponse] = []
@@ -80,7 +81,7 @@ def test_the_new_coordinator_answers_load_in_progress_until_the_partition_is_rep
         return answers[0].error
 
     def move_and_probe() -> tuple[ErrorCode, ErrorCode, ErrorCode]:
-        app.move_leader(OFFSETS_TOPIC, p, new)  # in this loop turn: the load has not run yet
+        nodes.move_leader(OFFSETS_TOPIC, p, new)  # in this loop turn: the load has not run yet
         return describe_at(new), heartbeat_at(new), describe_at(old)
 
     # a heartbeat while loading is answered NONE, "blindly", as Kafka's classic coordinator does
@@ -89,6 +90,6 @@ def test_the_new_coordinator_answers_load_in_progress_until_the_partition_is_rep
         ErrorCode.NONE,
         ErrorCode.NOT_COORDINATOR,
     )
-    kafka_cluster._on_loop(app.settled)
+    kafka_cluster._on_loop(nodes.settled)
     assert kafka_cluster._on_loop(lambda: describe_at(new)) == ErrorCode.NONE
     assert kafka_cluster._on_loop(lambda: heartbeat_at(new)) == ErrorCode.UNKNOWN_MEMBER_ID

@@ -39,6 +39,7 @@ from groupcoord.transactions.shard import TxnConfig
 
 if TYPE_CHECKING:
     from groupcoord.app import BrokerApp
+    from groupcoord.app_cluster import ClusterNodes
 
 log = logging.getLogger(__name__)
 
@@ -155,16 +156,16 @@ class Cluster(Broker):
         if self.subprocess:
             self._remote("stop_broker", node)
             return
-        self._on_loop(lambda: self._app_of().stop_node(node))
-        self._on_loop(lambda: self._app_of().settled())
+        self._on_loop(lambda: self._nodes().stop(node))
+        self._on_loop(lambda: self._nodes().settled())
 
     def start_broker(self, node: int) -> None:
         """Start node ``node`` again on its port: a follower in sync, leader of what had none."""
         if self.subprocess:
             self._remote("start_broker", node)
             return
-        self._on_loop(lambda: self._app_of().start_node(node))
-        self._on_loop(lambda: self._app_of().settled())
+        self._on_loop(lambda: self._nodes().start(node))
+        self._on_loop(lambda: self._nodes().settled())
 
     def move_leader(self, topic: str, partition: int, node: int) -> None:
         """Make ``node`` (a live replica) the partition's leader: a new leader epoch; for a
@@ -173,8 +174,8 @@ class Cluster(Broker):
         if self.subprocess:
             self._remote("move_leader", topic, partition, node)
             return
-        self._on_loop(lambda: self._app_of().move_leader(topic, partition, node))
-        self._on_loop(lambda: self._app_of().settled())
+        self._on_loop(lambda: self._nodes().move_leader(topic, partition, node))
+        self._on_loop(lambda: self._nodes().settled())
 
     def move_coordinator(self, group: str, node: int) -> None:
         """Move ``group``'s coordinator to ``node`` (the leader of its ``__consumer_offsets``
@@ -194,13 +195,8 @@ class Cluster(Broker):
         if self.subprocess:
             return int(self._remote("elect_preferred_leaders"))
 
-        def elect() -> int:
-            app = self._app_of()
-            moved = app._live_cluster().elect_preferred()
-            return len(moved)
-
-        moved: int = self._on_loop(elect)
-        self._on_loop(lambda: self._app_of().settled())
+        moved: int = self._on_loop(lambda: self._nodes().elect_preferred())
+        self._on_loop(lambda: self._nodes().settled())
         return moved
 
     def create_topic(
@@ -228,10 +224,10 @@ class Cluster(Broker):
             time.sleep(0.05)
 
     # ------------------------------------------------------------------ Broker's hooks
-    def _app_of(self) -> BrokerApp:
-        if self._app is None:
+    def _nodes(self) -> ClusterNodes:
+        if self._app is None or self._app.nodes is None:
             raise RuntimeError("the cluster is not running")
-        return self._app
+        return self._app.nodes
 
     def _app_options(self) -> dict[str, Any]:
         return {"brokers": self.brokers, "node_ports": tuple(self.ports) if any(self.ports) else ()}
