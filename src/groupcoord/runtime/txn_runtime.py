@@ -281,6 +281,7 @@ class TxnRuntime:
             self._append_markers(event)
 
     def _append_markers(self, m: MarkerWrite) -> None:
+        owner = self.runtime.shard(partition_for(m.transactional_id, self.config.num_partitions))
         dirty: dict[Hashable, Flushable] = {}
         now = self.broker.clock.now_ms()
         for topic, partition in m.partitions:
@@ -302,13 +303,15 @@ class TxnRuntime:
                 log.error(
                     "transaction %r: marker to %s-%d failed: %r", m.transactional_id, topic, partition, exc
                 )
-                self._soon(lambda: self._markers_written(m, ErrorCode.KAFKA_STORAGE_ERROR))
+                self._soon(lambda: self._markers_written(m, ErrorCode.KAFKA_STORAGE_ERROR, owner))
                 return
             self.broker.notify_append((topic, partition), len(batch))
             dirty[(topic, partition)] = plog
-        self._durable(dirty, lambda code: self._markers_written(m, code))
+        self._durable(dirty, lambda code: self._markers_written(m, code, owner))
 
-    def _markers_written(self, m: MarkerWrite, code: ErrorCode) -> None:
+    def _markers_written(
+        self, m: MarkerWrite, code: ErrorCode, owner: TransactionCoordinatorShard | None = None
+    ) -> None:
         """The group coordinator applies the markers in ``__consumer_offsets`` first (Kafka's
         ``GroupCoordinator.onTransactionCompleted`` after the marker append), so a commit's
         offsets are visible before EndTxn's transaction completes."""
@@ -318,7 +321,8 @@ class TxnRuntime:
                     self._on_offsets_marker(partition, m.producer_id, m.commit)
         p = partition_for(m.transactional_id, self.config.num_partitions)
         shard = self.runtime.shard(p)
-        if shard is not None:
+        # a shard loaded since (the partition's leadership moved) writes its own markers
+        if shard is not None and (owner is None or shard is owner):
             self.runtime.apply(p, shard.complete_markers(m, code))
 
     # ------------------------------------------------------------------ durability
