@@ -164,3 +164,21 @@ def test_groupcoord_serve_brokers_3_answers_metadata_with_three_brokers(tmp_path
     finally:
         proc.terminate()
         assert proc.wait(30) == 0
+
+
+def test_a_restarted_cluster_keeps_its_ports_and_never_goes_back_in_leader_epochs() -> None:
+    """Clients keep the addresses they bootstrapped with, and refuse metadata older than what
+    they have seen: after a restart every node is on its port again, the preferred leader leads
+    at a newer epoch, and records written before are there."""
+    with Cluster(brokers=3) as cluster:
+        cluster.create_topic("t", partitions=1, replication_factor=3)
+        cluster.produce("t", [b"before"])
+        cluster.move_leader("t", 0, 2)
+        ports = list(cluster.ports)
+        assert cluster.partition_state("t", 0)["leader_epoch"] == 1
+        cluster.restart(hard=True)
+        assert cluster.ports == ports
+        assert cluster.alive() == [0, 1, 2]
+        state = cluster.partition_state("t", 0)
+        assert (state["leader"], state["leader_epoch"]) == (0, 2)
+        assert [r.value for r in cluster.records("t")] == [b"before"]
