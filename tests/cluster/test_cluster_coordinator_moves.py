@@ -93,3 +93,34 @@ def test_the_new_coordinator_answers_load_in_progress_until_the_partition_is_rep
     kafka_cluster._on_loop(nodes.settled)
     assert kafka_cluster._on_loop(lambda: describe_at(new)) == ErrorCode.NONE
     assert kafka_cluster._on_loop(lambda: heartbeat_at(new)) == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+@pytest.mark.kafka_cluster(settings={"offsets.topic.replication.factor": 1, "default.replication.factor": 1})
+def test_a_coordinator_partition_without_a_live_replica_has_no_coordinator(kafka_cluster: Cluster) -> None:
+    """One replica per partition: stopping its broker leaves the partition without a leader
+    (no unclean election). FindCoordinator answers COORDINATOR_NOT_AVAILABLE
+    (KafkaApis.getCoordinator), Metadata LEADER_NOT_AVAILABLE with leader -1; the broker's
+    return makes it leader again; each leader change bumps the epoch, to no leader too
+    (KRaft's PartitionRegistration.merge)."""
+    group = "orphan"
+    p = kafka_cluster.coordinator_partition(group)
+    old = kafka_cluster.coordinator_of(group)
+    survivor = next(n for n in kafka_cluster.node_ids if n != old)
+    kafka_cluster.stop_broker(old)
+    host, port = kafka_cluster.address_of(survivor).split(":")
+    with WireClient(host, int(port)) as c:
+        found = c.call(K.FIND_COORDINATOR, 3, key=group, key_type=0)
+        assert (int(found.error_code), int(found.node_id)) == (int(ErrorCode.COORDINATOR_NOT_AVAILABLE), -1)
+        meta = c.call(
+            K.METADATA,
+            12,
+            topics=[{"name": OFFSETS_TOPIC, "topic_id": None}],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        part = next(x for x in meta.topics[0].partitions if int(x.partition_index) == p)
+        assert (int(part.error_code), int(part.leader_id)) == (int(ErrorCode.LEADER_NOT_AVAILABLE), -1)
+        assert [int(n) for n in part.offline_replicas] == [old]
+    kafka_cluster.start_broker(old)
+    assert kafka_cluster.coordinator_of(group) == old
+    assert kafka_cluster.partition_state(OFFSETS_TOPIC, p)["leader_epoch"] == 2

@@ -68,9 +68,11 @@ def test_leader_changes_bump_the_epoch_and_record_where_each_began() -> None:
     assert (state.leader, state.isr) == (-1, [0])
     cluster.start(2)  # not in the last ISR: no unclean election
     assert cluster.partition("t", 0).leader == -1
+    assert cluster.partition("t", 0).leader_epoch == 3  # no leader: an epoch of its own
     cluster.start(0)
     state = cluster.partition("t", 0)
-    assert (state.leader, state.leader_epoch, sorted(state.isr)) == (0, 3, [0, 2])
+    assert (state.leader, state.leader_epoch, sorted(state.isr)) == (0, 4, [0, 2])
+    assert state.epochs[-1] == (4, 12)
 
 
 def test_cluster_state_survives_a_restart_without_going_back_in_epochs(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ FENCED_LEADER_EPOCH ...); the handlers ask :meth:`ClusterMetadata.check` and :me
   leader is the first replica. Placement is computed when a partition is first asked for, with the
   topic's replication factor (CreateTopics, ``default.replication.factor``; the internal topics
   ``offsets.topic.replication.factor``, capped at N as Kafka caps it for them).
-* **Leader epochs** start at 0 and grow by one at every leader change (KRaft's
-  ``PartitionChangeBuilder``: an ISR change alone keeps the leader epoch). Each epoch's start offset
+* **Leader epochs** start at 0 and grow by one at every leader change, to no leader included
+  (KRaft's ``PartitionRegistration.merge``; an ISR change alone keeps the leader epoch). Each epoch's start offset
   (the log end offset when its leader took over, Kafka's ``LeaderEpochFileCache.assign`` in
   ``Partition.makeLeader``) is kept, and OffsetForLeaderEpoch answers from that history.
 * **Stopping a node** takes it out of every ISR it is in (but the last: Kafka keeps the last
@@ -267,8 +267,10 @@ class ClusterMetadata:
         if old == leader:
             return
         state.leader = leader
+        # every leader change bumps the epoch, to no leader too (KRaft's PartitionRegistration
+        # .merge); only a leader starts an epoch in the log's history
+        state.leader_epoch += 1
         if leader != NO_EPOCH:
-            state.leader_epoch += 1
             state.epochs.append((state.leader_epoch, self._log_end_offset(topic, partition)))
         self._save()
         log.info("%s-%d: leader %d -> %d (epoch %d)", topic, partition, old, leader, state.leader_epoch)
