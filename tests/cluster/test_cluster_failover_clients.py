@@ -120,3 +120,36 @@ def test_coordinator_moved_or_stopped_during_a_rebalance(cluster: Cluster, clien
         for m in members:
             m.stop()
     assert consumed(members) == produced
+
+
+@pytest.mark.parametrize("client", sorted(MEMBERS))
+def test_partition_leaders_moved_during_consumption(cluster: Cluster, client: str) -> None:
+    """Every partition's leader moves twice while a group consumes: the members are answered
+    NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, refresh their metadata, validate their positions
+    (OffsetForLeaderEpoch, where the client does) and go on from where they were: every record is
+    consumed, none skipped (Kafka's ``ConsumerBounceTest`` with leader changes)."""
+    group = f"leaders-{client}"
+    members = [MEMBERS[client](cluster.bootstrap, group, TOPIC, f"{client}-{i}") for i in range(2)]
+    for m in members:
+        m.start()
+    try:
+        produced = set(produce(cluster.bootstrap, TOPIC, [b"a%d" % i for i in range(60)], PARTITIONS))
+        cluster.wait_for_group(group, members=2)
+        wait_until("the first records", lambda: consumed(members) >= produced)
+        for shift in (1, 2):
+            for p in range(PARTITIONS):
+                cluster.move_leader(TOPIC, p, (p + shift) % 3)
+            produced |= set(
+                produce(cluster.bootstrap, TOPIC, [b"s%d-%d" % (shift, i) for i in range(60)], PARTITIONS)
+            )
+            want = frozenset(produced)
+            wait_until(f"the records after move {shift}", lambda want=want: consumed(members) >= want)
+        wait_committed(cluster, group, end_offsets(cluster, TOPIC, PARTITIONS))
+    finally:
+        for m in members:
+            m.stop()
+    assert consumed(members) == produced
+    for p in range(PARTITIONS):  # in each member, a partition's offsets only grow
+        for m in members:
+            offsets = [o for q, o, _v in m.seen if q == p]
+            assert offsets == sorted(offsets)
