@@ -87,15 +87,18 @@ def build_cluster(config: BrokerConfig, broker: Broker, brokers: int, data_dir: 
         log_end_offset=log_end_offset,
         state_dir=data_dir,
     )
-    logs.topic_listeners.append(lambda: _forget_deleted(cluster, broker))
+    logs.topic_listeners.append(lambda: _topics_changed(cluster, broker))
     return cluster
 
 
-def _forget_deleted(cluster: ClusterMetadata, broker: Broker) -> None:
-    """A deleted topic's placement goes with it (a topic made again under its name is new)."""
+def _topics_changed(cluster: ClusterMetadata, broker: Broker) -> None:
+    """A new topic (or partition) is placed at once, on the brokers running then, as Kafka's
+    controller places it at creation; a deleted topic's placement goes with it (a topic made
+    again under its name is new)."""
     known = broker.logs.topics()
     for topic in {tp[0] for tp in cluster.placed()} - set(known):
         cluster.forget_topic(topic)
+    cluster.known((m.name, m.partitions) for m in known.values())
 
 
 def node_interceptor(groups: GroupRuntime, txn: TxnRuntime, inner: Interceptor | None) -> Interceptor:

@@ -12,13 +12,15 @@ FENCED_LEADER_EPOCH ...); the handlers ask :meth:`ClusterMetadata.check` and :me
   without racks): partition ``p``'s first replica is node ``p % N``, and the others follow it at a
   shift that grows every N partitions. Kafka starts at a random node and a random shift; here both
   start at 0, so that a test knows where each partition lives (design principle 8). The preferred
-  leader is the first replica. Placement is computed when a partition is first asked for, with the
-  topic's replication factor (CreateTopics, ``default.replication.factor``; the internal topics
+  leader is the first replica. A partition is placed when its topic is created (the composition
+  root listens for topic changes) or first asked for, with the topic's replication factor
+  (CreateTopics, ``default.replication.factor``; the internal topics
   ``offsets.topic.replication.factor``, capped at N as Kafka caps it for them).
 * **Leader epochs** start at 0 and grow by one at every leader change, to no leader included
-  (KRaft's ``PartitionRegistration.merge``; an ISR change alone keeps the leader epoch). Each epoch's start offset
-  (the log end offset when its leader took over, Kafka's ``LeaderEpochFileCache.assign`` in
-  ``Partition.makeLeader``) is kept, and OffsetForLeaderEpoch answers from that history.
+  (KRaft's ``PartitionRegistration.merge``; an ISR change alone keeps the leader epoch). Each
+  epoch's start offset (the log end offset when its leader took over, Kafka's
+  ``LeaderEpochFileCache.assign`` in ``Partition.makeLeader``) is kept, and OffsetForLeaderEpoch
+  answers from that history.
 * **Stopping a node** takes it out of every ISR it is in (but the last: Kafka keeps the last
   member of an offline partition's ISR) and moves every leadership it held to the first live
   replica in the ISR, in replica order; without one the partition has no leader (-1) until a
@@ -193,10 +195,6 @@ class ClusterMetadata:
         """The partition's leader, -1 if it has none (every in-sync replica is down)."""
         return self.partition(topic, partition).leader
 
-    def coordinator_for(self, topic: str, partition: int) -> int:
-        """The coordinator of an internal topic's partition: its leader (-1: not available)."""
-        return self.leader(topic, partition)
-
     def check(
         self, topic: str, partition: int, node: int, current_epoch: int, *, follower_ok: bool = False
     ) -> ErrorCode:
@@ -279,10 +277,12 @@ class ClusterMetadata:
 
     def known(self, topics: Iterable[tuple[str, int]]) -> None:
         """Place every partition of the given (topic, partition count) now."""
+        before = len(self._partitions)
         for topic, count in topics:
             for p in range(count):
                 self.partition(topic, p)
-        self._save()
+        if len(self._partitions) != before:
+            self._save()
 
     def stop(self, node: int) -> list[TopicPartition]:
         """``node`` went away: out of every ISR (but the last member's), its leaderships moved to
