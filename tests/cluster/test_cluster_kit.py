@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from groupcoord.app import BrokerApp, StartupError
-from groupcoord.broker.cluster import ClusterMetadata, place
+from groupcoord.broker.cluster import ClusterMetadata, place, rack_alternated
 from groupcoord.config import BrokerConfig
 from groupcoord.constants import OFFSETS_TOPIC
 from groupcoord.protocol.api_keys import ApiKey
@@ -35,6 +35,26 @@ def test_placement_is_kafkas_rack_unaware_assignment_from_index_0() -> None:
         9: (4, 1, 2),
     }
     assert {p: place(p, 3, (0, 1, 2, 3, 4)) for p in range(10)} == expected
+
+
+def test_with_racks_placement_is_kafkas_rack_aware_assignment() -> None:
+    """Kafka's ``AdminRackAwareTest.testGetRackAlternatedBrokerListAndAssignReplicasToBrokers``:
+    the rack-alternated node list, then 7 partitions of replication factor 3 from index 0."""
+    racks = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
+    assert rack_alternated(tuple(range(6)), racks) == [0, 3, 1, 5, 4, 2]
+    assert rack_alternated(tuple(range(5)), racks) == [0, 3, 1, 4, 2]
+    expected = {
+        0: (0, 3, 1),
+        1: (3, 1, 5),
+        2: (1, 5, 4),
+        3: (5, 4, 2),
+        4: (4, 2, 0),
+        5: (2, 0, 3),
+        6: (0, 4, 2),
+    }
+    assert {p: place(p, 3, tuple(range(6)), racks) for p in range(7)} == expected
+    cluster = ClusterMetadata(range(6), racks=racks, default_replication_factor=3)
+    assert cluster.partition("t", 6).replicas == (0, 4, 2)
 
 
 def test_internal_topics_replication_is_capped_at_the_number_of_brokers() -> None:

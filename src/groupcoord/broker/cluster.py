@@ -8,10 +8,11 @@ its leader, its leader epoch and its in-sync replicas. A request for a partition
 does not lead it is answered as Kafka's broker answers it (NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR,
 FENCED_LEADER_EPOCH ...); the handlers ask :meth:`ClusterMetadata.check` and :meth:`leader`.
 
-* **Placement** is Kafka's rack-unaware replica assignment (``AdminUtils.assignReplicasToBrokers``
-  without racks): partition ``p``'s first replica is node ``p % N``, and the others follow it at a
-  shift that grows every N partitions. Kafka starts at a random node and a random shift; here both
-  start at 0, so that a test knows where each partition lives (design principle 8). The preferred
+* **Placement** is Kafka's replica assignment (``AdminUtils.assignReplicasToBrokers``; its
+  rack-aware variant when every node has a rack): without racks partition ``p``'s first replica
+  is node ``p % N``, and the others follow it at a shift that grows every N partitions. Kafka
+  starts at a random node and a random shift; here both start at 0, so that a test knows where
+  each partition lives (design principle 8). The preferred
   leader is the first replica. A partition is placed when its topic is created (the composition
   root listens for topic changes) or first asked for, with the topic's replication factor
   (CreateTopics, ``default.replication.factor``; the internal topics
@@ -42,7 +43,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,15 +80,71 @@ class PartitionState:
         return self.replicas[0]
 
 
-def place(partition: int, replication_factor: int, nodes: tuple[int, ...]) -> tuple[int, ...]:
-    """The replicas of ``partition``: Kafka's rack-unaware assignment with start index and
-    first shift 0 (``AdminUtils.assignReplicasToBrokersRackUnaware``)."""
+def _replica_index(first: int, shift: int, j: int, n: int) -> int:
+    return (first + 1 + (shift + j) % (n - 1)) % n
+
+
+def place(
+    partition: int,
+    replication_factor: int,
+    nodes: tuple[int, ...],
+    racks: Mapping[int, str | None] | None = None,
+) -> tuple[int, ...]:
+    """The replicas of ``partition``: Kafka's replica assignment (``AdminUtils
+    .assignReplicasToBrokers``) with start index and first shift 0, rack-aware when every node
+    has a rack (``assignReplicasToBrokersRackAware``: nodes alternate between racks, and each
+    replica goes to a rack, then a node, that has none yet while there is one)."""
+    if racks and all(racks.get(n) for n in nodes):
+        return _place_rack_aware(partition, replication_factor, nodes, racks)
     n = len(nodes)
     first = partition % n
     shift = partition // n  # +1 each time the partition id passes a multiple of n
     out = [nodes[first]]
     for j in range(replication_factor - 1):
-        out.append(nodes[(first + 1 + (shift + j) % (n - 1)) % n])
+        out.append(nodes[_replica_index(first, shift, j, n)])
+    return tuple(out)
+
+
+def rack_alternated(nodes: tuple[int, ...], racks: Mapping[int, str | None]) -> list[int]:
+    """Kafka's ``getRackAlternatedBrokerList``: racks in name order, each rack's nodes in id
+    order, taken one rack at a time."""
+    by_rack: dict[str, list[int]] = {}
+    for node in sorted(nodes):
+        by_rack.setdefault(str(racks[node]), []).append(node)
+    queues = [by_rack[r] for r in sorted(by_rack)]
+    out: list[int] = []
+    i = 0
+    while len(out) < len(nodes):
+        queue = queues[i % len(queues)]
+        if queue:
+            out.append(queue.pop(0))
+        i += 1
+    return out
+
+
+def _place_rack_aware(
+    partition: int, replication_factor: int, nodes: tuple[int, ...], racks: Mapping[int, str | None]
+) -> tuple[int, ...]:
+    arranged = rack_alternated(nodes, racks)
+    n = len(arranged)
+    num_racks = len({racks[x] for x in nodes})
+    first = partition % n
+    shift = partition // n
+    leader = arranged[first]
+    out = [leader]
+    with_racks = {racks[leader]}
+    k = 0
+    for _ in range(replication_factor - 1):
+        while True:
+            node = arranged[_replica_index(first, shift * num_racks, k, n)]
+            k += 1
+            rack = racks[node]
+            if (rack not in with_racks or len(with_racks) == num_racks) and (
+                node not in out or len(out) == n
+            ):
+                out.append(node)
+                with_racks.add(rack)
+                break
     return tuple(out)
 
 
@@ -164,7 +221,7 @@ class ClusterMetadata:
         tp = (topic, partition)
         state = self._partitions.get(tp)
         if state is None:
-            replicas = place(partition, self.replication_factor(topic), self.node_ids)
+            replicas = place(partition, self.replication_factor(topic), self.node_ids, self.racks)
             live = [r for r in replicas if r in self.alive]
             leader = live[0] if live else NO_EPOCH
             state = PartitionState(
