@@ -499,3 +499,37 @@ def test_create_topics_and_partitions_place_replicas_over_the_brokers(cluster: C
         assert int(grow.results[0].error_code) == 0
     assert [cluster.partition_state("placed", p)["replicas"] for p in range(3)] == [[2, 1], [0, 2], [1, 0]]
     assert [cluster.leader_of("placed", p) for p in range(3)] == [2, 0, 1]
+
+
+def test_produce_v10_off_the_leader_names_the_leader_kip_951(cluster: Cluster) -> None:
+    """KIP-951: Produce v10's NOT_LEADER_OR_FOLLOWER carries the partition's leader and leader
+    epoch, and the response the leader's endpoint (KafkaApis.handleProduceRequest)."""
+    from groupcoord.formats.batch import build_batch
+
+    state = cluster.partition_state(TOPIC, 1)
+    wrong = next(n for n in cluster.node_ids if n != state["leader"])
+    with client(cluster, wrong) as c:
+        r = c.call(
+            K.PRODUCE,
+            10,
+            transactional_id=None,
+            acks=-1,
+            timeout=30_000,
+            topic_data=[
+                {
+                    "name": TOPIC,
+                    "partition_data": [
+                        {"index": 1, "records": build_batch([(None, b"v", ())], timestamp_ms=1)}
+                    ],
+                }
+            ],
+        )
+    part = r.responses[0].partition_responses[0]
+    assert int(part.error_code) == int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    assert (int(part.current_leader.leader_id), int(part.current_leader.leader_epoch)) == (
+        state["leader"],
+        state["leader_epoch"],
+    )
+    assert [(int(e.node_id), int(e.port)) for e in r.node_endpoints] == [
+        (state["leader"], int(cluster.address_of(state["leader"]).split(":")[1]))
+    ]

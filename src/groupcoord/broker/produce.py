@@ -303,6 +303,33 @@ def handle(
     messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
 
+    hinted: set[int] = set()
+    cluster = broker.cluster
+    leader_t = None
+    if cluster is not None and ctx.api_version >= 10:
+        leader_t = child(child(child(resp_t, "responses"), "partition_responses"), "current_leader")
+
+    def hint(topic: str, index: int, error: ErrorCode) -> dict[str, Any]:
+        """KIP-951 (v10): NOT_LEADER_OR_FOLLOWER names the partition's leader and epoch, and the
+        response carries that leader's endpoint, so the producer need not ask Metadata
+        (KafkaApis.handleProduceRequest)."""
+        if leader_t is None or cluster is None or error is not ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return {}
+        state = cluster.partition(topic, index)
+        if state.leader >= 0:
+            hinted.add(state.leader)
+        return {"current_leader": make(leader_t, leader_id=state.leader, leader_epoch=state.leader_epoch)}
+
+    def endpoints() -> dict[str, Any]:
+        if not hinted or cluster is None:
+            return {}
+        node_t = child(resp_t, "node_endpoints")
+        out = []
+        for node in sorted(hinted):
+            host, port = broker.node_endpoint(node, ctx.listener)
+            out.append(make(node_t, node_id=node, host=host, port=port, rack=cluster.racks.get(node)))
+        return {"node_endpoints": tuple(out)}
+
     def build() -> Any:
         topic_t = child(resp_t, "responses")
         part_t = child(topic_t, "partition_responses")
@@ -328,6 +355,7 @@ def handle(
                             if rec_t is not None
                             else (),
                             error_message=r.message,
+                            **hint(name, index, r.error),
                         )
                         for index, r in parts
                     ),
@@ -335,6 +363,7 @@ def handle(
                 for name, parts in results
             ),
             throttle_time=NO_THROTTLE,
+            **endpoints(),
         )
 
     if acks == -1 and dirty and not broker.config.flush_policy_explicit:
