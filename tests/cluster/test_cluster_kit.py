@@ -159,6 +159,10 @@ def test_a_subprocess_cluster_moves_and_stops_like_an_in_process_one() -> None:
         assert cluster.coordinator_of(group) not in (target, -1)
         cluster.start_broker(target)
         assert cluster.alive() == [0, 1, 2]
+        ports = list(cluster.ports)
+        cluster.restart()  # the child is started again on the ports it had
+        assert cluster.ports == ports
+        assert cluster.alive() == [0, 1, 2]
 
 
 def test_groupcoord_serve_brokers_3_answers_metadata_with_three_brokers(tmp_path: Path) -> None:
