@@ -24,17 +24,26 @@ import asyncio
 import contextlib
 import dataclasses
 import importlib.metadata
+import itertools
 import logging
 import os
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 
 from groupcoord import native
+from groupcoord.app_cluster import (
+    CLUSTER_ROUTES,
+    ClusterNodes,
+    build_cluster,
+    follow_leadership,
+    node_interceptor,
+    racks_of,
+)
 from groupcoord.broker import (
     acl_api,
     alter_configs,
@@ -53,6 +62,7 @@ from groupcoord.broker import (
 )
 from groupcoord.broker import scram as scram_api
 from groupcoord.broker.acl import Authorizer
+from groupcoord.broker.cluster import ClusterMetadata
 from groupcoord.broker.offsets_v0 import offset_commit_v0, offset_fetch_v0, old_or
 from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
@@ -462,8 +472,18 @@ class BrokerApp:
         clock: Clock | None = None,
         interceptor: Interceptor | None = None,
         extra_routes: Iterable[Route[Broker]] = (),
+        brokers: int = 1,
+        node_ports: Sequence[int] = (),
     ) -> None:
         self.config = config
+        #: each node's port of the first listener, if given (a test cluster restarting on the
+        #: ports it had); else node i listens on each listener's port + i
+        self._node_ports = tuple(node_ports)
+        self._connection_ids = itertools.count(1)
+        if brokers < 1:
+            raise StartupError(f"--brokers must be at least 1, not {brokers}")
+        #: the broker nodes this process serves (0..N-1; ``docs/cluster.md``)
+        self.node_ids = tuple(range(brokers)) if brokers > 1 else (config.node_id,)
         self.data_dir = data_dir
         self.clock: Clock = clock if clock is not None else SystemClock()
         #: one server per listener (``listeners``), in order; :attr:`server` is the first
@@ -478,6 +498,12 @@ class BrokerApp:
                 settings.get("allow.everyone.if.no.acl.found"),
             )
             console_auth = _console_users(config, securities, lambda m, u: self.broker.scram.get(m, u))
+            racks_of(config, brokers)
+            if config.default_replication_factor > brokers:
+                raise ConfigError(
+                    f"bad value for default.replication.factor: {config.default_replication_factor} "
+                    f"(at most the number of brokers, {brokers})"
+                )
         except (ConfigError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         self.broker = _open_broker(config, data_dir, self.clock)
@@ -501,6 +527,14 @@ class BrokerApp:
         self.broker.mutation_quota = lambda ctx: enforcer.mutation_quota(
             quota_user(ctx.principal), ctx.client_id, ctx.api_key, ctx.api_version, clock.now_ms
         )
+        #: several brokers in one process (None: one)
+        self.cluster: ClusterMetadata | None = None
+        if brokers > 1:
+            self.cluster = build_cluster(config, self.broker, brokers, data_dir)
+            self.broker.cluster = self.cluster
+            follow_leadership(self.cluster, self.broker, self.groups, self.transactions)
+            interceptor = node_interceptor(self.groups, self.transactions, interceptor)
+            extra_routes = [*extra_routes, *CLUSTER_ROUTES]
         self.dispatcher = build_dispatcher(
             self.broker,
             self.groups,
@@ -508,35 +542,26 @@ class BrokerApp:
             extra=extra_routes,
             interceptor=interceptor,
         )
-        connection_quotas = ConnectionQuotas(
-            max_connections=config.max_connections,
-            max_connections_per_ip=config.max_connections_per_ip,
-            overrides=config.connections_per_ip_overrides(),
-            max_connection_creation_rate=config.max_connection_creation_rate,
-            quota_window_num=config.quota_window_num,
-            quota_window_size_seconds=config.quota_window_size_seconds,
-            ip_connection_rate=self.quota_enforcer.ip_connection_rate,
-        )
-        connection_quotas.listener_max = config.listener_max_connections()
-        self.servers = [
-            KafkaServer(
-                self.dispatcher,
-                host=spec.host or "0.0.0.0",
-                port=spec.port,
-                max_frame_bytes=config.socket_request_max_bytes,
-                connections_max_idle_ms=config.connections_max_idle_ms,
-                max_connections=config.max_connections,
-                timers=self.broker.timers,
-                security=security,
-                queued_max_request_bytes=config.queued_max_request_bytes,
-                # one for all listeners: max.connections and the per-IP counts are broker-wide,
-                # listener.name.<l>.max.connections each listener's (Kafka's ConnectionQuotas)
-                connection_quotas=connection_quotas,
-                client_quotas=self.quota_enforcer,
-            )
-            for spec, security in zip(self.listeners, securities, strict=True)
-        ]
+        #: each node's servers, one per listener (node i listens on each listener's port + i);
+        #: one ConnectionQuotas per node for all its listeners: max.connections and the per-IP
+        #: counts are each broker's, listener.name.<l>.max.connections each listener's (Kafka's
+        #: ConnectionQuotas)
+        self.node_servers: dict[int, list[KafkaServer]] = {}
+        for i, node in enumerate(self.node_ids):
+            quotas = self._connection_quotas()
+            self.node_servers[node] = [
+                self._server(spec, dataclasses.replace(security, node_id=node), i, quotas, first=j == 0)
+                for j, (spec, security) in enumerate(zip(self.listeners, securities, strict=True))
+            ]
+        #: every server, the first node's first
+        self.servers = [server for node in self.node_ids for server in self.node_servers[node]]
         self.server = self.servers[0]
+        #: stopping, starting and moving things between the nodes (``app_cluster.ClusterNodes``)
+        self.nodes = (
+            ClusterNodes(self.cluster, self.broker, self.groups, self.node_servers)
+            if self.cluster is not None
+            else None
+        )
         #: the Prometheus endpoint, when ``metrics.listen`` is set (its bound address:
         #: ``metrics.address`` after :meth:`start`)
         self.metrics: BrokerMetrics | None = None
@@ -563,6 +588,50 @@ class BrokerApp:
                 auth=console_auth if config.console_auth == "basic" else None,
             )
 
+    def _connection_quotas(self) -> ConnectionQuotas:
+        """One node's connection limits, shared by all its listeners."""
+        config = self.config
+        quotas = ConnectionQuotas(
+            max_connections=config.max_connections,
+            max_connections_per_ip=config.max_connections_per_ip,
+            overrides=config.connections_per_ip_overrides(),
+            max_connection_creation_rate=config.max_connection_creation_rate,
+            quota_window_num=config.quota_window_num,
+            quota_window_size_seconds=config.quota_window_size_seconds,
+            ip_connection_rate=self.quota_enforcer.ip_connection_rate,
+        )
+        quotas.listener_max = config.listener_max_connections()
+        return quotas
+
+    def _server(
+        self,
+        spec: ListenerSpec,
+        security: ListenerSecurity,
+        index: int,
+        connection_quotas: ConnectionQuotas,
+        *,
+        first: bool,
+    ) -> KafkaServer:
+        """One listener of one node (the ``index``-th node listens on the listener's port + index)."""
+        config = self.config
+        port = spec.port + index if spec.port else 0
+        if first and index < len(self._node_ports):
+            port = self._node_ports[index]
+        return KafkaServer(
+            self.dispatcher,
+            host=spec.host or "0.0.0.0",
+            port=port,
+            max_frame_bytes=config.socket_request_max_bytes,
+            connections_max_idle_ms=config.connections_max_idle_ms,
+            max_connections=config.max_connections,
+            timers=self.broker.timers,
+            security=security,
+            queued_max_request_bytes=config.queued_max_request_bytes,
+            connection_quotas=connection_quotas,
+            client_quotas=self.quota_enforcer,
+            connection_ids=self._connection_ids,
+        )
+
     async def start(self) -> tuple[str, int]:
         """Listen and start the background work; the bound (host, port).
 
@@ -581,7 +650,7 @@ class BrokerApp:
                 raise StartupError(f"cannot listen on {each.host}:{each.port}: {_reason(exc)}") from None
         host, port = bound[0]
         advertised = config.advertised_specs()
-        for spec, (_h, p) in zip(self.listeners[1:], bound[1:], strict=True):
+        for spec, (_h, p) in zip(self.listeners[1:], bound[1 : len(self.listeners)], strict=True):
             given = advertised[spec.name]
             shown = given.host if given.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
             broker.endpoints[spec.name] = (shown, given.port or p)
@@ -609,6 +678,8 @@ class BrokerApp:
             broker.start_maintenance()
             self.groups.start()  # creates the internal topics in a new data dir
             self.transactions.start()  # replays __transaction_state if there is one
+            if self.nodes is not None:
+                self.nodes.started(self.listeners, config.advertised_specs())
         except OSError as exc:
             for each in self.servers:
                 await each.stop()
@@ -657,10 +728,11 @@ async def run(
     on_listening: Callable[[str, int], None] | None = None,
     stop: asyncio.Event | None = None,
     extra_routes: Iterable[Route[Broker]] = (),
+    brokers: int = 1,
 ) -> None:
     """Serve until ``stop`` is set (or SIGTERM/SIGINT); :class:`StartupError` if it cannot start."""
     started = time.monotonic()
-    app = BrokerApp(config=config, data_dir=data_dir, extra_routes=extra_routes)
+    app = BrokerApp(config=config, data_dir=data_dir, extra_routes=extra_routes, brokers=brokers)
     try:
         host, port = await app.start()
     except BaseException:
@@ -678,8 +750,10 @@ async def run(
         data_dir,
         (time.monotonic() - started) * 1000,
     )
-    for spec, server in zip(app.listeners, app.servers, strict=True):
-        log.info("listener %s (%s) on %s:%d", spec.name, spec.protocol, server.host, server.port)
+    for node, servers in app.node_servers.items():
+        for spec, server in zip(app.listeners, servers, strict=True):
+            shown = f"broker {node} " if app.cluster is not None else ""
+            log.info("%slistener %s (%s) on %s:%d", shown, spec.name, spec.protocol, server.host, server.port)
     stop_event = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -711,9 +785,12 @@ def event_loop_name(loop: asyncio.AbstractEventLoop) -> str:
 
 
 def run_blocking(
-    config: BrokerConfig, data_dir: Path, on_listening: Callable[[str, int], None] | None = None
+    config: BrokerConfig,
+    data_dir: Path,
+    on_listening: Callable[[str, int], None] | None = None,
+    brokers: int = 1,
 ) -> None:
     """``groupcoord serve``: tune malloc, then :func:`run` on uvloop (or asyncio)."""
     if not tune_malloc():
         log.debug("mallopt not available: default malloc thresholds")
-    event_loop_runner()(run(config, data_dir, on_listening=on_listening))
+    event_loop_runner()(run(config, data_dir, on_listening=on_listening, brokers=brokers))

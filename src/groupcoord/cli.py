@@ -43,7 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
     from groupcoord.app import StartupError, run_blocking
 
     try:
-        run_blocking(config, data_dir, on_listening=announce)
+        run_blocking(config, data_dir, on_listening=announce, brokers=args.brokers)
     except StartupError as exc:
         print(f"groupcoord: {exc}", file=sys.stderr, flush=True)
         return 2
@@ -57,6 +57,14 @@ def register_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     p.add_argument("--config", metavar="FILE", help="server.properties file (Kafka property names)")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", help="override one property (repeatable)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve N brokers (node ids 0..N-1) in this process, each listener of node i on its port + i "
+        "(docs/cluster.md)",
+    )
     p.set_defaults(func=_serve)
 
 

@@ -72,7 +72,7 @@ def test_retention_resolution_prefers_ms_then_minutes_then_hours() -> None:
         ("no.such.key=1", "'no.such.key'"),
         ("num.partitions=zero", "num.partitions: 'zero'"),
         ("num.partitions=0", "num.partitions: '0'"),
-        ("default.replication.factor=3", "default.replication.factor: '3'"),
+        ("default.replication.factor=0", "default.replication.factor: '0'"),
         ("auto.create.topics.enable=yes", "auto.create.topics.enable: 'yes'"),
         ("log.cleanup.policy=shred", "log.cleanup.policy: 'shred'"),
         ("group.max.size=0", "group.max.size: '0'"),

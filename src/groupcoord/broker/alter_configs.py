@@ -164,13 +164,17 @@ def _topic_current(broker: Broker, name: str) -> dict[str, str]:
 
 
 def _broker_level(broker: Broker, name: str) -> bool:
-    """True for this node's own configs (its id), False for the cluster-wide defaults ("")."""
+    """True for this node's own configs (its id), False for the cluster-wide defaults ("").
+    With several brokers in one process every node's id names the one broker config they share
+    (docs/cluster.md)."""
     if name == "":
         return False
     try:
         node = int(name)
     except ValueError:
         raise _Fail(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
+    if broker.cluster is not None and node in broker.cluster.node_ids:
+        return True
     if node != broker.node_id:
         raise _Fail(
             ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id}, but received {name}"

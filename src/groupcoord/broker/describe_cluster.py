@@ -1,4 +1,5 @@
-"""DescribeCluster (key 60): this broker, as the only broker and the controller.
+"""DescribeCluster (key 60): the live brokers (this one alone, or the nodes of ``broker.cluster``)
+with their racks, and the controller.
 
 Endpoint type 1 (brokers) is the only one served. A request for controller endpoints (type 2,
 KIP-919) is answered with INVALID_REQUEST: there is no separate controller quorum (Kafka's own
@@ -11,6 +12,7 @@ from typing import Any
 
 from groupcoord.broker.acl import Resource
 from groupcoord.broker.authorized_ops import NOT_REQUESTED, authorized_operations
+from groupcoord.broker.metadata import brokers_entries
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
@@ -47,13 +49,6 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         ),
         endpoint_type=BROKERS_ENDPOINT,
         cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
-        brokers=(
-            make(
-                broker_t,
-                broker_id=broker.node_id,
-                host=broker.endpoint(ctx.listener)[0],
-                port=broker.endpoint(ctx.listener)[1],
-            ),
-        ),
+        controller_id=broker.node_id if broker.cluster is None else broker.cluster.controller_id,
+        brokers=brokers_entries(broker, broker_t, ctx.listener, id_field="broker_id"),
     )

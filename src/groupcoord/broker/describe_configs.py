@@ -181,8 +181,10 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         elif rtype == group_configs.RESOURCE_GROUP:
             entries = group_configs.describe(broker.config, broker.logs.group_configs().get(name, {}))
         elif rtype == RESOURCE_BROKER:
-            if name not in ("", str(broker.node_id)):
-                code, message = ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id}"
+            # the node asked (several brokers in one process: the one the request came to)
+            own = ctx.node_id if broker.cluster is not None else broker.node_id
+            if name not in ("", str(own)):
+                code, message = ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {own}"
             else:
                 entries = _broker_entries(broker, per_broker=name != "")
         else:

@@ -48,6 +48,8 @@ class _PartitionAsk:
     partition: int
     fetch_offset: int
     max_bytes: int
+    #: the leader epoch the client knows (v9+, KIP-320; -1: not given)
+    current_leader_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +68,7 @@ def _plan(broker: Broker, request: Any, by_id: bool, ctx: RequestContext | None 
                 partition=int(p.partition),
                 fetch_offset=int(p.fetch_offset),
                 max_bytes=int(p.partition_max_bytes),
+                current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
             )
             for p in t.partitions
         )
@@ -100,7 +103,12 @@ def _plan(broker: Broker, request: Any, by_id: bool, ctx: RequestContext | None 
 
 
 def _build(
-    broker: Broker, plan: list[_TopicAsk], max_bytes: int, read_committed: bool = False, version: int = 4
+    broker: Broker,
+    plan: list[_TopicAsk],
+    max_bytes: int,
+    read_committed: bool = False,
+    version: int = 4,
+    node: int = 0,
 ) -> tuple[list[TopicOut], int, bool]:
     """The response's topics as of now, the record bytes they carry, and whether any partition
     failed. Record sets of ``SENDFILE_MIN_BYTES`` or more are file regions the caller owns.
@@ -129,7 +137,16 @@ def _build(
                 except KeyError:
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    if version < 10 and _topic_setting(broker, ask.name, "compression.type") == "zstd":
+                    if broker.cluster is not None:
+                        # several brokers in one process: the leader epoch first, then the
+                        # leader, or from v11 (KIP-392) any in-sync replica, as Kafka's
+                        # Partition.fetchRecords (FetchParams.fetchOnlyLeader)
+                        code = broker.leadership(
+                            node, ask.name, p.partition, p.current_leader_epoch, follower_ok=version >= 11
+                        )
+                    if code != ErrorCode.NONE:
+                        pass
+                    elif version < 10 and _topic_setting(broker, ask.name, "compression.type") == "zstd":
                         code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
                     elif (
                         old_magic is not None
@@ -225,7 +242,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         # else every answer would be over the quota and answered empty (min_bytes follows)
         max_bytes = min(max_bytes, cap(ctx.principal, ctx.client_id))
     read_committed = version >= 4 and int(getattr(request, "isolation_level", 0)) == 1
-    topics, total, failed = _build(broker, plan, max_bytes, read_committed, version)
+    topics, total, failed = _build(broker, plan, max_bytes, read_committed, version, ctx.node_id)
     max_wait = ms(request.max_wait)
     min_bytes = min(int(request.min_bytes), max_bytes)
     if failed or max_wait <= 0 or total >= min_bytes or not plan:
@@ -248,7 +265,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         wake()
 
     broker.schedule(key, broker.clock.now_ms() + max_wait, expire)
-    return _parked(broker, version, plan, max_bytes, woken, wid, key, read_committed)
+    return _parked(broker, version, plan, max_bytes, woken, wid, key, read_committed, ctx.node_id)
 
 
 async def _parked(
@@ -260,10 +277,11 @@ async def _parked(
     wid: int,
     key: tuple[str, int],
     read_committed: bool = False,
+    node: int = 0,
 ) -> Any:
     try:
         await woken
     finally:
         broker.fetch_waiters.remove(wid)
         broker.timers.cancel(key)
-    return _encode(version, _build(broker, plan, max_bytes, read_committed, version)[0])
+    return _encode(version, _build(broker, plan, max_bytes, read_committed, version, node)[0])

@@ -134,12 +134,22 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         # KafkaApis.handleListOffsetRequestV1AndAbove: DESCRIBE on each topic
         allowed = broker.allowed(ctx, Op.DESCRIBE, Resource.TOPIC, t.name)
         for p in t.partitions:
-            if allowed:
-                code, ts, offset = _lookup(
-                    broker, t.name, int(p.partition_index), int(p.timestamp), ctx.api_version, read_committed
-                )
-            else:
+            index = int(p.partition_index)
+            # several brokers in one process: the leader answers, at the leader epoch the client
+            # states (v4+; Partition.fetchOffsetForTimestamp); not a follower (only the
+            # debugging replica id may ask one, which clients never use)
+            led = broker.leadership(ctx.node_id, t.name, index, int(getattr(p, "current_leader_epoch", -1)))
+            if not allowed:
                 code, ts, offset = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1
+            elif led is not ErrorCode.NONE:
+                code, ts, offset = led, -1, -1
+            else:
+                code, ts, offset = _lookup(
+                    broker, t.name, index, int(p.timestamp), ctx.api_version, read_committed
+                )
+            epoch = -1
+            if broker.cluster is not None and code is ErrorCode.NONE and offset >= 0:
+                epoch = broker.cluster.epoch_of(t.name, index, offset)
             parts.append(
                 make(
                     part_t,
@@ -147,7 +157,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     error_code=err(code),
                     timestamp=ts,
                     offset=offset,
-                    leader_epoch=-1,
+                    leader_epoch=epoch,
                 )
             )
         topics.append(make(topic_t, name=t.name, partitions=tuple(parts)))

@@ -1,4 +1,5 @@
-"""Metadata (key 3): brokers (just us), cluster id, controller (us), topics with ids.
+"""Metadata (key 3): brokers, cluster id, controller, topics with ids; with several brokers in one
+process (``broker.cluster``) each partition's leader, leader epoch, replicas and ISR.
 
 A topic that does not exist is created when the request allows it (v4+ flag; always for
 older versions) and ``auto.create.topics.enable`` is on; it is answered at once with its
@@ -12,6 +13,7 @@ from typing import Any
 
 from groupcoord.broker.acl import Resource
 from groupcoord.broker.authorized_ops import NOT_REQUESTED, authorized_operations
+from groupcoord.broker.cluster import ClusterMetadata
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
@@ -27,6 +29,19 @@ _NULL_UUID = None
 def _topic_entry(broker: Broker, topic_t: type[Any], meta: TopicMeta, ops: int = NOT_REQUESTED) -> Any:
     part_t = child(topic_t, "partitions")
     node = broker.node_id
+    cluster = broker.cluster
+    if cluster is not None:
+        return make(
+            topic_t,
+            error_code=err(ErrorCode.NONE),
+            name=meta.name,
+            topic_id=meta.topic_id,
+            is_internal=meta.internal,
+            partitions=tuple(
+                _cluster_partition(cluster, part_t, meta.name, p) for p in range(meta.partitions)
+            ),
+            topic_authorized_operations=ops,
+        )
     partitions = tuple(
         make(
             part_t,
@@ -49,6 +64,40 @@ def _topic_entry(broker: Broker, topic_t: type[Any], meta: TopicMeta, ops: int =
         partitions=partitions,
         topic_authorized_operations=ops,
     )
+
+
+def _cluster_partition(cluster: ClusterMetadata, part_t: type[Any], topic: str, partition: int) -> Any:
+    """One partition as Kafka's metadata cache answers it (``KRaftMetadataCache.partitionMetadata``):
+    no leader is LEADER_NOT_AVAILABLE; replicas on stopped nodes are its offline replicas."""
+    state = cluster.partition(topic, partition)
+    return make(
+        part_t,
+        error_code=err(ErrorCode.NONE if state.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE),
+        partition_index=partition,
+        leader_id=state.leader,
+        leader_epoch=state.leader_epoch,
+        replica_nodes=state.replicas,
+        isr_nodes=tuple(state.isr),
+        offline_replicas=tuple(r for r in state.replicas if not cluster.is_alive(r)),
+    )
+
+
+def brokers_entries(
+    broker: Broker, broker_t: type[Any], listener: str, id_field: str = "node_id"
+) -> tuple[Any, ...]:
+    """The live brokers with their endpoint of ``listener`` and their rack (Metadata,
+    DescribeCluster): only this broker without a cluster."""
+    cluster = broker.cluster
+    if cluster is None:
+        host, port = broker.endpoint(listener)
+        return (make(broker_t, **{id_field: broker.node_id}, host=host, port=port, rack=None),)
+    out = []
+    for node in cluster.node_ids:
+        if not cluster.is_alive(node):
+            continue
+        host, port = broker.node_endpoint(node, listener)
+        out.append(make(broker_t, **{id_field: node}, host=host, port=port, rack=cluster.racks.get(node)))
+    return tuple(out)
 
 
 def _error_entry(
@@ -141,20 +190,12 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             else:
                 topics_out.append(_topic_entry(broker, topic_t, meta, topic_ops))
 
-    brokers = (
-        make(
-            broker_t,
-            node_id=broker.node_id,
-            host=broker.endpoint(ctx.listener)[0],
-            port=broker.endpoint(ctx.listener)[1],
-            rack=None,
-        ),
-    )
+    brokers = brokers_entries(broker, broker_t, ctx.listener)
     values: dict[str, Any] = {
         "throttle_time": NO_THROTTLE,
         "brokers": brokers,
         "cluster_id": broker.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": broker.node_id if broker.cluster is None else broker.cluster.controller_id,
         "topics": tuple(topics_out),
     }
     if has_field(resp_t, "cluster_authorized_operations"):  # v8-10 (v11+: DescribeCluster)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import struct
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -81,6 +82,19 @@ def _keyless_records(
 #: KIP-890 part 1: ``(producer_id, producer_epoch, (topic, partition))`` -> whether the
 #: partition is in that producer's ongoing transaction (the transaction coordinator answers).
 TxnVerifier = Callable[[int, int, tuple[str, int]], ErrorCode]
+
+
+def _stamp_leader_epoch(records: bytes, batches: list[tuple[int, Any]], epoch: int) -> bytes:
+    """The batches with their ``partitionLeaderEpoch`` set to the leader's epoch, as Kafka's leader
+    stamps every batch it appends (``LogValidator``; the field is outside the CRC). Several
+    brokers in one process only: one broker reports no leader epochs and leaves them as sent."""
+    out = bytearray(records)
+    for pos, _header in batches:
+        _LEADER_EPOCH.pack_into(out, pos + 12, epoch)
+    return bytes(out)
+
+
+_LEADER_EPOCH = struct.Struct(">i")
 
 
 def _produce_partition(
@@ -181,6 +195,10 @@ def _produce_partition(
                 log_append_time=dup.log_append_time,
                 log_start_offset=plog.log_start_offset,
             )
+    if broker.cluster is not None:
+        records = _stamp_leader_epoch(
+            records, batches, broker.cluster.partition(topic, partition).leader_epoch
+        )
     try:
         info = plog.append(records)
     except RecordTooLargeError as exc:
@@ -264,12 +282,17 @@ def handle(
                 results.append((topic.name, [(int(p.index), denied) for p in topic.partition_data]))
                 continue
             for p in topic.partition_data:
+                # several brokers in one process: only the leader appends (ReplicaManager
+                # .appendToLocalLog: NOT_LEADER_OR_FOLLOWER elsewhere)
+                led = broker.leadership(ctx.node_id, topic.name, int(p.index))
                 parts.append(
                     (
                         int(p.index),
                         _produce_partition(
                             broker, topic.name, int(p.index), p.records, dirty, ctx.api_version, verify
-                        ),
+                        )
+                        if led is ErrorCode.NONE
+                        else _PartitionResult(led),
                     )
                 )
             results.append((topic.name, parts))
@@ -279,6 +302,33 @@ def handle(
 
     messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
+
+    hinted: set[int] = set()
+    cluster = broker.cluster
+    leader_t = None
+    if cluster is not None and ctx.api_version >= 10:
+        leader_t = child(child(child(resp_t, "responses"), "partition_responses"), "current_leader")
+
+    def hint(topic: str, index: int, error: ErrorCode) -> dict[str, Any]:
+        """KIP-951 (v10): NOT_LEADER_OR_FOLLOWER names the partition's leader and epoch, and the
+        response carries that leader's endpoint, so the producer need not ask Metadata
+        (KafkaApis.handleProduceRequest)."""
+        if leader_t is None or cluster is None or error is not ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return {}
+        state = cluster.partition(topic, index)
+        if state.leader >= 0:
+            hinted.add(state.leader)
+        return {"current_leader": make(leader_t, leader_id=state.leader, leader_epoch=state.leader_epoch)}
+
+    def endpoints() -> dict[str, Any]:
+        if not hinted or cluster is None:
+            return {}
+        node_t = child(resp_t, "node_endpoints")
+        out = []
+        for node in sorted(hinted):
+            host, port = broker.node_endpoint(node, ctx.listener)
+            out.append(make(node_t, node_id=node, host=host, port=port, rack=cluster.racks.get(node)))
+        return {"node_endpoints": tuple(out)}
 
     def build() -> Any:
         topic_t = child(resp_t, "responses")
@@ -305,6 +355,7 @@ def handle(
                             if rec_t is not None
                             else (),
                             error_message=r.message,
+                            **hint(name, index, r.error),
                         )
                         for index, r in parts
                     ),
@@ -312,6 +363,7 @@ def handle(
                 for name, parts in results
             ),
             throttle_time=NO_THROTTLE,
+            **endpoints(),
         )
 
     if acks == -1 and dirty and not broker.config.flush_policy_explicit:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.broker.acl import AclStore, Authorizer, Op, Resource
+from groupcoord.broker.cluster import ClusterMetadata
 from groupcoord.broker.durability import Flusher
 from groupcoord.broker.log_cleaner import BrokerCleaner
 from groupcoord.broker.producers import PartitionProducers, ProducerIdAllocator
@@ -26,7 +27,7 @@ from groupcoord.broker.scram import ScramStore
 from groupcoord.clock import Clock
 from groupcoord.config import BrokerConfig
 from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-from groupcoord.errors import DataDirError
+from groupcoord.errors import DataDirError, ErrorCode
 from groupcoord.handling import RequestContext
 from groupcoord.handling.loop_timers import LoopTimers
 from groupcoord.protocol.api_keys import ApiKey
@@ -119,6 +120,14 @@ class FetchWaiters:
                 self.remove(wid)
                 waiter.on_wake()
 
+    def wake(self, tp: TopicPartition) -> None:
+        """Answer the fetches parked on ``tp`` now (its leader changed: they find out)."""
+        for wid in list(self.by_partition.get(tp, ())):
+            waiter = self.waiters.get(wid)
+            if waiter is not None:
+                self.remove(wid)
+                waiter.on_wake()
+
     def appended(self, tp: TopicPartition, nbytes: int) -> None:
         ids = self.by_partition.get(tp)
         if not ids:
@@ -149,6 +158,9 @@ class Broker:
         #: Metadata, FindCoordinator and DescribeCluster with the endpoint of the listener the
         #: request came in on); the first listener's is ``advertised_host``/``advertised_port``
         self.endpoints: dict[str, tuple[str, int]] = {}
+        #: several brokers in one process (``broker.cluster``; set by the composition root when
+        #: it serves more than one node); None: this one broker leads every partition
+        self.cluster: ClusterMetadata | None = None
         #: SCRAM credentials (``broker.scram``), kept in the data dir
         self.scram = ScramStore(data_dir)
         #: ACL bindings (``acls.json``) and the authorizer over them (``broker.acl``); without
@@ -200,6 +212,30 @@ class Broker:
         """The advertised (host, port) of ``listener`` (the first listener's if unknown)."""
         found = self.endpoints.get(listener)
         return found if found is not None else (self.advertised_host, self.advertised_port)
+
+    def leadership(
+        self, node: int, topic: str, partition: int, current_epoch: int = -1, *, follower_ok: bool = False
+    ) -> ErrorCode:
+        """Whether node ``node`` may serve a read or write of the partition
+        (:meth:`ClusterMetadata.check`); always NONE without a cluster, and for a partition that
+        does not exist (the handler answers that itself)."""
+        cluster = self.cluster
+        if cluster is None:
+            return ErrorCode.NONE
+        meta = self.logs.topics().get(topic)
+        if meta is None or not 0 <= partition < meta.partitions:
+            return ErrorCode.NONE
+        return cluster.check(topic, partition, node, current_epoch, follower_ok=follower_ok)
+
+    def node_endpoint(self, node: int, listener: str) -> tuple[str, int]:
+        """The advertised (host, port) of node ``node``'s ``listener`` (this broker's without a
+        cluster)."""
+        cluster = self.cluster
+        if cluster is not None:
+            found = cluster.endpoint(node, listener)
+            if found is not None:
+                return found
+        return self.endpoint(listener)
 
     @property
     def serves_transactions(self) -> bool:

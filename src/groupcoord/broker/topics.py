@@ -13,6 +13,7 @@ import logging
 import uuid
 from typing import Any
 
+from groupcoord.broker.cluster import ClusterMetadata
 from groupcoord.broker.state import Broker
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import RequestContext
@@ -71,7 +72,11 @@ class _Fail(Exception):
 
 
 def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
-    """(partition count, configs) for a valid CreateTopics entry; raises :class:`_Fail`."""
+    """(partition count, configs) for a valid CreateTopics entry; raises :class:`_Fail`.
+    With several brokers (``broker.cluster``) the replication factor may be up to their number,
+    and an explicit assignment names live brokers (Kafka's ``ReplicationControlManager``)."""
+    cluster = broker.cluster
+    nodes = cluster.node_ids if cluster is not None else (broker.node_id,)
     name: str = t.name
     assignments = tuple(t.assignments or ())
     num_partitions = int(t.num_partitions)
@@ -86,10 +91,17 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
         if indexes != list(range(len(indexes))):
             raise _Fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions must be numbered 0..n-1.")
         for a in assignments:
-            if [int(b) for b in a.broker_ids] != [broker.node_id]:
+            ids = [int(b) for b in a.broker_ids]
+            if cluster is None and ids != [broker.node_id]:
                 raise _Fail(
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"Partition {a.partition_index} must be assigned to broker {broker.node_id} only.",
+                )
+            if cluster is not None and (not ids or len(set(ids)) != len(ids) or not set(ids) <= set(nodes)):
+                raise _Fail(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Partition {a.partition_index} has an invalid replica assignment {ids}: "
+                    f"brokers are {list(nodes)}.",
                 )
         num_partitions = len(assignments)
     else:
@@ -102,11 +114,17 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
                 ErrorCode.INVALID_PARTITIONS,
                 f"groupcoord supports at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
             )
-        if replication not in (-1, 1):
+        alive = len(cluster.alive) if cluster is not None else 1
+        if replication == 0 or replication < -1:
+            raise _Fail(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if replication > alive:
             raise _Fail(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication} time(s): The target replication factor "
-                f"of {replication} cannot be reached because only 1 broker(s) are registered.",
+                f"of {replication} cannot be reached because only {alive} broker(s) are registered.",
             )
     configs: dict[str, str] = {}
     for c in t.configs:
@@ -123,6 +141,17 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
     if name in broker.logs.topics():
         raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     return num_partitions, configs
+
+
+def _replication(broker: Broker, t: Any) -> int:
+    """The replication factor a valid CreateTopics entry gets (1 with one broker)."""
+    cluster = broker.cluster
+    if cluster is None:
+        return 1
+    if t.assignments:
+        return len(next(iter(t.assignments)).broker_ids)
+    rf = int(t.replication_factor)
+    return rf if rf > 0 else cluster.replication_factor(t.name)
 
 
 def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -147,6 +176,7 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     f"Create topics request from client contains a duplicate topic {t.name}.",
                 )
             num_partitions, configs = _check_new_topic(broker, t)
+            replication = _replication(broker, t)
             if getattr(request, "validate_only", False):  # v1+
                 meta_configs = configs
             else:
@@ -156,6 +186,13 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
                 if not quota.record(num_partitions):
                     raise _Fail(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE)
+                if broker.cluster is not None:
+                    broker.cluster.forget_topic(t.name)
+                    broker.cluster.set_replication_factor(t.name, replication)
+                    for a in t.assignments or ():
+                        broker.cluster.assign(
+                            t.name, int(a.partition_index), tuple(int(b) for b in a.broker_ids)
+                        )
                 try:
                     meta = broker.logs.create_topic(t.name, num_partitions, configs)
                 except TopicExistsError:
@@ -165,7 +202,7 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 log.info("created topic %s (%d partitions, configs %s)", t.name, num_partitions, configs)
                 topic_id = meta.topic_id
                 meta_configs = dict(meta.configs)
-            partitions, replication = num_partitions, 1
+            partitions = num_partitions
             if config_t is not None:
                 configs_out = tuple(
                     make(
@@ -256,6 +293,27 @@ def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     return make(resp_t, throttle_time=_throttle_time(quota), responses=tuple(out))
 
 
+def _bad_new_assignments(cluster: ClusterMetadata, topic: str, new: int, assignments: Any) -> str | None:
+    """Why CreatePartitions' assignments of the ``new`` partitions are refused (Kafka's
+    ``ReplicationControlManager.createPartitions``), with several brokers; None if they are not."""
+    if len(assignments) != new:
+        return (
+            f"Attempted to add {new} additional partition(s), but only {len(assignments)} "
+            "assignment(s) were specified."
+        )
+    rf = len(cluster.partition(topic, 0).replicas)
+    for a in assignments:
+        ids = [int(b) for b in a.broker_ids]
+        if len(set(ids)) != len(ids) or not set(ids) <= set(cluster.node_ids):
+            return f"The manual partition assignment includes an unknown or duplicate broker: {ids}."
+        if len(ids) != rf:
+            return (
+                f"The manual partition assignment includes a partition with {len(ids)} replica(s), "
+                f"but this is not consistent with previous partitions, which have {rf} replica(s)."
+            )
+    return None
+
+
 def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     messages = broker.registry.lookup(ctx.api_key, ctx.api_version)
     resp_t = messages.response_type
@@ -286,9 +344,19 @@ def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 ErrorCode.INVALID_PARTITIONS,
                 f"groupcoord supports at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
             )
-        elif t.assignments is not None and (
-            len(t.assignments) != count - meta.partitions
-            or any([int(b) for b in a.broker_ids] != [broker.node_id] for a in t.assignments)
+        elif (
+            broker.cluster is not None
+            and t.assignments is not None
+            and (bad := _bad_new_assignments(broker.cluster, t.name, count - meta.partitions, t.assignments))
+        ):
+            code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, bad
+        elif (
+            broker.cluster is None
+            and t.assignments is not None
+            and (
+                len(t.assignments) != count - meta.partitions
+                or any([int(b) for b in a.broker_ids] != [broker.node_id] for a in t.assignments)
+            )
         ):
             code, message = (
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -297,6 +365,9 @@ def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         elif not request.validate_only and not quota.record(count - meta.partitions):
             code, message = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE
         elif not request.validate_only:
+            if broker.cluster is not None:
+                for i, a in enumerate(t.assignments or ()):
+                    broker.cluster.assign(t.name, meta.partitions + i, tuple(int(b) for b in a.broker_ids))
             broker.logs.create_partitions(t.name, count)
             log.info("topic %s now has %d partitions", t.name, count)
         out.append(make(result_t, name=t.name, error_code=err(code), error_message=message))

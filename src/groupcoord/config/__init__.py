@@ -7,7 +7,9 @@ overrides; an unknown key or a bad value raises :class:`ConfigError` naming both
 
 Single-broker choices (documented, not hidden):
 
-* ``default.replication.factor`` must be 1: there is one broker.
+* ``default.replication.factor`` is at most the number of brokers (``groupcoord serve --brokers N``,
+  checked at start; 1 by default): one process serves N brokers with one copy of each log
+  (``docs/cluster.md``). ``broker.rack`` may name one rack per node, comma-separated.
 * ``offsets.topic.replication.factor`` accepts any positive value (Kafka's default is 3, and a
   server.properties written for Kafka should load) and the offsets topic is created with 1.
 * ``broker.id`` and ``node.id`` are the same setting; this broker is also the controller.
@@ -85,6 +87,11 @@ class BrokerConfig:
     num_partitions: int = 1
     default_replication_factor: int = 1
     auto_create_topics_enable: bool = True
+    # Several brokers in one process (docs/cluster.md).
+    broker_rack: str | None = None
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
     delete_topic_enable: bool = True
     # Log defaults (topic configs override them).
     log_segment_bytes: int = 1073741824
@@ -558,8 +565,16 @@ PROPERTIES: dict[str, PropertySpec] = {
     "default.replication.factor": PropertySpec(
         field="default_replication_factor",
         parse_value=_int,
-        check=lambda v: v == 1,
-        expectation="must be 1: groupcoord is a single broker",
+        check=lambda v: 1 <= v <= 32767,
+        expectation="a positive number, at most the number of brokers (--brokers)",
+    ),
+    "broker.rack": PropertySpec(field="broker_rack", nullable=True, **_TEXT),
+    "auto.leader.rebalance.enable": PropertySpec(field="auto_leader_rebalance_enable", **_BOOL),
+    "leader.imbalance.check.interval.seconds": PropertySpec(
+        field="leader_imbalance_check_interval_seconds", **_int_at_least(1)
+    ),
+    "leader.imbalance.per.broker.percentage": PropertySpec(
+        field="leader_imbalance_per_broker_percentage", **_int_at_least(0, 100)
     ),
     "auto.create.topics.enable": PropertySpec(field="auto_create_topics_enable", **_BOOL),
     "delete.topic.enable": PropertySpec(field="delete_topic_enable", **_BOOL),

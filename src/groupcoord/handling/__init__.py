@@ -69,6 +69,8 @@ class RequestContext:
     listener: str = field(default="PLAINTEXT")
     #: the connection's security state (``server.session.Session``), for the SASL handlers
     session: Any = field(default=None)
+    #: the broker node the connection is to (``broker.cluster``: several brokers in one process)
+    node_id: int = field(default=0)
 
     def mute(self) -> None:
         self.muted = True

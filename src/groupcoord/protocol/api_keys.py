@@ -49,6 +49,8 @@ class ApiKey(enum.IntEnum):
     DELETE_RECORDS = 21
     #: a producer id (and epoch) for idempotent producers
     INIT_PRODUCER_ID = 22
+    #: where a partition's leader epoch ended (a consumer validating its position, KIP-320)
+    OFFSET_FOR_LEADER_EPOCH = 23
     #: add partitions to a producer's transaction
     ADD_PARTITIONS_TO_TXN = 24
     #: add a group's offsets to a producer's transaction

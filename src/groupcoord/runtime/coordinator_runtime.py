@@ -162,8 +162,9 @@ class CoordinatorRuntime(Generic[S]):
                 self._event_sink(event)
         if result.responses:
             self._replies.extend(result.responses)
+        owner = self._shards.get(partition) if result.writes else None
         for write in result.writes:
-            done = functools.partial(self._written, partition, write)
+            done = functools.partial(self._written, partition, owner, write)
             if write.producer_id >= 0 and self._append_transactional is not None:
                 self._append_transactional(
                     write.partition, write.records, write.producer_id, write.producer_epoch, done
@@ -187,10 +188,13 @@ class CoordinatorRuntime(Generic[S]):
         if not self._delivering:
             self._deliver()
 
-    def _written(self, partition: int, write: PendingWrite, error: ErrorCode) -> None:
+    def _written(self, partition: int, owner: S | None, write: PendingWrite, error: ErrorCode) -> None:
         shard = self._shards.get(partition)
-        if shard is None:
-            return  # unloaded meanwhile: what waited for the write was answered then
+        if shard is None or shard is not owner:
+            # unloaded meanwhile (what waited for the write was answered then), perhaps loaded
+            # again since (the partition's leadership moved away and back): the new shard did
+            # not make this write, and reads it from the log if it is there
+            return
         self.apply(partition, shard.complete_write(write, error))
 
     def _deliver(self) -> None:

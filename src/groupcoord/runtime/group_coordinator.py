@@ -108,6 +108,12 @@ class GroupCoordinator:
         self._image = TopicsImage()
         #: Per-group config overrides (GROUP resources), handed to every shard made.
         self._group_overrides: dict[str, GroupOverrides] = {}
+        #: Several brokers in one process (``broker.cluster``): the leader of a partition, and the
+        #: node the request being handled came to (set by the composition root before each
+        #: request). A partition led by another node is answered NOT_COORDINATOR. None: one node
+        #: leads every partition with a shard.
+        self.leader_of: Callable[[int], int] | None = None
+        self.node = 0
         starting = range(self._num_partitions) if owned_partitions is None else owned_partitions
         for p in starting:
             self.runtime.load(p)
@@ -136,47 +142,57 @@ class GroupCoordinator:
             self._partition_cache[group_id] = p
         return p
 
+    def _here(self, p: int) -> GroupCoordinatorShard:
+        """The shard answering for partition ``p`` on :attr:`node`: its own while the node leads
+        the partition, else the one that leads nothing (NOT_COORDINATOR)."""
+        shard = self.runtime.shard(p)
+        if shard is None:
+            return self._elsewhere
+        leader_of = self.leader_of
+        if leader_of is not None and leader_of(p) != self.node:
+            return self._elsewhere
+        return shard
+
     def _shard(self, group_id: str) -> tuple[int, GroupCoordinatorShard]:
         p = self.partition_for(group_id)
-        shard = self.runtime.shard(p)
-        return p, (shard if shard is not None else self._elsewhere)
+        return p, self._here(p)
 
     # ------------------------------------------------------------------ one group's requests
     def join_group(self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]) -> None:
         p = self.partition_for(req.group_id)
-        shard = self.runtime.shard(p) or self._elsewhere
+        shard = self._here(p)
         self.runtime.apply(p, shard.join_group(req, reply))
 
     def sync_group(self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]) -> None:
         p = self.partition_for(req.group_id)
-        shard = self.runtime.shard(p) or self._elsewhere
+        shard = self._here(p)
         self.runtime.apply(p, shard.sync_group(req, reply))
 
     def heartbeat(self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]) -> None:
         p = self.partition_for(req.group_id)
-        shard = self.runtime.shard(p) or self._elsewhere
+        shard = self._here(p)
         self.runtime.apply(p, shard.heartbeat(req, reply))
 
     def leave_group(self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]) -> None:
         p = self.partition_for(req.group_id)
-        shard = self.runtime.shard(p) or self._elsewhere
+        shard = self._here(p)
         self.runtime.apply(p, shard.leave_group(req, reply))
 
     def offset_commit(self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]) -> None:
         p = self.partition_for(req.group_id)
-        shard = self.runtime.shard(p) or self._elsewhere
+        shard = self._here(p)
         self.runtime.apply(p, shard.offset_commit(req, reply))
 
     def txn_offset_commit(
         self, req: TxnOffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
     ) -> None:
         p = self.partition_for(req.group_id)
-        shard = self.runtime.shard(p) or self._elsewhere
+        shard = self._here(p)
         self.runtime.apply(p, shard.txn_offset_commit(req, reply))
 
     def offset_delete(self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]) -> None:
         p = self.partition_for(req.group_id)
-        shard = self.runtime.shard(p) or self._elsewhere
+        shard = self._here(p)
         self.runtime.apply(p, shard.offset_delete(req, reply))
 
     # ------------------------------------------------------------------ consumer groups (KIP-848)
@@ -225,7 +241,7 @@ class GroupCoordinator:
         parts = self._by_partition([g.group_id for g in req.groups])
         if len(parts) == 1:
             ((p, _),) = parts.items()
-            shard = self.runtime.shard(p) or self._elsewhere
+            shard = self._here(p)
             self.runtime.apply(p, shard.offset_fetch(req, reply))
             return
         answers: dict[int, OffsetFetchGroupResponse] = {}
@@ -240,7 +256,7 @@ class GroupCoordinator:
                 require_stable=req.require_stable,
                 version=req.version,
             )
-            shard = self.runtime.shard(p) or self._elsewhere
+            shard = self._here(p)
             self.runtime.apply(p, shard.offset_fetch(sub, join.part(_collect_fetch(answers, indexes))))
 
     def describe_groups(
@@ -254,7 +270,7 @@ class GroupCoordinator:
     ) -> None:
         error = ErrorCode.NONE
         listed: list[ListedGroup] = []
-        for shard in self.runtime.shards():
+        for shard in self._shards_here():
             part = shard.list_groups_now(states_filter)
             if part.error is not ErrorCode.NONE and error is ErrorCode.NONE:
                 error = part.error
@@ -275,9 +291,21 @@ class GroupCoordinator:
 
         join = _Join(len(parts), finish)
         for p, indexes in parts.items():
-            shard = self.runtime.shard(p) or self._elsewhere
+            shard = self._here(p)
             sub = [order[i] for i in indexes]
             self.runtime.apply(p, shard.delete_groups(sub, join.part(_collect_deletes(results))))
+
+    def _shards_here(self) -> list[GroupCoordinatorShard]:
+        """The shards of the partitions :attr:`node` leads (ListGroups lists one broker's groups)."""
+        leader_of = self.leader_of
+        if leader_of is None:
+            return self.runtime.shards()
+        out = []
+        for p in self.runtime.partitions():
+            shard = self.runtime.shard(p)
+            if shard is not None and leader_of(p) == self.node:
+                out.append(shard)
+        return out
 
     def _by_partition(self, group_ids: Sequence[str]) -> dict[int, list[int]]:
         """Partition -> the indexes of its groups in ``group_ids`` (in the request's order)."""

@@ -20,12 +20,14 @@ from typing import Any
 from groupcoord.broker.acl import Resource
 from groupcoord.broker.authorized_ops import NOT_REQUESTED, authorized_operations
 from groupcoord.broker.state import Broker
+from groupcoord.constants import TRANSACTION_STATE_TOPIC
 from groupcoord.coordinator.consumer import kio_adapter
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
 )
 from groupcoord.coordinator.consumer.api import DescribedGroup as ConsumerDescribedGroup
+from groupcoord.coordinator.records import partition_for
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import PreEncoded, RequestContext
 from groupcoord.protocol import group_messages as api
@@ -36,6 +38,11 @@ from groupcoord.protocol.registry import ApiMessages
 from groupcoord.runtime.answers import call_now_or_later, response_type
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.runtime.txn_runtime import TxnRuntime
+from groupcoord.transactions.records import partition_for as txn_partition_for
+from groupcoord.transactions.shard import TxnConfig
+
+#: ``transaction.state.log.num.partitions`` (the transaction runtime's).
+TXN_STATE_PARTITIONS = TxnConfig().num_partitions
 
 #: FindCoordinator key types.
 KEY_TYPE_GROUP = 0
@@ -46,26 +53,40 @@ KEY_TYPE_TRANSACTION = 1
 def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = response_type(broker, ctx)
     key_type = int(getattr(request, "key_type", KEY_TYPE_GROUP))
-    (host, port), node = broker.endpoint(ctx.listener), broker.node_id
+    cluster = broker.cluster
 
-    def answer(key: str) -> tuple[ErrorCode, str | None]:
+    def answer(key: str) -> tuple[ErrorCode, str | None, int]:
         if key_type == KEY_TYPE_TRANSACTION:
             # One broker leads every __transaction_state partition, when transactions are on.
             if not broker.serves_transactions:
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported by this broker"
-            return ErrorCode.NONE, None
-        if key_type != KEY_TYPE_GROUP:
-            return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
-        # One broker leads every __consumer_offsets partition: it is every group's coordinator
-        # (a partition still loading is reported by the group requests themselves).
-        return ErrorCode.NONE, None
+                return (
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                    "transactions are not supported by this broker",
+                    -1,
+                )
+            topic, partition = TRANSACTION_STATE_TOPIC, txn_partition_for(key, TXN_STATE_PARTITIONS)
+        elif key_type != KEY_TYPE_GROUP:
+            return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}", -1
+        else:
+            topic, partition = OFFSETS_TOPIC, partition_for(key, broker.config.offsets_topic_num_partitions)
+        if cluster is None:
+            # One broker leads every partition: it is every coordinator (a partition still
+            # loading is reported by the group requests themselves).
+            return ErrorCode.NONE, None, broker.node_id
+        # Any broker answers with the leader of the key's partition (KafkaApis
+        # .getCoordinator); a partition without a leader is COORDINATOR_NOT_AVAILABLE.
+        leader = cluster.leader(topic, partition)
+        if leader < 0:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1
+        return ErrorCode.NONE, None, leader
 
     if has_field(resp_t, "coordinators"):  # v4+: batched keys
         coord_t = child(resp_t, "coordinators")
         out = []
         for key in request.coordinator_keys:
-            code, message = answer(key)
+            code, message, node = answer(key)
             ok = code is ErrorCode.NONE
+            host, port = broker.node_endpoint(node, ctx.listener) if ok else ("", -1)
             out.append(
                 make(
                     coord_t,
@@ -78,8 +99,9 @@ def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                 )
             )
         return make(resp_t, throttle_time=NO_THROTTLE, coordinators=tuple(out))
-    code, message = answer(request.key)
+    code, message, node = answer(request.key)
     ok = code is ErrorCode.NONE
+    host, port = broker.node_endpoint(node, ctx.listener) if ok else ("", -1)
     return make(
         resp_t,
         throttle_time=NO_THROTTLE,

@@ -80,6 +80,8 @@ class GroupRuntime:
         #: called with each event as the coordinator makes it, on the loop (the metrics endpoint)
         self.event_listeners: list[Callable[[GroupEvent], None]] = []
         self._load_task: asyncio.Task[None] | None = None
+        #: partitions reloading after their leadership moved here (``move_partition``)
+        self._reloads: dict[int, asyncio.Task[None]] = {}
         self.loaded = asyncio.Event()
         self._closed = False
         # The consumer groups' topics image (KIP-848): rebuilt on every topic change.
@@ -207,6 +209,41 @@ class GroupRuntime:
                 await asyncio.sleep(0)
         return loader.finish()
 
+    def move_partition(self, partition: int, leader: int) -> None:
+        """Leadership of ``partition`` moved to node ``leader`` (-1: none): the old leader's shard
+        unloads (its parked JoinGroups and SyncGroups answered NOT_COORDINATOR, its timers
+        cancelled, its groups gone from memory), and the new leader's loads from the partition,
+        answering COORDINATOR_LOAD_IN_PROGRESS until it is replayed: Kafka's
+        ``GroupCoordinatorService.onResignation`` / ``onElection``. Before the first load is done
+        there is nothing to move: the load under way is the new leader's."""
+        if not self.loaded.is_set() or self._closed:
+            return
+        running = self._reloads.pop(partition, None)
+        if running is not None:
+            running.cancel()
+        self.coordinator.unload_partition(partition)
+        if leader < 0:
+            return
+        self.coordinator.begin_loading(partition)
+        task = asyncio.get_running_loop().create_task(self._reload(partition))
+        self._reloads[partition] = task
+
+    async def _reload(self, partition: int) -> None:
+        records = await self._load_partition(partition)
+        if self._reloads.get(partition) is asyncio.current_task():
+            del self._reloads[partition]
+        self.coordinator.complete_loading(partition)
+        log.info("%s-%d: loaded %d records after a leader change", OFFSETS_TOPIC, partition, records)
+
+    def reloading(self) -> bool:
+        """Whether a partition whose leadership moved is still loading."""
+        return bool(self._reloads)
+
+    async def reloaded(self) -> None:
+        """Wait until every partition whose leadership moved has loaded."""
+        while self._reloads:
+            await asyncio.wait(list(self._reloads.values()))
+
     def resign(self) -> None:
         """At shutdown: answer every parked JoinGroup and SyncGroup with NOT_COORDINATOR.
 
@@ -233,6 +270,8 @@ class GroupRuntime:
         self._closed = True
         if self._load_task is not None:
             self._load_task.cancel()
+        for task in self._reloads.values():
+            task.cancel()
         self.coordinator.runtime.close()
         self._write_tick()
         self._flush_events()

@@ -97,6 +97,12 @@ class TxnRuntime:
         )
         #: Answers for ids of partitions led elsewhere (before the start, after an unload).
         self._elsewhere = self._new_shard(-1)
+        #: Several brokers in one process (``broker.cluster``): the leader of a partition, and the
+        #: node the request being handled came to (set by the composition root before each
+        #: request); a transactional id of a partition led by another node is answered
+        #: NOT_COORDINATOR. None: this node leads every partition.
+        self.leader_of: Callable[[int], int] | None = None
+        self.node = 0
 
     def _new_shard(self, partition: int) -> TransactionCoordinatorShard:
         shard = TransactionCoordinatorShard(
@@ -152,20 +158,41 @@ class TxnRuntime:
         """Run one request; the encoded reply now, or a future of it."""
         return now_or_later(invoke, encode)
 
-    def _shard(self, transactional_id: str) -> tuple[int, TransactionCoordinatorShard]:
+    def _shard(
+        self, transactional_id: str, *, any_node: bool = False
+    ) -> tuple[int, TransactionCoordinatorShard]:
         p = partition_for(transactional_id, self.config.num_partitions)
         shard = self.runtime.shard(p)
-        return p, (shard if shard is not None else self._elsewhere)
+        if shard is None:
+            return p, self._elsewhere
+        leader_of = self.leader_of
+        if not any_node and leader_of is not None and leader_of(p) != self.node:
+            return p, self._elsewhere
+        return p, shard
 
     def transaction_shard(self, transactional_id: str) -> TransactionCoordinatorShard:
         """The shard of ``transactional_id``'s partition (inspection: tests)."""
-        return self._shard(transactional_id)[1]
+        return self._shard(transactional_id, any_node=True)[1]
+
+    def move_partition(self, partition: int, leader: int) -> None:
+        """Leadership of ``partition`` of ``__transaction_state`` moved to ``leader`` (-1: none):
+        the old leader's shard unloads, the new one's replays the partition (at once: the
+        transaction log is small) and finishes what the log left half-way, as Kafka's
+        ``TransactionStateManager`` does on ``onElection``."""
+        self.runtime.unload(partition)
+        if leader < 0:
+            return
+        shard = self.runtime.load(partition)
+        if TRANSACTION_STATE_TOPIC in self.broker.logs.topics():
+            self._load_partition(partition, shard)
+        self.runtime.loaded(partition)
 
     def verify_partition(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partition: tuple[str, int]
     ) -> ErrorCode:
-        """See :meth:`TransactionCoordinatorShard.verify_partition` (a query)."""
-        shard = self._shard(transactional_id)[1]
+        """See :meth:`TransactionCoordinatorShard.verify_partition` (a query; the partition's
+        leader asks the coordinator whichever node that is)."""
+        shard = self._shard(transactional_id, any_node=True)[1]
         return shard.verify_partition(transactional_id, producer_id, producer_epoch, partition)
 
     def init_producer_id(
@@ -206,7 +233,13 @@ class TxnRuntime:
         error = ErrorCode.NONE
         unknown: tuple[str, ...] = ()
         listed: list[ListedTransaction] = []
-        for shard in self.runtime.shards():
+        leader_of = self.leader_of
+        here = [
+            s
+            for p in self.runtime.partitions()
+            if (s := self.runtime.shard(p)) is not None and (leader_of is None or leader_of(p) == self.node)
+        ]
+        for shard in here:
             part = shard.list_now(state_filters, producer_id_filters)
             if part.error is not ErrorCode.NONE:
                 error = part.error
@@ -248,6 +281,7 @@ class TxnRuntime:
             self._append_markers(event)
 
     def _append_markers(self, m: MarkerWrite) -> None:
+        owner = self.runtime.shard(partition_for(m.transactional_id, self.config.num_partitions))
         dirty: dict[Hashable, Flushable] = {}
         now = self.broker.clock.now_ms()
         for topic, partition in m.partitions:
@@ -269,13 +303,15 @@ class TxnRuntime:
                 log.error(
                     "transaction %r: marker to %s-%d failed: %r", m.transactional_id, topic, partition, exc
                 )
-                self._soon(lambda: self._markers_written(m, ErrorCode.KAFKA_STORAGE_ERROR))
+                self._soon(lambda: self._markers_written(m, ErrorCode.KAFKA_STORAGE_ERROR, owner))
                 return
             self.broker.notify_append((topic, partition), len(batch))
             dirty[(topic, partition)] = plog
-        self._durable(dirty, lambda code: self._markers_written(m, code))
+        self._durable(dirty, lambda code: self._markers_written(m, code, owner))
 
-    def _markers_written(self, m: MarkerWrite, code: ErrorCode) -> None:
+    def _markers_written(
+        self, m: MarkerWrite, code: ErrorCode, owner: TransactionCoordinatorShard | None = None
+    ) -> None:
         """The group coordinator applies the markers in ``__consumer_offsets`` first (Kafka's
         ``GroupCoordinator.onTransactionCompleted`` after the marker append), so a commit's
         offsets are visible before EndTxn's transaction completes."""
@@ -285,7 +321,8 @@ class TxnRuntime:
                     self._on_offsets_marker(partition, m.producer_id, m.commit)
         p = partition_for(m.transactional_id, self.config.num_partitions)
         shard = self.runtime.shard(p)
-        if shard is not None:
+        # a shard loaded since (the partition's leadership moved) writes its own markers
+        if shard is not None and (owner is None or shard is owner):
             self.runtime.apply(p, shard.complete_markers(m, code))
 
     # ------------------------------------------------------------------ durability

@@ -25,6 +25,7 @@ import itertools
 import logging
 import socket
 import ssl
+from collections.abc import Iterator
 from typing import Any
 
 from groupcoord.clock import SystemClock
@@ -64,6 +65,7 @@ class KafkaServer:
         queued_max_request_bytes: int = -1,
         connection_quotas: ConnectionQuotas | None = None,
         client_quotas: ClientQuotas | None = None,
+        connection_ids: Iterator[int] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         #: this listener's name, protocol, TLS context and SASL settings (``server.session``)
@@ -85,8 +87,11 @@ class KafkaServer:
         #: the keyed timer service (and its clock) the idle sweep runs on
         self.timers = timers or LoopTimers(SystemClock())
         self._server: asyncio.base_events.Server | None = None
+        #: this server's idle-sweep timer (several listeners share one timer service)
+        self._idle_key = (*_IDLE_SWEEP_KEY, id(self))
         self._connections: set[KafkaConnection] = set()
-        self._ids = itertools.count(1)
+        #: connection ids (shared by the servers of one process, so that each names one connection)
+        self._ids = connection_ids if connection_ids is not None else itertools.count(1)
         #: byte and connection totals (read by the metrics endpoint)
         self.traffic = Traffic()
         self.acceptor = Acceptor(self.connection_quotas, self.timers, self.traffic, self.security.name)
@@ -162,7 +167,7 @@ class KafkaServer:
 
     # ------------------------------------------------------------------ idle connections
     def _schedule_idle_sweep(self, deadline_ms: int) -> None:
-        self.timers.schedule(_IDLE_SWEEP_KEY, deadline_ms, self.close_idle_connections)
+        self.timers.schedule(self._idle_key, deadline_ms, self.close_idle_connections)
 
     def close_idle_connections(self) -> None:
         """Close every connection idle longer than ``connections.max.idle.ms``, then schedule
@@ -185,7 +190,7 @@ class KafkaServer:
     # ------------------------------------------------------------------ shutdown
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, let every connection answer what it has in flight, then close."""
-        self.timers.cancel(_IDLE_SWEEP_KEY)
+        self.timers.cancel(self._idle_key)
         if self._server is not None:
             self._server.close()
         drains = [conn.drain() for conn in list(self._connections)]

@@ -539,6 +539,7 @@ class KafkaConnection(AnswerOutput):
             principal=session.principal,
             listener=session.listener,
             session=session,
+            node_id=session.security.node_id,
         )
         observe = dispatcher.observe
         quotas = self._quotas

@@ -73,6 +73,8 @@ class ListenerSecurity:
     map_principal: Callable[[str], str] | None = None
     #: ``server.sasl.SaslServerConfig`` for SASL listeners
     sasl: Any = None
+    #: the broker node this listener belongs to (several brokers in one process)
+    node_id: int = 0
 
     def new_session(self, now_ms: Callable[[], int] | None = None) -> Session:
         return Session(self, now_ms)

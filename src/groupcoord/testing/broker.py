@@ -225,6 +225,11 @@ class Broker:
         return f"{self.host}:{self.port}"
 
     @property
+    def wire_address(self) -> str:
+        """The one ``host:port`` the observation helpers talk to (a running broker's)."""
+        return self.bootstrap
+
+    @property
     def metrics_url(self) -> str | None:
         """``"http://127.0.0.1:PORT/metrics"``, the Prometheus endpoint of ``metrics.listen``
         (the port it bound, if given as 0); None when ``metrics.listen`` is not set. A wildcard
@@ -295,6 +300,22 @@ class Broker:
                 shutil.rmtree(self._tmp, ignore_errors=True)
                 self._tmp = None
                 self._data_dir = None
+
+    # ------------------------------------------------------------------ hooks (Cluster's)
+    def _app_options(self) -> dict[str, Any]:
+        """Further keyword arguments of the ``BrokerApp``."""
+        return {}
+
+    def _started_app(self, app: BrokerApp) -> None:
+        """The in-process app is listening."""
+
+    def _process_args(self) -> list[str]:
+        """Further arguments of ``python -m groupcoord.testing``."""
+        return []
+
+    def _listening(self, addresses: str) -> None:
+        """The child's listening line (``host:port``)."""
+        self.port = int(addresses.rsplit(":", 1)[1])
 
     def _properties(self) -> dict[str, str]:
         return {**self.settings, "listeners": f"{self.security_protocol}://{self.host}:{self.port}"}
@@ -411,7 +432,11 @@ class Broker:
 
         async def main() -> None:
             app = BrokerApp(
-                config=config, data_dir=self.data_dir, clock=self.clock, interceptor=self._injector
+                config=config,
+                data_dir=self.data_dir,
+                clock=self.clock,
+                interceptor=self._injector,
+                **self._app_options(),
             )
             try:
                 host, port = await app.start()
@@ -425,6 +450,7 @@ class Broker:
             self._metrics_url = None if app.metrics is None else metrics_url(app.metrics.address)
             self._console_url = None if app.console is None else console_url(app.console.address)
             self._app = app
+            self._started_app(app)
             log.info("test broker listening on %s:%d (data %s)", host, port, self.data_dir)
             self._started.set()
             try:
@@ -508,6 +534,7 @@ class Broker:
         ]
         for k, v in self.settings.items():
             argv += ["--set", f"{k}={v}"]
+        argv += self._process_args()
         token = secrets.token_hex(16)
         env = {**os.environ, TOKEN_ENV: token}
         self._log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
@@ -540,7 +567,7 @@ class Broker:
         ):
             self._stop_process(hard=True)
             raise RuntimeError(f"the broker did not start: {lines!r}; log:\n{self.log_tail()}")
-        self.port = int(lines[0][len(LISTENING_PREFIX) :].strip().rsplit(":", 1)[1])
+        self._listening(lines[0][len(LISTENING_PREFIX) :].strip())
         self._metrics_url = metrics[0][len(METRICS_PREFIX) :].strip() if metrics else None
         control_host, control_port = lines[-1][len(CONTROL_PREFIX) :].strip().rsplit(":", 1)
         self._control = ControlClient(control_host, int(control_port), token)
@@ -658,7 +685,7 @@ class Broker:
         def sever() -> int:
             n = 0
             assert self._app is not None
-            live = self._app.server.connections
+            live = [conn for server in self._app.servers for conn in server.connections]
             self._injector.retain_connections({conn.connection_id for conn in live})
             for conn in live:
                 if client_id is None or conn.connection_id in wanted:
@@ -680,13 +707,13 @@ class Broker:
 
     # ------------------------------------------------------------------ observation
     def describe_group(self, group: str) -> GroupView:
-        return wire.describe(self.bootstrap, group)
+        return wire.describe(self.wire_address, group)
 
     def committed(self, group: str) -> dict[TopicPartition, int]:
-        return wire.committed(self.bootstrap, group)
+        return wire.committed(self.wire_address, group)
 
     def events(self, group: str) -> list[GroupEvent]:
-        return wire.events(self.bootstrap, group)
+        return wire.events(self.wire_address, group)
 
     def wait_for_group(
         self,
@@ -723,7 +750,7 @@ class Broker:
             time.sleep(0.05)
 
     def create_topic(self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None) -> None:
-        wire.create_topic(self.bootstrap, name, partitions, dict(configs or {}))
+        wire.create_topic(self.wire_address, name, partitions, dict(configs or {}))
 
     def produce(
         self,
@@ -735,10 +762,10 @@ class Broker:
         headers: Sequence[tuple[str, bytes | None]] = (),
     ) -> list[int]:
         """Append ``values`` to one partition (acks=all); their offsets."""
-        return wire.produce(self.bootstrap, topic, values, key=key, partition=partition, headers=headers)
+        return wire.produce(self.wire_address, topic, values, key=key, partition=partition, headers=headers)
 
     def records(self, topic: str, partition: int | None = None) -> list[Record]:
-        return wire.records(self.bootstrap, topic, partition)
+        return wire.records(self.wire_address, topic, partition)
 
     # ------------------------------------------------------------------ client quotas
     def set_quota(
@@ -764,7 +791,7 @@ class Broker:
         entity = _quota_entity(user, client_id, ip)
         add = {k: float(v) for k, v in quotas.items() if v is not None}
         delete = [k for k, v in quotas.items() if v is None]
-        with AdminClient(self.bootstrap, client_id="groupcoord-testing") as admin:
+        with AdminClient(self.wire_address, client_id="groupcoord-testing") as admin:
             admin_quotas.alter_quotas(admin, entity, add=add, delete=delete)
 
     def quotas(
@@ -773,7 +800,7 @@ class Broker:
         """The configured quotas of the entities matching the filter (DescribeClientQuotas;
         no filter: every entity), keyed by entity ((type, name or None) pairs)."""
         entity = _quota_entity(user, client_id, ip)
-        with AdminClient(self.bootstrap, client_id="groupcoord-testing") as admin:
+        with AdminClient(self.wire_address, client_id="groupcoord-testing") as admin:
             return dict(admin_quotas.describe_quotas(admin, entity or None))
 
     def log_tail(self, lines: int = 50) -> str:

@@ -45,26 +45,28 @@ class LogTail(logging.Handler):
 def crash(app: Any, loop: asyncio.AbstractEventLoop) -> None:
     """On the loop: close the listening socket and every connection's socket, then stop
     the loop where it is. Nothing else runs: no answers, no flush, no close."""
-    # The server's listening socket must go now, so that the restart can bind its port.
-    listener = getattr(app.server, "_server", None)
-    if listener is None:
-        log.error("hard stop: the server has no listening socket to close (KafkaServer changed?)")
-    else:
-        listener.close()
-    for conn in app.server.connections:
-        transport = getattr(conn, "_transport", None)
-        sock = transport.get_extra_info("socket") if transport is not None else None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+    # The servers' listening sockets must go now, so that the restart can bind their ports.
+    for server in app.servers:
+        listener = getattr(server, "_server", None)
+        if listener is None:
+            log.error("hard stop: the server has no listening socket to close (KafkaServer changed?)")
+        else:
+            listener.close()
+        for conn in server.connections:
+            transport = getattr(conn, "_transport", None)
+            sock = transport.get_extra_info("socket") if transport is not None else None
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
     loop.stop()
 
 
 def sever(app: Any, connection_id: int) -> None:
     """Close one connection of a running app (an injected disconnection)."""
-    for conn in app.server.connections:
-        if conn.connection_id == connection_id:
-            conn.abort("disconnected by the test (injected)")
+    for server in app.servers:
+        for conn in server.connections:
+            if conn.connection_id == connection_id:
+                conn.abort("disconnected by the test (injected)")
 
 
 def metrics_url(address: tuple[str, int] | None) -> str | None:

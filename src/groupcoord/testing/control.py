@@ -62,6 +62,11 @@ OPERATIONS = frozenset(
         "pending_disconnections",
         "groups_seen",
         "forget_groups",
+        # a Cluster's (groupcoord.testing.cluster)
+        "stop_broker",
+        "start_broker",
+        "move_leader",
+        "elect_preferred_leaders",
     }
 )
 #: Exceptions that cross the channel as themselves (anything else becomes a RuntimeError).

@@ -8,7 +8,9 @@ Fixtures:
   worker: each worker is its own session), seen by each test through a
   :class:`BrokerNamespace` whose :meth:`~BrokerNamespace.topic` and
   :meth:`~BrokerNamespace.group` give names no other test uses. Injected faults are cleared
-  after every test. Time moved by ``advance()`` stays moved for later tests.
+  after every test. Time moved by ``advance()`` stays moved for later tests;
+* ``kafka_cluster``: a fresh in-process :class:`~groupcoord.testing.Cluster` per test, 3 brokers
+  unless ``@pytest.mark.kafka_cluster(brokers=N, settings={...}, racks=[...])`` says otherwise.
 
 When a test using either fixture fails, its report gets two sections: the broker's log tail
 and the events of every group the test's requests named.
@@ -28,6 +30,7 @@ import pytest
 
 if TYPE_CHECKING:
     from groupcoord.testing.broker import Broker
+    from groupcoord.testing.cluster import Cluster
 
 _BROKERS = pytest.StashKey[list["Broker"]]()
 _names = itertools.count(1)
@@ -38,6 +41,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "kafka_broker(settings=None, security_protocol=..., users=..., acls=..., super_users=..., "
         "ssl_client_auth=...): broker properties (Kafka names) and security for the kafka_broker fixture",
+    )
+    config.addinivalue_line(
+        "markers",
+        "kafka_cluster(brokers=3, settings=None, racks=None): the kafka_cluster fixture's brokers, "
+        "properties (Kafka names) and racks",
     )
 
 
@@ -97,6 +105,26 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
     with Broker(settings=_settings(request), **_security(request)) as broker:
         _track(request, broker)
         yield broker
+
+
+@pytest.fixture
+def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A fresh in-process cluster of several brokers for this test
+    (``@pytest.mark.kafka_cluster(brokers=3, settings={...}, racks=[...])``): coordinators and
+    leaders that move, brokers that stop and start (docs/cluster.md)."""
+    from groupcoord.testing.cluster import Cluster
+
+    marker = request.node.get_closest_marker("kafka_cluster")
+    options = dict(marker.kwargs) if marker is not None else {}
+    unknown = set(options) - {"brokers", "settings", "racks"}
+    if unknown:
+        raise pytest.UsageError(f"@pytest.mark.kafka_cluster does not take {sorted(unknown)}")
+    cluster = Cluster(
+        settings=options.get("settings"), brokers=options.get("brokers", 3), racks=options.get("racks")
+    )
+    with cluster:
+        _track(request, cluster)
+        yield cluster
 
 
 @pytest.fixture(scope="session")

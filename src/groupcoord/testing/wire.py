@@ -138,13 +138,23 @@ def committed(bootstrap: str, group: str) -> dict[TopicPartition, int]:
 
 
 def create_topic(
-    bootstrap: str, name: str, partitions: int = 1, configs: dict[str, str] | None = None
+    bootstrap: str,
+    name: str,
+    partitions: int = 1,
+    configs: dict[str, str] | None = None,
+    *,
+    replication_factor: int = 1,
 ) -> None:
-    """Create ``name`` (a topic that already exists is left as it is)."""
+    """Create ``name`` (a topic that already exists is left as it is); replication factor -1:
+    the broker's ``default.replication.factor``."""
     with AdminClient(bootstrap, client_id=_CLIENT_ID) as admin:
         try:
             create_topic_over_wire(
-                admin, name, partitions=partitions, replication_factor=1, configs=configs or {}
+                admin,
+                name,
+                partitions=partitions,
+                replication_factor=replication_factor,
+                configs=configs or {},
             )
         except AdminError as exc:
             if ErrorCode.TOPIC_ALREADY_EXISTS.name not in str(exc):
@@ -173,7 +183,9 @@ def produce(
         entries, timestamp_ms=int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     )
     with AdminClient(bootstrap, client_id=_CLIENT_ID) as admin:
-        r = admin.bootstrap.call(
+        # the partition's leader (with several brokers, only it appends)
+        leader = admin.leaders([topic]).get((topic, partition), admin.bootstrap)
+        r = leader.call(
             PRODUCE,
             transactional_id=None,
             acks=-1,
