@@ -62,9 +62,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["OffsetsLoader"]
 
-# OffsetCommitValue v3 with empty metadata, the record every OffsetCommit v6+ writes, after its
-# version: offset, leader epoch, (metadata length 0), commit timestamp.
-_V3_NO_METADATA = struct.Struct(">xxqixxq")
+# The 24 bytes of an OffsetCommitValue v3 with empty metadata, the record every OffsetCommit v6+
+# writes: version, offset, leader epoch, metadata length (0), commit timestamp.
+_V3_NO_METADATA = struct.Struct(">hqihq")
 _I32 = struct.Struct(">i")
 # An OffsetCommitKey whose only role is to select the offset-commit value layout.
 _ANY_COMMIT_KEY = OffsetCommitKey(group="", topic="", partition=0)
@@ -198,14 +198,10 @@ class OffsetsLoader:
                         if tp is None:
                             tp = self._topic_partition(suffix)
                     if tp is not None:
-                        if (
-                            vlen == 24
-                            and block[vp + 1] == 3
-                            and block[vp] == 0
-                            and block[vp + 14] == 0
-                            and block[vp + 15] == 0
-                        ):
-                            offset, epoch, commit_ts = unpack_v3(block, vp)
+                        version = metadata_length = -1
+                        if vlen == 24:
+                            version, offset, epoch, metadata_length, commit_ts = unpack_v3(block, vp)
+                        if version == 3 and metadata_length == 0:
                             if interpreted:
                                 co = new(CommittedOffset)
                                 co.offset = offset
