@@ -282,11 +282,14 @@ def replay_one_by_one(c: GroupCoordinator, batches: list[bytes], partition: int 
                 c.replay_end_transaction(partition, header.producer_id, commit)
                 continue
             assert key is not None
-            consumer = consumer_records.decode_record(key, value)
+            try:
+                consumer = consumer_records.decode_record(key, value)
+                record = decode_record(key, value) if consumer is None else None
+            except ValueError:
+                continue  # an undecodable record is logged and skipped
             if consumer is not None:
                 c.replay_consumer_record(consumer)
                 continue
-            record = decode_record(key, value)
             assert record is not None
             if header.is_transactional:
                 c.replay_transactional(record, header.producer_id)
@@ -543,3 +546,58 @@ def test_a_clean_restart_and_a_crash_without_damage_load_the_same_state(tmp_path
         assert report.clean_shutdown is clean
         assert report.truncated_bytes == 0
         assert state(loaded) == expected
+
+
+def _commit_v(
+    group: str, topic: str, partition: int, offset: int, *, key_version: int, epoch: int | None
+) -> Entry:
+    key = encode_key(OffsetCommitKey(group=group, topic=topic, partition=partition))
+    if key_version == 0:
+        key = b"\x00\x00" + key[2:]
+    value = OffsetCommitValue(
+        offset=offset, leader_epoch=epoch, metadata="", commit_timestamp=T0 + offset, expire_timestamp=None
+    )
+    return key, encode_value(value, 3), ()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_long_runs_of_one_groups_commits_load_as_replayed_one_by_one(seed: int) -> None:
+    """Batches as OffsetCommit writes them: hundreds of commits of one group in a row (record
+    lengths and offset-delta widths change along the batch), interrupted by what a run must stop
+    at: another group, a topic of another length, a value with metadata, a key or topic that does
+    not decode, a tombstone, a commit of key version 0."""
+    rng = random.Random(seed)
+    batches: list[bytes] = []
+    offset = 0
+    for _ in range(6):
+        group = rng.choice(["run-group", "run-group-2", "ü"])
+        entries: list[Entry] = []
+        for i in range(rng.choice([50, 64, 65, 130, 300])):
+            topic = rng.choice(["orders", "orders", "orders", "pay", "päyments-eu"])
+            entry = _commit_v(
+                group,
+                topic,
+                rng.randrange(100),
+                offset + i,
+                key_version=0 if rng.random() < 0.05 else 1,
+                epoch=rng.choice([None, None, 3, 2**31 - 1]),
+            )
+            r = rng.random()
+            if r < 0.02:
+                entry = commit(rng, "other-group", T0)
+            elif r < 0.03:
+                key, value, _h = entry
+                assert value is not None
+                entry = key, value[:-1] + b"\x00\x01", ()  # a longer value: not the run's layout
+            elif r < 0.04:
+                key, value, _h = entry
+                entry = key[:-6] + b"\x00\x02\xff\xfe" + key[-4:], value, ()  # topic not UTF-8
+            elif r < 0.05:
+                entry = entry[0], None, ()
+            entries.append(entry)
+        batches.append(build_batch(entries, base_offset=offset, timestamp_ms=T0))
+        offset += len(entries)
+    bulk, ref, ev_bulk, ev_ref = load_both(batches)
+    assert state(bulk) == state(ref)
+    assert ev_bulk == ev_ref
+    assert sum(len(g.offsets) for g in bulk.groups()) > 100

@@ -34,6 +34,7 @@ indexing so that mypyc turns it into C; interpreted, it is the same code.
 from __future__ import annotations
 
 import logging
+import re
 import struct
 import types
 
@@ -84,6 +85,35 @@ def _interpreted_offsets() -> bool:
 _INTERPRETED = _interpreted_offsets()
 
 
+class Shape:
+    """The layout of an offset commit record as OffsetCommit writes it, its varying parts aside:
+    record length, a one-byte timestamp delta, an offset delta of ``od_width`` bytes, a key of
+    ``klen`` bytes (v0 or v1) whose group part (length field and string) is ``group_width``
+    bytes, then a 24-byte v3 value without metadata and no headers. ``pattern`` matches a run of
+    such records; ``layout`` reads each one's group part, topic-and-partition part, offset,
+    leader epoch and commit timestamp."""
+
+    __slots__ = ("layout", "pattern", "size")
+
+    def __init__(self, length_bytes: bytes, od_width: int, klen: int, group_width: int) -> None:
+        suffix_width = klen - 2 - group_width
+        od = rb"[\x00-\x7f]" if od_width == 1 else rb"[\x80-\xff]{%d}[\x00-\x7f]" % (od_width - 1)
+        record = (
+            re.escape(length_bytes)
+            + rb"[\x00-\xff][\x00-\x7f]"  # attributes, timestamp delta
+            + od
+            + re.escape(bytes([klen << 1]))  # zig-zag key length, one byte
+            + rb"\x00[\x00\x01]"  # key version 0 or 1
+            + rb"[\x00-\xff]{%d}" % (group_width + suffix_width)
+            + rb"\x30\x00\x03[\x00-\xff]{12}\x00\x00[\x00-\xff]{8}"  # value: 24 bytes, v3, no metadata
+            + rb"\x00"  # no headers
+        )
+        self.pattern = re.compile(b"(?:" + record + b")+")
+        skip = len(length_bytes) + 2 + od_width + 1 + 2
+        self.layout = struct.Struct(f">{skip}x{group_width}s{suffix_width}s3xqi2xqx")
+        self.size = self.layout.size
+
+
 class OffsetsLoader:
     """Replays the batches of one partition, fed in log order; then :meth:`finish`."""
 
@@ -93,6 +123,8 @@ class OffsetsLoader:
         self._partition = partition
         #: validated commit key suffix (topic length, topic, partition) -> its (topic, partition).
         self._tp_cache: dict[bytes, tuple[str, int]] = {}
+        #: (length varint bytes, offset delta width, key length, group width) -> its Shape.
+        self._shapes: dict[tuple[bytes, int, int, int], Shape] = {}
         #: records replayed (superseded commits included; undecodable ones not).
         self.records = 0
 
@@ -128,9 +160,20 @@ class OffsetsLoader:
         group = ""
         items: list[Item] = []
         commits = 0
+        #: the shape of the last commit read one by one, while the records after it may share it
+        shape: Shape | None = None
         i = 0
         try:
             while i < count:
+                if shape is not None:
+                    n = self._run(block, p, count - i, shape, prefix, items)
+                    if n:
+                        p += n * shape.size
+                        i += n
+                        commits += n
+                    shape = None
+                    continue
+                start = p
                 # Varints of one byte (and, for the record length and the offset delta, of two:
                 # a record over 63 bytes, a batch over 64 records) take the inline path.
                 b = block[p]
@@ -143,6 +186,7 @@ class OffsetsLoader:
                     p += 2
                 else:
                     length, p = read_varint(block, p)
+                length_end = p
                 rec_end = p + length
                 if length < 0 or rec_end > end:
                     break  # the strict decoder reports it
@@ -157,6 +201,7 @@ class OffsetsLoader:
                     p += 2
                 else:
                     p = read_varint(block, p)[1]
+                od_end = p
                 b = block[p]
                 if b < 0x80:
                     klen = (b >> 1) ^ -(b & 1)
@@ -209,6 +254,12 @@ class OffsetsLoader:
                                 co.metadata = ""
                                 co.commit_timestamp = commit_ts
                                 co.expire_timestamp = None
+                                if od_at - length_end == 2 and kp == od_end + 1 and vp == key_end + 1:
+                                    # One-byte timestamp delta and key and value lengths: the
+                                    # records after it may be laid out alike (_run).
+                                    shape = self._shape(
+                                        block[start:length_end], od_end - od_at, klen, len(prefix)
+                                    )
                             else:
                                 co = CommittedOffset(
                                     offset=offset,
@@ -237,6 +288,57 @@ class OffsetsLoader:
             replay_offsets(group, items)
         self.records += commits
         return i
+
+    def _shape(self, length_bytes: bytes, od_width: int, klen: int, group_width: int) -> Shape:
+        key = (length_bytes, od_width, klen, group_width)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shapes[key] = Shape(length_bytes, od_width, klen, group_width)
+        return shape
+
+    def _run(self, block: bytes, p: int, limit: int, shape: Shape, prefix: bytes, items: list[Item]) -> int:
+        """The offset commits at ``p`` of the current group laid out exactly as ``shape`` (at most
+        ``limit``), appended to ``items``; how many. Interpreted Python pays per byte code, so a
+        run of commits is checked by one regular expression match (the framing of every record:
+        its length, varint widths, key version and length, a 24-byte v3 value without metadata,
+        no headers) and read by one ``struct.iter_unpack``; what is left per record is its group
+        (compared), its topic and partition (cached) and the offset object."""
+        size = shape.size
+        match = shape.pattern.match(block, p, p + limit * size)
+        if match is None:
+            return 0
+        tp_cache = self._tp_cache
+        interpreted = _INTERPRETED
+        new = object.__new__
+        n = 0
+        for group_bytes, suffix, offset, epoch, commit_ts in shape.layout.iter_unpack(
+            memoryview(block)[p : match.end()]
+        ):
+            if group_bytes != prefix:
+                break  # another group: read one by one
+            tp = tp_cache.get(suffix)
+            if tp is None:
+                tp = self._topic_partition(suffix)
+                if tp is None:
+                    break  # not a topic and partition: the general path decides
+            if interpreted:
+                co = new(CommittedOffset)
+                co.offset = offset
+                co.leader_epoch = None if epoch == -1 else epoch
+                co.metadata = ""
+                co.commit_timestamp = commit_ts
+                co.expire_timestamp = None
+            else:
+                co = CommittedOffset(
+                    offset=offset,
+                    leader_epoch=None if epoch == -1 else epoch,
+                    metadata="",
+                    commit_timestamp=commit_ts,
+                    expire_timestamp=None,
+                )
+            items.append((tp, co))
+            n += 1
+        return n
 
     @staticmethod
     def _group_end(block: bytes, kp: int, key_end: int) -> int:
