@@ -308,37 +308,48 @@ class OffsetsLoader:
         if match is None:
             return 0
         tp_cache = self._tp_cache
-        interpreted = _INTERPRETED
-        new = object.__new__
-        n = 0
-        for group_bytes, suffix, offset, epoch, commit_ts in shape.layout.iter_unpack(
-            memoryview(block)[p : match.end()]
-        ):
-            if group_bytes != prefix:
-                break  # another group: read one by one
-            tp = tp_cache.get(suffix)
-            if tp is None:
-                tp = self._topic_partition(suffix)
+        append = items.append
+        first = len(items)
+        rows = shape.layout.iter_unpack(memoryview(block)[p : match.end()])
+        if _INTERPRETED:
+            new = object.__new__
+            for group_bytes, suffix, offset, epoch, commit_ts in rows:
+                if group_bytes != prefix:
+                    break  # another group: read one by one
+                tp = tp_cache.get(suffix)
                 if tp is None:
-                    break  # not a topic and partition: the general path decides
-            if interpreted:
+                    tp = self._topic_partition(suffix)
+                    if tp is None:
+                        break  # not a topic and partition: the general path decides
                 co = new(CommittedOffset)
                 co.offset = offset
                 co.leader_epoch = None if epoch == -1 else epoch
                 co.metadata = ""
                 co.commit_timestamp = commit_ts
                 co.expire_timestamp = None
-            else:
-                co = CommittedOffset(
-                    offset=offset,
-                    leader_epoch=None if epoch == -1 else epoch,
-                    metadata="",
-                    commit_timestamp=commit_ts,
-                    expire_timestamp=None,
+                append((tp, co))
+        else:
+            for group_bytes, suffix, offset, epoch, commit_ts in rows:
+                if group_bytes != prefix:
+                    break
+                tp = tp_cache.get(suffix)
+                if tp is None:
+                    tp = self._topic_partition(suffix)
+                    if tp is None:
+                        break
+                append(
+                    (
+                        tp,
+                        CommittedOffset(
+                            offset=offset,
+                            leader_epoch=None if epoch == -1 else epoch,
+                            metadata="",
+                            commit_timestamp=commit_ts,
+                            expire_timestamp=None,
+                        ),
+                    )
                 )
-            items.append((tp, co))
-            n += 1
-        return n
+        return len(items) - first
 
     @staticmethod
     def _group_end(block: bytes, kp: int, key_end: int) -> int:
