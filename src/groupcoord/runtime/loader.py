@@ -15,6 +15,10 @@ less work per record, because nearly every record is an offset commit:
   the bulk form of replaying each commit: the offsets-only group a commit creates when there is
   none, then each offset assigned in log order, so a later commit of a key replaces the earlier
   value and keeps its place, as assigning into the group's offsets dict does);
+* after such a commit, the records that follow it laid out the same way (a :class:`Shape`: what
+  one OffsetCommit request writes) are checked by one regular expression match and read by one
+  ``struct.iter_unpack`` (:meth:`OffsetsLoader._run`), so that, interpreted, each costs little
+  more than its offset object;
 * every other record (an offset tombstone, a group record or tombstone, a consumer group's
   record of KIP-848, an unknown record type, a commit the walk does not read with certainty) is
   replayed by the general path, after the commits before it, so everything keeps its log-order
