@@ -49,6 +49,7 @@ NATIVE_MODULES = (
     "groupcoord/runtime/group_coordinator.py",
     "groupcoord/runtime/group_handlers.py",
     "groupcoord/runtime/group_runtime.py",
+    "groupcoord/runtime/loader.py",
     "groupcoord/coordinator/classic_group.py",
     "groupcoord/coordinator/classic_messages.py",
     "groupcoord/coordinator/classic_rebalance.py",

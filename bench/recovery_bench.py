@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from groupcoord import native
 from groupcoord.broker.state import Broker
 from groupcoord.clock import SystemClock
 from groupcoord.config import BrokerConfig
@@ -246,7 +247,11 @@ def main() -> None:
         args.keep = True
     else:
         data_dir = Path(tempfile.mkdtemp(prefix="groupcoord-recovery-"))
-    result: dict[str, Any] = {"machine": group_bench.machine(), "args": vars(args)}
+    result: dict[str, Any] = {
+        "machine": group_bench.machine(),
+        "build": native.status().describe(),  # the broker process runs the same sources
+        "args": vars(args),
+    }
     try:
         if reuse:
             result["written"] = {"reused_data_dir": str(data_dir)}

@@ -48,7 +48,6 @@ from groupcoord.formats.batch import (
     decode_record_tuples,
     parse_header,
 )
-from groupcoord.runtime import loader as offsets_load
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from groupcoord.runtime.loader import OffsetsLoader
@@ -266,24 +265,6 @@ def test_bulk_load_of_a_random_partition_equals_a_full_replay(seed: int) -> None
     assert ev_fast == ev_ref
     # superseded commits count as loaded records; undecodable ones never do
     assert n_fast >= n_ref
-
-
-@pytest.mark.parametrize("seed", range(10))
-def test_bulk_load_applying_commits_every_few_records_equals_a_full_replay(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(offsets_load, "MAX_PENDING", 7)
-    batches = random_log(1000 + seed)
-    clock = ManualClock(T0 + 10_000)
-    fast = coordinator(clock, 1, [])
-    ref = coordinator(clock, 1, [])
-    fast.begin_loading(0)
-    ref.begin_loading(0)
-    bulk_load(fast, batches)
-    full_replay(ref, batches)
-    fast.complete_loading(0)
-    ref.complete_loading(0)
-    assert snapshot(fast) == snapshot(ref)
 
 
 def _commit(group: str, partition: int, offset: int, *, version: int = 3, metadata: str = "") -> Entry:

@@ -673,10 +673,17 @@ def encoded_size(rec: CoordinatorRecord) -> int:
 
 def java_string_hash(s: str) -> int:
     """Java's ``String.hashCode``: ``h = 31*h + unit`` over UTF-16 code units, as int32."""
-    raw = s.encode("utf-16-be", "surrogatepass")
+    # An ASCII string's code units are its bytes; any other is read as big-endian UTF-16 units in
+    # one unpack (a third of the time of indexing byte pairs, interpreted: loading hashes every group).
+    units: bytes | tuple[int, ...]
+    if s.isascii():
+        units = s.encode("ascii")
+    else:
+        raw = s.encode("utf-16-be", "surrogatepass")
+        units = struct.unpack(f">{len(raw) // 2}H", raw)
     h = 0
-    for i in range(0, len(raw), 2):
-        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
+    for unit in units:
+        h = (31 * h + unit) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h
 
 
