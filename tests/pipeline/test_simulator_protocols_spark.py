@@ -1,0 +1,105 @@
+"""``simulate --protocol mixed`` analysed by the real local Spark: the ``rebalances`` table equals
+the simulator's ground truth exactly, for the classic twins and the KIP-848 consumer twins alike.
+
+For every rebalance the truth lists, exactly one row has its group, cause, trigger member and a
+start inside the truth's window, with the group's protocol; no other row exists, and none starts in
+a quiet window (a static member's restart). Partitions moved are checked against what the member
+cores themselves saw (``simledger``: partitions processed by another member once the group settled
+than before the disruption): for a classic group the pipeline compares two generations'
+assignments, for a consumer group two target assignments (Kafka's
+ConsumerGroupTargetAssignmentMember records), and both must give the ledger's number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from groupcoord.pipeline.analyze import AnalyzeOptions, AnalyzeResult, run_analysis
+from groupcoord.pipeline.simulate import GroundTruth, SimulationConfig, simulate
+
+pytestmark = pytest.mark.spark
+
+MIXED = SimulationConfig(
+    groups=2, members=3, minutes=8, seed=3, partitions=4, offsets_partitions=5, protocol="mixed"
+)
+
+
+@pytest.fixture(scope="module")
+def mixed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[GroundTruth, AnalyzeResult]:
+    root = tmp_path_factory.mktemp("sim-mixed-spark")
+    truth = simulate(root / "data", MIXED)
+    result = run_analysis(spark, root / "data", root / "out", AnalyzeOptions(report=True))
+    return truth, result
+
+
+def _found(spark: Any, result: AnalyzeResult) -> list[dict[str, Any]]:
+    rows = [
+        r.asDict()
+        for r in spark.read.parquet(str(result.out / "tables" / "rebalances"))
+        .selectExpr(
+            "group_id",
+            "cause",
+            "unix_millis(started_at) AS start_ms",
+            "coalesce(trigger_instance_id, trigger_client_id) AS member",
+            "trigger_reason",
+            "protocol",
+            "partitions_moved",
+            "outcome",
+        )
+        .collect()
+    ]
+    for r in rows:
+        # a consumer group's first epoch bump is its creation by the first member's heartbeat: the
+        # event (and so the row) says group_created, the truth a member joining, as for classic
+        if r["cause"] == "group_created":
+            assert r["protocol"] == "consumer" and r["trigger_reason"] == "group_created"
+            assert r["start_ms"] == min(x["start_ms"] for x in rows if x["group_id"] == r["group_id"])
+            r["cause"] = "new_member_joined"
+    return rows
+
+
+def test_the_rebalances_table_is_the_ground_truth_for_both_protocols(spark: Any, mixed: Any) -> None:
+    truth, result = mixed
+    protocols = dict(truth.protocols)
+    assert sorted(set(protocols.values())) == ["classic", "consumer"]
+    found = _found(spark, result)
+    assert len(found) == len(truth.rebalances)
+    episodes = {(e.group_id, e.disruption, e.member, e.start_ms): e for e in truth.episodes}
+    by_protocol = {"classic": 0, "consumer": 0}
+    moved_checked = {"classic": 0, "consumer": 0}
+    for t in truth.rebalances:
+        matches = [
+            f
+            for f in found
+            if f["group_id"] == t.group_id
+            and f["cause"] == t.cause
+            and f["member"] == t.member
+            and t.earliest_start_ms <= f["start_ms"] <= t.latest_start_ms
+        ]
+        assert len(matches) == 1, (t, found)
+        (row,) = matches
+        protocol = protocols[t.group_id]
+        assert row["protocol"] == protocol, (t, row)
+        # members join a forming consumer group 100 ms apart: an epoch can be overtaken by the next
+        # member's before everyone reconciled to it
+        superseded = protocol == "consumer" and t.disruption == "initial_join"
+        assert row["outcome"] in (("stable", "superseded") if superseded else ("stable",)), (t, row)
+        by_protocol[protocol] += 1
+        episode = episodes.get((t.group_id, t.disruption, t.member, t.earliest_start_ms))
+        if episode is not None:
+            assert row["partitions_moved"] == episode.moved, (t, row, episode)
+            moved_checked[protocol] += 1
+        elif t.disruption == "initial_join" and protocol == "classic":
+            # the group's first generation: every partition is newly assigned
+            assert row["partitions_moved"] == MIXED.partitions, (t, row)
+    for q in truth.quiet:
+        assert not [f for f in found if f["group_id"] == q.group_id and q.from_ms <= f["start_ms"] <= q.to_ms]
+    # both twins saw the same disruptions; the consumer twins' formation is one epoch per member
+    assert by_protocol["consumer"] == by_protocol["classic"] + MIXED.groups * (MIXED.members - 1)
+    assert moved_checked["classic"] == moved_checked["consumer"] > 0
+    # the consumer group's first epoch gives its first member every partition
+    for g in range(MIXED.groups):
+        first = min((f for f in found if f["group_id"] == f"group-{g}-consumer"), key=lambda f: f["start_ms"])
+        assert first["partitions_moved"] == MIXED.partitions
