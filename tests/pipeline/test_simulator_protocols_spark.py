@@ -12,11 +12,14 @@ ConsumerGroupTargetAssignmentMember records), and both must give the ledger's nu
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from groupcoord.pipeline.analyze import AnalyzeOptions, AnalyzeResult, run_analysis
+from groupcoord.pipeline.compare import ALL, protocol_comparison
 from groupcoord.pipeline.simulate import GroundTruth, SimulationConfig, simulate
 
 pytestmark = pytest.mark.spark
@@ -103,3 +106,63 @@ def test_the_rebalances_table_is_the_ground_truth_for_both_protocols(spark: Any,
     for g in range(MIXED.groups):
         first = min((f for f in found if f["group_id"] == f"group-{g}-consumer"), key=lambda f: f["start_ms"])
         assert first["partitions_moved"] == MIXED.partitions
+
+
+def test_consumer_groups_own_partitions_by_topic_name_beside_classic_ones(spark: Any, mixed: Any) -> None:
+    """The consumer-group records name topics by id; the data directory's ``partition.metadata``
+    files (Kafka's, written by the broker and the simulator) name them, so both protocols' groups
+    show their partitions by topic name. A consumer group's owner at each target assignment epoch
+    is the static instance id, else the member id."""
+    truth, result = mixed
+    tables = result.out / "tables"
+    own = [r.asDict() for r in spark.read.parquet(str(tables / "partition_ownership")).collect()]
+    protocols = dict(truth.protocols)
+    for group_id, protocol in protocols.items():
+        mine = [r for r in own if r["group_id"] == group_id]
+        assert mine, group_id
+        assert {r["protocol"] for r in mine} == {protocol}
+        # topic-N-classic for group-N-classic, topic-N-consumer for group-N-consumer
+        assert {r["topic"] for r in mine} == {group_id.replace("group-", "topic-")}
+        for gen in {r["generation"] for r in mine}:
+            parts = sorted(r["partition"] for r in mine if r["generation"] == gen)
+            assert parts == list(range(MIXED.partitions)), (group_id, gen, parts)  # each once
+        if protocol == "consumer":
+            for r in mine:
+                assert r["owner"] == (r["group_instance_id"] or r["member_id"]), r
+                assert r["client_id"].startswith(f"{group_id}-"), r
+    # partition_movement holds both protocols' generations; the rebalances take their counts
+    movement = {
+        (r["group_id"], r["generation"], r["protocol"]): r["partitions_moved"]
+        for r in spark.read.parquet(str(tables / "partition_movement")).collect()
+    }
+    rebalances = spark.read.parquet(str(tables / "rebalances")).collect()
+    consumer_rows = [r for r in rebalances if r["protocol"] == "consumer"]
+    assert consumer_rows
+    for r in consumer_rows:
+        assert movement[(r["group_id"], r["generation"], "consumer")] == r["partitions_moved"], r
+
+
+def test_the_report_sets_the_two_protocols_side_by_side(spark: Any, mixed: Any) -> None:
+    truth, result = mixed
+    rb = spark.read.parquet(str(result.out / "tables" / "rebalances")).toPandas()
+    table = protocol_comparison(rb)
+    overall = {r["protocol"]: r for _, r in table[table["cause"] == ALL].iterrows()}
+    protocols = dict(truth.protocols)
+    for protocol in ("classic", "consumer"):
+        assert overall[protocol]["rebalances"] == len(
+            [t for t in truth.rebalances if protocols[t.group_id] == protocol]
+        )
+    # KIP-848: nobody stops; every classic rebalance after the first stops the members it keeps
+    assert (overall["consumer"]["members_stopped"], overall["consumer"]["group_stopped_ms"]) == (0, 0)
+    assert overall["classic"]["members_stopped"] > 0 and overall["classic"]["group_stopped_ms"] > 0
+    assert overall["consumer"]["members_reconciling"] > 0
+    html = Path(result.report).read_text()
+    section = re.search(r"<section id='protocols'>(.*?)</section>", html, re.S)
+    assert section is not None
+    body = section.group(1)
+    assert "<a href='#protocols'>" in html
+    # one row per (cause, protocol) and per protocol, each with its count
+    assert body.count("<tr>") == len(table) + 1
+    for _, r in table.iterrows():
+        cells = f"<td>{r['cause']}</td><td>{r['protocol']}</td><td data-v='{r['rebalances']}' class='num'>"
+        assert cells in body, cells
