@@ -18,22 +18,22 @@ from typing import Any
 
 import pytest
 
-from groupcoord.pipeline.analyze import AnalyzeOptions, AnalyzeResult, run_analysis
+from groupcoord.pipeline.analyze import AnalyzeResult
 from groupcoord.pipeline.compare import ALL, protocol_comparison
-from groupcoord.pipeline.simulate import GroundTruth, SimulationConfig, simulate
+from groupcoord.pipeline.simulate import GroundTruth, SimulationConfig
 
 pytestmark = pytest.mark.spark
 
+#: the workload of the ``mixed_simulation`` fixture (conftest.py)
 MIXED = SimulationConfig(
     groups=2, members=3, minutes=8, seed=3, partitions=4, offsets_partitions=5, protocol="mixed"
 )
 
 
 @pytest.fixture(scope="module")
-def mixed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[GroundTruth, AnalyzeResult]:
-    root = tmp_path_factory.mktemp("sim-mixed-spark")
-    truth = simulate(root / "data", MIXED)
-    result = run_analysis(spark, root / "data", root / "out", AnalyzeOptions(report=True))
+def mixed(mixed_simulation: Any) -> tuple[GroundTruth, AnalyzeResult]:
+    truth, result, config = mixed_simulation
+    assert config == MIXED
     return truth, result
 
 
