@@ -97,3 +97,25 @@ def test_topic_ids_are_named_from_the_registry_and_the_partition_metadata_files(
     assert names[str(orders.topic_id)] == "orders"
     assert names[str(simulated)] == "topic-0-consumer"
     assert str(gone.topic_id) not in names
+
+
+def test_the_reports_movements_compare_each_protocols_generations_apart() -> None:
+    """A group upgraded from classic to the consumer protocol has classic generations and target
+    assignment epochs; the report pairs each with the previous one of its own protocol."""
+    from groupcoord.pipeline.report import partition_moves
+
+    own = pd.DataFrame(
+        [
+            (1, "t", 0, "a", "classic"),
+            (1, "t", 1, "a", "classic"),
+            (2, "t", 0, "a", "classic"),
+            (2, "t", 1, "b", "classic"),
+            (3, "t", 0, "c", "consumer"),
+            (3, "t", 1, "c", "consumer"),
+            (4, "t", 0, "c", "consumer"),
+            (4, "t", 1, "d", "consumer"),
+        ],
+        columns=["generation", "topic", "partition", "owner", "protocol"],
+    )
+    moves = partition_moves(own)
+    assert [tuple(r) for r in moves.itertuples(index=False)] == [(2, "t", 1, "a", "b"), (4, "t", 1, "c", "d")]

@@ -188,19 +188,24 @@ def partition_moves(ownership: pd.DataFrame) -> pd.DataFrame:
 
     if ownership.empty:
         return pd.DataFrame(columns=["generation", "topic", "partition", "owner_before", "owner_after"])
-    o = ownership[["generation", "topic", "partition", "owner"]]
-    gens = sorted(int(g) for g in o["generation"].dropna().unique())
+    # a group upgraded from classic to the consumer protocol has generations of both, numbered
+    # apart: each protocol's are compared among themselves
+    protocols = ownership["protocol"].fillna("classic") if "protocol" in ownership else "classic"
     rows = []
-    for prev, gen in itertools.pairwise(gens):
-        before = {
-            (t, int(p)): w for t, p, w in o[o["generation"] == prev][["topic", "partition", "owner"]].values
-        }
-        after = {
-            (t, int(p)): w for t, p, w in o[o["generation"] == gen][["topic", "partition", "owner"]].values
-        }
-        for tp in sorted(set(before) | set(after)):
-            if before.get(tp) != after.get(tp):
-                rows.append((gen, tp[0], tp[1], before.get(tp), after.get(tp)))
+    for _, o in ownership.assign(_protocol=protocols).groupby("_protocol", sort=True):
+        gens = sorted(int(g) for g in o["generation"].dropna().unique())
+        for prev, gen in itertools.pairwise(gens):
+            before = {
+                (t, int(p)): w
+                for t, p, w in o[o["generation"] == prev][["topic", "partition", "owner"]].values
+            }
+            after = {
+                (t, int(p)): w
+                for t, p, w in o[o["generation"] == gen][["topic", "partition", "owner"]].values
+            }
+            for tp in sorted(set(before) | set(after)):
+                if before.get(tp) != after.get(tp):
+                    rows.append((gen, tp[0], tp[1], before.get(tp), after.get(tp)))
     return pd.DataFrame(rows, columns=["generation", "topic", "partition", "owner_before", "owner_after"])
 
 
