@@ -102,6 +102,14 @@ def test_the_rebalances_table_is_the_ground_truth_for_both_protocols(spark: Any,
     # both twins saw the same disruptions; the consumer twins' formation is one epoch per member
     assert by_protocol["consumer"] == by_protocol["classic"] + MIXED.groups * (MIXED.members - 1)
     assert moved_checked["classic"] == moved_checked["consumer"] > 0
+    # every consumer-group epoch (formation included) moved the partitions the coordinator core's
+    # own target assignments say, epoch to epoch
+    target_moves = {(g, e): n for g, e, n in truth.target_moves}
+    epochs = spark.read.parquet(str(result.out / "tables" / "rebalances")).where("protocol = 'consumer'")
+    consumer_rows = [r.asDict() for r in epochs.collect()]
+    assert consumer_rows and len(target_moves) == len(consumer_rows)
+    for r in consumer_rows:
+        assert r["partitions_moved"] == target_moves[(r["group_id"], r["generation"])], r
     # the consumer group's first epoch gives its first member every partition
     for g in range(MIXED.groups):
         first = min((f for f in found if f["group_id"] == f"group-{g}-consumer"), key=lambda f: f["start_ms"])
