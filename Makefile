@@ -47,6 +47,7 @@ docs: $(STAMP_TEST)
 	$(BIN)/python scripts/gen_client_state_machine.py --write docs/client-state-machine.md
 	$(BIN)/python scripts/gen_consumer_group_state_machine.py --write docs/consumer-group-client-state-machine.md
 	$(BIN)/python scripts/gen_txn_state_machine.py --write docs/transactions-state-machine.md
+	$(BIN)/python scripts/gen_protocol_comparison.py --write docs/simulator-protocols.md
 
 # The whole suite, on two pytest-xdist workers: every test file runs whole on one worker and the
 # Spark tests together on one (tests/conftest.py groups them); on 2 cores this takes about two

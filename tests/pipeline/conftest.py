@@ -40,3 +40,19 @@ def scripted(spark: object, tmp_path_factory: pytest.TempPathFactory) -> object:
     )
     result = run_analysis(spark, written.data_dir, root / "out", options)  # type: ignore[arg-type]
     return written, result
+
+
+@pytest.fixture(scope="session")
+def mixed_simulation(spark: object, tmp_path_factory: pytest.TempPathFactory) -> object:
+    """``simulate --protocol mixed`` (classic and consumer-protocol twins of each group), written
+    once and analysed once with its report: (ground truth, analyze result, the config)."""
+    from groupcoord.pipeline.analyze import AnalyzeOptions, run_analysis
+    from groupcoord.pipeline.simulate import SimulationConfig, simulate
+
+    config = SimulationConfig(
+        groups=2, members=3, minutes=8, seed=3, partitions=4, offsets_partitions=5, protocol="mixed"
+    )
+    root = tmp_path_factory.mktemp("sim-mixed-spark")
+    truth = simulate(root / "data", config)
+    result = run_analysis(spark, root / "data", root / "out", AnalyzeOptions(report=True))  # type: ignore[arg-type]
+    return truth, result, config

@@ -103,3 +103,42 @@ def test_report_renders_every_section_without_script_errors(scripted: Any, tmp_p
     visible = re.search(r'data-visible="([^"]*)"', dom)
     assert visible is not None
     assert visible.group(1).split(",") == [g for g in desc.group(1).split(",") if target in g]
+
+
+#: clicks the "Rebalances" header of the protocols table and writes the rows' order into the DOM
+_PROTOCOLS_PROBE = """<script>
+(function(){
+  var table=document.querySelector('#protocols table.data');
+  var th=Array.prototype.filter.call(table.tHead.rows[0].cells,
+    function(c){return c.textContent==='Rebalances'})[0];
+  th.click();
+  var text=function(r,i){return r.cells[i].textContent};
+  document.body.setAttribute('data-protocols',Array.prototype.map.call(table.tBodies[0].rows,
+    function(r){return text(r,0)+'/'+text(r,1)+'='+text(r,2)}).join(','));
+})();
+</script></body>"""
+
+
+def test_the_protocols_side_by_side_section_renders_and_sorts(mixed_simulation: Any, tmp_path: Path) -> None:
+    """A mixed simulation's report (classic and consumer-protocol twins): the "Protocols side by
+    side" section is in the page and its contents, with one row per protocol and cause, sorts by
+    the number of rebalances, without a script error."""
+    from groupcoord.pipeline.compare import protocol_comparison
+
+    _, result, _ = mixed_simulation
+    rb = pd.read_parquet(result.out / "tables" / "rebalances")
+    expected = protocol_comparison(rb)
+    page = tmp_path / "report.html"
+    page.write_text(Path(result.report).read_text().replace("</body>", _PROTOCOLS_PROBE, 1), encoding="utf-8")
+    dom, console = render(page)
+    assert console == []
+    assert '<section id="protocols"><h2>Protocols side by side</h2>' in dom
+    assert '<a href="#protocols">Protocols side by side</a>' in dom
+    shown = re.search(r'data-protocols="([^"]*)"', dom)
+    assert shown is not None
+    rows = shown.group(1).split(",")
+    assert sorted(rows) == sorted(
+        f"{r['cause']}/{r['protocol']}={r['rebalances']}" for _, r in expected.iterrows()
+    )
+    counts = [int(r.rsplit("=", 1)[1]) for r in rows]
+    assert counts == sorted(counts)  # numeric order after one click

@@ -488,9 +488,7 @@ def test_mapped_lag_equals_the_window_definition(spark: Any, scripted: Any) -> N
     t = result.out / "tables"
     commits = spark.read.parquet(str(t / "offset_commits"))
     batches = spark.read.parquet(str(t / "_log_batches"))
-    assert _sorted_rows(lag_mapped(commits, batches)) == _sorted_rows(
-        lag_windowed(commits, batches)
-    )
+    assert _sorted_rows(lag_mapped(commits, batches)) == _sorted_rows(lag_windowed(commits, batches))
 
 
 def test_row_counts_from_parquet_footers_equal_spark_counts(spark: Any, scripted: Any) -> None:
@@ -524,9 +522,11 @@ def test_time_ranges_from_parquet_footers_equal_spark_min_max(
     )
     odd.write.parquet(str(tmp_path / "odd"))
     for directory, column in [*((tdir / n, c) for n, c in cases), (tmp_path / "odd", "t")]:
-        row = spark.read.parquet(str(directory)).agg(
-            F.min(F.unix_millis(column)), F.max(F.unix_millis(column))
-        ).first()
+        row = (
+            spark.read.parquet(str(directory))
+            .agg(F.min(F.unix_millis(column)), F.max(F.unix_millis(column)))
+            .first()
+        )
         assert parquet_ms_range(directory, column) == (row[0], row[1]), directory
     assert parquet_ms_range(tmp_path / "odd", "t") == (-2, 2000)
     assert parquet_ms_range(tdir / "lag", "no_such_column") is None

@@ -22,7 +22,7 @@ from groupcoord.pipeline import decoders, health
 from groupcoord.pipeline import lag as lag_tables
 from groupcoord.pipeline import rebalances as rebalance_tables
 from groupcoord.pipeline.frames import within
-from groupcoord.pipeline.segments import DEFAULT_SPLIT_BYTES, list_partitions
+from groupcoord.pipeline.segments import DEFAULT_SPLIT_BYTES, list_partitions, topic_names_by_id
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -313,9 +313,20 @@ def run_analysis(
         if opts.until_ms is not None:
             gm = gm.where(F.unix_millis("record_time") < F.lit(opts.until_ms))
         generations = save("group_generations", rebalance_tables.group_generations(gm))
-        ownership = save("partition_ownership", rebalance_tables.partition_ownership(generations))
-        movement = save("partition_movement", rebalance_tables.partition_movement(generations, ownership))
-        rebalances = save("rebalances", rebalance_tables.all_rebalances(events, generations, movement, gm))
+        # consumer groups' records name topics by id: the data directory's topic registry names them
+        names = topic_names_by_id(data_dir)
+        topic_names = spark.createDataFrame(sorted(names.items()), "topic_id string, topic string")
+        cg_generations, cg_ownership = rebalance_tables.consumer_target_ownership(gm, topic_names)
+        ownership = save(
+            "partition_ownership",
+            rebalance_tables.all_ownership(rebalance_tables.partition_ownership(generations), cg_ownership),
+        )
+        movement = save(
+            "partition_movement", rebalance_tables.all_movement(generations, cg_generations, ownership)
+        )
+        rebalances = save(
+            "rebalances", rebalance_tables.all_rebalances(events, generations, movement, ownership)
+        )
         save("rebalance_summary", rebalance_tables.rebalance_summary(rebalances, opts.storms))
 
     if opts.concurrent:

@@ -312,48 +312,127 @@ def rebalances(events: DataFrame, generations: DataFrame, movement: DataFrame) -
 # --------------------------------------------------------------------------- consumer groups
 
 
-def consumer_target_ownership(offsets: DataFrame) -> tuple[DataFrame, DataFrame]:
+def consumer_members(offsets: DataFrame) -> DataFrame:
+    """(group, member id) -> the member's instance id, client id and host: its last
+    ConsumerGroupMemberMetadata record (one row per member; a tombstone does not erase what the
+    member was)."""
+    ok = ~F.col("corrupt") & F.col("decode_error").isNull()
+    meta = offsets.where(
+        ok & (F.col("record_type") == decoders.CG_MEMBER_METADATA) & ~F.col("tombstone")
+    ).select(
+        "group_id", F.col("leader").alias("member_id"), "log_offset", F.col("members").getItem(0).alias("m")
+    )
+    last = meta.groupBy("group_id", "member_id").agg(F.max_by("m", "log_offset").alias("m"))
+    return last.select(
+        "group_id",
+        "member_id",
+        F.col("m.group_instance_id").alias("group_instance_id"),
+        F.col("m.client_id").alias("client_id"),
+        F.col("m.client_host").alias("client_host"),
+    )
+
+
+def consumer_target_ownership(
+    offsets: DataFrame, topic_names: DataFrame | None = None
+) -> tuple[DataFrame, DataFrame]:
     """A KIP-848 consumer group's target assignment at each target assignment epoch, from its
     records: ``(generations, ownership)`` shaped as :func:`group_generations` and
-    :func:`partition_ownership` are (``generation`` = the target assignment epoch, ``owner`` = the
-    member id, which a consumer-protocol member keeps for its whole life), so
+    :func:`partition_ownership` are (``generation`` = the target assignment epoch), so
     :func:`partition_movement` counts the partitions that moved between two target assignments.
 
     Kafka writes a member's ConsumerGroupTargetAssignmentMember record only when its target changes,
     then the ConsumerGroupTargetAssignmentMetadata record with the new epoch; so the assignment at
     an epoch is each member's newest target record before that metadata record (a tombstone: the
-    member left). Topics are named by id in these records (``topic`` holds the id).
+    member left). Each member record is valid from the first metadata record after it up to the
+    first one after the member's next record: numbering a group's metadata records in log order
+    turns that into a range of numbers, and exploding the range gives the member's rows at each
+    epoch directly (work linear in the rows produced; no join of every epoch with every earlier
+    member record).
+
+    ``owner`` is the member's static ``group.instance.id``, else its member id: a consumer-protocol
+    member keeps its id for its whole life, and a static member that restarts is replaced under a
+    new id with its assignment kept (Kafka's static member replacement), which is no movement.
+    The records name topics by id; ``topic_names`` (``topic_id``, ``topic``) names them, and an id it
+    does not know (a deleted topic) stays as its text.
     """
     ok = ~F.col("corrupt") & F.col("decode_error").isNull()
     meta = offsets.where(
         ok & (F.col("record_type") == decoders.CG_TARGET_METADATA) & ~F.col("tombstone")
-    ).select("group_id", F.col("generation"), F.col("log_offset").alias("_meta_offset"))
-    w = Window.partitionBy("group_id", "generation").orderBy(F.col("_meta_offset").desc())
-    meta = meta.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
+    ).select("group_id", F.col("generation"), F.col("log_offset").alias("_offset"))
+    last = Window.partitionBy("group_id", "generation").orderBy(F.col("_offset").desc())
+    meta = meta.withColumn("_rn", F.row_number().over(last)).where(F.col("_rn") == 1).drop("_rn")
     members = offsets.where(ok & (F.col("record_type") == decoders.CG_TARGET_MEMBER)).select(
         "group_id",
         F.col("leader").alias("member_id"),
         "tombstone",
-        F.col("log_offset").alias("_member_offset"),
+        F.col("log_offset").alias("_offset"),
         F.col("members").getItem(0).getField("assignment").alias("assignment"),
     )
-    asof = meta.join(members, "group_id").where(F.col("_member_offset") < F.col("_meta_offset"))
-    newest = Window.partitionBy("group_id", "generation", "member_id").orderBy(F.col("_member_offset").desc())
-    current = (
-        asof.withColumn("_rn", F.row_number().over(newest))
-        .where((F.col("_rn") == 1) & ~F.col("tombstone"))
+    cols = ["group_id", "_offset", "generation", "member_id", "tombstone", "assignment"]
+    both = meta.select(
+        "group_id",
+        "_offset",
+        "generation",
+        F.lit(None).cast("string").alias("member_id"),
+        F.lit(False).alias("tombstone"),
+        F.lit(None).cast(members.schema["assignment"].dataType).alias("assignment"),
+    ).unionByName(
+        members.select(*[c if c != "generation" else F.lit(None).cast("int").alias(c) for c in cols])
+    )
+    is_meta = F.col("member_id").isNull()
+    in_log = Window.partitionBy("group_id").orderBy("_offset").rowsBetween(Window.unboundedPreceding, 0)
+    # metadata records up to this row: a member record's first epoch is the next one's number
+    both = both.withColumn("_metas", F.sum(is_meta.cast("int")).over(in_log))
+    numbered = both.where(is_meta).select("group_id", F.col("_metas").alias("_n"), "generation")
+    total = numbered.groupBy("group_id").agg(F.max("_n").alias("_total"))
+    by_member = Window.partitionBy("group_id", "member_id").orderBy("_offset")
+    spans = (
+        both.where(~is_meta)
+        .withColumn("_until", F.lead("_metas").over(by_member))
+        .join(total, "group_id")
+        .where(~F.col("tombstone"))
         .select(
+            "group_id",
+            "member_id",
+            "assignment",
+            (F.col("_metas") + 1).alias("_from"),
+            F.coalesce("_until", "_total").alias("_to"),
+        )
+        .where(F.col("_from") <= F.col("_to"))
+    )
+    at = spans.select(
+        "group_id", "member_id", "assignment", F.explode(F.sequence("_from", "_to")).alias("_n")
+    ).join(numbered, ["group_id", "_n"])
+    people = consumer_members(offsets)
+    rows = (
+        at.select(
             "group_id", "generation", "member_id", F.explode(F.coalesce("assignment", F.array())).alias("a")
         )
+        .select(
+            "group_id",
+            "generation",
+            "member_id",
+            F.col("a.topic").alias("topic_id"),
+            F.explode("a.partitions").alias("partition"),
+        )
+        .join(people, ["group_id", "member_id"], "left")
     )
-    ownership = current.select(
+    if topic_names is not None:
+        rows = rows.join(F.broadcast(topic_names), "topic_id", "left")
+    else:
+        rows = rows.withColumn("topic", F.lit(None).cast("string"))
+    ownership = rows.select(
         "group_id",
         "generation",
-        F.col("a.topic").alias("topic"),
-        F.explode("a.partitions").alias("partition"),
-        F.col("member_id").alias("owner"),
+        F.coalesce("topic", "topic_id").alias("topic"),
+        "partition",
+        F.coalesce("group_instance_id", "member_id").alias("owner"),
+        "member_id",
+        "group_instance_id",
+        "client_id",
+        "client_host",
     )
-    return meta.select("group_id", "generation"), ownership
+    return numbered.select("group_id", "generation"), ownership
 
 
 def consumer_members_affected(generations: DataFrame, ownership: DataFrame) -> DataFrame:
@@ -515,15 +594,40 @@ def consumer_rebalances(
     )
 
 
+def all_ownership(classic: DataFrame, consumer: DataFrame) -> DataFrame:
+    """The ``partition_ownership`` table: a classic group's owners per generation
+    (:func:`partition_ownership`) and a consumer group's target owners per target assignment epoch
+    (:func:`consumer_target_ownership`), with the ``protocol`` each row comes from."""
+    return classic.withColumn("protocol", F.lit(CLASSIC)).unionByName(
+        consumer.withColumn("protocol", F.lit(CONSUMER))
+    )
+
+
+def all_movement(generations: DataFrame, cg_generations: DataFrame, ownership: DataFrame) -> DataFrame:
+    """The ``partition_movement`` table: :func:`partition_movement` of each protocol's generations
+    apart (a group upgraded from classic has both, numbered independently), with ``protocol``."""
+    out = None
+    for protocol, gens in ((CLASSIC, generations), (CONSUMER, cg_generations)):
+        mine = ownership.where(F.col("protocol") == protocol)
+        mv = partition_movement(gens.select("group_id", "generation"), mine).withColumn(
+            "protocol", F.lit(protocol)
+        )
+        out = mv if out is None else out.unionByName(mv)
+    assert out is not None
+    return out
+
+
 def all_rebalances(
-    events: DataFrame, generations: DataFrame, movement: DataFrame, offsets: DataFrame
+    events: DataFrame, generations: DataFrame, movement: DataFrame, ownership: DataFrame
 ) -> DataFrame:
     """The ``rebalances`` table: classic rebalances (:func:`rebalances`) and consumer-group epoch
-    bumps (:func:`consumer_rebalances`, partitions moved from ``offsets``' target assignments)."""
-    cg_generations, cg_ownership = consumer_target_ownership(offsets)
-    cg_movement = partition_movement(cg_generations, cg_ownership)
-    affected = consumer_members_affected(cg_generations, cg_ownership)
-    classic = rebalances(events, generations, movement)
+    bumps (:func:`consumer_rebalances`), from the two protocols' rows of ``movement`` and
+    ``ownership`` (:func:`all_movement`, :func:`all_ownership`)."""
+    cg_movement = movement.where(F.col("protocol") == CONSUMER)
+    affected = consumer_members_affected(
+        cg_movement.select("group_id", "generation"), ownership.where(F.col("protocol") == CONSUMER)
+    )
+    classic = rebalances(events, generations, movement.where(F.col("protocol") == CLASSIC))
     return classic.unionByName(consumer_rebalances(events, cg_movement, affected))
 
 

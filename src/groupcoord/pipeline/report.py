@@ -21,6 +21,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.pipeline.compare import has_both_protocols, protocol_comparison
 from groupcoord.ui.components import (
     CAUSE_PALETTE,
     STATUS_COLOURS,
@@ -121,6 +122,11 @@ def _dur(v: Any) -> Cell:
     return Cell.duration(v)
 
 
+def _median(v: Any) -> Cell:
+    """A median count (halves kept: 2.5)."""
+    return Cell("", "", num=True) if _missing(v) else Cell(f"{float(v):g}", float(v), num=True)
+
+
 def _when(v: Any) -> Cell:
     return Cell.when(_ms(v))
 
@@ -182,19 +188,24 @@ def partition_moves(ownership: pd.DataFrame) -> pd.DataFrame:
 
     if ownership.empty:
         return pd.DataFrame(columns=["generation", "topic", "partition", "owner_before", "owner_after"])
-    o = ownership[["generation", "topic", "partition", "owner"]]
-    gens = sorted(int(g) for g in o["generation"].dropna().unique())
+    # a group upgraded from classic to the consumer protocol has generations of both, numbered
+    # apart: each protocol's are compared among themselves
+    protocols = ownership["protocol"].fillna("classic") if "protocol" in ownership else "classic"
     rows = []
-    for prev, gen in itertools.pairwise(gens):
-        before = {
-            (t, int(p)): w for t, p, w in o[o["generation"] == prev][["topic", "partition", "owner"]].values
-        }
-        after = {
-            (t, int(p)): w for t, p, w in o[o["generation"] == gen][["topic", "partition", "owner"]].values
-        }
-        for tp in sorted(set(before) | set(after)):
-            if before.get(tp) != after.get(tp):
-                rows.append((gen, tp[0], tp[1], before.get(tp), after.get(tp)))
+    for _, o in ownership.assign(_protocol=protocols).groupby("_protocol", sort=True):
+        gens = sorted(int(g) for g in o["generation"].dropna().unique())
+        for prev, gen in itertools.pairwise(gens):
+            before = {
+                (t, int(p)): w
+                for t, p, w in o[o["generation"] == prev][["topic", "partition", "owner"]].values
+            }
+            after = {
+                (t, int(p)): w
+                for t, p, w in o[o["generation"] == gen][["topic", "partition", "owner"]].values
+            }
+            for tp in sorted(set(before) | set(after)):
+                if before.get(tp) != after.get(tp):
+                    rows.append((gen, tp[0], tp[1], before.get(tp), after.get(tp)))
     return pd.DataFrame(rows, columns=["generation", "topic", "partition", "owner_before", "owner_after"])
 
 
@@ -244,10 +255,13 @@ def render_html(
         f"<p>Data from {_time(start_ms)} to {_time(end_ms)}; health evaluated at {_time(now_ms)} "
         "with Burrow's rules.</p><p id='zone'>Times are in UTC.</p></header><main>",
         "<nav id='toc' aria-label='Contents'><b>Contents</b>",
-        "<a href='#summary'>Summary</a><a href='#legend'>Status legend</a>",
+        "<a href='#summary'>Summary</a>",
+        "<a href='#protocols'>Protocols side by side</a>" if has_both_protocols(rb) else "",
+        "<a href='#legend'>Status legend</a>",
         *[f"<a href='#{slug(g)}'>{_badge(_group_field(gs, g, 'status', '-'))} {_esc(g)}</a>" for g in groups],
         "</nav><div id='content'>",
         _summary(gs, ps, rb, groups),
+        _protocols(rb),
         _legend(colours),
     ]
     for i, g in enumerate(groups):
@@ -340,6 +354,54 @@ def _summary(gs: pd.DataFrame, ps: pd.DataFrame, rb: pd.DataFrame, groups: Seque
     )
     out.append("</section>")
     return "".join(out)
+
+
+def _protocols(rb: pd.DataFrame) -> str:
+    """The classic protocol's rebalances beside the consumer group protocol's (KIP-848), when the
+    data holds both (``groupcoord simulate --protocol mixed`` writes twins of each group)."""
+    if not has_both_protocols(rb):
+        return ""
+    comparison = protocol_comparison(rb)
+    rows = [
+        [
+            _text(r["cause"]),
+            _text(r["protocol"]),
+            _num(r["rebalances"]),
+            _num(r["members_stopped"]),
+            _num(r["members_reconciling"]),
+            _num(r["partitions_moved"]),
+            _median(r["median_partitions_moved"]),
+            _dur(r["median_reconcile_ms"]),
+            _dur(r["max_reconcile_ms"]),
+            _dur(r["group_stopped_ms"]),
+        ]
+        for _, r in comparison.iterrows()
+    ]
+    return (
+        "<section id='protocols'><h2>Protocols side by side</h2>"
+        "<p>Classic rebalances (JoinGroup/SyncGroup: every member stops until the group is Stable "
+        "again) beside the consumer group protocol's epoch bumps (KIP-848: only members whose "
+        "partitions move reconcile, the others keep consuming). Members stopped: members in the "
+        "group before and after a classic rebalance; members reconciling: those whose target "
+        "assignment changed in an epoch bump. Reconciliation: start to Stable.</p>"
+        + _table(
+            (
+                "Cause",
+                "Protocol",
+                "Rebalances",
+                "Members stopped",
+                "Members reconciling",
+                "Partitions moved",
+                "Moved (median)",
+                "Reconciliation (median)",
+                "Reconciliation (max)",
+                "Group stopped",
+            ),
+            rows,
+            filter_label="protocols side by side",
+        )
+        + "</section>"
+    )
 
 
 def _legend(colours: Mapping[str, str]) -> str:

@@ -13,9 +13,12 @@ is reported as a :class:`CorruptTail` rather than raised, so a crashed broker's 
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import re
 import struct
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +32,7 @@ from groupcoord.formats.batch import (
     iter_record_spans,
     validate_batch,
 )
-from groupcoord.storage.manager import parse_partition_dir
+from groupcoord.storage.manager import PARTITION_METADATA_FILE, TOPICS_FILE, parse_partition_dir
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,38 @@ def list_partitions(data_dir: Path, topics: frozenset[str] | None = None) -> lis
         found.append((parsed[0], parsed[1], entry))
     found.sort(key=lambda t: (t[0], t[1]))
     return found
+
+
+def topic_names_by_id(data_dir: Path) -> dict[str, str]:
+    """Topic id (``str(uuid)``, as the consumer-group records' decoded rows hold it) -> topic name,
+    from what the broker persists: its topic registry ``__topics.json`` (name -> id, the source of
+    truth) and, for topics it does not list, each partition directory's ``partition.metadata``
+    (Kafka's file: ``topic_id`` in URL-safe base64 without padding). A deleted topic's partitions
+    are renamed away, so its id maps to nothing and stays an id. Unreadable files are skipped with
+    a warning: the id then stays unnamed (the storage layer's own parser raises instead, which a
+    reader of someone else's directory must not)."""
+    names: dict[str, str] = {}
+    for topic, _partition, path in list_partitions(data_dir):
+        meta = path / PARTITION_METADATA_FILE
+        if topic in names.values() or not meta.is_file():
+            continue
+        try:
+            fields = dict(line.split(":", 1) for line in meta.read_text().splitlines() if ":" in line)
+            text = fields["topic_id"].strip()
+            topic_id = uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        except (OSError, KeyError, ValueError) as exc:
+            log.warning("ignoring %s: unreadable (%s)", meta, exc)
+            continue
+        names[str(topic_id)] = topic
+    registry = data_dir / TOPICS_FILE
+    if registry.is_file():
+        try:
+            topics = json.loads(registry.read_text(encoding="utf-8")).get("topics", {})
+            for name, entry in topics.items():
+                names[str(uuid.UUID(entry["topic_id"]))] = str(name)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("ignoring %s: unreadable (%s)", registry, exc)
+    return names
 
 
 def read_index_positions(index_path: Path) -> list[int]:

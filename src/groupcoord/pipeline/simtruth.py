@@ -83,6 +83,10 @@ class GroundTruth:
     episodes: tuple[EpisodeCost, ...] = ()
     #: group id -> its protocol (``classic`` or ``consumer``)
     protocols: tuple[tuple[str, str], ...] = ()
+    #: (group id, target assignment epoch, partitions moved): a consumer group's partitions whose
+    #: target owner (static instance id, else member id) differs from the previous epoch's, read
+    #: from the coordinator core's memory as each epoch is computed
+    target_moves: tuple[tuple[str, int, int], ...] = ()
 
     @staticmethod
     def load(path: Path) -> GroundTruth:
@@ -96,4 +100,5 @@ class GroundTruth:
             end_ms=int(obj["end_ms"]),
             episodes=tuple(EpisodeCost(**e) for e in obj.get("episodes", ())),
             protocols=tuple(sorted(obj.get("protocols", {}).items())),
+            target_moves=tuple((str(g), int(e), int(n)) for g, e, n in obj.get("target_moves", ())),
         )

@@ -241,6 +241,8 @@ class Simulation:
         self.ledger = OwnershipLedger()
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
+        self._targets: dict[str, tuple[int, dict[tuple[str, int], str]]] = {}
+        self.target_moves: list[tuple[str, int, int]] = []
 
     def _member_id(self, prefix: str) -> str:
         """Like the broker's ``prefix-uuid4``, but drawn from the seeded generator (reproducible)."""
@@ -322,6 +324,7 @@ class Simulation:
                 fn()
                 self._settle()
             self._close_episodes()
+            self._note_targets()
         self.writer.close()
         return self._write_truth()
 
@@ -338,6 +341,7 @@ class Simulation:
             "quiet": [asdict(q) for q in self.quiet],
             "episodes": [asdict(e) for e in self.ledger.closed],
             "protocols": {g.group_id: g.protocol for g in self.groups},
+            "target_moves": self.target_moves,
         }
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(obj, indent=1))
@@ -633,6 +637,26 @@ class Simulation:
     def _settled(self, group: _Group) -> bool:
         """Stable, and every partition processed by a live member (the end of an episode)."""
         return self._group_stable(group) and self.ledger.all_processed(group.group_id)
+
+    def _note_targets(self) -> None:
+        """Each consumer group's target assignment at every new target epoch (the coordinator core's
+        memory), and the partitions whose owner changed from the previous epoch (when the previous
+        epoch was seen: two in one instant leave the second uncounted)."""
+        for group in self.groups:
+            cg = self.coordinator.consumer_group(group.group_id) if group.protocol == "consumer" else None
+            seen, before = self._targets.get(group.group_id, (0, {}))
+            if cg is None or cg.assignment_epoch == seen:
+                continue
+            owners = {
+                (self._topic_names[tid], p): (m.instance_id if (m := cg.members.get(mid)) else None) or mid
+                for mid, assignment in cg.target_assignment.items()
+                for tid, parts in assignment.items()
+                for p in parts
+            }
+            if cg.assignment_epoch == seen + 1:
+                moved = sum(1 for tp in before.keys() | owners.keys() if before.get(tp) != owners.get(tp))
+                self.target_moves.append((group.group_id, cg.assignment_epoch, moved))
+            self._targets[group.group_id] = (cg.assignment_epoch, owners)
 
     def _close_episodes(self) -> None:
         for group in self.groups:
