@@ -17,8 +17,9 @@ to. Nothing is kept between calls but the groups and the shard's timers.
 
 The rebalance machinery the handlers share — the phases, member removal, heartbeats, the expiry
 of every classic timer, and the group's records — is :class:`ClassicRebalance`
-(``classic_rebalance.py``), this class's base: here are the request entry points, their checks,
-the static-member rules (KIP-345) and the completion of the writes they make.
+(``classic_rebalance.py``), a part this manager is given and holds (``self._rebalance``), as the
+groups manager holds this one: here are the request entry points, their checks, the static-member
+rules (KIP-345) and the completion of the writes they make.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from groupcoord.coordinator.context import (
     PREPARING,
     STABLE,
     UNKNOWN_MEMBER_ID,
+    ShardContext,
 )
 from groupcoord.coordinator.events import EventReason
 from groupcoord.coordinator.group import (
@@ -81,9 +83,24 @@ from groupcoord.protocol.group_messages import (
 log = logging.getLogger(__name__)
 
 
-class ClassicGroupManager(ClassicRebalance):
-    """The classic protocol's handlers; constructed as :class:`ClassicRebalance` is (``ctx``,
-    ``groups``, ``replay``)."""
+class ClassicGroupManager:
+    """The classic protocol's handlers.
+
+    Args:
+        ctx: what the shard's parts share (config, clock, timer, partitions, events).
+        groups: the shard's group table, owned by the groups manager.
+        rebalance: the classic rebalance machinery the handlers drive (held, not inherited:
+            the groups manager, the consumer groups and the shard's timers use it too).
+    """
+
+    def __init__(
+        self, ctx: ShardContext, groups: dict[str, ClassicGroup], rebalance: ClassicRebalance
+    ) -> None:
+        self._ctx = ctx
+        self._config = ctx.config
+        self._timer = ctx.timer
+        self._groups = groups
+        self._rebalance = rebalance
 
     # ================================================================== JoinGroup
     def handle_join_group(
@@ -127,7 +144,7 @@ class ClassicGroupManager(ClassicRebalance):
             self.do_join_group(out, group, req, reply)
 
         if group.state is PREPARING:
-            self.maybe_complete_join(out, group)
+            self._rebalance.maybe_complete_join(out, group)
         return out
 
     def accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
@@ -147,7 +164,7 @@ class ClassicGroupManager(ClassicRebalance):
     ) -> None:
         member = group.members.get(req.member_id)
         if member is not None:
-            self.remove_member(
+            self._rebalance.remove_member(
                 out, group, member, EventReason.MAX_SIZE_EXCEEDED, answer_parked=ErrorCode.UNKNOWN_MEMBER_ID
             )
         group.pending_members.pop(req.member_id, None)
@@ -297,10 +314,10 @@ class ClassicGroupManager(ClassicRebalance):
             out, group, "member_added", EventReason.NEW_MEMBER_JOINED, member=member, client_reason=req.reason
         )
         # KAFKA-7610: a parked new member cannot heartbeat; give it the new-member join timeout.
-        self.complete_and_schedule_next_heartbeat_expiration(
+        self._rebalance.complete_and_schedule_next_heartbeat_expiration(
             group, member, self._config.group_new_member_join_timeout_ms
         )
-        self.maybe_prepare_rebalance(
+        self._rebalance.maybe_prepare_rebalance(
             out, group, EventReason.NEW_MEMBER_JOINED, member=member, client_reason=req.reason
         )
 
@@ -327,7 +344,7 @@ class ClassicGroupManager(ClassicRebalance):
                 member=member,
                 client_reason=req.reason,
             )
-        self.maybe_prepare_rebalance(out, group, reason, member=member, client_reason=req.reason)
+        self._rebalance.maybe_prepare_rebalance(out, group, reason, member=member, client_reason=req.reason)
 
     def update_static_member_and_rebalance(
         self,
@@ -348,18 +365,18 @@ class ClassicGroupManager(ClassicRebalance):
         old_session_timeout = member.session_timeout_ms
         fenced = member.awaiting_join is not None or member.awaiting_sync is not None
         # Fence whatever the old id still has parked: that process is a zombie now.
-        self.reply_join(
+        self._rebalance.reply_join(
             out, group, member, join_error(member.join_version, ErrorCode.FENCED_INSTANCE_ID, old_member_id)
         )
-        self.reply_sync(out, member, sync_error(ErrorCode.FENCED_INSTANCE_ID))
+        self._rebalance.reply_sync(out, member, sync_error(ErrorCode.FENCED_INSTANCE_ID))
         if fenced:
             self._ctx.emit(
                 out, group, "member_updated", EventReason.FENCED, member=member, member_id=old_member_id
             )
-        self._cancel_heartbeat(group, old_member_id)
+        self._rebalance.cancel_heartbeat(group, old_member_id)
         # Kafka's replaceStaticMember: the member keeps the client id and host it joined with.
         group.replace_static_member(instance_id, old_member_id, new_member_id)
-        self.complete_and_schedule_next_heartbeat_expiration(group, member)
+        self._rebalance.complete_and_schedule_next_heartbeat_expiration(group, member)
         group.update_protocols(member, req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
@@ -388,12 +405,12 @@ class ClassicGroupManager(ClassicRebalance):
                     req,
                 )
             else:
-                self.maybe_prepare_rebalance(
+                self._rebalance.maybe_prepare_rebalance(
                     out, group, EventReason.PROTOCOL_CHANGED, member=member, client_reason=req.reason
                 )
         elif state is COMPLETING:
             # The leader may be assigning for the old id right now: start over.
-            self.prepare_rebalance(
+            self._rebalance.prepare_rebalance(
                 out, group, EventReason.STATIC_MEMBER_REPLACED, member=member, client_reason=req.reason
             )
         elif state is PREPARING:
@@ -428,7 +445,7 @@ class ClassicGroupManager(ClassicRebalance):
             old_session_timeout_ms=old_session_timeout,
             join_version=req.version,
         )
-        self._append(out, group.group_id, [record], write)
+        self._rebalance.append(out, group.group_id, [record], write)
 
     def static_replacement_written(
         self,
@@ -460,9 +477,9 @@ class ClassicGroupManager(ClassicRebalance):
             group.update_protocols(member, write.old_protocols)
             member.rebalance_timeout_ms = write.old_rebalance_timeout_ms
             member.session_timeout_ms = write.old_session_timeout_ms
-            self._cancel_heartbeat(group, new_member_id)
+            self._rebalance.cancel_heartbeat(group, new_member_id)
             group.replace_static_member(write.instance_id, new_member_id, write.old_member_id)
-            self.complete_and_schedule_next_heartbeat_expiration(group, member)
+            self._rebalance.complete_and_schedule_next_heartbeat_expiration(group, member)
             if reply is not None:
                 out.respond(
                     reply,
@@ -479,7 +496,7 @@ class ClassicGroupManager(ClassicRebalance):
                 )
             return
         for record in records:
-            self._replay_written(out, record)
+            self._rebalance.replay_written(out, record)
         if write.join_version >= 9:
             is_leader = group.is_leader(new_member_id)
             response = join_response(group, member, with_members=is_leader, skip_assignment=is_leader)
@@ -487,7 +504,7 @@ class ClassicGroupManager(ClassicRebalance):
             # Old clients get the old leader id, so a restarted static leader does not
             # compute an assignment the Stable group would never distribute.
             response = join_response(group, member, with_members=False, leader=write.current_leader or "")
-        self.reply_join(out, group, member, response)
+        self._rebalance.reply_join(out, group, member, response)
 
     # ================================================================== SyncGroup
     def handle_sync_group(
@@ -535,14 +552,16 @@ class ClassicGroupManager(ClassicRebalance):
             out.respond(reply, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
         elif state is COMPLETING:
             if member.awaiting_sync is not None:
-                self.reply_sync(out, member, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))  # superseded
+                self._rebalance.reply_sync(
+                    out, member, sync_error(ErrorCode.REBALANCE_IN_PROGRESS)
+                )  # superseded
             member.awaiting_sync = reply
             self._remove_pending_sync_member(group, member.member_id)
             if group.is_leader(member.member_id):
                 self.persist_leader_assignment(out, group, dict(req.assignments))
         else:  # Stable
             self._remove_pending_sync_member(group, member.member_id)
-            self.complete_and_schedule_next_heartbeat_expiration(group, member)
+            self._rebalance.complete_and_schedule_next_heartbeat_expiration(group, member)
             out.respond(reply, sync_ok(group, member.assignment))
         return out
 
@@ -568,7 +587,7 @@ class ClassicGroupManager(ClassicRebalance):
                 )
                 assignments[member_id] = empty
         record = new_group_metadata_record(group, assignments)
-        self._append(out, group.group_id, [record], AssignmentWrite(group, group.generation))
+        self._rebalance.append(out, group.group_id, [record], AssignmentWrite(group, group.generation))
 
     def assignment_written(
         self,
@@ -586,19 +605,19 @@ class ClassicGroupManager(ClassicRebalance):
             return  # the group moved on while the write was in flight
         if error is ErrorCode.NONE:
             for record in records:
-                self._replay_written(out, record)
+                self._rebalance.replay_written(out, record)
             for m in group.members.values():
                 if m.awaiting_sync is not None:
-                    self.reply_sync(out, m, sync_ok(group, m.assignment))
-                    self.complete_and_schedule_next_heartbeat_expiration(group, m)
+                    self._rebalance.reply_sync(out, m, sync_ok(group, m.assignment))
+                    self._rebalance.complete_and_schedule_next_heartbeat_expiration(group, m)
             self._ctx.transition(out, group, STABLE, EventReason.ASSIGNMENT_PERSISTED)
         else:
             mapped = map_group_write_error(error)
             log.warning(
                 "group=%s assignment not persisted: %s -> %s", group.group_id, error.name, mapped.name
             )
-            self.reset_and_propagate_assignment_error(out, group, mapped)
-            self.maybe_prepare_rebalance(out, group, EventReason.ASSIGNMENT_PERSIST_FAILED)
+            self._rebalance.reset_and_propagate_assignment_error(out, group, mapped)
+            self._rebalance.maybe_prepare_rebalance(out, group, EventReason.ASSIGNMENT_PERSIST_FAILED)
 
     # ================================================================== Heartbeat
     def handle_heartbeat(
@@ -633,10 +652,10 @@ class ClassicGroupManager(ClassicRebalance):
         if group.state is EMPTY:
             out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.UNKNOWN_MEMBER_ID])
         elif group.state is PREPARING:
-            self.complete_and_schedule_next_heartbeat_expiration(group, member)
+            self._rebalance.complete_and_schedule_next_heartbeat_expiration(group, member)
             out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.REBALANCE_IN_PROGRESS])
         else:
-            self.complete_and_schedule_next_heartbeat_expiration(group, member)
+            self._rebalance.complete_and_schedule_next_heartbeat_expiration(group, member)
             out.respond(reply, HEARTBEAT_RESPONSES[ErrorCode.NONE])
         return out
 
@@ -690,7 +709,7 @@ class ClassicGroupManager(ClassicRebalance):
             mapped = group.static_members.get(instance_id)
             if mapped is None or mapped not in group.members:
                 return ErrorCode.UNKNOWN_MEMBER_ID
-            self.remove_member_and_update_group(
+            self._rebalance.remove_member_and_update_group(
                 out, group, group.members[mapped], EventReason.MEMBER_LEFT, client_reason=reason
             )
             return ErrorCode.NONE
@@ -706,12 +725,12 @@ class ClassicGroupManager(ClassicRebalance):
                 client_reason=reason,
             )
             if group.state is PREPARING:
-                self.maybe_complete_join(out, group)
+                self._rebalance.maybe_complete_join(out, group)
             return ErrorCode.NONE
         error = self.validate_current_member(group, member_id, instance_id)
         if error is not None:
             return error
-        self.remove_member_and_update_group(
+        self._rebalance.remove_member_and_update_group(
             out, group, group.members[member_id], EventReason.MEMBER_LEFT, client_reason=reason
         )
         return ErrorCode.NONE

@@ -1,7 +1,7 @@
 """The classic group's rebalance machinery: the phases, the timers and member removal.
 
 :class:`ClassicRebalance` is what the four classic handlers (``classic_group.py``'s
-:class:`~groupcoord.coordinator.classic_group.ClassicGroupManager`, its one subclass) share:
+:class:`~groupcoord.coordinator.classic_group.ClassicGroupManager`) drive:
 ``prepare_rebalance`` and ``maybe_prepare_rebalance``, the join phase's end
 (``maybe_complete_join``, ``on_delayed_join``, ``on_complete_join``: the generation bump, the
 protocol vote and every parked JoinGroup answered), the sync phase's failure path
@@ -9,15 +9,14 @@ protocol vote and every parked JoinGroup answered), the sync phase's failure pat
 ``remove_member_and_update_group``), heartbeats (``complete_and_schedule_next_heartbeat_expiration``)
 and the expiry of every classic timer (``timers.py``), answering parked joins and syncs, and
 appending and replaying the group's records. Names follow the seeds and Kafka's
-``GroupCoordinator.scala`` / 4.x ``GroupMetadataManager``. Nothing here handles a request: the
-machinery calls only itself, and the handlers call into it, so it runs one state machine's
-actions in one place while the request entry points live beside it.
+``GroupCoordinator.scala`` / 4.x ``GroupMetadataManager``. Nothing here handles a request.
 
-A base class rather than a part held by the manager: the groups manager and the shard call the
-manager's methods of both halves by name (``classic.prepare_rebalance``,
-``classic.complete_and_schedule_next_heartbeat_expiration``, ``classic.on_delayed_join``), and a
-heartbeat runs through both on the compiled request path, where a method of the same native
-class is a direct call and a part held by the manager would add a hop per request.
+A part, held by composition: the groups manager
+(:class:`~groupcoord.coordinator.groups.GroupMetadataManager`) makes one per shard and gives it
+to the classic handlers; the groups manager itself (a group over ``group.max.size`` after a
+load), the consumer groups (a group's upgrade and downgrade between the two protocols), the
+offsets manager (a commit counts as a heartbeat) and the shard's timer dispatch call it
+directly, so none of them goes through the request handlers to reach it.
 """
 
 from __future__ import annotations
@@ -91,7 +90,7 @@ class ClassicRebalance:
         self._groups = groups
         self._replay = replay
 
-    def _append(
+    def append(
         self,
         out: CoordinatorResult,
         group_id: str,
@@ -100,7 +99,7 @@ class ClassicRebalance:
     ) -> None:
         out.writes.append(PendingWrite(self._ctx.partition_for(group_id), tuple(records), completion))
 
-    def _replay_written(self, out: CoordinatorResult, record: CoordinatorRecord) -> None:
+    def replay_written(self, out: CoordinatorResult, record: CoordinatorRecord) -> None:
         """Replay a group record this manager wrote, now durable."""
         key, value = record.key, record.value
         if not isinstance(key, GroupMetadataKey) or not (
@@ -216,7 +215,7 @@ class ClassicRebalance:
             group.subscribed_topics = group.compute_subscribed_topics()
             self._ctx.transition(out, group, EMPTY, EventReason.JOIN_COMPLETED)
             record = new_group_metadata_record(group, {})
-            self._append(out, group.group_id, [record], EmptyGroupWrite(group, group.generation))
+            self.append(out, group.group_id, [record], EmptyGroupWrite(group, group.generation))
 
     def empty_group_written(
         self,
@@ -234,7 +233,7 @@ class ClassicRebalance:
             and group.generation == write.generation
         ):
             for record in records:
-                self._replay_written(out, record)
+                self.replay_written(out, record)
 
     def _maybe_elect_new_joined_leader(self, group: ClassicGroup) -> bool:
         if group.leader_id is not None:
@@ -261,7 +260,7 @@ class ClassicRebalance:
         """Drop a member without starting a rebalance; answers its parked requests."""
         self.reply_join(out, group, member, join_error(member.join_version, answer_parked, UNKNOWN_MEMBER_ID))
         self.reply_sync(out, member, sync_error(answer_parked))
-        self._cancel_heartbeat(group, member.member_id)
+        self.cancel_heartbeat(group, member.member_id)
         group.remove(member.member_id)
         self._ctx.emit(out, group, "member_removed", reason, member=member, client_reason=client_reason)
         if not group.pending_sync:
@@ -358,7 +357,7 @@ class ClassicRebalance:
             key = member.heartbeat_key = DelayedHeartbeat(group.group_id, member.member_id)
         return key
 
-    def _cancel_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
+    def cancel_heartbeat(self, group: ClassicGroup, member_id: str) -> None:
         self._timer.cancel(DelayedHeartbeat(group.group_id, member_id))
 
     def cancel_timers(self, group: ClassicGroup) -> None:
@@ -367,6 +366,6 @@ class ClassicRebalance:
         self._timer.cancel(DelayedJoin(group_id))
         self._timer.cancel(PendingSync(group_id))
         for member_id in group.members:
-            self._cancel_heartbeat(group, member_id)
+            self.cancel_heartbeat(group, member_id)
         for member_id in group.pending_members:
             self._timer.cancel(PendingMemberExpiry(group_id, member_id))

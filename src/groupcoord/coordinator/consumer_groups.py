@@ -83,7 +83,7 @@ from groupcoord.protocol.group_messages import (
 )
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.classic_group import ClassicGroupManager
+    from groupcoord.coordinator.classic_rebalance import ClassicRebalance
 
 log = logging.getLogger(__name__)
 
@@ -165,9 +165,9 @@ class ConsumerGroups:
         self.groups = self.manager.groups
         #: classic-protocol members inside consumer groups (JoinGroup, SyncGroup, ...)
         self.classic_members = ClassicMembers(self.manager)
-        #: the classic protocol (set by the groups manager): the upgrade retires a classic group
-        #: and the downgrade makes one
-        self.classic_protocol: ClassicGroupManager | None = None
+        #: the classic rebalance machinery (set by the groups manager): the upgrade retires a
+        #: classic group and the downgrade makes one
+        self.classic_rebalance: ClassicRebalance | None = None
         #: the id whose classic group is being converted by the current heartbeat
         self._upgrading: str | None = None
         self._undo: dict[str, _Undo] = {}
@@ -312,7 +312,7 @@ class ConsumerGroups:
         upgrade's write fails (Kafka reverts to its last committed state): its members, with
         fresh sessions, and a rebalance unless it was Stable (a join or sync in flight was
         answered already)."""
-        classic = self.classic_protocol
+        classic = self.classic_rebalance
         assert classic is not None
         saved_members = list(group.members.values())
         saved = (group.generation, group.protocol_type, group.protocol_name, group.leader_id, group.state)
@@ -366,7 +366,7 @@ class ConsumerGroups:
         ``spec`` (Stable, generation = the group epoch, protocol voted by its members, each
         member's target assignment at the ConsumerProtocol version of its metadata), its
         heartbeats, and a rebalance (the members re-join). Returns its GroupMetadata record."""
-        classic = self.classic_protocol
+        classic = self.classic_rebalance
         assert classic is not None
         gid = spec.group_id
         now = self._ctx.now()
@@ -418,7 +418,7 @@ class ConsumerGroups:
         """A downgrade's write failed: the classic group it made goes (the consumer group is
         restored from its snapshot; its offsets stay), and its members' parked JoinGroup and
         SyncGroup requests get NOT_COORDINATOR, so they find the coordinator again."""
-        classic = self.classic_protocol
+        classic = self.classic_rebalance
         group = self._classic.get(group_id)
         if group is None or classic is None:
             return

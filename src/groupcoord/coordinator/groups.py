@@ -4,7 +4,9 @@ Kafka 4.x's ``GroupMetadataManager``, split by group type: this class owns the t
 of its ``__consumer_offsets`` partitions, answers DescribeGroups and ListGroups, applies group
 records, and activates or drops the groups of a partition when it is loaded or unloaded; the
 protocol of each group type is a part it holds (:attr:`GroupMetadataManager.classic`, the
-classic rebalance protocol, :mod:`groupcoord.coordinator.classic_group`). A second group type
+classic rebalance protocol's handlers, :mod:`groupcoord.coordinator.classic_group`, which drive
+:attr:`GroupMetadataManager.rebalance`, its rebalance machinery,
+:mod:`groupcoord.coordinator.classic_rebalance`). A second group type
 (the consumer groups of KIP-848) is a second such part beside ``classic``, sharing the table.
 """
 
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 
 from groupcoord.coordinator.classic_group import ClassicGroupManager
 from groupcoord.coordinator.classic_messages import join_error, sync_error
+from groupcoord.coordinator.classic_rebalance import ClassicRebalance
 from groupcoord.coordinator.consumer.metadata import TopicsImage
 from groupcoord.coordinator.consumer_groups import ConsumerGroups, is_offsets_holder
 from groupcoord.coordinator.context import DEAD, EMPTY, STABLE, ShardContext
@@ -40,10 +43,15 @@ class GroupMetadataManager:
         #: group id -> group, for every group of the partitions the shard leads or loads.
         self.groups: dict[str, ClassicGroup] = {}
         #: The classic rebalance protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
-        self.classic = ClassicGroupManager(ctx, self.groups, self.replay)
+        #: The classic rebalance machinery (phases, member removal, heartbeats, timer expiries),
+        #: a part of its own: the classic handlers drive it, and so do the load, the unload, the
+        #: consumer groups' conversions, a commit's heartbeat and the shard's timers.
+        self.rebalance = ClassicRebalance(ctx, self.groups, self.replay)
+        #: The classic rebalance protocol's handlers (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
+        self.classic = ClassicGroupManager(ctx, self.groups, self.rebalance)
         #: The consumer groups of KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe).
         self.consumer = ConsumerGroups(ctx, self.groups, image or TopicsImage())
-        self.consumer.classic_protocol = self.classic
+        self.consumer.classic_rebalance = self.rebalance
 
     # ------------------------------------------------------------------ the table
     def group(self, group_id: str) -> ClassicGroup | None:
@@ -71,7 +79,7 @@ class GroupMetadataManager:
         """Forget a group and cancel its timers."""
         group = self.groups.pop(group_id, None)
         if group is not None:
-            self.classic.cancel_timers(group)
+            self.rebalance.cancel_timers(group)
 
     def remove_group(self, out: CoordinatorResult, group: ClassicGroup, reason: EventReason) -> None:
         """A group whose records are all gone dies (an event) and is forgotten."""
@@ -158,14 +166,14 @@ class GroupMetadataManager:
         group.start_loaded(target)
         self._ctx.emit(out, group, "state_change", EventReason.LOADED, to_state=target)
         for m in group.members.values():
-            self.classic.complete_and_schedule_next_heartbeat_expiration(group, m)
+            self.rebalance.complete_and_schedule_next_heartbeat_expiration(group, m)
         if len(group.members) > self._ctx.config.group_max_size:
             log.info(
                 "group=%s loaded with %d members > group.max.size: rebalancing",
                 group.group_id,
                 len(group.members),
             )
-            self.classic.prepare_rebalance(out, group, EventReason.MAX_SIZE_EXCEEDED)
+            self.rebalance.prepare_rebalance(out, group, EventReason.MAX_SIZE_EXCEEDED)
 
     def complete_loading(self, out: CoordinatorResult, partition: int) -> None:
         """The groups a load of ``partition`` left behind become visible (Stable or Empty)."""
@@ -191,10 +199,10 @@ class GroupMetadataManager:
         NOT_COORDINATOR (Kafka's ``onResignation``); a group still loading just goes."""
         if not was_loading:
             for m in list(group.members.values()):
-                self.classic.reply_join(
+                self.rebalance.reply_join(
                     out, group, m, join_error(m.join_version, ErrorCode.NOT_COORDINATOR, m.member_id)
                 )
-                self.classic.reply_sync(out, m, sync_error(ErrorCode.NOT_COORDINATOR))
+                self.rebalance.reply_sync(out, m, sync_error(ErrorCode.NOT_COORDINATOR))
             if group.state is not DEAD:
                 self._ctx.transition(out, group, DEAD, EventReason.COORDINATOR_UNLOADED)
         self.drop_group(group.group_id)

@@ -203,7 +203,7 @@ class OffsetManager:
             return out
         member = group.members.get(req.member_id)
         if member is not None and group.state in (STABLE, PREPARING):
-            self._groups.classic.complete_and_schedule_next_heartbeat_expiration(group, member)
+            self._groups.rebalance.complete_and_schedule_next_heartbeat_expiration(group, member)
 
         expire: int | None = None
         if 2 <= req.version <= 4 and req.retention_time_ms != -1:

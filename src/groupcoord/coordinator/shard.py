@@ -138,6 +138,7 @@ class GroupCoordinatorShard(Shard):
         #: The offsets manager.
         self.offsets = OffsetManager(ctx, self.groups, self._replay)
         self._classic = self.groups.classic
+        self._rebalance = self.groups.rebalance
         ctx.timer.schedule(OFFSET_EXPIRY, ctx.now() + config.offsets_retention_check_interval_ms, None)
 
     # ================================================================== queries
@@ -439,18 +440,18 @@ class GroupCoordinatorShard(Shard):
         """Run every timer due at the clock's current time."""
         out = CoordinatorResult()
         ctx = self._ctx
-        classic = self._classic
+        rebalance = self._rebalance
         now = ctx.now()
         for key, payload in ctx.timer.expire(now):
             if type(key) is DelayedHeartbeat:
-                classic.on_expire_heartbeat(out, key.group_id, key.member_id)
+                rebalance.on_expire_heartbeat(out, key.group_id, key.member_id)
             elif type(key) is PendingMemberExpiry:
-                classic.on_expire_pending_member(out, key.group_id, key.member_id)
+                rebalance.on_expire_pending_member(out, key.group_id, key.member_id)
             elif type(key) is DelayedJoin:
-                classic.on_delayed_join(out, key.group_id, payload)
+                rebalance.on_delayed_join(out, key.group_id, payload)
             elif type(key) is PendingSync:
                 assert isinstance(payload, int)
-                classic.on_expire_pending_sync(out, key.group_id, payload)
+                rebalance.on_expire_pending_sync(out, key.group_id, payload)
             elif type(key) is ConsumerGroupTimer:
                 assert isinstance(payload, TimerSchedule)
                 self.groups.consumer.on_timer(out, payload)
@@ -489,7 +490,7 @@ class GroupCoordinatorShard(Shard):
         elif isinstance(done, AssignmentWrite):
             self._classic.assignment_written(out, done, records, error)
         elif isinstance(done, EmptyGroupWrite):
-            self._classic.empty_group_written(out, done, records, error)
+            self._rebalance.empty_group_written(out, done, records, error)
         elif isinstance(done, StaticMemberReplacementWrite):
             self._classic.static_replacement_written(out, done, records, error)
         else:  # pragma: no cover - completions are all created in this package
