@@ -241,7 +241,7 @@ def test_the_child_broker_stops_when_the_test_process_dies_without_stopping_it(t
         "import os, sys\n"
         "from groupcoord.testing import Broker\n"
         "b = Broker(subprocess=True, data_dir=sys.argv[1]).start()\n"
-        "print(b._proc.pid, flush=True)\n"
+        "print(b.pid, flush=True)\n"
         "os._exit(0)  # no stop, no close: as if killed\n"
     )
     done = subprocess.run(

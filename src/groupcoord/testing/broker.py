@@ -4,7 +4,8 @@ In-process by default: the broker runs on its own thread with its own event loop
 on 127.0.0.1 (port 0 unless given), its data in a temporary directory removed on exit (unless
 ``data_dir=`` is given). Clients talk to it over TCP exactly as to Kafka.
 ``Broker(subprocess=True)`` runs the same broker in a child process
-(``python -m groupcoord.testing``), stopped by PID (SIGTERM; SIGKILL for a hard stop).
+(``python -m groupcoord.testing``, :mod:`groupcoord.testing.broker_process`), stopped by PID
+(SIGTERM; SIGKILL for a hard stop).
 Time control and fault injection reach it over a control channel on 127.0.0.1
 (:mod:`groupcoord.testing.control`), so every method works alike in both modes; the
 observation helpers go over the Kafka wire in both.
@@ -30,11 +31,7 @@ import concurrent.futures
 import contextlib
 import logging
 import os
-import secrets
 import shutil
-import signal
-import subprocess as _subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -51,6 +48,7 @@ from groupcoord.config import BrokerConfig
 from groupcoord.coordinator.events import GroupEvent
 from groupcoord.errors import ErrorCode
 from groupcoord.testing import wire
+from groupcoord.testing.broker_process import BrokerProcess, log_path, log_tail, process_argv
 from groupcoord.testing.broker_thread import (
     CRASHED,
     LogTail,
@@ -64,13 +62,6 @@ from groupcoord.testing.broker_thread import (
     metrics_url,
     release_logs,
     sever,
-)
-from groupcoord.testing.control import (
-    CONTROL_PREFIX,
-    LISTENING_PREFIX,
-    METRICS_PREFIX,
-    TOKEN_ENV,
-    ControlClient,
 )
 from groupcoord.testing.faults import FaultInjector, FaultsView, RemoteFaults
 from groupcoord.testing.security import TestCA, broker_settings, client_config
@@ -208,8 +199,7 @@ class Broker:
         self._started = threading.Event()
         self._start_error: BaseException | None = None
         # subprocess
-        self._proc: _subprocess.Popen[str] | None = None
-        self._control: ControlClient | None = None
+        self._child: BrokerProcess | None = None
         self._log_path: Path | None = None
         self._metrics_url: str | None = None
         self._console_url: str | None = None
@@ -255,8 +245,13 @@ class Broker:
         return self._data_dir
 
     @property
+    def pid(self) -> int | None:
+        """The child process's PID with ``subprocess=True`` while it runs; None otherwise."""
+        return None if self._child is None else self._child.proc.pid
+
+    @property
     def running(self) -> bool:
-        return self._proc is not None or self._app is not None
+        return self._child is not None or self._app is not None
 
     def __enter__(self) -> Broker:
         return self.start()
@@ -519,85 +514,30 @@ class Broker:
     # ------------------------------------------------------------------ subprocess
     def _start_process(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        argv = [
-            sys.executable,
-            "-m",
-            "groupcoord.testing",
-            "--port",
-            str(self.port),
-            "--data-dir",
-            str(self.data_dir),
-            "--log-level",
-            str(self.log_level),
-            "--security-protocol",
-            self.security_protocol,
-        ]
-        for k, v in self.settings.items():
-            argv += ["--set", f"{k}={v}"]
-        argv += self._process_args()
-        token = secrets.token_hex(16)
-        env = {**os.environ, TOKEN_ENV: token}
-        self._log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
-        with open(self._log_path, "a") as log_file:
-            log_file.write(f"---- start: {' '.join(argv)}\n")
-            log_file.flush()
-            proc = _subprocess.Popen(
-                argv, stdin=_subprocess.PIPE, stdout=_subprocess.PIPE, stderr=log_file, text=True, env=env
-            )
-        self._proc = proc
-        lines: list[str] = []
-
-        def read_addresses() -> None:
-            # listening, then metrics (only with metrics.listen), then control
-            for _ in range(3):
-                line = proc.stdout.readline() if proc.stdout else ""
-                lines.append(line)
-                if not line or line.startswith(CONTROL_PREFIX):
-                    return
-
-        reader = threading.Thread(target=read_addresses, daemon=True)
-        reader.start()
-        reader.join(self.start_timeout)
-        metrics = [line for line in lines[1:-1] if line.startswith(METRICS_PREFIX)]
-        if (
-            len(lines) < 2
-            or not lines[0].startswith(LISTENING_PREFIX)
-            or not lines[-1].startswith(CONTROL_PREFIX)
-            or len(metrics) != len(lines) - 2
-        ):
-            self._stop_process(hard=True)
-            raise RuntimeError(f"the broker did not start: {lines!r}; log:\n{self.log_tail()}")
-        self._listening(lines[0][len(LISTENING_PREFIX) :].strip())
-        self._metrics_url = metrics[0][len(METRICS_PREFIX) :].strip() if metrics else None
-        control_host, control_port = lines[-1][len(CONTROL_PREFIX) :].strip().rsplit(":", 1)
-        self._control = ControlClient(control_host, int(control_port), token)
+        argv = process_argv(
+            port=self.port,
+            data_dir=self.data_dir,
+            log_level=self.log_level,
+            security_protocol=self.security_protocol,
+            settings=self.settings,
+            extra=self._process_args(),
+        )
+        self._log_path = log_path(self.data_dir)
+        child = BrokerProcess.start(argv, self._log_path, self.start_timeout)
+        self._child = child
+        self._listening(child.listening)
+        self._metrics_url = child.metrics_url
 
     def _stop_process(self, hard: bool) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if hard:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        else:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except _subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        self._proc = None
-        self._control = None
+        child, self._child = self._child, None
+        if child is not None:
+            child.stop(hard)
 
     def _remote(self, op: str, *args: Any, **kwargs: Any) -> Any:
         """Call ``op`` on the child's broker (see :mod:`groupcoord.testing.control`)."""
-        if self._control is None:
+        if self._child is None:
             raise RuntimeError("the broker process is not running")
-        return self._control.call(op, *args, **kwargs)
+        return self._child.call(op, *args, **kwargs)
 
     # ------------------------------------------------------------------ time
     def advance(self, seconds: float) -> None:
@@ -806,12 +746,7 @@ class Broker:
     def log_tail(self, lines: int = 50) -> str:
         """The broker's newest log lines (in-process: its thread's records; subprocess: stderr)."""
         if self.subprocess:
-            if self._log_path is None:
-                return "(no log)"
-            try:
-                return "\n".join(self._log_path.read_text().splitlines()[-lines:])
-            except OSError:
-                return "(no log)"
+            return log_tail(self._log_path, lines)
         return "\n".join(list(self._tail.lines)[-lines:])
 
 
