@@ -7,7 +7,15 @@ profiled, from the request's first byte to its answer, and prints, for each requ
 * the ``groupcoord`` source files its Python calls went through, in order of first use;
 * how many calls crossed from one layer to another (the components of
   ``scripts/import_layers.py``: ``server``, ``protocol``, ``broker``, ``runtime``,
-  ``coordinator``, ``storage``, ...), and the sequence of layers those crossings make. The leaves
+  ``coordinator``, ``storage``, ...), and the sequence of layers those crossings make: the
+  "crossings" count every change of layer between one call and the next in time, so a return
+  followed by a call into another layer counts too (``server`` calls ``protocol`` twice in a row:
+  ``server > protocol > server > protocol``, three crossings);
+* the "layer changes": the calls made *into* another layer than their caller's (the nearest
+  ``groupcoord`` frame of a layer up the stack), and the entries from the event loop (a callback
+  with no layer of ours below it: the write tick, a timer, the reply's completion). This is the
+  count of calls that land in a different layer; the "turns" merge a run of the same change
+  (``server`` reading a frame with five calls into ``protocol`` is one turn). The leaves
   every layer uses (the clock, the keyed timers, config, ``handling``'s shared types, the gc
   helpers) and the test toolkit's own hooks (its clock and fault injector) are not layers of the
   walk: a call into one of them is neither counted as a crossing nor listed.
@@ -54,6 +62,8 @@ class Walk:
         self.crossings = 0
         self.path: list[str] = []
         self._last: str | None = None
+        #: calls into another layer than the caller's, as "caller>callee" (or "loop>callee")
+        self.changes: list[str] = []
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if event != "call":
@@ -70,11 +80,34 @@ class Walk:
             return
         if rel not in self.files:
             self.files.append(rel)
+        caller = _caller_component(frame.f_back)
+        if caller != comp:
+            self.changes.append(f"{caller or 'loop'}>{comp}")
         if comp != self._last:
             if self._last is not None:
                 self.crossings += 1
             self.path.append(comp)
             self._last = comp
+
+
+def _component_of(frame: FrameType) -> str | None:
+    filename = frame.f_code.co_filename
+    marker = "/groupcoord/"
+    at = filename.rfind(marker)
+    if at < 0:
+        return None
+    rel = filename[at + len(marker) :]
+    return import_layers.component(rel.removesuffix(".py").removesuffix("/__init__").replace("/", "."))
+
+
+def _caller_component(frame: FrameType | None) -> str | None:
+    """The layer of the nearest caller up the stack that is a layer of the walk (None: the loop)."""
+    while frame is not None:
+        comp = _component_of(frame)
+        if comp is not None and comp not in TRANSPARENT:
+            return comp
+        frame = frame.f_back
+    return None
 
 
 def traced(broker: Broker, send: Callable[[], Any]) -> tuple[Walk, Any]:
@@ -133,11 +166,27 @@ def join(c: WireClient, group: str, member_id: str) -> Any:
     )
 
 
+def _turns(changes: list[str]) -> list[str]:
+    """The layer changes with runs of the same one merged (``server>protocol`` five times in a row,
+    the frame read and its header decoded, is one turn)."""
+    return [c for i, c in enumerate(changes) if i == 0 or changes[i - 1] != c]
+
+
 def report(name: str, walk: Walk) -> dict[str, Any]:
-    print(f"{name}: {len(walk.files)} files, {walk.crossings} layer crossings")
+    turns = _turns(walk.changes)
+    print(
+        f"{name}: {len(walk.files)} files, {walk.crossings} layer crossings, "
+        f"{len(walk.changes)} layer changes ({len(turns)} turns)"
+    )
     print("  files: " + ", ".join(walk.files))
     print("  components: " + " > ".join(walk.path))
-    return {"files": walk.files, "crossings": walk.crossings, "components": walk.path}
+    print("  turns: " + ", ".join(turns))
+    return {
+        "files": walk.files,
+        "crossings": walk.crossings,
+        "components": walk.path,
+        "changes": walk.changes,
+    }
 
 
 def main() -> None:
@@ -171,7 +220,19 @@ def main() -> None:
             time.sleep(0.1)
             walk, _ = traced(broker, lambda: join(c, "walk-join", str(first.member_id)))
             out["join_group"] = report("JoinGroup (v9, known member id, new group)", walk)
-    print(json.dumps({k: {"files": len(v["files"]), "crossings": v["crossings"]} for k, v in out.items()}))
+    print(
+        json.dumps(
+            {
+                k: {
+                    "files": len(v["files"]),
+                    "crossings": v["crossings"],
+                    "layer_changes": len(v["changes"]),
+                    "turns": len(_turns(v["changes"])),
+                }
+                for k, v in out.items()
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -396,7 +396,15 @@ class OffsetManager:
             for record in records:
                 if producer_id >= 0:
                     self.replay_transactional(out, record, producer_id)
-                else:
+                    continue
+                # A commit writes only its own offset records: replayed here, not dispatched
+                # through the shard's replay of any record kind and back into this manager.
+                key, value = record.key, record.value
+                if isinstance(key, OffsetCommitKey) and (
+                    value is None or isinstance(value, OffsetCommitValue)
+                ):
+                    self.replay(key, value)
+                else:  # pragma: no cover - new_offset_commit_record makes every record of a commit
                     self._replay_record(out, record)
             out.respond(write.reply, commit_response(write.request, results))
             return

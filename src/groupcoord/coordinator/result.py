@@ -38,6 +38,7 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 
 from groupcoord.errors import ErrorCode
+from groupcoord.timer import KeyedTimer
 
 #: A caller's handle for one response (Kafka's response future).
 Reply = Callable[[Any], None]
@@ -107,16 +108,17 @@ class Shard:
     compiled (setup.py), the runtime's calls into a shard that derives from it are direct ones.
     """
 
+    #: The shard's timers (Kafka 4.x's ``CoordinatorTimer``, which its runtime hands the shard):
+    #: after each call the runtime arms the shard's loop timer at their earliest deadline, read
+    #: here rather than by a call back into the shard; the shard expires them in :meth:`poll`.
+    timer: KeyedTimer[Any, Any]
+
     def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
         """``write`` is durable (``NONE``) or failed with ``error``."""
         raise NotImplementedError
 
     def poll(self) -> CoordinatorResult:
         """Run every timer due at the clock's current time."""
-        raise NotImplementedError
-
-    def next_deadline(self) -> int | None:
-        """The earliest timer's deadline, if any."""
         raise NotImplementedError
 
     def on_loaded(self) -> CoordinatorResult:

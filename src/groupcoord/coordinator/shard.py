@@ -139,6 +139,7 @@ class GroupCoordinatorShard(Shard):
         self.offsets = OffsetManager(ctx, self.groups, self._replay)
         self._classic = self.groups.classic
         self._rebalance = self.groups.rebalance
+        self.timer = ctx.timer
         ctx.timer.schedule(OFFSET_EXPIRY, ctx.now() + config.offsets_retention_check_interval_ms, None)
 
     # ================================================================== queries

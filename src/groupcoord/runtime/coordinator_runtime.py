@@ -136,7 +136,7 @@ class CoordinatorRuntime(Generic[S]):
         if partition in self._shards:
             raise ValueError(f"partition {partition} already has a shard")
         shard = self._shards[partition] = self._new_shard(partition)
-        self._deadlines[partition] = shard.next_deadline()
+        self._deadlines[partition] = shard.timer.next_deadline()
         return shard
 
     def loaded(self, partition: int) -> None:
@@ -178,7 +178,7 @@ class CoordinatorRuntime(Generic[S]):
         if self._timers is not None:
             shard = self._shards.get(partition)
             if shard is not None:
-                self._arm(partition, shard.next_deadline())
+                self._arm(partition, shard.timer.next_deadline())
         if self._replies and not self._delivering:
             self._deliver()
 
@@ -218,7 +218,7 @@ class CoordinatorRuntime(Generic[S]):
         for partition in stale:
             shard = self._shards.get(partition)
             if shard is not None:
-                self._deadlines[partition] = shard.next_deadline()
+                self._deadlines[partition] = shard.timer.next_deadline()
 
     def poll(self) -> None:
         """Run the timers due at the clock's current time, in each shard that has one."""

@@ -145,10 +145,10 @@ class TransactionCoordinatorShard(Shard):
         self._txns: dict[str, TransactionMetadata] = {}
         self._owned: dict[int, int] = {}  # partition -> coordinator epoch
         self._loading: set[int] = set()
-        self._timer: KeyedTimer[TxnTimerKey, None] = KeyedTimer()
+        self.timer: KeyedTimer[TxnTimerKey, None] = KeyedTimer()
         self._markers: dict[str, MarkerWrite] = {}  # markers waiting for a retry
         self._out = CoordinatorResult()
-        self._timer.schedule(
+        self.timer.schedule(
             TXN_ID_EXPIRY, self._clock.now_ms() + self._config.remove_expired_interval_ms, None
         )
 
@@ -160,11 +160,8 @@ class TransactionCoordinatorShard(Shard):
     def transaction(self, transactional_id: str) -> TransactionMetadata | None:
         return self._txns.get(transactional_id)
 
-    def next_deadline(self) -> int | None:
-        return self._timer.next_deadline()
-
     def timer_deadline(self, key: TxnTimerKey) -> int | None:
-        return self._timer.deadline(key)
+        return self.timer.deadline(key)
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self._config.num_partitions)
@@ -256,7 +253,7 @@ class TransactionCoordinatorShard(Shard):
         """Run every timer due at the clock's current time."""
         out = self._begin()
         now = self._clock.now_ms()
-        for key, _ in self._timer.expire(now):
+        for key, _ in self.timer.expire(now):
             if type(key) is TxnTimeout:
                 self._on_txn_timeout(key.transactional_id)
             elif type(key) is MarkerRetry:
@@ -264,7 +261,7 @@ class TransactionCoordinatorShard(Shard):
                 if mw is not None:
                     out.events.append(mw)
             elif type(key) is TxnIdExpiry:
-                self._timer.schedule(TXN_ID_EXPIRY, now + self._config.remove_expired_interval_ms, None)
+                self.timer.schedule(TXN_ID_EXPIRY, now + self._config.remove_expired_interval_ms, None)
                 self._expire_transactional_ids(now)
             else:  # pragma: no cover - keys are all created here
                 raise IllegalStateError(f"unknown timer key {key!r}")
@@ -338,8 +335,8 @@ class TransactionCoordinatorShard(Shard):
         self._loading.discard(partition)
         for tid in [t for t in self._txns if self.partition_for(t) == partition]:
             del self._txns[tid]
-            self._timer.cancel(TxnTimeout(tid))
-            self._timer.cancel(MarkerRetry(tid))
+            self.timer.cancel(TxnTimeout(tid))
+            self.timer.cancel(MarkerRetry(tid))
             self._markers.pop(tid, None)
 
     # ------------------------------------------------------------------ helpers
@@ -379,7 +376,7 @@ class TransactionCoordinatorShard(Shard):
         )
 
     def _arm_timeout(self, meta: TransactionMetadata) -> None:
-        self._timer.schedule(TxnTimeout(meta.transactional_id), meta.start_ms + meta.timeout_ms, None)
+        self.timer.schedule(TxnTimeout(meta.transactional_id), meta.start_ms + meta.timeout_ms, None)
 
     def _marker_write(self, meta: TransactionMetadata) -> MarkerWrite:
         return MarkerWrite(
@@ -476,7 +473,7 @@ class TransactionCoordinatorShard(Shard):
         if meta.producer_epoch < EPOCH_EXHAUSTED_AT:
             meta.producer_epoch += 1  # in memory at once: the old producer is fenced from now on
         now = self._clock.now_ms()
-        self._timer.cancel(TxnTimeout(meta.transactional_id))
+        self.timer.cancel(TxnTimeout(meta.transactional_id))
         value = meta.value(state=S.PREPARE_ABORT, now_ms=now)
         log.info(
             "transaction %r: fencing producer %d epoch %d and aborting its transaction",
@@ -545,7 +542,7 @@ class TransactionCoordinatorShard(Shard):
         commit = req.committed
         state = meta.state
         if state is S.ONGOING:
-            self._timer.cancel(TxnTimeout(tid))
+            self.timer.cancel(TxnTimeout(tid))
             target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
             value = meta.value(state=target, now_ms=self._clock.now_ms())
             self._write(meta, value, PrepareWrite(meta, reply, fence_reply=False, fenced_from_epoch=None))
@@ -566,7 +563,7 @@ class TransactionCoordinatorShard(Shard):
         if meta is None or meta.state is not S.ONGOING:
             return
         if meta.pending is not None:
-            self._timer.schedule(
+            self.timer.schedule(
                 TxnTimeout(tid), self._clock.now_ms() + self._config.abort_retry_interval_ms, None
             )
             return
@@ -673,7 +670,7 @@ class TransactionCoordinatorShard(Shard):
                 error.name,
             )
             self._markers[write.transactional_id] = write
-            self._timer.schedule(
+            self.timer.schedule(
                 MarkerRetry(write.transactional_id),
                 self._clock.now_ms() + self._config.marker_retry_backoff_ms,
                 None,
@@ -689,7 +686,7 @@ class TransactionCoordinatorShard(Shard):
         v = record.value
         if v is None:
             self._txns.pop(tid, None)
-            self._timer.cancel(TxnTimeout(tid))
+            self.timer.cancel(TxnTimeout(tid))
             return
         meta = self._txns.get(tid)
         if meta is None:
