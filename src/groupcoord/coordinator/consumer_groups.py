@@ -312,8 +312,8 @@ class ConsumerGroups:
         upgrade's write fails (Kafka reverts to its last committed state): its members, with
         fresh sessions, and a rebalance unless it was Stable (a join or sync in flight was
         answered already)."""
-        classic = self.classic_rebalance
-        assert classic is not None
+        rebalance = self.classic_rebalance
+        assert rebalance is not None
         saved_members = list(group.members.values())
         saved = (group.generation, group.protocol_type, group.protocol_name, group.leader_id, group.state)
 
@@ -336,16 +336,16 @@ class ConsumerGroups:
                 to_state=STABLE,
             )
             for m in saved_members:
-                classic.complete_and_schedule_next_heartbeat_expiration(group, m)
+                rebalance.complete_and_schedule_next_heartbeat_expiration(group, m)
             if state is not STABLE:
-                classic.prepare_rebalance(out, group, EventReason.ASSIGNMENT_PERSIST_FAILED)
+                rebalance.prepare_rebalance(out, group, EventReason.ASSIGNMENT_PERSIST_FAILED)
 
         for m in list(group.members.values()):
-            classic.reply_join(
+            rebalance.reply_join(
                 out, group, m, join_error(m.join_version, ErrorCode.REBALANCE_IN_PROGRESS, m.member_id)
             )
-            classic.reply_sync(out, m, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
-        classic.cancel_timers(group)
+            rebalance.reply_sync(out, m, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+        rebalance.cancel_timers(group)
         source = group.state
         for mid in list(group.members):
             group.remove(mid)
@@ -366,8 +366,8 @@ class ConsumerGroups:
         ``spec`` (Stable, generation = the group epoch, protocol voted by its members, each
         member's target assignment at the ConsumerProtocol version of its metadata), its
         heartbeats, and a rebalance (the members re-join). Returns its GroupMetadata record."""
-        classic = self.classic_rebalance
-        assert classic is not None
+        rebalance = self.classic_rebalance
+        assert rebalance is not None
         gid = spec.group_id
         now = self._ctx.now()
         group = self._classic.get(gid)
@@ -408,9 +408,9 @@ class ConsumerGroups:
         )
         record = new_group_metadata_record(group, {m.member_id: m.assignment for m in group.members.values()})
         for m in group.members.values():
-            classic.complete_and_schedule_next_heartbeat_expiration(group, m)
+            rebalance.complete_and_schedule_next_heartbeat_expiration(group, m)
         if spec.prepare_rebalance:
-            classic.prepare_rebalance(out, group, EventReason.GROUP_DOWNGRADED)
+            rebalance.prepare_rebalance(out, group, EventReason.GROUP_DOWNGRADED)
         log.info("consumer group %s downgraded to a classic group at generation %d", gid, spec.generation)
         return record
 
@@ -418,16 +418,16 @@ class ConsumerGroups:
         """A downgrade's write failed: the classic group it made goes (the consumer group is
         restored from its snapshot; its offsets stay), and its members' parked JoinGroup and
         SyncGroup requests get NOT_COORDINATOR, so they find the coordinator again."""
-        classic = self.classic_rebalance
+        rebalance = self.classic_rebalance
         group = self._classic.get(group_id)
-        if group is None or classic is None:
+        if group is None or rebalance is None:
             return
-        classic.cancel_timers(group)
+        rebalance.cancel_timers(group)
         for m in list(group.members.values()):
-            classic.reply_join(
+            rebalance.reply_join(
                 out, group, m, join_error(m.join_version, ErrorCode.NOT_COORDINATOR, m.member_id)
             )
-            classic.reply_sync(out, m, sync_error(ErrorCode.NOT_COORDINATOR))
+            rebalance.reply_sync(out, m, sync_error(ErrorCode.NOT_COORDINATOR))
             group.remove(m.member_id)
         group.pending_members.clear()
         group.pending_sync.clear()
