@@ -87,7 +87,7 @@ def _assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> dict[str, A
             quota += 1
         kept: dict[uuid.UUID, frozenset[int]] = {}
         previous = group.members[mid].assignment
-        for topic_id in sorted(previous, key=topic_id_order):
+        for topic_id in sorted(previous, key=topic_id_order) if len(previous) > 1 else previous:
             if topic_id not in subscribed:
                 continue  # an unsubscribed topic's partitions are dropped, not handed on
             # Kafka topics never shrink; a previous target naming partitions past the current
