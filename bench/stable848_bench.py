@@ -148,7 +148,12 @@ class ConsumerWatch:
 class ConsumerMember:
     """One consumer-protocol member on its own connection, reconciling as the Java client does."""
 
-    def __init__(self, conn: Conn, watch: ConsumerWatch, group: str, topic: str, interval_s: float) -> None:
+    def __init__(
+        self, conn: Conn, watch: ConsumerWatch, group: str, topic: str, interval_s: float, *, own_interval: bool = False
+    ) -> None:
+        """``interval_s`` is used between heartbeats only with ``own_interval`` (a bench that
+        forms many groups fast); otherwise the member waits the interval the broker hands out."""
+        self.own_interval = own_interval
         self.conn = conn
         self.watch = watch
         self.group = group
@@ -184,7 +189,7 @@ class ConsumerMember:
                     continue
                 raise RuntimeError(f"member {self.member_id}: ConsumerGroupHeartbeat error {code}")
             self.epoch = int(resp.member_epoch)
-            interval_s = resp.heartbeat_interval.total_seconds() or self.interval_s
+            interval_s = self.interval_s if self.own_interval else resp.heartbeat_interval.total_seconds()
             changed = False
             if resp.assignment is not None:
                 new = {tp.topic_id: frozenset(int(p) for p in tp.partitions) for tp in resp.assignment.topic_partitions}
