@@ -68,7 +68,9 @@ def _spec(
     )
 
 
-def _time(assignor: PartitionAssignor, spec: GroupSpec, counts: dict[uuid.UUID, int], repeat: int) -> list[float]:
+def _time(
+    assignor: PartitionAssignor, spec: GroupSpec, counts: dict[uuid.UUID, int], repeat: int
+) -> list[float]:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -78,7 +80,12 @@ def _time(assignor: PartitionAssignor, spec: GroupSpec, counts: dict[uuid.UUID, 
 
 
 def case(
-    assignor: PartitionAssignor, kind: SubscriptionType, members: int, partitions: int, n_topics: int, repeat: int
+    assignor: PartitionAssignor,
+    kind: SubscriptionType,
+    members: int,
+    partitions: int,
+    n_topics: int,
+    repeat: int,
 ) -> list[dict[str, Any]]:
     topic_ids = [uuid.uuid4() for _ in range(n_topics)]
     counts = {t: partitions // n_topics for t in topic_ids}
@@ -139,7 +146,9 @@ def main() -> None:
     }
     for name in args.assignors.split(","):
         for kind in SubscriptionType:
-            results["rows"] += case(known[name], kind, args.members, args.partitions, args.topics, args.repeat)
+            results["rows"] += case(
+                known[name], kind, args.members, args.partitions, args.topics, args.repeat
+            )
     results["machine"]["load_average_at_end"] = os.getloadavg()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")

@@ -54,10 +54,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench
 import peer
+import stable848_bench
 from group_bench import HEARTBEAT, Conn, GroupWatch, Member, Template, heartbeat_request
 from groupcoord.protocol.entities import NO_THROTTLE, err, make
-
-import stable848_bench
 
 _CORR = struct.Struct(">i")
 #: The topic every consumer-protocol group subscribes to (``--protocol consumer``).

@@ -63,7 +63,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench
 import peer
 from group_bench import Conn, GroupWatch, Template
-from groupcoord.protocol.codec import decode_response
 from groupcoord.protocol.registry import load_messages
 
 CGH = load_messages(68, 1)
@@ -149,7 +148,14 @@ class ConsumerMember:
     """One consumer-protocol member on its own connection, reconciling as the Java client does."""
 
     def __init__(
-        self, conn: Conn, watch: ConsumerWatch, group: str, topic: str, interval_s: float, *, own_interval: bool = False
+        self,
+        conn: Conn,
+        watch: ConsumerWatch,
+        group: str,
+        topic: str,
+        interval_s: float,
+        *,
+        own_interval: bool = False,
     ) -> None:
         """``interval_s`` is used between heartbeats only with ``own_interval`` (a bench that
         forms many groups fast); otherwise the member waits the interval the broker hands out."""
@@ -192,7 +198,10 @@ class ConsumerMember:
             interval_s = self.interval_s if self.own_interval else resp.heartbeat_interval.total_seconds()
             changed = False
             if resp.assignment is not None:
-                new = {tp.topic_id: frozenset(int(p) for p in tp.partitions) for tp in resp.assignment.topic_partitions}
+                new = {
+                    tp.topic_id: frozenset(int(p) for p in tp.partitions)
+                    for tp in resp.assignment.topic_partitions
+                }
                 new = {t: ps for t, ps in new.items() if ps}
                 if new != self.owned:
                     # Revoking and assigning take no time here: the member acknowledges at once.
@@ -220,7 +229,9 @@ async def open_conns(host: str, port: int, n: int) -> list[Conn]:
 async def describe(host: str, port: int, group: str) -> Any:
     conn = await Conn.open(host, port)
     try:
-        resp = await conn.call(CGD, ConsumerGroupDescribeRequest(group_ids=(group,), include_authorized_operations=False))  # type: ignore[arg-type]
+        resp = await conn.call(
+            CGD, ConsumerGroupDescribeRequest(group_ids=(group,), include_authorized_operations=False)
+        )  # type: ignore[arg-type]
     finally:
         conn.close()
     (described,) = resp.groups
@@ -228,13 +239,24 @@ async def describe(host: str, port: int, group: str) -> Any:
 
 
 async def form_consumer(
-    host: str, port: int, broker: peer.BrokerProcess, *, topic: str, members: int, partitions: int,
-    interval_s: float, timeout_s: float, keep: bool = False, own_interval: bool = False,
+    host: str,
+    port: int,
+    broker: peer.BrokerProcess,
+    *,
+    topic: str,
+    members: int,
+    partitions: int,
+    interval_s: float,
+    timeout_s: float,
+    keep: bool = False,
+    own_interval: bool = False,
 ) -> tuple[dict[str, Any], list[ConsumerMember]]:
     group = f"b848-c-{uuid.uuid4().hex[:8]}"
     watch = ConsumerWatch(members, partitions)
     conns = await open_conns(host, port, members)
-    watch.members = [ConsumerMember(c, watch, group, topic, interval_s, own_interval=own_interval) for c in conns]
+    watch.members = [
+        ConsumerMember(c, watch, group, topic, interval_s, own_interval=own_interval) for c in conns
+    ]
     out: dict[str, Any] = {"protocol": "consumer", "members": members, "partitions": partitions}
     bcpu0 = broker.cpu_seconds()
     t0 = time.perf_counter()
@@ -325,8 +347,16 @@ async def form_classic(
 
 # ============================================================================ heartbeats/s
 async def consumer_heartbeats(
-    host: str, port: int, broker: peer.BrokerProcess, *, topic: str, partitions: int, groups: int, size: int,
-    seconds: float, interval_s: float,
+    host: str,
+    port: int,
+    broker: peer.BrokerProcess,
+    *,
+    topic: str,
+    partitions: int,
+    groups: int,
+    size: int,
+    seconds: float,
+    interval_s: float,
 ) -> dict[str, Any]:
     """Closed loop of steady-state ConsumerGroupHeartbeats over ``groups`` stable groups (formed
     all at once, their members heartbeating every 20 ms until stable: only the loop is measured)."""
@@ -335,13 +365,21 @@ async def consumer_heartbeats(
     outs = await asyncio.gather(
         *(
             form_consumer(
-                host, port, broker, topic=topic, members=size, partitions=partitions, interval_s=0.02,
-                timeout_s=120, keep=True, own_interval=True,
-            )  # fmt: skip
+                host,
+                port,
+                broker,
+                topic=topic,
+                members=size,
+                partitions=partitions,
+                interval_s=0.02,
+                timeout_s=120,
+                keep=True,
+                own_interval=True,
+            )
             for _ in range(groups)
         )
     )
-    for out, ms in outs:
+    for _, ms in outs:
         formed += ms
     for out, _ in outs:
         if not out.get("ok"):
@@ -360,7 +398,9 @@ async def consumer_heartbeats(
         )  # fmt: skip
         holders.append(holder)
     lanes = [
-        group_bench._Lane(member=h, template=Template(CGH, cgh_request(m.group, m.member_id, m.epoch)), slot=i)
+        group_bench._Lane(
+            member=h, template=Template(CGH, cgh_request(m.group, m.member_id, m.epoch)), slot=i
+        )
         for i, (h, m) in enumerate(zip(holders, formed, strict=True))
     ]
     return await group_bench._drive(
@@ -387,7 +427,9 @@ async def classic_heartbeats(
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for m in ms:
-            tmpl = Template(group_bench.HEARTBEAT, group_bench.heartbeat_request(m.group, m.generation, m.member_id))
+            tmpl = Template(
+                group_bench.HEARTBEAT, group_bench.heartbeat_request(m.group, m.generation, m.member_id)
+            )
             lanes.append(group_bench._Lane(member=m, template=tmpl, slot=len(lanes)))
         formed += ms
     return await group_bench._drive(
@@ -426,7 +468,12 @@ async def run(args: argparse.Namespace, broker: peer.BrokerProcess, results: dic
                     )  # fmt: skip
                 else:
                     row = await form_classic(
-                        host, p, broker, members=args.members, partitions=args.partitions, timeout_s=args.timeout
+                        host,
+                        p,
+                        broker,
+                        members=args.members,
+                        partitions=args.partitions,
+                        timeout_s=args.timeout,
                     )
                 row = {"round": rnd, "load_average": os.getloadavg()[0], **row}
                 results["form"].append(row)
@@ -436,11 +483,13 @@ async def run(args: argparse.Namespace, broker: peer.BrokerProcess, results: dic
                 for proto in order:
                     if proto == "consumer":
                         row = await consumer_heartbeats(
-                            host, p, broker, topic=hb_topic, partitions=HB_PARTITIONS, groups=groups, size=size,
-                            seconds=args.seconds, interval_s=args.interval_ms / 1000,
+                            host, p, broker, topic=hb_topic, partitions=HB_PARTITIONS, groups=groups,
+                            size=size, seconds=args.seconds, interval_s=args.interval_ms / 1000,
                         )  # fmt: skip
                     else:
-                        row = await classic_heartbeats(host, p, broker, groups=groups, size=size, seconds=args.seconds)
+                        row = await classic_heartbeats(
+                            host, p, broker, groups=groups, size=size, seconds=args.seconds
+                        )
                     row = {"round": rnd, "shape": shape, "load_average": os.getloadavg()[0], **row}
                     results["heartbeat"].append(row)
                     print(json.dumps({k: v for k, v in row.items() if k != "unexpected_answers"}), flush=True)
