@@ -101,7 +101,7 @@ def topic_hash(topic: TopicMetadata) -> int:
 
 def group_metadata_hash(topic_names: Iterable[str], image: TopicsImage) -> int:
     """The group's hash over its subscribed topics that exist, in name order; 0 for none."""
-    hashes = [h for n in sorted(set(topic_names)) if (h := image.topic_hash(n)) is not None]
+    hashes = [th for n in sorted(set(topic_names)) if (th := image.topic_hash(n)) is not None]
     if not hashes:
         return 0
     h = hashlib.blake2b(digest_size=8)
