@@ -15,8 +15,14 @@ an unrelated change costs), ``join`` (one member more than the previous target k
 path). Each is run ``--repeat`` times; the median and the best are reported, in ms. Kafka reports
 15-20 ms for 1,000 members x 50,000 partitions in Java (KIP-1263); our target is under 200 ms.
 
+Also ``joins``: the coordinator core itself (``ConsumerGroupManager``, no wire, no log): ``--members``
+first heartbeats (epoch 0) into one group subscribed to one topic of ``--partitions`` partitions,
+one after another, as a join storm arrives; each bumps the group epoch and computes a new target
+(Kafka 4.1 does the same per heartbeat). CPU seconds in all and per join, ``--repeat`` times.
+The wire benchmark (``stable848_bench.py``) cannot create 10,000 partitions on this machine.
+
     .venv/bin/python bench/assignor848_bench.py [--members 1000] [--partitions 10000] [--topics 10]
-        [--repeat 5] [--out bench/results/assignor848.json]
+        [--repeat 5] [--joins-repeat 3] [--out bench/results/assignor848.json]
 """
 
 from __future__ import annotations
@@ -123,6 +129,47 @@ def case(
     return out
 
 
+def joins(members: int, partitions: int, repeat: int) -> dict[str, Any]:
+    """``members`` first heartbeats into one group of one ``partitions``-partition topic."""
+    from groupcoord.coordinator.consumer.api import ConsumerGroupHeartbeatRequest
+    from groupcoord.coordinator.consumer.manager import ConsumerGroupManager
+    from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
+
+    cpu: list[float] = []
+    epoch = 0
+    for _ in range(repeat):
+        topic = TopicMetadata(topic_id=uuid.uuid4(), name="t", num_partitions=partitions)
+        manager = ConsumerGroupManager(image=TopicsImage([topic], version=1))
+        requests = [
+            ConsumerGroupHeartbeatRequest(
+                group_id="g",
+                member_id=uuid.uuid4().hex,
+                member_epoch=0,
+                rebalance_timeout_ms=60_000,
+                subscribed_topic_names=("t",),
+                server_assignor="uniform",
+                topic_partitions=(),
+            )
+            for _ in range(members)
+        ]
+        start = time.process_time()
+        for request in requests:
+            manager.consumer_group_heartbeat(request, 1_000)
+        cpu.append(time.process_time() - start)
+        epoch = manager.groups["g"].group_epoch
+    row = {
+        "case": "joins",
+        "members": members,
+        "partitions": partitions,
+        "group_epoch": epoch,
+        "median_cpu_s": round(statistics.median(cpu), 2),
+        "best_cpu_s": round(min(cpu), 2),
+        "median_ms_per_join": round(statistics.median(cpu) / members * 1000, 2),
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--members", type=int, default=1000)
@@ -130,6 +177,7 @@ def main() -> None:
     ap.add_argument("--topics", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--assignors", default="uniform,range")
+    ap.add_argument("--joins-repeat", type=int, default=3, help="0: skip the join storm")
     ap.add_argument("--out", default=str(RESULTS / "assignor848.json"))
     args = ap.parse_args()
     known: dict[str, PartitionAssignor] = {"uniform": UniformAssignor(), "range": RangeAssignor()}
@@ -149,6 +197,8 @@ def main() -> None:
             results["rows"] += case(
                 known[name], kind, args.members, args.partitions, args.topics, args.repeat
             )
+    if args.joins_repeat > 0:
+        results["joins"] = joins(args.members, args.partitions, args.joins_repeat)
     results["machine"]["load_average_at_end"] = os.getloadavg()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
