@@ -171,6 +171,7 @@ class ConsumerMember:
         self.owned_count = 0
         self.acked = False
         self.answered_at = 0.0
+        self.first_answer_at = 0.0
         self.requests = 0
         self.stop = asyncio.Event()
 
@@ -181,6 +182,8 @@ class ConsumerMember:
             self.requests += 1
             resp = await self.conn.call(CGH, request)
             self.answered_at = time.perf_counter()
+            if not self.first_answer_at:
+                self.first_answer_at = self.answered_at
             code = int(resp.error_code)
             if code != 0:
                 key = f"heartbeat:{code}"
@@ -272,6 +275,8 @@ async def form_consumer(
             watch.check()
             await asyncio.sleep(0.005)
         out["stable_s"] = round(watch.done_at - t0, 3)
+        # when the join storm was through: the last member's first answer
+        out["last_join_answer_s"] = round(max(m.first_answer_at for m in watch.members) - t0, 3)
         out["epoch"] = watch.epoch
         out["requests"] = sum(m.requests for m in watch.members)
         out["broker_cpu_s"] = round(broker.cpu_seconds() - bcpu0, 3)
