@@ -23,7 +23,13 @@ second; peak and end), the broker's and the client's CPU, the client's own colle
 per-second timeline (answers, answers over 10 ms, the worst).
 
     .venv/bin/python bench/scale_bench.py [--groups 10000] [--members 10] [--interval 10] [--duration 600]
-        [--tick-ms 0.5] [--pin | --no-pin]
+        [--tick-ms 0.5] [--pin | --no-pin] [--protocol classic|consumer]
+
+``--protocol consumer`` forms consumer-protocol (KIP-848) groups instead, each subscribed to one
+topic with a partition per member, through ``stable848_bench``'s members (ConsumerGroupHeartbeat v1,
+heartbeating every 20 ms until the group is stable); the steady state then sends each member's
+ConsumerGroupHeartbeat at its epoch with every other field null, every ``--interval``, and counts
+an answer's error code instead of comparing bytes (each answer names its member).
 
 Results: bench/results/scale_bench.json.
 """
@@ -48,10 +54,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import group_bench
 import peer
+import stable848_bench
 from group_bench import HEARTBEAT, Conn, GroupWatch, Member, Template, heartbeat_request
 from groupcoord.protocol.entities import NO_THROTTLE, err, make
 
 _CORR = struct.Struct(">i")
+#: The topic every consumer-protocol group subscribes to (``--protocol consumer``).
+CONSUMER_TOPIC = "scale-topic"
 _IDX_BITS = 24
 _IDX_MASK = (1 << _IDX_BITS) - 1
 
@@ -72,6 +81,9 @@ class LatencyConn(Conn):
         self.expired_members: set[int] = set()
         self.answered = 0
         self.measuring = False
+        #: With the consumer protocol every member's answer differs (it names the member): the
+        #: error code is read at this offset of the frame instead of comparing bytes.
+        self.error_at: int | None = None
 
     def data_received(self, data: bytes) -> None:
         if self.latencies_us is None:
@@ -92,7 +104,14 @@ class LatencyConn(Conn):
             if self.measuring:
                 self.latencies_us.append(min(int((now - t) * 1e6), 0xFFFFFFFF))
                 self.arrivals_ms.append(int((now - self.t0) * 1000))
-            if frame[4:] != self.expected:
+            if self.error_at is not None:
+                (code,) = struct.unpack_from(">h", frame, self.error_at)
+                if code:
+                    self.errors[code] = self.errors.get(code, 0) + 1
+                    self.erring_members.add(member)
+                    if code == group_bench.UNKNOWN_MEMBER_ID:
+                        self.expired_members.add(member)
+            elif frame[4:] != self.expected:
                 (code,) = struct.unpack_from(">h", frame, len(frame) - 3)
                 self.errors[code] = self.errors.get(code, 0) + 1
                 self.erring_members.add(member)
@@ -110,6 +129,7 @@ async def form_groups(
     session_ms: int,
     timeout_s: float,
     on_formed: Callable[[list[tuple[LatencyConn, bytearray]]], None],
+    protocol: str = "classic",
 ) -> int:
     """Form every group; each formed group's members are handed to ``on_formed`` at once.
 
@@ -136,6 +156,12 @@ async def form_groups(
         nonlocal formed
         for g in next_group:
             gid = f"scale-{g:06d}"
+            if protocol == "consumer":
+                on_formed(await _form_consumer_group(sets[s], heartbeat_sets[s], gid, members, timeout_s))
+                formed += 1
+                if formed % 1000 == 0:
+                    print(f"  formed {formed} groups in {time.perf_counter() - t0:.1f} s", flush=True)
+                continue
             watch = GroupWatch(size=members)
             ms = [
                 Member(
@@ -171,6 +197,41 @@ async def form_groups(
     return formed
 
 
+async def _form_consumer_group(
+    conns: list[LatencyConn], heartbeat_conns: list[LatencyConn], gid: str, members: int, timeout_s: float
+) -> list[tuple[LatencyConn, bytearray]]:
+    """One consumer-protocol group of ``members`` over ``CONSUMER_TOPIC`` (one partition per
+    member), formed by ``stable848_bench``'s members heartbeating every 20 ms until stable; then
+    each member's steady-state ConsumerGroupHeartbeat (its epoch, all else null)."""
+    watch = stable848_bench.ConsumerWatch(members, members)
+    watch.members = [
+        stable848_bench.ConsumerMember(conns[i], watch, gid, CONSUMER_TOPIC, 0.02, own_interval=True)
+        for i in range(members)
+    ]
+    tasks = [asyncio.create_task(m.run()) for m in watch.members]
+    try:
+        deadline = time.perf_counter() + timeout_s
+        while not watch.done.is_set():
+            for t in tasks:
+                if t.done() and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"{gid} not stable after {timeout_s} s")
+            watch.check()
+            await asyncio.sleep(0.01)
+    finally:
+        for m in watch.members:
+            m.stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return [
+        (
+            heartbeat_conns[i],
+            Template(stable848_bench.CGH, stable848_bench.cgh_request(gid, m.member_id, m.epoch)).base,
+        )
+        for i, m in enumerate(watch.members)
+    ]
+
+
 def _expected_answer() -> bytes:
     """A successful Heartbeat answer without size prefix and correlation id."""
     frame = HEARTBEAT.encode_response(
@@ -200,6 +261,9 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
                 conns[id(conn)] = conn
                 conn.latencies_us = array("I")
                 conn.expected = expected
+                if args.protocol == "consumer":
+                    # ConsumerGroupHeartbeat v1 answer: correlation id, tagged fields, throttle
+                    conn.error_at = 4 + 1 + 4
             # The first heartbeat of a member is one interval after its group formed, at a
             # random phase so that the heartbeats of a group spread out.
             first = now + interval * (0.5 + random.random() / 2)
@@ -252,6 +316,7 @@ async def scale(args: argparse.Namespace, broker: peer.BrokerProcess) -> dict[st
             session_ms=args.session_ms,
             timeout_s=args.timeout,
             on_formed=on_formed,
+            protocol=args.protocol,
         )
         result["forming_seconds"] = time.perf_counter() - t_form
         # This process holds 100,000 members' state; its own full garbage collections (about
@@ -434,16 +499,27 @@ def main() -> None:
         help="broker on the last CPU, the client on the others (Linux; --no-pin: leave it to the kernel)",
     )
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument(
+        "--protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="classic: JoinGroup/SyncGroup/Heartbeat; consumer: ConsumerGroupHeartbeat (KIP-848)",
+    )
     ap.add_argument("--out", default=str(group_bench.RESULTS / "scale_bench.json"))
     args = ap.parse_args()
     out: dict[str, Any] = {"machine": group_bench.machine(), "args": vars(args)}
     settings = {"group.initial.rebalance.delay.ms": "0"}
+    if args.protocol == "consumer":
+        # Members keep their session with the bench's own --interval (10 s), as classic ones do.
+        settings["group.consumer.session.timeout.ms"] = str(max(args.session_ms, 45_000))
     out["settings"] = settings
     broker = peer.start_groupcoord(settings)
     if args.pin:
         out["pinned"] = _pin(broker.pid)
     try:
         time.sleep(0.3)
+        if args.protocol == "consumer":
+            asyncio.run(group_bench.create_topic(broker.host, broker.port, CONSUMER_TOPIC, args.members))
         out["result"] = asyncio.run(scale(args, broker))
         out["broker_alive_after"] = broker.alive()
     finally:

@@ -12,7 +12,7 @@ from cg_harness import GROUP, Harness, image, owned
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.consumer.group import ConsumerGroupState
+from groupcoord.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 
 T = [uuid.UUID(int=i + 1) for i in range(3)]
 NAMES = ["t0", "t1", "t2"]
@@ -31,6 +31,7 @@ def _check_single_owner(h: Harness) -> None:
     group = h.manager.groups.get(GROUP)
     if group is None:
         return
+    _check_state_counted_right(group)
     seen: dict[tuple[uuid.UUID, int], str] = {}
     for m in group.members.values():
         for assignment in (m.assigned_partitions, m.partitions_pending_revocation):
@@ -38,6 +39,21 @@ def _check_single_owner(h: Harness) -> None:
                 for p in parts:
                     assert (t, p) not in seen, f"{t}-{p} owned by {seen[(t, p)]} and {m.member_id}"
                     seen[(t, p)] = m.member_id
+
+
+def _check_state_counted_right(group: ConsumerGroup) -> None:
+    """The group keeps a count of its unreconciled members instead of scanning them on every
+    request; the state it gives is the one Kafka's ``ConsumerGroup.maybeUpdateGroupState``
+    computes from every member."""
+    if not group.members:
+        scanned = ConsumerGroupState.EMPTY
+    elif group.group_epoch > group.assignment_epoch:
+        scanned = ConsumerGroupState.ASSIGNING
+    elif any(not m.is_reconciled_to(group.assignment_epoch) for m in group.members.values()):
+        scanned = ConsumerGroupState.RECONCILING
+    else:
+        scanned = ConsumerGroupState.STABLE
+    assert group.state is scanned
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

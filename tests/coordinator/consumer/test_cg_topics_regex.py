@@ -7,7 +7,12 @@ import uuid
 
 from cg_harness import BAR, FOO, GROUP, Harness, image, owned, record_kinds, tps
 
-from groupcoord.coordinator.consumer.metadata import TopicMetadata, TopicsImage
+from groupcoord.coordinator.consumer.metadata import (
+    TopicMetadata,
+    TopicsImage,
+    group_metadata_hash,
+    topic_hash,
+)
 from groupcoord.errors import ErrorCode
 
 FOO2 = uuid.UUID(int=0xF002)
@@ -231,3 +236,17 @@ def test_regexes_are_refreshed_after_the_refresh_interval() -> None:
     fired = h.advance(0)
     assert record_kinds(fired[0].records) == ["R16"]  # same topics, same hash: no bump
     assert h.group.resolved_regexes["foo.*"].timestamp == h.now
+
+
+def test_an_image_hashes_each_topic_once_and_a_new_image_sees_the_change() -> None:
+    """The per-image topic-hash cache (Kafka 4.1 ``GroupMetadataManager.topicHashCache``, KIP-1101)
+    gives what hashing the topic gives, nothing for an absent topic, and a new image with one more
+    partition hashes differently, so the group epoch still bumps on a created partition."""
+    foo = TopicMetadata(topic_id=FOO, name="foo", num_partitions=3)
+    before = TopicsImage([foo], version=1)
+    assert before.topic_hash("foo") == topic_hash(foo)
+    assert before.topic_hash("foo") == before.topic_hash("foo")
+    assert before.topic_hash("bar") is None
+    grown = TopicsImage([TopicMetadata(topic_id=FOO, name="foo", num_partitions=4)], version=2)
+    assert grown.topic_hash("foo") != before.topic_hash("foo")
+    assert group_metadata_hash({"foo", "bar"}, grown) != group_metadata_hash({"foo", "bar"}, before)

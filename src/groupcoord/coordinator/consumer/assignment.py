@@ -64,7 +64,7 @@ def assignment_of(pairs: Mapping[uuid.UUID, Iterable[int]]) -> dict[uuid.UUID, f
     """An assignment from any topic -> partitions mapping, dropping empty topics."""
     out: dict[uuid.UUID, frozenset[int]] = {}
     for topic_id, parts in pairs.items():
-        frozen = frozenset(parts)
+        frozen = parts if type(parts) is frozenset else frozenset(parts)
         if frozen:
             out[topic_id] = frozen
     return out

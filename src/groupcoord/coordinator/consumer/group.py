@@ -84,6 +84,11 @@ class ConsumerGroup:
         #: epoch bump writes its tombstone (4.1).
         self.has_partition_metadata_record = False
         self.members: dict[str, ConsumerGroupMember] = {}
+        #: How many members are not reconciled to ``_counted_epoch`` (kept by update_member and
+        #: remove_member, recounted when the assignment epoch moves), so that ``state`` does not
+        #: scan every member on every request.
+        self._unreconciled = 0
+        self._counted_epoch = 0
         self.static_members: dict[str, str] = {}
         self.target_assignment: dict[str, Assignment] = {}
         #: topic id -> partition -> member id of the target
@@ -123,7 +128,12 @@ class ConsumerGroup:
             return ConsumerGroupState.EMPTY
         if self.group_epoch > self.assignment_epoch:
             return ConsumerGroupState.ASSIGNING
-        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+        if self._counted_epoch != self.assignment_epoch:
+            self._counted_epoch = self.assignment_epoch
+            self._unreconciled = sum(
+                1 for m in self.members.values() if not m.is_reconciled_to(self.assignment_epoch)
+            )
+        if self._unreconciled:
             return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
@@ -142,11 +152,17 @@ class ConsumerGroup:
     def update_member(self, member: ConsumerGroupMember) -> None:
         old = self.members.get(member.member_id)
         self.members[member.member_id] = member
+        if old is not None and not old.is_reconciled_to(self._counted_epoch):
+            self._unreconciled -= 1
+        if not member.is_reconciled_to(self._counted_epoch):
+            self._unreconciled += 1
         self._index(old, member)
 
     def remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id, None)
         if old is not None:
+            if not old.is_reconciled_to(self._counted_epoch):
+                self._unreconciled -= 1
             self._index(old, None)
 
     def _index(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> None:

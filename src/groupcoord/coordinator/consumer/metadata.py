@@ -47,12 +47,25 @@ class TopicMetadata:
 class TopicsImage:
     """Topics by name and by id; immutable once built."""
 
-    __slots__ = ("_by_id", "_by_name", "version")
+    __slots__ = ("_by_id", "_by_name", "_hashes", "version")
 
     def __init__(self, topics: Iterable[TopicMetadata] = (), *, version: int = 0) -> None:
         self._by_name = {t.name: t for t in topics}
         self._by_id = {t.topic_id: t for t in self._by_name.values()}
+        self._hashes: dict[str, int] = {}
         self.version = version
+
+    def topic_hash(self, name: str) -> int | None:
+        """:func:`topic_hash` of the topic named ``name`` (None if absent), computed once per
+        image: it reads every partition, and every epoch bump asks for it (Kafka keeps its
+        ``topicHashCache`` for the same reason)."""
+        cached = self._hashes.get(name)
+        if cached is None:
+            topic = self._by_name.get(name)
+            if topic is None:
+                return None
+            cached = self._hashes[name] = topic_hash(topic)
+        return cached
 
     def by_name(self, name: str) -> TopicMetadata | None:
         return self._by_name.get(name)
@@ -88,7 +101,7 @@ def topic_hash(topic: TopicMetadata) -> int:
 
 def group_metadata_hash(topic_names: Iterable[str], image: TopicsImage) -> int:
     """The group's hash over its subscribed topics that exist, in name order; 0 for none."""
-    hashes = [topic_hash(t) for n in sorted(set(topic_names)) if (t := image.by_name(n)) is not None]
+    hashes = [th for n in sorted(set(topic_names)) if (th := image.topic_hash(n)) is not None]
     if not hashes:
         return 0
     h = hashlib.blake2b(digest_size=8)

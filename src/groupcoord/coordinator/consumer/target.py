@@ -68,15 +68,20 @@ def build_target_assignment(
                 members.pop(holder, None)
                 previous.pop(holder, None)
         previous[member_id] = prior
-    specs = {
-        member_id: MemberSpec(
-            subscribed_topic_ids=_topic_ids(group, member, image),
+    # Members mostly share their subscription: resolve each distinct one once per build.
+    topic_ids: dict[tuple[frozenset[str], str | None], frozenset[uuid.UUID]] = {}
+    specs = {}
+    for member_id, member in members.items():
+        key = (member.subscribed_topic_names, member.subscribed_topic_regex)
+        ids = topic_ids.get(key)
+        if ids is None:
+            ids = topic_ids[key] = _topic_ids(group, member, image)
+        specs[member_id] = MemberSpec(
+            subscribed_topic_ids=ids,
             rack_id=member.rack_id,
             instance_id=member.instance_id,
             assignment=previous[member_id],
         )
-        for member_id, member in members.items()
-    }
     new = assignor.assign(
         GroupSpec(
             members=specs, subscription_type=subscription_type, assigned_partitions=group.inverted_target

@@ -72,7 +72,9 @@ def _assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> dict[str, A
         count = topics.get(topic_id, -1)
         if count == -1:
             raise _missing(topic_id)
-        unassigned.extend((topic_id, p) for p in range(count) if not group.is_partition_assigned(topic_id, p))
+        # GroupSpec.is_partition_assigned for every partition, with the topic's map looked up once
+        owners = group.assigned_partitions.get(topic_id, {})
+        unassigned.extend((topic_id, p) for p in range(count) if p not in owners)
         total += count
     members = len(member_ids)
     min_quota, extra_left = divmod(total, members)
@@ -85,12 +87,15 @@ def _assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> dict[str, A
             quota += 1
         kept: dict[uuid.UUID, frozenset[int]] = {}
         previous = group.members[mid].assignment
-        for topic_id in sorted(previous, key=topic_id_order):
+        for topic_id in sorted(previous, key=topic_id_order) if len(previous) > 1 else previous:
             if topic_id not in subscribed:
                 continue  # an unsubscribed topic's partitions are dropped, not handed on
             # Kafka topics never shrink; a previous target naming partitions past the current
             # count (a topic re-created smaller here) keeps only those that exist.
-            parts = frozenset(p for p in previous[topic_id] if p < topics[topic_id])
+            parts = previous[topic_id]
+            count = topics[topic_id]
+            if parts and max(parts) >= count:
+                parts = frozenset(p for p in parts if p < count)
             if not parts:
                 continue
             if len(parts) <= quota:
