@@ -129,5 +129,10 @@ def test_random_bodies_never_take_the_broker_down_nor_log_an_error(
         await groups.close()
 
     run_broker(tmp_path, scenario)
-    bad = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    # the broker's own lines: a client thread left by an earlier test on this worker may log too
+    bad = [
+        r
+        for r in caplog.records
+        if r.name.startswith("groupcoord") and (r.levelno >= logging.ERROR or r.exc_info)
+    ]
     assert bad == [], bad[0].getMessage()
