@@ -36,6 +36,7 @@ SRC = ROOT / "src"
 NATIVE_MODULES = (
     "groupcoord/clock.py",
     "groupcoord/timer.py",
+    "groupcoord/handling/context.py",
     "groupcoord/handling/loop_timers.py",
     "groupcoord/protocol/framing.py",
     "groupcoord/protocol/headers.py",

@@ -67,6 +67,11 @@ class CollectingTransport(asyncio.Transport):
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        # asyncio's defaults (low, high): the connection learns from them, as from a socket
+        # transport, that it need not ask for the buffer size on every request.
+        return (16 * 1024, 64 * 1024)
+
     def is_closing(self) -> bool:
         return False
 

@@ -67,3 +67,20 @@ def test_large_stream_compacts_buffer_and_keeps_frames_intact() -> None:
         dec.feed(stream[i : i + 7777])
         out.extend(dec.frames())
     assert out == payloads
+
+
+@pytest.mark.parametrize("size", [0, 1, 8191, 8192, 8193, 300_000])
+def test_frames_either_side_of_the_slice_copy_size_come_out_whole_and_independent(size: int) -> None:
+    """Small frames are copied by slicing, larger ones through a memoryview (framing.next_frame):
+    both give bytes equal to what was sent, not a view of the decoder's buffer, which later
+    feeds and compaction overwrite."""
+    dec = FrameDecoder(1 << 20)
+    payload = bytes(i % 253 for i in range(size))
+    after = b"\xab" * 70_000  # enough behind it for the buffer to be compacted
+    dec.feed(encode_frame(payload) + encode_frame(after))
+    first = dec.next_frame()
+    assert type(first) is bytes and first == payload
+    assert dec.next_frame() == after
+    dec.feed(encode_frame(b"\x00" * 10))
+    assert dec.next_frame() == b"\x00" * 10
+    assert first == payload

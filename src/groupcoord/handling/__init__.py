@@ -6,7 +6,8 @@ the keyed timer from the event loop (fetch long-polls, idle connections, the log
 The server (framing, ordering, transport), the broker's and the coordinator runtime's
 handlers, and the composition root (:mod:`groupcoord.app`) all meet here:
 
-* :class:`RequestContext`: what a handler knows about the request and its connection;
+* :class:`RequestContext` (:mod:`groupcoord.handling.context`, compiled): what a handler knows
+  about the request and its connection;
 * :class:`Route`: one line of the route table, an API's version range and handler;
 * :class:`PreEncoded`: a response body a handler encoded itself, possibly with
   :class:`FileRegion` pieces the connection sends with ``sendfile``;
@@ -27,9 +28,10 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from groupcoord.handling.context import RequestContext as RequestContext
 from groupcoord.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
@@ -42,38 +44,6 @@ Handler = Callable[[S, "RequestContext", Any], HandlerResult]
 #: runs the handler. It may answer itself (an error entity, an awaitable that never resolves).
 Proceed = Callable[["RequestContext", Any], HandlerResult]
 Interceptor = Callable[["RequestContext", Any, Proceed], HandlerResult]
-
-
-@dataclass(slots=True, kw_only=True)
-class RequestContext:
-    """Per-request context handed to every handler.
-
-    ``client_host`` is in Kafka's ``/127.0.0.1`` form (what DescribeGroups shows);
-    ``principal`` and ``listener`` are what the authorizer and the advertised addresses use.
-    While a handler's awaitable is pending the connection hands no later request to a handler
-    anyway (``server.connection``), except within a run of one overlap class; :meth:`mute`
-    makes this request hold back even those, as Kafka does for every request (JoinGroup and
-    SyncGroup call it).
-    """
-
-    connection_id: int
-    client_id: str
-    client_host: str
-    api_key: int
-    api_version: int
-    correlation_id: int
-    muted: bool = field(default=False)
-    #: who sent it (Kafka's ``KafkaPrincipal``: ``User:alice``; ``User:ANONYMOUS`` unauthenticated)
-    principal: str = field(default="User:ANONYMOUS")
-    #: the name of the listener it came in on (``PLAINTEXT``, ``SASL_SSL`` ...)
-    listener: str = field(default="PLAINTEXT")
-    #: the connection's security state (``server.session.Session``), for the SASL handlers
-    session: Any = field(default=None)
-    #: the broker node the connection is to (``broker.cluster``: several brokers in one process)
-    node_id: int = field(default=0)
-
-    def mute(self) -> None:
-        self.muted = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

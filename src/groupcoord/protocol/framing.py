@@ -12,6 +12,8 @@ import struct
 from collections.abc import Iterator
 
 _SIZE = struct.Struct(">i")
+#: Frames up to this size are copied out of the buffer by slicing (see FrameDecoder.next_frame).
+_SLICE_COPY_MAX = 8192
 
 
 class FrameError(ValueError):
@@ -78,8 +80,13 @@ class FrameDecoder:
         if avail < 4 + size:
             return None
         start = pos + 4
-        with memoryview(buf) as view:  # one copy of the frame, not a bytearray slice and then bytes
-            frame = bytes(view[start : start + size])
+        if size <= _SLICE_COPY_MAX:
+            # A small frame (a heartbeat, a commit): a bytearray slice and then bytes copies it
+            # twice, but costs less than a memoryview's creation, slicing and release.
+            frame = bytes(buf[start : start + size])
+        else:
+            with memoryview(buf) as view:  # one copy of a large frame, not two
+                frame = bytes(view[start : start + size])
         self._pos = start + size
         if self._pos > 65536 and self._pos * 2 > len(buf):
             del buf[: self._pos]

@@ -158,6 +158,11 @@ class KafkaConnection(AnswerOutput):
         #: the listener, principal and SASL state of this connection (``server.session``)
         self.session = session if session is not None else Session()
         self.session.close_after_answers = self.close_after_answers
+        # Fixed for the connection's life (its listener's frozen ListenerSecurity), so read once,
+        # not from the interpreted Session on every request; the principal is read per request
+        # (SASL and re-authentication change it).
+        self._listener = self.session.listener
+        self._node_id = self.session.security.node_id
         #: queued.max.request.bytes (server.memory_pool): the frame at the head of the decoder
         #: holds ``_reserved`` bytes of it, a held frame ``_held_reserved``
         self._pool = memory_pool
@@ -537,9 +542,9 @@ class KafkaConnection(AnswerOutput):
             api_version=api_version,
             correlation_id=correlation_id,
             principal=session.principal,
-            listener=session.listener,
+            listener=self._listener,
             session=session,
-            node_id=session.security.node_id,
+            node_id=self._node_id,
         )
         observe = dispatcher.observe
         quotas = self._quotas
