@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from groupcoord import native
 from groupcoord.app_cluster import (
@@ -68,11 +69,9 @@ from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
 from groupcoord.config import BrokerConfig
 from groupcoord.config.listeners import ListenerSpec, SecuritySettings, parse_jaas_users
-from groupcoord.console import BrokerConsole
 from groupcoord.console.auth import BasicAuth, ScramLookup
 from groupcoord.errors import ConfigError, DataDirError
 from groupcoord.handling import Interceptor, Route
-from groupcoord.metrics import BrokerMetrics
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.runtime import group_handlers as groups
 from groupcoord.runtime import txn_handlers as txn
@@ -86,6 +85,10 @@ from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
 from groupcoord.server.session import ListenerSecurity
 from groupcoord.server.tls import PrincipalMapper, build_server_context
+
+if TYPE_CHECKING:  # imported when configured (BrokerApp.__init__): neither is needed to start
+    from groupcoord.console.server import BrokerConsole
+    from groupcoord.metrics.endpoint import BrokerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -567,6 +570,8 @@ class BrokerApp:
         self.metrics: BrokerMetrics | None = None
         metrics_at = config.metrics_listener()
         if metrics_at is not None:
+            from groupcoord.metrics.endpoint import BrokerMetrics  # prometheus_client: only when asked for
+
             self.metrics = BrokerMetrics(
                 broker=self.broker,
                 groups=self.groups,
@@ -580,6 +585,8 @@ class BrokerApp:
         self.console: BrokerConsole | None = None
         console_at = config.console_listener()
         if console_at is not None:
+            from groupcoord.console.server import BrokerConsole  # the web console: only when asked for
+
             self.console = BrokerConsole(
                 broker=self.broker,
                 groups=self.groups,
