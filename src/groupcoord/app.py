@@ -501,6 +501,7 @@ class BrokerApp:
                 settings.get("allow.everyone.if.no.acl.found"),
             )
             console_auth = _console_users(config, securities, lambda m, u: self.broker.scram.get(m, u))
+            config.check_nodes(self.node_ids)
             racks_of(config, brokers)
             if config.default_replication_factor > brokers:
                 raise ConfigError(
@@ -552,8 +553,16 @@ class BrokerApp:
         self.node_servers: dict[int, list[KafkaServer]] = {}
         for i, node in enumerate(self.node_ids):
             quotas = self._connection_quotas()
+            own = config.node_listener_specs(node) if brokers > 1 else None  # node.<id>.listeners
             self.node_servers[node] = [
-                self._server(spec, dataclasses.replace(security, node_id=node), i, quotas, first=j == 0)
+                self._server(
+                    spec if own is None else own[j],
+                    dataclasses.replace(security, node_id=node),
+                    i,
+                    quotas,
+                    first=j == 0,
+                    own=own is not None,
+                )
                 for j, (spec, security) in enumerate(zip(self.listeners, securities, strict=True))
             ]
         #: every server, the first node's first
@@ -618,10 +627,12 @@ class BrokerApp:
         connection_quotas: ConnectionQuotas,
         *,
         first: bool,
+        own: bool = False,
     ) -> KafkaServer:
-        """One listener of one node (the ``index``-th node listens on the listener's port + index)."""
+        """One listener of one node: the ``index``-th node listens on the listener's port + index,
+        or, ``own``, on the node's own listener ``spec`` (``node.<id>.listeners``)."""
         config = self.config
-        port = spec.port + index if spec.port else 0
+        port = spec.port if own else spec.port + index if spec.port else 0
         if first and index < len(self._node_ports):
             port = self._node_ports[index]
         return KafkaServer(
@@ -686,7 +697,7 @@ class BrokerApp:
             self.groups.start()  # creates the internal topics in a new data dir
             self.transactions.start()  # replays __transaction_state if there is one
             if self.nodes is not None:
-                self.nodes.started(self.listeners, config.advertised_specs())
+                self.nodes.started(config)
         except OSError as exc:
             for each in self.servers:
                 await each.stop()

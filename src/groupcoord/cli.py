@@ -57,8 +57,8 @@ def register_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         type=int,
         default=1,
         metavar="N",
-        help="serve N brokers (node ids 0..N-1) in this process, each listener of node i on its port + i "
-        "(docs/cluster.md)",
+        help="serve N brokers (node ids 0..N-1) in this process, each listener of node i on its port + i or "
+        "on node.<i>.listeners (docs/cluster.md)",
     )
     p.set_defaults(func=_serve)
 
