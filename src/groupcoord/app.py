@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from groupcoord import native
 from groupcoord.app_cluster import (
@@ -68,11 +69,9 @@ from groupcoord.broker.state import Broker
 from groupcoord.clock import Clock, SystemClock
 from groupcoord.config import BrokerConfig
 from groupcoord.config.listeners import ListenerSpec, SecuritySettings, parse_jaas_users
-from groupcoord.console import BrokerConsole
 from groupcoord.console.auth import BasicAuth, ScramLookup
 from groupcoord.errors import ConfigError, DataDirError
 from groupcoord.handling import Interceptor, Route
-from groupcoord.metrics import BrokerMetrics
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.runtime import group_handlers as groups
 from groupcoord.runtime import txn_handlers as txn
@@ -86,6 +85,10 @@ from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
 from groupcoord.server.session import ListenerSecurity
 from groupcoord.server.tls import PrincipalMapper, build_server_context
+
+if TYPE_CHECKING:  # imported when configured (BrokerApp.__init__): neither is needed to start
+    from groupcoord.console.server import BrokerConsole
+    from groupcoord.metrics.endpoint import BrokerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -498,6 +501,7 @@ class BrokerApp:
                 settings.get("allow.everyone.if.no.acl.found"),
             )
             console_auth = _console_users(config, securities, lambda m, u: self.broker.scram.get(m, u))
+            config.check_nodes(self.node_ids)
             racks_of(config, brokers)
             if config.default_replication_factor > brokers:
                 raise ConfigError(
@@ -549,8 +553,16 @@ class BrokerApp:
         self.node_servers: dict[int, list[KafkaServer]] = {}
         for i, node in enumerate(self.node_ids):
             quotas = self._connection_quotas()
+            own = config.node_listener_specs(node) if brokers > 1 else None  # node.<id>.listeners
             self.node_servers[node] = [
-                self._server(spec, dataclasses.replace(security, node_id=node), i, quotas, first=j == 0)
+                self._server(
+                    spec if own is None else own[j],
+                    dataclasses.replace(security, node_id=node),
+                    i,
+                    quotas,
+                    first=j == 0,
+                    own=own is not None,
+                )
                 for j, (spec, security) in enumerate(zip(self.listeners, securities, strict=True))
             ]
         #: every server, the first node's first
@@ -567,6 +579,8 @@ class BrokerApp:
         self.metrics: BrokerMetrics | None = None
         metrics_at = config.metrics_listener()
         if metrics_at is not None:
+            from groupcoord.metrics.endpoint import BrokerMetrics  # prometheus_client: only when asked for
+
             self.metrics = BrokerMetrics(
                 broker=self.broker,
                 groups=self.groups,
@@ -580,6 +594,8 @@ class BrokerApp:
         self.console: BrokerConsole | None = None
         console_at = config.console_listener()
         if console_at is not None:
+            from groupcoord.console.server import BrokerConsole  # the web console: only when asked for
+
             self.console = BrokerConsole(
                 broker=self.broker,
                 groups=self.groups,
@@ -611,10 +627,12 @@ class BrokerApp:
         connection_quotas: ConnectionQuotas,
         *,
         first: bool,
+        own: bool = False,
     ) -> KafkaServer:
-        """One listener of one node (the ``index``-th node listens on the listener's port + index)."""
+        """One listener of one node: the ``index``-th node listens on the listener's port + index,
+        or, ``own``, on the node's own listener ``spec`` (``node.<id>.listeners``)."""
         config = self.config
-        port = spec.port + index if spec.port else 0
+        port = spec.port if own else spec.port + index if spec.port else 0
         if first and index < len(self._node_ports):
             port = self._node_ports[index]
         return KafkaServer(
@@ -679,7 +697,7 @@ class BrokerApp:
             self.groups.start()  # creates the internal topics in a new data dir
             self.transactions.start()  # replays __transaction_state if there is one
             if self.nodes is not None:
-                self.nodes.started(self.listeners, config.advertised_specs())
+                self.nodes.started(config)
         except OSError as exc:
             for each in self.servers:
                 await each.stop()

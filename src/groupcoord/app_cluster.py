@@ -50,17 +50,20 @@ CLUSTER_ROUTES: tuple[Route[Broker], ...] = (
 
 def racks_of(config: BrokerConfig, brokers: int) -> dict[int, str | None]:
     """Each node's rack: ``broker.rack`` is one rack for every node, or one per node,
-    comma-separated; :class:`ConfigError` naming it for another count."""
-    if config.broker_rack is None:
-        return {n: None for n in range(brokers)}
-    racks = [r.strip() for r in config.broker_rack.split(",")]
-    if len(racks) == 1:
-        racks = racks * brokers
-    if len(racks) != brokers or not all(racks):
-        raise ConfigError(
-            f"bad value for broker.rack: {config.broker_rack!r} (one rack, or one per broker: {brokers})"
-        )
-    return dict(enumerate(racks))
+    comma-separated (:class:`ConfigError` naming it for another count); a node's own
+    ``node.<id>.broker.rack`` wins over it."""
+    racks: list[str | None] = [None] * brokers
+    if config.broker_rack is not None:
+        given = [r.strip() for r in config.broker_rack.split(",")]
+        if len(given) == 1:
+            given = given * brokers
+        if len(given) != brokers or not all(given):
+            raise ConfigError(
+                f"bad value for broker.rack: {config.broker_rack!r} (one rack, or one per broker: {brokers})"
+            )
+        racks = list(given)
+    nodes = config.node_settings
+    return {n: nodes.rack(n) or racks[n] for n in range(brokers)}
 
 
 def build_cluster(config: BrokerConfig, broker: Broker, brokers: int, data_dir: Path) -> ClusterMetadata:
@@ -169,6 +172,11 @@ class StartError(Exception):
     """A stopped node cannot listen again (its port is taken); one line for the operator."""
 
 
+def _shown(host: str) -> str:
+    """The host a client is told for a listener bound to ``host`` (a wildcard: 127.0.0.1)."""
+    return host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+
+
 class ClusterNodes:
     """What moves between the nodes of one process: stopping and starting them, electing leaders,
     and where each node's listeners are announced."""
@@ -187,20 +195,35 @@ class ClusterNodes:
         self.servers = servers
         self.balancer = LeaderBalancer(cluster, broker)
 
-    def started(self, listeners: Sequence[Any], advertised: Mapping[str, Any]) -> None:
-        """The servers listen and the internal topics exist: announce each node's addresses (the
-        first node's as the broker does, the others' at their bound ports, on the advertised
-        host if one is given), place every partition, start the imbalance check."""
+    def started(self, config: BrokerConfig) -> None:
+        """The servers listen and the internal topics exist: announce each node's addresses,
+        place every partition, start the imbalance check.
+
+        A listener of a node is announced at the node's own ``node.<id>.advertised.listeners``
+        entry (its port 0: the bound one) if it has one; else, if the node has its own
+        ``node.<id>.listeners``, at that listener's host and bound port (Kafka's
+        ``advertised.listeners`` defaults to ``listeners``); else the first node's as the broker
+        does, the others' at their bound ports on the advertised host if one is given."""
         first = self.cluster.node_ids[0]
+        listeners = config.listener_specs()
+        advertised = config.advertised_specs()
         for node, servers in self.servers.items():
-            for spec, server in zip(listeners, servers, strict=True):
-                if node == first:
+            own = config.node_listener_specs(node)
+            own_advertised = config.node_advertised_specs(node)
+            for j, (spec, server) in enumerate(zip(listeners, servers, strict=True)):
+                given = own_advertised.get(spec.name)
+                if given is not None:
+                    self.cluster.endpoints[node][spec.name] = (_shown(given.host), given.port or server.port)
+                elif own is not None:
+                    self.cluster.endpoints[node][spec.name] = (_shown(own[j].host), server.port)
+                elif node == first:
                     self.cluster.endpoints[node][spec.name] = self.broker.endpoint(spec.name)
-                    continue
-                given = advertised.get(spec.name)
-                host = given.host if given is not None else ""
-                shown = host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-                self.cluster.endpoints[node][spec.name] = (shown, server.port)
+                else:
+                    shared = advertised.get(spec.name)
+                    self.cluster.endpoints[node][spec.name] = (
+                        _shown(shared.host if shared is not None else ""),
+                        server.port,
+                    )
         self._place_all()
         self.balancer.start()
 

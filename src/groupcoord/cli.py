@@ -12,13 +12,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from groupcoord.admin import acls as admin_acls
-from groupcoord.admin import groups as admin_groups
-from groupcoord.admin import quotas as admin_quotas
-from groupcoord.admin import topics as admin_topics
 from groupcoord.config import BrokerConfig
 from groupcoord.errors import ConfigError
-from groupcoord.pipeline import cli as pipeline_cli
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -62,8 +57,8 @@ def register_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         type=int,
         default=1,
         metavar="N",
-        help="serve N brokers (node ids 0..N-1) in this process, each listener of node i on its port + i "
-        "(docs/cluster.md)",
+        help="serve N brokers (node ids 0..N-1) in this process, each listener of node i on its port + i or "
+        "on node.<i>.listeners (docs/cluster.md)",
     )
     p.set_defaults(func=_serve)
 
@@ -72,22 +67,56 @@ def register_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
 REGISTRARS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [register_serve]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="groupcoord", description="A Kafka-compatible broker")
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    for register in REGISTRARS:
-        register(subparsers)
+def _register_tools(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The admin and pipeline subcommands. Imported here, not at the top: their modules pull in the
+    admin client (and its wire protocol), about half a second that ``groupcoord serve`` does not
+    need before it listens (docs/benchmarks.md, "Broker start")."""
+    from groupcoord.admin import acls as admin_acls
+    from groupcoord.admin import groups as admin_groups
+    from groupcoord.admin import quotas as admin_quotas
+    from groupcoord.admin import topics as admin_topics
+    from groupcoord.pipeline import cli as pipeline_cli
+
     admin_groups.register(subparsers)  # groupcoord groups list|describe|reset-offsets|delete|delete-offsets
     admin_topics.register(subparsers)  # groupcoord topics list|describe|create|delete|alter
     admin_acls.register(subparsers)  # groupcoord acls list|add|remove, users list|add|remove
     admin_quotas.register(subparsers)  # groupcoord quotas list|alter
     pipeline_cli.register(subparsers)  # groupcoord analyze|simulate
+
+
+def build_parser(*, tools: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser; ``tools=False`` leaves out the admin and pipeline subcommands."""
+    parser = argparse.ArgumentParser(prog="groupcoord", description="A Kafka-compatible broker")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for register in REGISTRARS:
+        register(subparsers)
+    if tools:
+        _register_tools(subparsers)
     return parser
 
 
+def _without_hypothesis() -> None:
+    """Make ``import hypothesis`` fail in this process (``sys.modules[name] = None`` is Python's
+    documented way to block an import).
+
+    kio (the message schemas) registers a Hypothesis strategy for each of its primitive types when
+    ``hypothesis`` is importable, which imports Hypothesis: 0.1 to 0.2 s of CPU at every broker start
+    in an environment that has it (a development one), for strategies a broker never draws from.
+    Called only for ``groupcoord serve`` run as its own process (``main()`` without ``argv``), never
+    when a test calls :func:`main` in its own interpreter."""
+    if "hypothesis" not in sys.modules:
+        sys.modules["hypothesis"] = None  # type: ignore[assignment]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    serving = bool(args_list) and args_list[0] == "serve"
+    if serving and argv is None:
+        _without_hypothesis()
+    # ``serve`` parses with a parser of the registered commands only, so starting a broker does not
+    # import the admin tools; any other command line (``--help`` included) gets every subcommand.
+    parser = build_parser(tools=not serving)
+    args = parser.parse_args(args_list)
     status: int = args.func(args)
     return status
 

@@ -20,6 +20,7 @@ from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, mak
 from groupcoord.protocol.fetch_response import (
     MAX_VERSION,
     MIN_VERSION,
+    NodeEndpoint,
     PartitionOut,
     TopicOut,
     encode_fetch_body,
@@ -348,3 +349,65 @@ def test_pipelined_large_fetches_answer_in_request_order_with_exact_bytes(tmp_pa
         c.close()
 
     run_broker(tmp_path, scenario)
+
+
+@pytest.mark.parametrize("version", range(12, MAX_VERSION + 1))
+def test_kip_951_leader_hints_are_byte_identical_to_kio(version: int) -> None:
+    """The CurrentLeader tagged field (partition, tag 1) and NodeEndpoints (response, tag 0) as
+    kio writes them at v16; before v16 the encoder leaves them out, as Kafka's
+    ``KafkaApis.handleFetchRequest`` sets them only from v16. A (-1, -1) leader is the field's
+    default, which Kafka's writer never sends."""
+    m = load_messages(FETCH, version)
+    rt = m.response_type
+    tt = child(rt, "responses")
+    pt = child(tt, "partitions")
+    hinted = version >= 16
+    parts = []
+    ours = []
+    for index, leader in ((0, (2, 7)), (1, None), (2, (-1, 3)), (3, (-1, -1))):
+        values: dict[str, Any] = {
+            "partition_index": index,
+            "error_code": err(6 if leader else 0),
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "aborted_transactions": None,
+            "preferred_read_replica": -1,
+            "records": b"",
+        }
+        if hinted and leader is not None:
+            values["current_leader"] = make(
+                child(pt, "current_leader"), leader_id=leader[0], leader_epoch=leader[1]
+            )
+        parts.append(make(pt, **values))
+        ours.append(
+            PartitionOut(
+                partition=index,
+                error_code=6 if leader else 0,
+                high_watermark=-1,
+                last_stable_offset=-1,
+                log_start_offset=-1,
+                records=b"",
+                current_leader=leader,
+            )
+        )
+    tid = uuid.UUID(int=42)
+    body: dict[str, Any] = {
+        "throttle_time": NO_THROTTLE,
+        "error_code": err(0),
+        "session_id": 0,
+        "responses": (make(tt, topic="t", topic_id=tid, partitions=tuple(parts)),),
+    }
+    nodes = [NodeEndpoint(2, "broker-2.example", 9094, "rack-é"), NodeEndpoint(5, "h", 1, None)]
+    if hinted:
+        nt = child(rt, "node_endpoints")
+        body["node_endpoints"] = tuple(
+            make(nt, node_id=n.node_id, host=n.host, port=n.port, rack=n.rack) for n in nodes
+        )
+    expected = m.encode_response(3, make(rt, **body))
+    pieces = encode_fetch_body(
+        version, [TopicOut(name="t", topic_id=tid, partitions=tuple(ours))], node_endpoints=nodes
+    )
+    header = encode_response_header(3, m.response_header_version)
+    got_body = b"".join(p for p in pieces if isinstance(p, bytes))
+    assert (len(header) + len(got_body)).to_bytes(4, "big") + header + got_body == expected

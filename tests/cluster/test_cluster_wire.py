@@ -533,3 +533,76 @@ def test_produce_v10_off_the_leader_names_the_leader_kip_951(cluster: Cluster) -
     assert [(int(e.node_id), int(e.port)) for e in r.node_endpoints] == [
         (state["leader"], int(cluster.address_of(state["leader"]).split(":")[1]))
     ]
+
+
+def _fetch_v16(c: WireClient, topic_id: Any, partition: int, epoch: int, version: int = 16) -> Any:
+    return c.call(
+        K.FETCH,
+        version,
+        replica_id=-1,
+        max_wait=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        forgotten_topics_data=[],
+        rack_id="",
+        topics=[
+            {
+                "topic_id": topic_id,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": epoch,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+    )
+
+
+def test_fetch_v16_off_the_leader_names_the_leader_kip_951(cluster: Cluster) -> None:
+    """KIP-951 for Fetch: from v16, a partition answered NOT_LEADER_OR_FOLLOWER or
+    FENCED_LEADER_EPOCH carries the partition's current leader and leader epoch (the CurrentLeader
+    tagged field) and the response that leader's endpoint (NodeEndpoints), as Kafka's
+    ``KafkaApis.handleFetchRequest`` sets them (``versionId >= 16``, those two errors only); v15
+    and UNKNOWN_LEADER_EPOCH carry no hint (the tagged fields keep their defaults)."""
+    topic_id = next(t.topic_id for t in metadata(cluster, 0, [TOPIC]).topics if t.name == TOPIC)
+    before = cluster.partition_state(TOPIC, 0)
+    cluster.move_leader(TOPIC, 0, before["replicas"][1])  # two elections: an older epoch exists
+    cluster.move_leader(TOPIC, 0, before["replicas"][0])
+    state = cluster.partition_state(TOPIC, 0)
+    leader, epoch = state["leader"], state["leader_epoch"]
+    assert epoch == before["leader_epoch"] + 2
+    outsider = ({0, 1, 2} - set(state["replicas"])).pop()
+    leader_port = int(cluster.address_of(leader).split(":")[1])
+    nl, fenced = int(ErrorCode.NOT_LEADER_OR_FOLLOWER), int(ErrorCode.FENCED_LEADER_EPOCH)
+
+    def hint(r: Any) -> tuple[int, int, int]:
+        p = r.responses[0].partitions[0]
+        return int(p.error_code), int(p.current_leader.leader_id), int(p.current_leader.leader_epoch)
+
+    def endpoints(r: Any) -> list[tuple[int, str, int]]:
+        return [(int(e.node_id), e.host, int(e.port)) for e in r.node_endpoints]
+
+    with client(cluster, outsider) as c:
+        r = _fetch_v16(c, topic_id, 0, epoch)
+        assert hint(r) == (nl, leader, epoch)
+        assert endpoints(r) == [(leader, "127.0.0.1", leader_port)]
+        r = _fetch_v16(c, topic_id, 0, epoch, version=15)
+        assert hint(r) == (nl, -1, -1)  # v15 has no NodeEndpoints field at all
+    with client(cluster, leader) as c:
+        r = _fetch_v16(c, topic_id, 0, epoch - 1)
+        assert hint(r) == (fenced, leader, epoch)
+        assert endpoints(r) == [(leader, "127.0.0.1", leader_port)]
+        r = _fetch_v16(c, topic_id, 0, epoch + 1)
+        assert hint(r) == (int(ErrorCode.UNKNOWN_LEADER_EPOCH), -1, -1)
+        assert endpoints(r) == []
+        r = _fetch_v16(c, topic_id, 0, epoch)
+        assert hint(r) == (0, -1, -1)
+        assert endpoints(r) == []

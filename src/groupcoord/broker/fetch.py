@@ -32,7 +32,13 @@ from groupcoord.broker.state import Broker, FetchWaiter
 from groupcoord.errors import ErrorCode
 from groupcoord.handling import FileRegion, PreEncoded, RequestContext
 from groupcoord.protocol.entities import ms
-from groupcoord.protocol.fetch_response import PartitionOut, TopicOut, encode_fetch_body
+from groupcoord.protocol.fetch_response import (
+    FIRST_LEADER_HINT,
+    NodeEndpoint,
+    PartitionOut,
+    TopicOut,
+    encode_fetch_body,
+)
 from groupcoord.storage.log import OffsetOutOfRangeError
 from groupcoord.storage.message_format import MAGIC_V0, MAGIC_V1, MessageFormatError, downconvert
 
@@ -190,6 +196,11 @@ def _build(
                                 code, data = exc.code, b""
             if code != ErrorCode.NONE:
                 failed = True
+            leader = None
+            if version >= FIRST_LEADER_HINT and code in _HINTED and broker.cluster is not None:
+                assert ask.name is not None
+                state = broker.cluster.partition(ask.name, p.partition)
+                leader = (state.leader, state.leader_epoch)
             parts_out.append(
                 PartitionOut(
                     partition=p.partition,
@@ -199,6 +210,7 @@ def _build(
                     log_start_offset=start,
                     records=data,
                     aborted_transactions=aborted,
+                    current_leader=leader,
                 )
             )
         topics_out.append(
@@ -227,9 +239,32 @@ def _release(topics: list[TopicOut]) -> None:
                 p.records.close()
 
 
-def _encode(version: int, topics: list[TopicOut]) -> PreEncoded:
-    pieces = encode_fetch_body(version, topics)
+#: KIP-951: the errors a Fetch v16+ answers with the partition's current leader (and that
+#: leader's endpoint), as KafkaApis.handleFetchRequest does
+_HINTED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+def _encode(version: int, topics: list[TopicOut], broker: Broker, listener: str) -> PreEncoded:
+    pieces = encode_fetch_body(version, topics, node_endpoints=_leader_endpoints(topics, broker, listener))
     return PreEncoded(pieces=tuple(p if isinstance(p, bytes) else cast(FileRegion, p) for p in pieces))
+
+
+def _leader_endpoints(topics: list[TopicOut], broker: Broker, listener: str) -> list[NodeEndpoint]:
+    """The endpoint, on the request's listener, of each leader a partition names (KIP-951)."""
+    cluster = broker.cluster
+    if cluster is None:
+        return []
+    leaders = {
+        p.current_leader[0]
+        for t in topics
+        for p in t.partitions
+        if p.current_leader is not None and p.current_leader[0] >= 0
+    }
+    out = []
+    for node in sorted(leaders):
+        host, port = broker.node_endpoint(node, listener)
+        out.append(NodeEndpoint(node, host, port, cluster.racks.get(node)))
+    return out
 
 
 def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
@@ -246,7 +281,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     max_wait = ms(request.max_wait)
     min_bytes = min(int(request.min_bytes), max_bytes)
     if failed or max_wait <= 0 or total >= min_bytes or not plan:
-        return _encode(version, topics)
+        return _encode(version, topics, broker, ctx.listener)
     _release(topics)
 
     tps = frozenset((ask.name, p.partition) for ask in plan if ask.name is not None for p in ask.partitions)
@@ -265,7 +300,9 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         wake()
 
     broker.schedule(key, broker.clock.now_ms() + max_wait, expire)
-    return _parked(broker, version, plan, max_bytes, woken, wid, key, read_committed, ctx.node_id)
+    return _parked(
+        broker, version, plan, max_bytes, woken, wid, key, read_committed, ctx.node_id, ctx.listener
+    )
 
 
 async def _parked(
@@ -278,10 +315,13 @@ async def _parked(
     key: tuple[str, int],
     read_committed: bool = False,
     node: int = 0,
+    listener: str = "",
 ) -> Any:
     try:
         await woken
     finally:
         broker.fetch_waiters.remove(wid)
         broker.timers.cancel(key)
-    return _encode(version, _build(broker, plan, max_bytes, read_committed, version, node)[0])
+    return _encode(
+        version, _build(broker, plan, max_bytes, read_committed, version, node)[0], broker, listener
+    )

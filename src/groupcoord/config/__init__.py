@@ -20,6 +20,8 @@ Single-broker choices (documented, not hidden):
   ``listener.security.protocol.map`` (``groupcoord.config.listeners``); Kafka's ``CONTROLLER://`` entries
   (and those ``controller.listener.names`` names) are skipped; ``log.dirs``: its first directory is
   the data dir.
+* ``node.<id>.listeners``, ``node.<id>.advertised.listeners``, ``node.<id>.broker.rack``: one
+  node's own value with ``--brokers N`` (:mod:`groupcoord.config.nodes`).
 * Security keys (:data:`SECURITY_KEYS`, ``listener.name.<l>.*``) are kept raw in
   :attr:`BrokerConfig.security` and resolved per listener by :class:`SecuritySettings`.
 """
@@ -48,6 +50,7 @@ from groupcoord.config.listeners import (
     parse_listeners,
     parse_protocol_map,
 )
+from groupcoord.config.nodes import NodeSettings, check_node_key, is_node_key
 from groupcoord.config.properties_file import parse_properties
 from groupcoord.constants import INT32_MAX as INT_MAX
 from groupcoord.constants import LONG_MAX
@@ -169,6 +172,8 @@ class BrokerConfig:
     console_auth: str = "none"
     #: The security keys as given (:data:`SECURITY_KEYS` and ``listener.name.*``), name -> value.
     security: tuple[tuple[str, str], ...] = ()
+    #: The per-node keys as given (``node.<id>.listeners`` ...: :mod:`groupcoord.config.nodes`).
+    node_keys: tuple[tuple[str, str], ...] = ()
     #: Property names that were set explicitly (file or --set), as opposed to defaults.
     explicit: frozenset[str] = field(default=frozenset())
 
@@ -235,6 +240,26 @@ class BrokerConfig:
                 )
         return {**own, **{spec.name: spec for spec in given}}
 
+    @property
+    def node_settings(self) -> NodeSettings:
+        """The ``node.<id>.*`` keys (``groupcoord serve --brokers N``; docs/cluster.md)."""
+        return NodeSettings(dict(self.node_keys))
+
+    def check_nodes(self, node_ids: tuple[int, ...]) -> None:
+        """:class:`ConfigError` naming the first bad ``node.<id>.*`` key for these nodes."""
+        self.node_settings.validate(node_ids, self.listener_specs(), self._protocol_map(), self._skip())
+
+    def node_listener_specs(self, node: int) -> tuple[ListenerSpec, ...] | None:
+        """Node ``node``'s own listeners (``node.<id>.listeners``), in ``listeners`` order, or
+        None: it serves each listener on the listener's port + its id."""
+        specs = self.listener_specs()
+        return self.node_settings.listeners(node, specs, self._protocol_map(), self._skip())
+
+    def node_advertised_specs(self, node: int) -> dict[str, ListenerSpec]:
+        """Listener name -> node ``node``'s own ``node.<id>.advertised.listeners`` entry."""
+        specs = self.listener_specs()
+        return self.node_settings.advertised(node, specs, self._protocol_map(), self._skip())
+
     def metrics_listener(self) -> Listener | None:
         """Where ``/metrics`` is served (``metrics.listen``), or None: not served."""
         if self.metrics_listen is None:
@@ -263,7 +288,13 @@ class BrokerConfig:
         values: dict[str, Any] = {}
         explicit: set[str] = set()
         security: dict[str, str] = {}
+        node_keys: dict[str, str] = {}
         for key, raw in props.items():
+            if is_node_key(key):
+                check_node_key(key, raw)
+                node_keys[key] = raw.strip()
+                explicit.add(key)
+                continue
             if key in SECURITY_KEYS or key.startswith(KAFKA_BROKER_CONFIG_PREFIXES):
                 security[key] = raw.strip()
                 explicit.add(key)
@@ -284,7 +315,12 @@ class BrokerConfig:
                 raise ConfigError(f"unknown configuration key {key!r} (value {raw!r}){_suggestion(key)}")
             values[spec.field] = spec.parse(key, raw)
             explicit.add(key)
-        config = cls(**values, security=tuple(sorted(security.items())), explicit=frozenset(explicit))
+        config = cls(
+            **values,
+            security=tuple(sorted(security.items())),
+            node_keys=tuple(sorted(node_keys.items())),
+            explicit=frozenset(explicit),
+        )
         config.validate()
         return config
 

@@ -1,6 +1,5 @@
 """The broker's Prometheus endpoint (``metrics.listen``): see :mod:`groupcoord.metrics.endpoint`
-and ``docs/operations.md``."""
+(``BrokerMetrics``) and ``docs/operations.md``.
 
-from groupcoord.metrics.endpoint import BrokerMetrics
-
-__all__ = ["BrokerMetrics"]
+The package imports nothing itself: the endpoint (and ``prometheus_client``) is imported only when
+``metrics.listen`` is set."""

@@ -10,14 +10,17 @@ classes are in ``protocol.old_versions``, in ``tests/broker/test_old_versions_pr
 Before v4 a partition has no last stable offset, log start offset or aborted transactions, and
 v0 has no throttle time.
 
-What the broker sends: no aborted transactions (null), preferred read replica -1, no tagged
-fields (diverging epoch, current leader, snapshot id, node endpoints keep their defaults).
+What the broker sends: no aborted transactions (null), preferred read replica -1; of the tagged
+fields only KIP-951's (v16+): a partition's current leader (tag 1) and the response's node
+endpoints (tag 0), which a broker that is not the leader sends (diverging epoch and snapshot id
+keep their defaults).
 """
 
 from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,6 +30,8 @@ MIN_VERSION = 0
 MAX_VERSION = 16
 FIRST_FLEXIBLE = 12
 FIRST_TOPIC_ID = 13
+#: KIP-951: the current leader and node endpoints tagged fields are sent from this version
+FIRST_LEADER_HINT = 16
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -35,6 +40,7 @@ _PART_V4 = struct.Struct(">ihqq")  # partition, error, high watermark, last stab
 _PART_V5 = struct.Struct(">ihqqq")  # + log start offset
 _TOP_V7 = struct.Struct(">ihi")  # throttle, error, session id
 _ABORTED = struct.Struct(">qq")  # producer id, first offset
+_LEADER = struct.Struct(">BBBiiB")  # 1 tagged field, tag 1, size 9, leader id, leader epoch, no tags
 
 
 class Sized(Protocol):
@@ -54,6 +60,20 @@ class PartitionOut:
     #: (producer id, first offset) of each aborted transaction in ``records`` (read_committed
     #: fetches); None is written as a null array
     aborted_transactions: tuple[tuple[int, int], ...] | None = None
+    #: KIP-951 (v16+): (leader id, leader epoch) of the partition, sent as the CurrentLeader
+    #: tagged field unless None or (-1, -1), its default (Kafka writes a tagged field only when
+    #: it differs from its default)
+    current_leader: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEndpoint:
+    """One entry of the response's NodeEndpoints (KIP-951, v16+)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,9 +90,11 @@ def encode_fetch_body(
     throttle_ms: int = 0,
     error_code: int = 0,
     session_id: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> list[bytes | Sized]:
     """The response body (no size prefix, no response header) as pieces to write in order;
-    consecutive fields are merged into one ``bytes`` piece."""
+    consecutive fields are merged into one ``bytes`` piece. ``node_endpoints`` and each
+    partition's ``current_leader`` are written from v16 only."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"Fetch response v{version} is not supported")
     flexible = version >= FIRST_FLEXIBLE
@@ -80,6 +102,7 @@ def encode_fetch_body(
     part_s = _PART_V5 if version >= 5 else _PART_V4
     old = version < 4
     with_replica = version >= 11
+    hints = version >= FIRST_LEADER_HINT
     out: list[bytes | Sized] = []
     buf = bytearray()
     if version >= 7:
@@ -129,12 +152,34 @@ def encode_fetch_body(
                 out.append(bytes(buf))
                 out.append(records)
                 buf = bytearray()
-            if flexible:
+            leader = p.current_leader
+            if hints and leader is not None and leader != (-1, -1):
+                buf += _LEADER.pack(1, 1, 9, leader[0], leader[1], 0)
+            elif flexible:
                 buf += b"\x00"  # partition tagged fields
         if flexible:
             buf += b"\x00"  # topic tagged fields
-    if flexible:
+    if hints and node_endpoints:
+        buf += _node_endpoints(node_endpoints)
+    elif flexible:
         buf += b"\x00"  # response tagged fields
     if buf or not out:
         out.append(bytes(buf))
     return out
+
+
+def _node_endpoints(nodes: Sequence[NodeEndpoint]) -> bytes:
+    """The response's tagged fields holding only NodeEndpoints (tag 0): a compact array of
+    (node id, host, port, rack) structs, each with no tagged fields of its own."""
+    field = bytearray(uvarint_bytes(len(nodes) + 1))
+    for node in nodes:
+        host = node.host.encode()
+        field += _I32.pack(node.node_id) + uvarint_bytes(len(host) + 1) + host
+        field += _I32.pack(node.port)
+        if node.rack is None:
+            field += b"\x00"
+        else:
+            rack = node.rack.encode()
+            field += uvarint_bytes(len(rack) + 1) + rack
+        field += b"\x00"
+    return b"\x01\x00" + uvarint_bytes(len(field)) + bytes(field)
