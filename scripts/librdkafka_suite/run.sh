@@ -1,0 +1,77 @@
+#!/bin/bash
+# librdkafka's own test suite against groupcoord, test by test, under one consumer group protocol.
+#
+#   scripts/librdkafka_suite/run.sh LIBRDKAFKA_DIR PROTOCOL TEST...
+#
+# LIBRDKAFKA_DIR is a built librdkafka source tree (its tests/test-runner); PROTOCOL is `classic`
+# or `consumer` (TEST_CONSUMER_GROUP_PROTOCOL, which every consumer the harness creates takes as
+# group.protocol); each TEST is a test-number prefix as TESTS takes it (`0017`, `0045_subscribe`).
+# Each test gets a fresh broker (its own data dir, a free port) so one test's topics and groups
+# never meet another's. Environment:
+#   PYTHON   an interpreter with groupcoord importable (default: python), e.g.
+#            PYTHONPATH=src .venv/bin/python -> PYTHON=".venv/bin/python" with PYTHONPATH exported
+#   BROKERS  1 (default) or 3 (`serve --brokers 3`, default.replication.factor=3) for the tests
+#            that create topics with replication factor 3
+#   TIMEOUT  seconds per test (default 600); a test still running then is recorded TIMEOUT
+#   KAFKA_VERSION  TEST_KAFKA_VERSION (default 4.1.0: the harness runs its KIP-848 paths only
+#            for a broker at 4.0 or later)
+#   WORK     where logs go (default: a new /tmp/groupcoord-rdk-suite.XXXXXX)
+#   SUBTESTS passed through to the harness
+# Writes WORK/<protocol>-<test>.log (the harness), WORK/<protocol>-<test>.broker.log, and one line
+# per test to WORK/summary.txt: `<test> <protocol> PASSED|FAILED|SKIPPED|TIMEOUT <seconds>s`,
+# printed at the end. Every broker is stopped by its PID. docs/protocol-coverage.md lists the results.
+set -u
+rdk=$(cd "$1" && pwd); proto=$2; shift 2
+py=${PYTHON:-python}; brokers=${BROKERS:-1}; tmo=${TIMEOUT:-600}; kver=${KAFKA_VERSION:-4.1.0}
+work=${WORK:-$(mktemp -d /tmp/groupcoord-rdk-suite.XXXXXX)}; mkdir -p "$work"
+case "$proto" in classic|consumer) ;; *) echo "PROTOCOL must be classic or consumer" >&2; exit 2;; esac
+
+free_port() {  # a base port whose next BROKERS-1 ports are free too
+  "$py" - "$brokers" <<'PY'
+import socket, sys
+n = int(sys.argv[1])
+while True:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); base = s.getsockname()[1]; s.close()
+    if base + n > 65535:
+        continue
+    held = []
+    try:
+        for p in range(base, base + n):
+            t = socket.socket(); t.bind(("127.0.0.1", p)); held.append(t)
+    except OSError:
+        continue
+    finally:
+        for t in held:
+            t.close()
+    print(base); break
+PY
+}
+
+for t in "$@"; do
+  port=$(free_port); data="$work/data-$proto-$t"; rm -rf "$data"
+  blog="$work/$proto-$t.broker.log"; tlog="$work/$proto-$t.log"
+  extra=(); servers="127.0.0.1:$port"
+  if [ "$brokers" -gt 1 ]; then
+    extra=(--brokers "$brokers" --set default.replication.factor="$brokers" --set auto.leader.rebalance.enable=false)
+    for i in $(seq 1 $((brokers - 1))); do servers="$servers,127.0.0.1:$((port + i))"; done
+  fi
+  "$py" -m groupcoord serve --listen "127.0.0.1:$port" --data-dir "$data" \
+    --set auto.create.topics.enable=true --set num.partitions=4 "${extra[@]}" > "$blog" 2>&1 &
+  broker=$!
+  for _ in $(seq 1 600); do grep -q "listening on" "$blog" && break; sleep 0.05; done
+  printf 'bootstrap.servers=%s\n' "$servers" > "$work/$proto-$t.conf"
+  start=$(date +%s)
+  (cd "$rdk/tests" && LD_LIBRARY_PATH="$rdk/src:$rdk/src-cpp" RDKAFKA_TEST_CONF="$work/$proto-$t.conf" \
+    TEST_KAFKA_VERSION="$kver" TEST_CONSUMER_GROUP_PROTOCOL="$proto" TESTS="$t" SUBTESTS="${SUBTESTS:-}" \
+    timeout "$tmo" ./test-runner 2>&1 | sed 's/\x1b\[[0-9;]*m//g' > "$tlog")
+  secs=$(( $(date +%s) - start ))
+  kill "$broker"; wait "$broker" 2>/dev/null
+  rows=$(grep -E '^\| [0-9]{4}_' "$tlog" | grep -v '<MAIN>')
+  if ! grep -q 'SUMMARY' "$tlog"; then res=TIMEOUT
+  elif echo "$rows" | grep -q FAILED; then res=FAILED
+  elif echo "$rows" | grep -q PASSED; then res=PASSED
+  elif echo "$rows" | grep -q SKIPPED; then res=SKIPPED
+  else res=NOT-RUN; fi
+  echo "$t $proto $res ${secs}s" | tee -a "$work/summary.txt"
+done
+echo "logs: $work"
