@@ -15,15 +15,29 @@
 #   TIMEOUT  seconds per test (default 600); a test still running then is recorded TIMEOUT
 #   KAFKA_VERSION  TEST_KAFKA_VERSION (default 4.1.0: the harness runs its KIP-848 paths only
 #            for a broker at 4.0 or later)
+#   KAFKA_PATH  where the harness finds Kafka's bin/*.sh; by default WORK/kafka, whose bin is
+#            scripts/librdkafka_security/bin (a kafka-acls.sh stand-in speaking `groupcoord acls`,
+#            for 0109 and 0119, which need an authorizer in SETTINGS too); kafka-topics.sh has none
 #   WORK     where logs go (default: a new /tmp/groupcoord-rdk-suite.XXXXXX)
 #   SUBTESTS passed through to the harness
+#   SCENARIO the harness's test scenario (test-runner -s), e.g. noautocreate for 0107 and 0111
+#            (with SETTINGS=auto.create.topics.enable=false)
+#   SETTINGS more broker settings, KEY=VALUE separated by spaces, after (so over) the defaults
+#            auto.create.topics.enable=true num.partitions=4; e.g. 0081's Acls sub-tests need
+#            authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+#            allow.everyone.if.no.acl.found=true
 # Writes WORK/<protocol>-<test>.log (the harness), WORK/<protocol>-<test>.broker.log, and one line
-# per test to WORK/summary.txt: `<test> <protocol> PASSED|FAILED|SKIPPED|TIMEOUT <seconds>s`,
-# printed at the end. Every broker is stopped by its PID. docs/protocol-coverage.md lists the results.
+# per test to WORK/summary.txt: `<test> <protocol> PASSED|FAILED|SKIPPED|TIMEOUT <seconds>s` and
+# how many groups the broker's __group_events saw speak each protocol, printed at the end. Every broker is stopped by its PID. docs/protocol-coverage.md lists the results.
 set -u
 rdk=$(cd "$1" && pwd); proto=$2; shift 2
 py=${PYTHON:-python}; brokers=${BROKERS:-1}; tmo=${TIMEOUT:-600}; kver=${KAFKA_VERSION:-4.1.0}
 work=${WORK:-$(mktemp -d /tmp/groupcoord-rdk-suite.XXXXXX)}; mkdir -p "$work"
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${KAFKA_PATH:-}" ]; then
+  mkdir -p "$work/kafka" && ln -sfn "$here/../librdkafka_security/bin" "$work/kafka/bin"
+  KAFKA_PATH="$work/kafka"
+fi
 case "$proto" in classic|consumer) ;; *) echo "PROTOCOL must be classic or consumer" >&2; exit 2;; esac
 
 free_port() {  # a base port whose next BROKERS-1 ports are free too
@@ -50,28 +64,37 @@ PY
 for t in "$@"; do
   port=$(free_port); data="$work/data-$proto-$t"; rm -rf "$data"
   blog="$work/$proto-$t.broker.log"; tlog="$work/$proto-$t.log"
-  extra=(); servers="127.0.0.1:$port"
+  extra=(); servers="127.0.0.1:$port"; flags=()
+  for kv in ${SETTINGS:-}; do extra+=(--set "$kv"); done
+  [ -n "${SCENARIO:-}" ] && flags=(-s "$SCENARIO")
   if [ "$brokers" -gt 1 ]; then
-    extra=(--brokers "$brokers" --set default.replication.factor="$brokers" --set auto.leader.rebalance.enable=false)
+    extra=(--brokers "$brokers" --set default.replication.factor="$brokers" --set auto.leader.rebalance.enable=false "${extra[@]}")
     for i in $(seq 1 $((brokers - 1))); do servers="$servers,127.0.0.1:$((port + i))"; done
   fi
   "$py" -m groupcoord serve --listen "127.0.0.1:$port" --data-dir "$data" \
     --set auto.create.topics.enable=true --set num.partitions=4 "${extra[@]}" > "$blog" 2>&1 &
   broker=$!
-  for _ in $(seq 1 600); do grep -q "listening on" "$blog" && break; sleep 0.05; done
+  for _ in $(seq 1 600); do grep -qs "listening on" "$blog" && break; sleep 0.05; done
   printf 'bootstrap.servers=%s\n' "$servers" > "$work/$proto-$t.conf"
   start=$(date +%s)
   (cd "$rdk/tests" && LD_LIBRARY_PATH="$rdk/src:$rdk/src-cpp" RDKAFKA_TEST_CONF="$work/$proto-$t.conf" \
+    KAFKA_PATH="$KAFKA_PATH" GROUPCOORD_PYTHON="$py" \
     TEST_KAFKA_VERSION="$kver" TEST_CONSUMER_GROUP_PROTOCOL="$proto" TESTS="$t" SUBTESTS="${SUBTESTS:-}" \
-    timeout "$tmo" ./test-runner 2>&1 | sed 's/\x1b\[[0-9;]*m//g' > "$tlog")
+    timeout "$tmo" ./test-runner "${flags[@]}" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' > "$tlog"; echo "${PIPESTATUS[0]}" > "$tlog.rc")
   secs=$(( $(date +%s) - start ))
   kill "$broker"; wait "$broker" 2>/dev/null
   rows=$(grep -E '^\| [0-9]{4}_' "$tlog" | grep -v '<MAIN>')
-  if ! grep -q 'SUMMARY' "$tlog"; then res=TIMEOUT
-  elif echo "$rows" | grep -q FAILED; then res=FAILED
+  if [ "$(cat "$tlog.rc")" = 124 ]; then res=TIMEOUT
+  elif echo "$rows" | grep -q FAILED || grep -q '^### Test ".*" failed' "$tlog"; then res=FAILED
   elif echo "$rows" | grep -q PASSED; then res=PASSED
   elif echo "$rows" | grep -q SKIPPED; then res=SKIPPED
   else res=NOT-RUN; fi
-  echo "$t $proto $res ${secs}s" | tee -a "$work/summary.txt"
+  # which protocol the groups really spoke: a consumer group's __group_events records include its
+  # epoch bumps (type epoch_bump), a classic group's never do
+  ev() { cat "$data"/__group_events-*/*.log 2>/dev/null | grep -ao "\"group_id\":\"[^\"]*\",\"generation\":[-0-9]*,\"type\":\"$1" \
+    | cut -d'"' -f4 | sort -u; }
+  all=$(ev '' | grep -c .); cg=$(ev epoch_bump | grep -c .)
+  echo "$t $proto $res ${secs}s groups: $cg consumer-protocol, $((all - cg)) classic" \
+    | tee -a "$work/summary.txt"
 done
 echo "logs: $work"
