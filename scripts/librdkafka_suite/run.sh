@@ -15,9 +15,13 @@
 #   TIMEOUT  seconds per test (default 600); a test still running then is recorded TIMEOUT
 #   KAFKA_VERSION  TEST_KAFKA_VERSION (default 4.1.0: the harness runs its KIP-848 paths only
 #            for a broker at 4.0 or later)
-#   KAFKA_PATH  where the harness finds Kafka's bin/*.sh; by default WORK/kafka, whose bin is
-#            scripts/librdkafka_security/bin (a kafka-acls.sh stand-in speaking `groupcoord acls`,
-#            for 0109 and 0119, which need an authorizer in SETTINGS too); kafka-topics.sh has none
+#   CLIENT_CONF more client properties, KEY=VALUE separated by spaces, for the harness's test.conf
+#            (every client it makes), e.g. partition.assignment.strategy=cooperative-sticky
+#   KAFKA_PATH  where the harness finds Kafka's bin/*.sh; by default WORK/kafka, whose bin holds
+#            two stand-ins: scripts/librdkafka_security/bin/kafka-acls.sh (`groupcoord acls`, for
+#            0109 and 0119, which need an authorizer in SETTINGS too) and bin/kafka-topics.sh
+#            (`groupcoord topics`, for 0045's noautocreate tests, 0052, 0077); BROKERS (the
+#            harness's bootstrap for kafka-topics.sh) is set to the broker's address
 #   WORK     where logs go (default: a new /tmp/groupcoord-rdk-suite.XXXXXX)
 #   SUBTESTS passed through to the harness
 #   SCENARIO the harness's test scenario (test-runner -s), e.g. noautocreate for 0107 and 0111
@@ -35,7 +39,9 @@ py=${PYTHON:-python}; brokers=${BROKERS:-1}; tmo=${TIMEOUT:-600}; kver=${KAFKA_V
 work=${WORK:-$(mktemp -d /tmp/groupcoord-rdk-suite.XXXXXX)}; mkdir -p "$work"
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -z "${KAFKA_PATH:-}" ]; then
-  mkdir -p "$work/kafka" && ln -sfn "$here/../librdkafka_security/bin" "$work/kafka/bin"
+  mkdir -p "$work/kafka/bin"
+  ln -sfn "$here/../librdkafka_security/bin/kafka-acls.sh" "$work/kafka/bin/kafka-acls.sh"
+  ln -sfn "$here/bin/kafka-topics.sh" "$work/kafka/bin/kafka-topics.sh"
   KAFKA_PATH="$work/kafka"
 fi
 case "$proto" in classic|consumer) ;; *) echo "PROTOCOL must be classic or consumer" >&2; exit 2;; esac
@@ -75,10 +81,10 @@ for t in "$@"; do
     --set auto.create.topics.enable=true --set num.partitions=4 "${extra[@]}" > "$blog" 2>&1 &
   broker=$!
   for _ in $(seq 1 600); do grep -qs "listening on" "$blog" && break; sleep 0.05; done
-  printf 'bootstrap.servers=%s\n' "$servers" > "$work/$proto-$t.conf"
+  { printf 'bootstrap.servers=%s\n' "$servers"; for kv in ${CLIENT_CONF:-}; do echo "$kv"; done; } > "$work/$proto-$t.conf"
   start=$(date +%s)
   (cd "$rdk/tests" && LD_LIBRARY_PATH="$rdk/src:$rdk/src-cpp" RDKAFKA_TEST_CONF="$work/$proto-$t.conf" \
-    KAFKA_PATH="$KAFKA_PATH" GROUPCOORD_PYTHON="$py" \
+    KAFKA_PATH="$KAFKA_PATH" BROKERS="$servers" GROUPCOORD_PYTHON="$py" \
     TEST_KAFKA_VERSION="$kver" TEST_CONSUMER_GROUP_PROTOCOL="$proto" TESTS="$t" SUBTESTS="${SUBTESTS:-}" \
     timeout "$tmo" ./test-runner "${flags[@]}" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' > "$tlog"; echo "${PIPESTATUS[0]}" > "$tlog.rc")
   secs=$(( $(date +%s) - start ))
