@@ -13,8 +13,8 @@
 #   BROKERS  1 (default) or 3 (`serve --brokers 3`, default.replication.factor=3) for the tests
 #            that create topics with replication factor 3
 #   TIMEOUT  seconds per test (default 600); a test still running then is recorded TIMEOUT
-#   KAFKA_VERSION  TEST_KAFKA_VERSION (default 4.1.0: the harness runs its KIP-848 paths only
-#            for a broker at 4.0 or later)
+#   KAFKA_VERSION  TEST_KAFKA_VERSION (default 4.1.0, the version groupcoord follows: 0081 then
+#            checks group types, group configs and 4.x authorized operations; 0092 skips itself)
 #   CLIENT_CONF more client properties, KEY=VALUE separated by spaces, for the harness's test.conf
 #            (every client it makes), e.g. partition.assignment.strategy=cooperative-sticky
 #   KAFKA_PATH  where the harness finds Kafka's bin/*.sh; by default WORK/kafka, whose bin holds
