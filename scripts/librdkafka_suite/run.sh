@@ -5,7 +5,8 @@
 #
 # LIBRDKAFKA_DIR is a built librdkafka source tree (its tests/test-runner); PROTOCOL is `classic`
 # or `consumer` (TEST_CONSUMER_GROUP_PROTOCOL, which every consumer the harness creates takes as
-# group.protocol); each TEST is a test-number prefix as TESTS takes it (`0017`, `0045_subscribe`).
+# group.protocol); each TEST is a test number as TESTS takes it (`0017`; `0045` runs every 0045
+# test that the SCENARIO allows).
 # Each test gets a fresh broker (its own data dir, a free port) so one test's topics and groups
 # never meet another's. Environment:
 #   PYTHON   an interpreter with groupcoord importable (default: python), e.g.
@@ -32,7 +33,9 @@
 #            allow.everyone.if.no.acl.found=true
 # Writes WORK/<protocol>-<test>.log (the harness), WORK/<protocol>-<test>.broker.log, and one line
 # per test to WORK/summary.txt: `<test> <protocol> PASSED|FAILED|SKIPPED|TIMEOUT <seconds>s` and
-# how many groups the broker's __group_events saw speak each protocol, printed at the end. Every broker is stopped by its PID. docs/protocol-coverage.md lists the results.
+# how many consumer-protocol groups (with an epoch bump) and classic-type groups the broker's
+# __group_events saw, printed as it goes. Every broker is stopped by its PID.
+# docs/protocol-coverage.md lists the results.
 set -u
 rdk=$(cd "$1" && pwd); proto=$2; shift 2
 py=${PYTHON:-python}; brokers=${BROKERS:-1}; tmo=${TIMEOUT:-600}; kver=${KAFKA_VERSION:-4.1.0}
