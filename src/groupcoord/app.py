@@ -85,6 +85,7 @@ from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.serve import event_loop_runner, settle, tune_malloc
 from groupcoord.server.session import ListenerSecurity
 from groupcoord.server.tls import PrincipalMapper, build_server_context
+from groupcoord.storage.manager import PartitionFilesError
 
 if TYPE_CHECKING:  # imported when configured (BrokerApp.__init__): neither is needed to start
     from groupcoord.console.server import BrokerConsole
@@ -440,6 +441,8 @@ def _open_broker(config: BrokerConfig, data_dir: Path, clock: Clock) -> Broker:
         return Broker.open(config, data_dir, clock)
     except DataDirError as exc:
         raise StartupError(str(exc)) from None
+    except PartitionFilesError as exc:
+        raise StartupError(f"cannot open data dir {data_dir}: {exc}") from None
     except OSError as exc:
         raise StartupError(f"cannot open data dir {data_dir}: {_reason(exc, data_dir)}") from None
 
@@ -698,12 +701,11 @@ class BrokerApp:
             self.transactions.start()  # replays __transaction_state if there is one
             if self.nodes is not None:
                 self.nodes.started(config)
-        except OSError as exc:
+        except (OSError, PartitionFilesError) as exc:
             for each in self.servers:
                 await each.stop()
-            raise StartupError(
-                f"cannot start in data dir {self.data_dir}: {_reason(exc, self.data_dir)}"
-            ) from None
+            why = exc.message if isinstance(exc, PartitionFilesError) else _reason(exc, self.data_dir)
+            raise StartupError(f"cannot start in data dir {self.data_dir}: {why}") from None
         return host, port
 
     def _scram_lookup(self, mechanism: str, user: str) -> sasl.ScramCredential | None:

@@ -24,7 +24,7 @@ from groupcoord.storage.log_config import (
     log_config_for,
     validate_topic_configs,
 )
-from groupcoord.storage.manager import InvalidTopicError, TopicExistsError
+from groupcoord.storage.manager import InvalidTopicError, PartitionFilesError, TopicExistsError
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +199,11 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.") from None
                 except InvalidTopicError as exc:
                     raise _Fail(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
+                except PartitionFilesError as exc:
+                    if broker.cluster is not None:
+                        broker.cluster.forget_topic(t.name)
+                    log.error("topic %s not created: %s", t.name, exc.message)
+                    raise _Fail(exc.code, f"Topic '{t.name}' not created: {exc.message}") from None
                 log.info("created topic %s (%d partitions, configs %s)", t.name, num_partitions, configs)
                 topic_id = meta.topic_id
                 meta_configs = dict(meta.configs)
@@ -368,7 +373,11 @@ def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             if broker.cluster is not None:
                 for i, a in enumerate(t.assignments or ()):
                     broker.cluster.assign(t.name, meta.partitions + i, tuple(int(b) for b in a.broker_ids))
-            broker.logs.create_partitions(t.name, count)
-            log.info("topic %s now has %d partitions", t.name, count)
+            try:
+                broker.logs.create_partitions(t.name, count)
+                log.info("topic %s now has %d partitions", t.name, count)
+            except PartitionFilesError as exc:
+                log.error("topic %s not grown to %d partitions: %s", t.name, count, exc.message)
+                code, message = exc.code, f"Topic '{t.name}' not grown: {exc.message}"
         out.append(make(result_t, name=t.name, error_code=err(code), error_message=message))
     return make(resp_t, throttle_time=_throttle_time(quota), results=tuple(out))

@@ -70,6 +70,14 @@ class InvalidPartitionsError(KafkaError):
         super().__init__(ErrorCode.INVALID_PARTITIONS, message)
 
 
+class PartitionFilesError(KafkaError):
+    """The operating system refused a new partition's files (too many open files, a full disk):
+    nothing of the new partitions is kept, and the request gets KAFKA_STORAGE_ERROR."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.KAFKA_STORAGE_ERROR, message)
+
+
 class UnknownTopicOrPartitionError(KafkaError, KeyError):
     """An unknown topic or partition; also a KeyError so lookups read naturally."""
 
@@ -330,11 +338,33 @@ class LogManager:
         """Open (recover) many partitions. Each open is file work that mostly waits on fsync, so
         several run at once in worker threads; the manager's own maps are updated here, in the
         calling thread, once all are open."""
+        results: list[tuple[PartitionLog, RecoveryReport] | BaseException] = []
         if len(jobs) > 1:
             with ThreadPoolExecutor(max_workers=min(_OPEN_THREADS, len(jobs))) as pool:
-                opened = list(pool.map(lambda job: self._open_files(*job), jobs))
+                futures = [pool.submit(self._open_files, *job) for job in jobs]
+            for f in futures:
+                exc = f.exception()
+                results.append(f.result() if exc is None else exc)
         else:
-            opened = [self._open_files(*job) for job in jobs]
+            for job in jobs:
+                try:
+                    results.append(self._open_files(*job))
+                except OSError as exc:
+                    results.append(exc)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            # all or nothing: close what did open, so a refused topic holds no descriptor
+            for r in results:
+                if not isinstance(r, BaseException):
+                    r[0].close()
+            first = failures[0]
+            if not isinstance(first, OSError):
+                raise first
+            reason = first.strerror or str(first)
+            raise PartitionFilesError(
+                f"could not open the files of {len(failures)} of {len(jobs)} partitions: {reason}"
+            ) from first
+        opened = [r for r in results if not isinstance(r, BaseException)]
         out = []
         for (meta, partition, _), (plog, report) in zip(jobs, opened, strict=True):
             if self.journal is not None and meta.name in self.journaled_topics:
@@ -423,7 +453,13 @@ class LogManager:
                 shutil.rmtree(stale)
         self._topics[name] = meta
         self._by_id[topic_id] = name
-        self._open_partitions([(meta, p, config) for p in range(partitions)])
+        try:
+            self._open_partitions([(meta, p, config) for p in range(partitions)])
+        except PartitionFilesError:
+            del self._topics[name], self._by_id[topic_id]
+            for p in range(partitions):
+                shutil.rmtree(self.data_dir / partition_dir_name(name, p), ignore_errors=True)
+            raise
         self._save()
         log.info("created topic %s id=%s partitions=%d internal=%s", name, topic_id, partitions, internal)
         self._topics_changed()
