@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 
 from groupcoord.coordinator.consumer.api import (
-    ConsumerGroupEvent,
     ConsumerGroupResult,
     TimerCancel,
     TimerKind,
@@ -36,14 +35,7 @@ from groupcoord.coordinator.consumer.migration import (
     group_tombstones,
     to_assignment,
 )
-from groupcoord.coordinator.consumer.records import (
-    new_current_assignment_record,
-    new_current_assignment_tombstone,
-    new_member_subscription_record,
-    new_member_subscription_tombstone,
-    new_target_assignment_record,
-    new_target_assignment_tombstone,
-)
+from groupcoord.coordinator.consumer.static_members import replace_static_member
 from groupcoord.errors import ErrorCode, KafkaError
 from groupcoord.formats.consumer_protocol import (
     LATEST_VERSION,
@@ -185,21 +177,7 @@ class ClassicMembers:
         if is_unknown:
             if existing is None:
                 return ConsumerGroupMember(member_id=member_id), None
-            member = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            gid = group.group_id
-            batch.records += [
-                new_current_assignment_tombstone(gid, existing.member_id),
-                new_target_assignment_tombstone(gid, existing.member_id),
-                new_member_subscription_tombstone(gid, existing.member_id),
-                new_member_subscription_record(gid, member),
-                new_target_assignment_record(gid, member_id, group.target(existing.member_id)),
-                new_current_assignment_record(gid, member),
-            ]
-            batch.events.append(
-                ConsumerGroupEvent(
-                    kind="static-member-replaced", group_id=gid, member_id=member_id, cause=existing.member_id
-                )
-            )
+            member = replace_static_member(group, existing, member_id, batch.records, batch.events)
             return member, existing
         existing = _validate_member(group, req.member_id, instance_id)
         return existing, None

@@ -92,6 +92,7 @@ from groupcoord.coordinator.consumer.records import (
     new_target_assignment_tombstone,
 )
 from groupcoord.coordinator.consumer.replay import replay
+from groupcoord.coordinator.consumer.static_members import replace_static_member
 from groupcoord.coordinator.consumer.target import build_target_assignment
 from groupcoord.coordinator.consumer.uniform_assignor import UniformAssignor
 from groupcoord.coordinator.consumer.validation import (
@@ -457,21 +458,7 @@ class ConsumerGroupManager:
                     "because the "
                     f"instance id is owned by {existing.member_id} member.",
                 )
-            member = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            gid = group.group_id
-            batch.records += [
-                new_current_assignment_tombstone(gid, existing.member_id),
-                new_target_assignment_tombstone(gid, existing.member_id),
-                new_member_subscription_tombstone(gid, existing.member_id),
-                new_member_subscription_record(gid, member),
-                new_target_assignment_record(gid, member_id, group.target(existing.member_id)),
-                new_current_assignment_record(gid, member),
-            ]
-            batch.events.append(
-                ConsumerGroupEvent(
-                    kind="static-member-replaced", group_id=gid, member_id=member_id, cause=existing.member_id
-                )
-            )
+            member = replace_static_member(group, existing, member_id, batch.records, batch.events)
             return member, existing
         if existing is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
