@@ -24,3 +24,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(group))
     if hasattr(config, "workerinput"):  # an xdist worker: every worker collects the same order
         items.sort(key=lambda item: not _uses_spark(item))
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: only called when xdist runs the suite
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """Stop the run at once when ``--dist loadgroup`` would be inert.
+
+    pytest-xdist names a test's group by suffixing its node id with ``@group``; with a pytest
+    whose ``nodeid`` ignores that suffix (pytest 9.2 with xdist 3.8) the scheduler sees no
+    groups, spreads every file's tests over both workers and builds each module fixture twice,
+    which silently costs the suite minutes. pyproject.toml pins pytest below 9.2 for this.
+    """
+    config = getattr(node, "config", None)
+    if config is None or config.getoption("dist", "no") != "loadgroup":
+        return
+    if ids and not any("@" in nodeid for nodeid in ids):
+        pytest.exit(
+            f"--dist loadgroup is inert with pytest {pytest.__version__}: the test groups are "
+            "lost (tests/conftest.py); install the pytest version pyproject.toml pins",
+            returncode=4,
+        )
