@@ -9,7 +9,9 @@ from __future__ import annotations
 import uuid
 
 from groupcoord.client.consumer_group_messages import TopicIdsMetadataRequest, TopicIdsMetadataResponse
+from groupcoord.client.errors import KafkaClientError
 from groupcoord.client.heartbeat import ExponentialBackoff
+from groupcoord.client.messages import FindCoordinatorRequest, FindCoordinatorResponse, Node
 from groupcoord.errors import ErrorCode
 
 
@@ -37,6 +39,34 @@ class Retry:
         self.request_id = None
         self.not_before = now + self._backoff.backoff(self.attempts)
         self.attempts += 1
+
+
+class CoordinatorLookup:
+    """The group's coordinator (Java ``CoordinatorRequestManager``): FindCoordinator, retried."""
+
+    def __init__(self, group_id: str, backoff: ExponentialBackoff) -> None:
+        self.group_id = group_id
+        self.retry = Retry(backoff)
+
+    def request(self, now: int, *, wanted: bool) -> FindCoordinatorRequest | None:
+        """The lookup to send now, if the member wants a coordinator it does not know."""
+        return FindCoordinatorRequest(key=self.group_id) if wanted and self.retry.due(now) else None
+
+    def on_response(
+        self, r: FindCoordinatorResponse, now: int
+    ) -> tuple[Node | None, KafkaClientError | None]:
+        """The coordinator found, or the error the application must see (GROUP_AUTHORIZATION_FAILED;
+        any other error is retried after backoff)."""
+        if r.error is ErrorCode.NONE and r.node is not None:
+            self.retry.succeeded(now)
+            return r.node, None
+        self.retry.failed(now)
+        if r.error is ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            return None, KafkaClientError(r.error_message or r.error.name, r.error)
+        return None, None
+
+    def next_deadline(self, *, wanted: bool) -> int | None:
+        return self.retry.not_before if wanted and self.retry.request_id is None else None
 
 
 class TopicIdNames:

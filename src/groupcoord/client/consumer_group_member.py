@@ -73,7 +73,7 @@ from groupcoord.client.consumer_group_events import (
 )
 from groupcoord.client.consumer_group_heartbeat import MemberView
 from groupcoord.client.consumer_group_heartbeat_manager import HeartbeatRequestManager
-from groupcoord.client.consumer_group_lookups import Retry, TopicIdNames
+from groupcoord.client.consumer_group_lookups import CoordinatorLookup, TopicIdNames
 from groupcoord.client.consumer_group_messages import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -92,7 +92,6 @@ from groupcoord.client.consumer_group_states import (
 from groupcoord.client.errors import ConfigError, KafkaClientError
 from groupcoord.client.heartbeat import ExponentialBackoff
 from groupcoord.client.messages import (
-    FindCoordinatorRequest,
     FindCoordinatorResponse,
     Node,
     OffsetCommitResponse,
@@ -188,7 +187,7 @@ class ConsumerGroupMember:
         self._inflight: dict[int, _InFlight] = {}
         self._outbox: list[Outbound] = []
         self._events: list[MemberEvent] = []
-        self._find = Retry(self._backoff)
+        self._find = CoordinatorLookup(self.group_id, self._backoff)
         self.topic_ids = TopicIdNames(self._backoff)
         self._now = 0
         self.heartbeat = HeartbeatRequestManager(self, self._backoff)
@@ -350,8 +349,9 @@ class ConsumerGroupMember:
         if self._outbox:
             return self._now
         c: list[int] = [f.deadline for f in self._inflight.values()]
-        if self.coordinator is None and self._wants_coordinator() and self._find.request_id is None:
-            c.append(self._find.not_before)
+        find = self._find.next_deadline(wanted=self.coordinator is None and self._wants_coordinator())
+        if find is not None:
+            c.append(find)
         nh = self.heartbeat.next_deadline(self._now)
         if nh is not None:
             c.append(nh)
@@ -734,17 +734,13 @@ class ConsumerGroupMember:
         return (not skips_heartbeat(self.state) and self.fatal_error is None) or waiting
 
     def _ensure_coordinator(self, now: int) -> None:
-        if self.coordinator is None and self._wants_coordinator() and self._find.due(now):
-            self._find.request_id = self._send(FindCoordinatorRequest(key=self.group_id), None, "find", now)
+        request = self._find.request(now, wanted=self.coordinator is None and self._wants_coordinator())
+        if request is not None:
+            self._find.retry.request_id = self._send(request, None, "find", now)
 
     def _on_find_coordinator(self, r: FindCoordinatorResponse, now: int) -> None:
-        if r.error is ErrorCode.NONE and r.node is not None:
-            self.coordinator = r.node
-            self._find.succeeded(now)
-            return
-        self._find.failed(now)
-        if r.error is ErrorCode.GROUP_AUTHORIZATION_FAILED:
-            error = KafkaClientError(r.error_message or r.error.name, r.error)
+        self.coordinator, error = self._find.on_response(r, now)
+        if error is not None:
             self._events.append(FatalErrorEvent(error=error, fatal=False))
 
     def _mark_coordinator_unknown(self, now: int) -> None:
@@ -775,7 +771,7 @@ class ConsumerGroupMember:
 
     def _fail(self, rid: int, f: _InFlight, now: int) -> None:
         if f.kind == "find":
-            self._find.failed(now)
+            self._find.retry.failed(now)
         elif f.kind == "metadata":
             self.topic_ids.retry.failed(now)
         elif f.kind == "commit":
