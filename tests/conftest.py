@@ -11,6 +11,13 @@ the other worker runs out of work. Without xdist the marks do nothing and the or
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis measures each example against the wall clock (a 200 ms deadline, a too-slow health
+# check): on a busy machine that fails tests for being slow, not wrong. The suite's property
+# tests are about outcomes, so no example has a deadline and slowness is never a failure.
+settings.register_profile("groupcoord", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("groupcoord")
 
 
 def _uses_spark(item: pytest.Item) -> bool:
