@@ -116,10 +116,15 @@ class PartitionLog:
         self._flushed_offset = self.log_end_offset
         #: producers, open transactions and aborted ones: loaded from the newest ``.snapshot``
         #: and the batches after it, here at open (``storage.log_producers``)
-        with self._lock:
-            self._pstate = load_producer_state(
-                self.dir, self._segments, self._bases, self._log_start, self.iter_batches_from
-            )
+        try:
+            with self._lock:
+                self._pstate = load_producer_state(
+                    self.dir, self._segments, self._bases, self._log_start, self.iter_batches_from
+                )
+        except BaseException:  # a log that could not be opened holds no descriptor
+            for seg in self._segments:
+                seg.close()
+            raise
 
     @classmethod
     def open(cls, dir: Path, config: LogConfig, clock: Clock) -> tuple[PartitionLog, RecoveryReport]:

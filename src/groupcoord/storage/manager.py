@@ -380,8 +380,13 @@ class LogManager:
         pdir = self.data_dir / partition_dir_name(meta.name, partition)
         plog, report = PartitionLog.open(pdir, config, self._clock)
         meta_file = pdir / PARTITION_METADATA_FILE
-        if not meta_file.exists():
-            _atomic_write(meta_file, partition_metadata_text(meta.topic_id))
+        try:
+            if not meta_file.exists():
+                _atomic_write(meta_file, partition_metadata_text(meta.topic_id))
+        except BaseException:  # a partition that could not be opened holds no descriptor
+            with contextlib.suppress(OSError):
+                plog.close()
+            raise
         return plog, report
 
     def _save(self) -> None:

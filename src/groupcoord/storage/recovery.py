@@ -197,7 +197,20 @@ def recover(
     directory: Path, *, interval: int, now: int, checkpoints: LogCheckpoints
 ) -> tuple[list[Segment], int, RecoveryReport]:
     """Open every segment of the log in ``directory``, repairing what is damaged (see the module
-    docstring): the segments, the log start offset and what was found."""
+    docstring): the segments, the log start offset and what was found. When it fails (the OS
+    refuses a file: too many open files, a full disk), the segments it opened are closed again."""
+    segments: list[Segment] = []
+    try:
+        return _recover(directory, interval=interval, now=now, checkpoints=checkpoints, segments=segments)
+    except BaseException:
+        for seg in segments:
+            seg.close()
+        raise
+
+
+def _recover(
+    directory: Path, *, interval: int, now: int, checkpoints: LogCheckpoints, segments: list[Segment]
+) -> tuple[list[Segment], int, RecoveryReport]:
     directory.mkdir(parents=True, exist_ok=True)
     for leftover in directory.glob("*" + CLEANED_SUFFIX):
         leftover.unlink()
@@ -226,7 +239,6 @@ def recover(
     checked = 0
     rebuilt = 0
     gaps: list[tuple[int, int]] = []
-    segments: list[Segment] = []
     for i, base in enumerate(bases):
         seg = Segment(directory, base, now)
         segments.append(seg)

@@ -13,6 +13,11 @@ moment, if the segment's max timestamp grew since the last time index entry, the
 ``(max timestamp so far, last offset of the batch that holds it)``. Rolling a segment and closing
 the log add a final time index entry (:meth:`Segment.seal`).
 
+Descriptors: a segment holds one, its ``.log``'s, for as long as it is part of the log (rolled
+segments too, as in Kafka). The index files are written and fsynced through the shared, bounded
+set of :mod:`groupcoord.storage.index_files` (each write reaches the file at once, as before),
+so a partition costs one descriptor per segment however many partitions there are.
+
 Also here: reading whole batches out of a file in chunks (:func:`read_batches`), and the
 header-only walks the log's readers use to find batch boundaries.
 """
@@ -39,6 +44,7 @@ from groupcoord.formats.batch import (
     validate_batch,
 )
 
+from .index_files import INDEX_FILES
 from .txnindex import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
@@ -69,6 +75,10 @@ _I32 = struct.Struct(">i")
 _Q = struct.Struct(">q")
 _INDEX_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+#: the two kinds of index file, as keys in :data:`INDEX_FILES`
+_OFFSETS = 0
+_TIMES = 1
+_BOTH = (_OFFSETS, _TIMES)
 _READ_CHUNK = 1 << 20
 _FIND_CHUNK = 64 * 1024
 
@@ -174,7 +184,8 @@ def segment_name(base_offset: int) -> str:
 
 
 class Segment:
-    """One ``.log`` file with its two indexes, kept in memory as arrays and appended on disk."""
+    """One ``.log`` file with its two indexes, kept in memory as arrays and appended on disk
+    (through :data:`INDEX_FILES`: the segment holds no index descriptor of its own)."""
 
     __slots__ = (
         "base_offset",
@@ -184,8 +195,8 @@ class Segment:
         "fd",
         "idx_off",
         "idx_pos",
-        "index_fd",
         "index_path",
+        "index_unsynced",
         "indexes_missing",
         "log_path",
         "max_ts",
@@ -194,7 +205,6 @@ class Segment:
         "size",
         "tidx_off",
         "tidx_ts",
-        "timeindex_fd",
         "timeindex_path",
         "txnindex_path",
     )
@@ -210,13 +220,17 @@ class Segment:
         self.txnindex_path = directory / (name + TXN_INDEX_SUFFIX + suffix)
         self.indexes_missing = not (self.index_path.exists() and self.timeindex_path.exists())
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self.fd).st_size
-        # Index descriptors are open only while the segment is written (active, or rebuilt);
-        # a rolled segment keeps just its .log descriptor, and its indexes in memory.
-        self.index_fd = -1
-        self.timeindex_fd = -1
-        if self.size == 0:
-            self.open_index_fds()
+        #: the index files were written since the last fsync
+        self.index_unsynced = False
+        try:
+            self.size = os.fstat(self.fd).st_size
+            if self.size == 0:  # a new segment's index files exist from the start, as Kafka's
+                INDEX_FILES.create(self, _OFFSETS, self.index_path)
+                INDEX_FILES.create(self, _TIMES, self.timeindex_path)
+                self.index_unsynced = True
+        except BaseException:
+            self.close()  # a segment that could not be opened holds no descriptor
+            raise
         self.next_offset = base_offset
         self.max_ts = -1
         self.max_ts_offset = -1
@@ -273,37 +287,27 @@ class Segment:
         self.size = start + len(data)
         self.dirty = True
         if len(self.idx_off) > n_idx:
-            self.open_index_fds()
             out = b"".join(
                 _INDEX_ENTRY.pack(self.idx_off[i], self.idx_pos[i]) for i in range(n_idx, len(self.idx_off))
             )
-            write_all(self.index_fd, out, n_idx * 8)
+            with INDEX_FILES.lock:
+                write_all(INDEX_FILES.fd_for(self, _OFFSETS, self.index_path), out, n_idx * 8)
+            self.index_unsynced = True
         if len(self.tidx_ts) > n_tidx:
             self._write_time_entries(n_tidx)
 
-    def open_index_fds(self) -> None:
-        if self.index_fd < 0:
-            self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
-        if self.timeindex_fd < 0:
-            self.timeindex_fd = os.open(self.timeindex_path, os.O_RDWR | os.O_CREAT, 0o644)
-
     def release_index_fds(self) -> None:
-        """Close the index descriptors of a segment that is no longer written."""
-        for fd in (self.index_fd, self.timeindex_fd):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self.index_fd = self.timeindex_fd = -1
-
-    def index_fds(self) -> list[int]:
-        return [fd for fd in (self.index_fd, self.timeindex_fd) if fd >= 0]
+        """Give back the index descriptors of a segment that is no longer written (rolled,
+        closed, or built by compaction): the next write, if any, opens the file again."""
+        INDEX_FILES.release(self, _BOTH)
 
     def _write_time_entries(self, first: int) -> None:
-        self.open_index_fds()
         out = b"".join(
             _TIME_ENTRY.pack(self.tidx_ts[i], self.tidx_off[i]) for i in range(first, len(self.tidx_ts))
         )
-        write_all(self.timeindex_fd, out, first * 12)
+        with INDEX_FILES.lock:
+            write_all(INDEX_FILES.fd_for(self, _TIMES, self.timeindex_path), out, first * 12)
+        self.index_unsynced = True
 
     def seal(self) -> None:
         """Final time index entry (on roll and close)."""
@@ -312,9 +316,17 @@ class Segment:
             self._write_time_entries(n)
 
     def fsync(self) -> None:
+        """fsync the ``.log``, and the index files when they were written since the last one
+        (their descriptors leave the shared set: the next write, if any, opens them again)."""
         os.fsync(self.fd)
-        for fd in self.index_fds():
-            os.fsync(fd)
+        if self.index_unsynced:
+            for kind, path in ((_OFFSETS, self.index_path), (_TIMES, self.timeindex_path)):
+                fd = INDEX_FILES.detach(self, kind, path)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            self.index_unsynced = False
         self.dirty = False
 
     def promote(self, suffix: str) -> None:
@@ -443,13 +455,14 @@ class Segment:
         return bytes(self.idx_off), bytes(self.idx_pos), bytes(self.tidx_ts), bytes(self.tidx_off)
 
     def write_indexes(self) -> None:
-        self.open_index_fds()
         raw = b"".join(_INDEX_ENTRY.pack(o, p) for o, p in zip(self.idx_off, self.idx_pos, strict=True))
-        os.ftruncate(self.index_fd, 0)
-        write_all(self.index_fd, raw, 0)
         traw = b"".join(_TIME_ENTRY.pack(t, o) for t, o in zip(self.tidx_ts, self.tidx_off, strict=True))
-        os.ftruncate(self.timeindex_fd, 0)
-        write_all(self.timeindex_fd, traw, 0)
+        for kind, path, data in ((_OFFSETS, self.index_path, raw), (_TIMES, self.timeindex_path, traw)):
+            with INDEX_FILES.lock:
+                fd = INDEX_FILES.fd_for(self, kind, path)
+                os.ftruncate(fd, 0)
+                write_all(fd, data, 0)
+        self.index_unsynced = True
         self.dirty = True
 
     def truncate_file(self, position: int) -> None:
