@@ -80,20 +80,27 @@ def test_an_answer_that_needs_no_write_is_a_response_in_the_result() -> None:
 
 
 def test_a_commit_is_answered_only_when_its_write_completes() -> None:
+    """Kafka 4.x's write operation: the commit's records and its answer come back together
+    (``CoordinatorResult(records, response)``); the answer is held with the write, and the
+    offset is in the state only once the write is durable (the runtime hands the durable write
+    to the shard's ``durable`` list, taken in at the shard's next call)."""
     shard = GroupCoordinatorShard(CONFIG, ManualClock(1_000))
     result = shard.offset_commit(_commit(42), _never)
     assert result.responses == []
     (write,) = result.writes
     assert write.partition == shard.partition_for("g")
     assert [r.key for r in write.records] == [OffsetCommitKey(group="g", topic="t", partition=0)]
+    assert write.reply is _never
+    response = write.response
+    assert isinstance(response, OffsetCommitResponse)
+    assert [p.error for t in response.topics for p in t.partitions] == [ErrorCode.NONE]
     group = shard.group("g")
     assert group is not None and group.offsets == {}  # not replayed before it is durable
 
-    done = shard.complete_write(write, ErrorCode.NONE)
-    ((_, response),) = done.responses
-    assert isinstance(response, OffsetCommitResponse)
-    assert [p.error for t in response.topics for p in t.partitions] == [ErrorCode.NONE]
+    shard.durable.append(write)  # what the runtime does once the write is durable
+    assert shard.group("g") is group
     assert group.offsets[("t", 0)].offset == 42
+    assert shard.durable == []
 
 
 def test_a_failed_commit_write_answers_the_mapped_error_and_changes_nothing() -> None:
