@@ -115,6 +115,32 @@ def test_a_failed_commit_write_answers_the_mapped_error_and_changes_nothing() ->
     assert group is not None and group.offsets == {}
 
 
+def test_durable_commits_are_taken_in_in_order_and_a_failed_one_after_them_changes_nothing() -> None:
+    """Two commits of one partition in flight: the runtime answers the first once durable (no
+    call into the shard), the second's write fails and is answered the mapped error
+    (KAFKA_STORAGE_ERROR -> NOT_COORDINATOR, Kafka's ``CoordinatorOperationExceptionHelper``);
+    the shard's next call sees the first offset and not the second."""
+    clock = ManualClock(1_000)
+    sink = ListSink(hold=True)
+    coordinator = GroupCoordinator(CONFIG, clock, record_sink=sink)
+    answers: list[tuple[str, list[ErrorCode]]] = []
+
+    def on(name: str) -> Any:
+        return lambda r: answers.append((name, [p.error for t in r.topics for p in t.partitions]))
+
+    coordinator.offset_commit(_commit(7), on("first"))
+    coordinator.offset_commit(_commit(8), on("second"))
+    assert answers == []
+    ((_, first_done), (_, second_done)) = sink.held
+    sink.held = []
+    first_done(ErrorCode.NONE)
+    assert answers == [("first", [ErrorCode.NONE])]
+    second_done(ErrorCode.KAFKA_STORAGE_ERROR)
+    assert answers == [("first", [ErrorCode.NONE]), ("second", [ErrorCode.NOT_COORDINATOR])]
+    group = coordinator.group("g")
+    assert group is not None and group.offsets[("t", 0)].offset == 7
+
+
 def test_the_runtime_delivers_responses_in_order_when_a_reply_calls_back_in() -> None:
     """When one call answers several parked requests (the join phase ends), a reply callback
     that sends its connection's next request (as a client does) gets that answer after every
