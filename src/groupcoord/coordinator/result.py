@@ -15,7 +15,8 @@ A shard never answers a client, writes a record or publishes an event itself. Ev
   its internal topic (``__consumer_offsets``, ``__transaction_state``) plus a *completion*: a
   small value naming what the write was for (an assignment, an offset commit, ...). The runtime
   appends the records. A write that carries its own answer (``reply`` and ``response``: Kafka
-  4.x's write operation returning records *and* a response, as an OffsetCommit's does) is
+  4.x's write operation returning records *and* a response, as an OffsetCommit's and a
+  consumer group heartbeat's do) is
   answered by the runtime once durable, without a call into the shard: the runtime puts the
   write in the shard's :attr:`Shard.durable` and the shard takes it in (its offsets become
   visible) at the start of its next call, as Kafka's shard reads at the runtime's last committed

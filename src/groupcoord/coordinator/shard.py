@@ -153,7 +153,9 @@ class GroupCoordinatorShard(Shard):
             done = write.completion
             if isinstance(done, OffsetWrite):
                 offsets.take_durable_commit(write, done)
-            else:  # pragma: no cover - only an OffsetCommit's write carries its answer
+            elif isinstance(done, ConsumerGroupWrite):  # a success adds nothing to a result
+                self.groups.consumer.written(CoordinatorResult(), done, ErrorCode.NONE)
+            else:  # pragma: no cover - only these writes carry their answer
                 raise IllegalStateError(f"a durable write with an answer of its own: {done!r}")
 
     # ================================================================== queries
