@@ -13,11 +13,11 @@ coordinator: it hosts any shard and applies the
 3. each pending write's records go to the record sink (the shard's own partition of the internal
    topic in the broker, a list in tests and the simulator). When the sink reports a write that
    carries its own answer durable (an OffsetCommit's, a consumer group heartbeat's: Kafka 4.x's
-   write operation returns its records and its response), the runtime completes that answer and puts the write in the
-   shard's ``durable`` list, which the shard takes in at its next call: the shard is not entered
-   again. Any other outcome (a failed write, a write with no answer of its own, one the shard
-   asked to hear of) goes back to the shard (``complete_write``) and that result is applied in
-   turn;
+   write operation returns its records and its response), the runtime completes that answer
+   and puts the write in the shard's ``durable`` list, which the shard takes in at its next
+   call: the shard is not entered again. Any other outcome (a failed write, a write with no
+   answer of its own, one the shard asked to hear of) goes back to the shard
+   (``complete_write``) and that result is applied in turn;
 4. the shard's earliest timer is armed on the timer service it was given (the broker's loop
    timers), and a due timer runs the shard's ``poll``.
 
