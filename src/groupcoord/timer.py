@@ -9,10 +9,13 @@ server, a loop over virtual time in tests and the simulator), and calls
 
 Data structure: a binary heap of integers with lazy deletion. Each heap entry packs a deadline
 and a sequence number into one int (``deadline << 40 | seq``), so entries order by deadline and
-then by scheduling order; ``_keys`` maps a sequence number still in the heap to its key, and
+then by scheduling order; ``_keys`` maps the sequence number of each live timer to its key, and
 ``_live`` maps a key to the packed entry that is its live timer (payloads, when not ``None``,
 sit in ``_payloads``). Rescheduling is dict writes and one heap push (O(log n)); cancelling is
-a dict delete (O(1)). Superseded heap entries are skipped when they surface, and the heap is
+dict deletes (O(1)). A heap entry is live exactly when its sequence number is in ``_keys``, so
+telling a superseded entry from a live one hashes an int, never a key: the owner's host reading
+:meth:`next_deadline` runs none of the keys' own code (a key's ``__hash__`` is its owner's).
+Superseded heap entries are skipped when they surface, and the heap is
 rebuilt from the live entries when garbage outnumbers them, so memory stays proportional to the
 live timers even under constant rescheduling (every heartbeat reschedules its member's expiry).
 
@@ -48,7 +51,7 @@ class KeyedTimer(Generic[K, T]):
 
     def __init__(self) -> None:
         self._heap: list[int] = []  # deadline << _SEQ_BITS | seq
-        self._keys: dict[int, K] = {}  # seq of every entry still in the heap -> its key
+        self._keys: dict[int, K] = {}  # seq of every live entry -> its key
         self._live: dict[K, int] = {}  # key -> its live entry
         self._payloads: dict[K, T] = {}  # key -> payload, for live timers with one
         self._seq = 0
@@ -71,11 +74,14 @@ class KeyedTimer(Generic[K, T]):
             seq = self._renumber()
         entry = (deadline_ms << _SEQ_BITS) | seq
         live = self._live
+        old = live.get(key)
+        if old is not None:
+            del self._keys[old & _SEQ_MASK]  # its heap entry is stale from now on
         head = self._head
         if head >= 0:
             if entry < head:
                 self._head = entry
-            elif live.get(key) == head:
+            elif old == head:
                 self._head = -1  # the earliest timer moved later
         live[key] = entry
         if payload is None:
@@ -100,6 +106,7 @@ class KeyedTimer(Generic[K, T]):
         entry = self._live.pop(key, None)
         if entry is None:
             return False
+        del self._keys[entry & _SEQ_MASK]
         if entry == self._head:
             self._head = -1
         return True
@@ -117,16 +124,13 @@ class KeyedTimer(Generic[K, T]):
         if head >= 0:
             return head >> _SEQ_BITS
         heap = self._heap
-        live = self._live
         keys = self._keys
         while heap:
             entry = heap[0]
-            key = keys[entry & _SEQ_MASK]
-            if live.get(key) == entry:
+            if entry & _SEQ_MASK in keys:
                 self._head = entry
                 return entry >> _SEQ_BITS
-            heapq.heappop(heap)
-            del keys[entry & _SEQ_MASK]
+            heapq.heappop(heap)  # superseded or cancelled
         return None
 
     def expire(self, now_ms: int) -> Iterator[tuple[K, T]]:
@@ -147,8 +151,8 @@ class KeyedTimer(Generic[K, T]):
         # both rebuild the heap and the key index in place, so these names stay valid.
         while heap and heap[0] < bound:
             entry = heapq.heappop(heap)
-            key = keys.pop(entry & _SEQ_MASK)
-            if live.get(key) != entry:
+            key = keys.pop(entry & _SEQ_MASK, None)
+            if key is None:
                 continue  # superseded or cancelled: a stale firing
             del live[key]
             self._head = -1

@@ -95,6 +95,8 @@ def test_group_bookkeeping_and_committed_offsets_are_untracked() -> None:
     group = h.c.group(GROUP)
     assert group is not None
     assert h.commit({("t", 0): 42}, member_id=a, generation=gen) == {("t", 0): ErrorCode.NONE}
+    # the durable commit is in the state from the shard's next call on (here, the query)
+    assert h.c.group(GROUP) is group
     committed = group.offsets[("t", 0)]
     assert committed.offset == 42
     assert not gc.is_tracked(committed)

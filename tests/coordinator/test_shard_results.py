@@ -80,20 +80,27 @@ def test_an_answer_that_needs_no_write_is_a_response_in_the_result() -> None:
 
 
 def test_a_commit_is_answered_only_when_its_write_completes() -> None:
+    """Kafka 4.x's write operation: the commit's records and its answer come back together
+    (``CoordinatorResult(records, response)``); the answer is held with the write, and the
+    offset is in the state only once the write is durable (the runtime hands the durable write
+    to the shard's ``durable`` list, taken in at the shard's next call)."""
     shard = GroupCoordinatorShard(CONFIG, ManualClock(1_000))
     result = shard.offset_commit(_commit(42), _never)
     assert result.responses == []
     (write,) = result.writes
     assert write.partition == shard.partition_for("g")
     assert [r.key for r in write.records] == [OffsetCommitKey(group="g", topic="t", partition=0)]
+    assert write.reply is _never
+    response = write.response
+    assert isinstance(response, OffsetCommitResponse)
+    assert [p.error for t in response.topics for p in t.partitions] == [ErrorCode.NONE]
     group = shard.group("g")
     assert group is not None and group.offsets == {}  # not replayed before it is durable
 
-    done = shard.complete_write(write, ErrorCode.NONE)
-    ((_, response),) = done.responses
-    assert isinstance(response, OffsetCommitResponse)
-    assert [p.error for t in response.topics for p in t.partitions] == [ErrorCode.NONE]
+    shard.durable.append(write)  # what the runtime does once the write is durable
+    assert shard.group("g") is group
     assert group.offsets[("t", 0)].offset == 42
+    assert shard.durable == []
 
 
 def test_a_failed_commit_write_answers_the_mapped_error_and_changes_nothing() -> None:
@@ -106,6 +113,32 @@ def test_a_failed_commit_write_answers_the_mapped_error_and_changes_nothing() ->
     assert [p.error for t in response.topics for p in t.partitions] == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
     group = shard.group("g")
     assert group is not None and group.offsets == {}
+
+
+def test_durable_commits_are_taken_in_in_order_and_a_failed_one_after_them_changes_nothing() -> None:
+    """Two commits of one partition in flight: the runtime answers the first once durable (no
+    call into the shard), the second's write fails and is answered the mapped error
+    (KAFKA_STORAGE_ERROR -> NOT_COORDINATOR, Kafka's ``CoordinatorOperationExceptionHelper``);
+    the shard's next call sees the first offset and not the second."""
+    clock = ManualClock(1_000)
+    sink = ListSink(hold=True)
+    coordinator = GroupCoordinator(CONFIG, clock, record_sink=sink)
+    answers: list[tuple[str, list[ErrorCode]]] = []
+
+    def on(name: str) -> Any:
+        return lambda r: answers.append((name, [p.error for t in r.topics for p in t.partitions]))
+
+    coordinator.offset_commit(_commit(7), on("first"))
+    coordinator.offset_commit(_commit(8), on("second"))
+    assert answers == []
+    ((_, first_done), (_, second_done)) = sink.held
+    sink.held = []
+    first_done(ErrorCode.NONE)
+    assert answers == [("first", [ErrorCode.NONE])]
+    second_done(ErrorCode.KAFKA_STORAGE_ERROR)
+    assert answers == [("first", [ErrorCode.NONE]), ("second", [ErrorCode.NOT_COORDINATOR])]
+    group = coordinator.group("g")
+    assert group is not None and group.offsets[("t", 0)].offset == 7
 
 
 def test_the_runtime_delivers_responses_in_order_when_a_reply_calls_back_in() -> None:

@@ -10,8 +10,8 @@ beside its classic ones:
 * its timers go on the shard's keyed timer (:class:`~groupcoord.coordinator.timers.
   ConsumerGroupTimer`, under Kafka's key strings) and come back through :meth:`on_timer`;
 * its records become a :class:`~groupcoord.coordinator.result.PendingWrite` of the group's
-  ``__consumer_offsets`` partition, and the response is released only once they are durable
-  (:meth:`written`);
+  ``__consumer_offsets`` partition carrying the response, which the runtime releases once they
+  are durable (the shard takes the write in at its next call, :meth:`written`);
 * a write that fails is undone by **snapshot**: before the core replays a call's records, the
   groups they change are copied (:meth:`ConsumerGroup.snapshot`, containers only: members and
   assignments are immutable values), and a failed write puts the copy back and re-arms the
@@ -575,10 +575,14 @@ class ConsumerGroups:
             downgrade=result.downgrade is not None,
             undo_upgrade=undo_upgrade,
         )
-        out.writes.append(PendingWrite(self._ctx.partition_for(group_id), tuple(records), write))
+        pending = PendingWrite(self._ctx.partition_for(group_id), tuple(records), write)
+        if reply is not None and response is not None:  # the runtime answers it once durable
+            pending.reply, pending.response = reply, response
+        out.writes.append(pending)
 
     def written(self, out: CoordinatorResult, write: ConsumerGroupWrite, error: ErrorCode) -> None:
-        """A write of :meth:`_apply` is durable (``NONE``) or failed: answer, or undo and answer."""
+        """A write of :meth:`_apply` is durable (``NONE``: its answer, if it carried one, went
+        with it; nothing is added to ``out``) or failed: undo and answer the error."""
         now = self._ctx.now()
         for gid in write.group_ids:
             undo = self._undo.get(gid)
@@ -600,8 +604,6 @@ class ConsumerGroups:
                     classic = self._classic.get(gid)
                     if classic is not None and not classic.members:
                         _make_offsets_holder(classic)
-            if write.reply is not None and write.response is not None:
-                out.respond(write.reply, write.response)
             return
         code = _WRITE_ERRORS.get(error, error)
         log.warning("consumer group write of %s failed (%s): state restored", write.group_ids, error.name)

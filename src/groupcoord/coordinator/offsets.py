@@ -106,10 +106,11 @@ class OffsetManager:
         self._config = ctx.config
         self._groups = groups
         self._table = groups.groups
-        # Offset writes in flight (soft state): group -> write tokens; group -> partition ->
-        # commits of it being written (Kafka's pendingOffsetCommits); token -> stable fetches.
+        # Offset writes in flight (soft state): group -> write token -> write; group ->
+        # partition -> commits of it being written (Kafka's pendingOffsetCommits); token ->
+        # stable fetches.
         self._write_tokens = itertools.count()
-        self._offset_writes: dict[str, set[int]] = {}
+        self._offset_writes: dict[str, dict[int, PendingWrite]] = {}
         self._pending_commits: dict[str, dict[tuple[str, int], int]] = {}
         self._stable_fetches: dict[int, list[StableFetch]] = {}
         #: Transactional offset commits (KIP-98/447), durable but invisible until their
@@ -128,19 +129,22 @@ class OffsetManager:
         then: OffsetWriteKind,
         commits: Sequence[tuple[str, int]] = (),
         producer: tuple[int, int] = (-1, -1),
+        reply: Callable[[OffsetCommitResponse], None] | None = None,
+        response: OffsetCommitResponse | None = None,
     ) -> None:
         """Append a write that changes ``group_id``'s offsets, tracked until it completes.
 
         Meanwhile the partitions in ``commits`` count as pending commits (Kafka's
         ``pendingOffsetCommits``): expiry skips them and deletions write a tombstone for them;
         and a require_stable OffsetFetch of the group waits for the write. ``producer`` (id,
-        epoch) makes it a transactional write (TxnOffsetCommit).
+        epoch) makes it a transactional write (TxnOffsetCommit). With ``reply``, the write
+        carries its answer (``response``), which the runtime completes once it is durable (the
+        shard then takes it in: :meth:`take_durable_commit`).
         """
         token = next(self._write_tokens)
-        tokens = self._offset_writes.get(group_id)
-        if tokens is None:
-            tokens = self._offset_writes[group_id] = set()
-        tokens.add(token)
+        writes = self._offset_writes.get(group_id)
+        if writes is None:
+            writes = self._offset_writes[group_id] = {}
         if commits:
             pending = self._pending_commits.get(group_id)
             if pending is None:
@@ -148,21 +152,22 @@ class OffsetManager:
             for key in commits:
                 pending[key] = pending.get(key, 0) + 1
         completion = OffsetWrite(token, group_id, tuple(commits), then)
-        out.writes.append(
-            PendingWrite(
-                self._ctx.partition_for(group_id),
-                tuple(records),
-                completion,
-                producer_id=producer[0],
-                producer_epoch=producer[1],
-            )
+        write = writes[token] = PendingWrite(
+            self._ctx.partition_for(group_id),
+            tuple(records),
+            completion,
+            producer[0],
+            producer[1],
+            reply,
+            response,
         )
+        out.writes.append(write)
 
     def offset_write_finished(self, write: OffsetWrite) -> None:
         group_id = write.group_id
         writes = self._offset_writes.get(group_id)
         if writes is not None:
-            writes.discard(write.token)
+            writes.pop(write.token, None)
             if not writes:
                 del self._offset_writes[group_id]
         pending = self._pending_commits.get(group_id)
@@ -209,11 +214,46 @@ class OffsetManager:
         if 2 <= req.version <= 4 and req.retention_time_ms != -1:
             expire = self._ctx.now() + req.retention_time_ms
         results, records, commits = self._commit_records(req, expire)
+        response = commit_response(req, results)
         if not records:
-            out.respond(reply, commit_response(req, results))
+            out.respond(reply, response)
             return out
-        self.append_offset_write(out, req.group_id, records, OffsetCommitWrite(reply, req, results), commits)
+        # Kafka 4.x's write operation: the records and the answer together; the runtime answers
+        # once the records are durable, and the shard takes them in then (take_durable_commit).
+        self.append_offset_write(
+            out,
+            req.group_id,
+            records,
+            OffsetCommitWrite(req, results),
+            commits,
+            reply=reply,
+            response=response,
+        )
         return out
+
+    def take_durable_commit(self, write: PendingWrite, done: OffsetWrite) -> None:
+        """An OffsetCommit's write is durable and was answered by the runtime (the shard's
+        ``durable`` list): it is no longer in flight, and its records are replayed, in the order
+        the writes became durable (a commit writes only offset records)."""
+        self.offset_write_finished(done)
+        for record in write.records:
+            self.replay(record.key, record.value)
+
+    def offset_commit_failed(
+        self, out: CoordinatorResult, write: PendingWrite, then: OffsetCommitWrite, error: ErrorCode
+    ) -> None:
+        """An OffsetCommit's write failed: nothing is replayed, and the partitions that had no
+        error of their own are answered the write's, mapped as Kafka maps it."""
+        if write.reply is None:  # pragma: no cover - every commit's write carries its reply
+            return
+        mapped = map_offset_write_error(error)
+        out.respond(
+            write.reply,
+            commit_response(
+                then.request,
+                {k: mapped if code is ErrorCode.NONE else code for k, code in then.results.items()},
+            ),
+        )
 
     def _commit_target(
         self,
@@ -371,41 +411,22 @@ class OffsetManager:
         """The partitions of ``group_id`` with an offset pending in an open transaction."""
         return self.transactional.keys(group_id)
 
-    def offset_commit_written(
-        self,
-        out: CoordinatorResult,
-        write: OffsetCommitWrite,
-        records: Sequence[CoordinatorRecord],
-        error: ErrorCode,
-    ) -> None:
-        self._commit_written(out, write, records, error, -1)
-
     def _commit_written(
         self,
         out: CoordinatorResult,
-        write: OffsetCommitWrite | TxnOffsetCommitWrite,
+        write: TxnOffsetCommitWrite,
         records: Sequence[CoordinatorRecord],
         error: ErrorCode,
         producer_id: int,
     ) -> None:
-        """A commit's write finished: on success replay its records (plainly, or pending for the
-        transaction of ``producer_id``) and answer each partition its code before the write; on failure the
-        partitions that had none get the write's error, mapped as Kafka maps it."""
+        """A transactional commit's write finished: on success its records become pending for
+        the transaction of ``producer_id`` and each partition is answered its code before the
+        write; on failure the partitions that had none get the write's error, mapped as Kafka
+        maps it."""
         results = write.results
         if error is ErrorCode.NONE:
             for record in records:
-                if producer_id >= 0:
-                    self.replay_transactional(out, record, producer_id)
-                    continue
-                # A commit writes only its own offset records: replayed here, not dispatched
-                # through the shard's replay of any record kind and back into this manager.
-                key, value = record.key, record.value
-                if isinstance(key, OffsetCommitKey) and (
-                    value is None or isinstance(value, OffsetCommitValue)
-                ):
-                    self.replay(key, value)
-                else:  # pragma: no cover - new_offset_commit_record makes every record of a commit
-                    self._replay_record(out, record)
+                self.replay_transactional(out, record, producer_id)
             out.respond(write.reply, commit_response(write.request, results))
             return
         mapped = map_offset_write_error(error)
@@ -428,7 +449,11 @@ class OffsetManager:
             waiting: set[int] = set()
             for g in req.groups:
                 if self._ctx.status(g.group_id) is None:
-                    waiting.update(self._offset_writes.get(g.group_id, ()))
+                    writes = self._offset_writes.get(g.group_id)
+                    if writes:
+                        waiting.update(writes)
+                        for write in writes.values():
+                            write.wake = True  # its success comes back to the shard too
             if waiting:
                 fetch = StableFetch(request=req, reply=reply, waiting=waiting, errors={})
                 for token in waiting:

@@ -13,13 +13,20 @@ A shard never answers a client, writes a record or publishes an event itself. Ev
   keeps its handle in the member until a later call completes it.
 * ``writes``: :class:`PendingWrite` values, each a batch of records for the shard's partition of
   its internal topic (``__consumer_offsets``, ``__transaction_state``) plus a *completion*: a
-  small value naming what the write was
-  for (an assignment, an offset commit, ...). The runtime appends the records and, once they are
-  durable or the write failed, hands the write back to the shard's ``complete_write``, which
-  replays the records (if the group has not moved on meanwhile) and returns the responses that
-  waited for the write, or reverts what the write would have made permanent. This is Kafka 4.x's
-  ``CoordinatorResult`` with its append future; the completion value stands in for the Java
-  lambda attached to that future.
+  small value naming what the write was for (an assignment, an offset commit, ...). The runtime
+  appends the records. A write that carries its own answer (``reply`` and ``response``: Kafka
+  4.x's write operation returning records *and* a response, as an OffsetCommit's and a
+  consumer group heartbeat's do) is
+  answered by the runtime once durable, without a call into the shard: the runtime puts the
+  write in the shard's :attr:`Shard.durable` and the shard takes it in (its offsets become
+  visible) at the start of its next call, as Kafka's shard reads at the runtime's last committed
+  offset. Every other outcome goes back to the shard's ``complete_write``: any failed write
+  (the shard reverts what the write would have made permanent and answers the mapped error), a
+  durable write the shard asked to hear of (``wake``: a require_stable OffsetFetch waits for
+  it), and every durable write without an answer of its own (an assignment: the shard replays
+  the records if the group has not moved on meanwhile, and answers the requests that waited).
+  This is Kafka 4.x's ``CoordinatorResult`` with its append future; the completion value stands
+  in for the Java lambda attached to that future.
 * ``events``: what else the shard's host does for it: group events to publish
   (:class:`~groupcoord.coordinator.events.GroupEvent`), transaction markers to write
   (:class:`~groupcoord.transactions.result.MarkerWrite`).
@@ -51,7 +58,16 @@ class PendingWrite:
     class's ``__init__`` is native while a dataclass's stays the interpreted one it generates.
     """
 
-    __slots__ = ("completion", "partition", "producer_epoch", "producer_id", "records")
+    __slots__ = (
+        "completion",
+        "partition",
+        "producer_epoch",
+        "producer_id",
+        "records",
+        "reply",
+        "response",
+        "wake",
+    )
 
     def __init__(
         self,
@@ -60,21 +76,31 @@ class PendingWrite:
         completion: Any,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        reply: Reply | None = None,
+        response: Any = None,
     ) -> None:
         self.partition = partition
         self.records = records
-        #: Handed back to the shard's ``complete_write`` with the write's outcome.
+        #: What the shard needs to take the write in once durable (:attr:`Shard.durable`), or to
+        #: finish it in ``complete_write``.
         self.completion = completion
         #: A transactional write (TxnOffsetCommit): the records go in a transactional batch of
         #: this producer id and epoch; -1 for every other write.
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        #: The write's own answer (None: the shard answers in ``complete_write``): the runtime
+        #: completes ``reply`` with ``response`` once the write is durable.
+        self.reply = reply
+        self.response = response
+        #: Set by the shard while the write is in flight: tell it of the write's success too
+        #: (``complete_write``), not only of a failure.
+        self.wake = False
 
     def __repr__(self) -> str:
         return (
             f"PendingWrite(partition={self.partition}, records={self.records!r}, "
             f"completion={self.completion!r}, producer_id={self.producer_id}, "
-            f"producer_epoch={self.producer_epoch})"
+            f"producer_epoch={self.producer_epoch}, response={self.response!r})"
         )
 
 
@@ -113,8 +139,16 @@ class Shard:
     #: here rather than by a call back into the shard; the shard expires them in :meth:`poll`.
     timer: KeyedTimer[Any, Any]
 
+    #: The writes that carried their own answer (:attr:`PendingWrite.reply`) and are durable, in
+    #: the order they became so: the runtime adds each one here as it answers it (no call into
+    #: the shard), and the shard takes them in at the start of its next call, before anything
+    #: can read what they changed (Kafka 4.x's runtime advancing the shard's last committed
+    #: offset). Starts empty.
+    durable: list[PendingWrite]
+
     def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
-        """``write`` is durable (``NONE``) or failed with ``error``."""
+        """``write`` failed with ``error``, or is durable (``NONE``) and either has no answer of
+        its own or asked to be told (:attr:`PendingWrite.wake`)."""
         raise NotImplementedError
 
     def poll(self) -> CoordinatorResult:

@@ -140,7 +140,23 @@ class GroupCoordinatorShard(Shard):
         self._classic = self.groups.classic
         self._rebalance = self.groups.rebalance
         self.timer = ctx.timer
+        self.durable = []
         ctx.timer.schedule(OFFSET_EXPIRY, ctx.now() + config.offsets_retention_check_interval_ms, None)
+
+    def _settle(self) -> None:
+        """Take in the writes the runtime answered once durable (:attr:`Shard.durable`), in the
+        order they became so. Every entry point starts here, so nothing reads the state before
+        what was made durable is in it."""
+        durable, self.durable = self.durable, []
+        offsets = self.offsets
+        for write in durable:
+            done = write.completion
+            if isinstance(done, OffsetWrite):
+                offsets.take_durable_commit(write, done)
+            elif isinstance(done, ConsumerGroupWrite):  # a success adds nothing to a result
+                self.groups.consumer.written(CoordinatorResult(), done, ErrorCode.NONE)
+            else:  # pragma: no cover - only these writes carry their answer
+                raise IllegalStateError(f"a durable write with an answer of its own: {done!r}")
 
     # ================================================================== queries
     @property
@@ -149,9 +165,13 @@ class GroupCoordinatorShard(Shard):
 
     def group(self, group_id: str) -> ClassicGroup | None:
         """The live group object (read-only use: tests, describe, the simulator)."""
+        if self.durable:
+            self._settle()
         return self.groups.group(group_id)
 
     def all_groups(self) -> list[ClassicGroup]:
+        if self.durable:
+            self._settle()
         return self.groups.all_groups()
 
     def partition_for(self, group_id: str) -> int:
@@ -161,14 +181,20 @@ class GroupCoordinatorShard(Shard):
         return self._ctx.timer.next_deadline()
 
     def describe_group(self, group_id: str) -> DescribedGroup:
+        if self.durable:
+            self._settle()
         return self.groups.describe_group(group_id)
 
     def list_groups_now(self, states_filter: Sequence[str] | None) -> ListGroupsResponse:
         """ListGroups of this shard's groups (a query: no result to apply)."""
+        if self.durable:
+            self._settle()
         return self.groups.list_groups(states_filter)
 
     def pending_transactional_offsets(self, group_id: str) -> dict[int, dict[tuple[str, int], int]]:
         """Producer id -> partition -> offset pending in its open transaction (tests, describe)."""
+        if self.durable:
+            self._settle()
         return self.offsets.pending_transactional_offsets(group_id)
 
     # ================================================================== requests
@@ -184,6 +210,8 @@ class GroupCoordinatorShard(Shard):
     def join_group(
         self, req: JoinGroupRequest, reply: Callable[[JoinGroupResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         consumer = self.groups.consumer
         if req.group_id and self._is_consumer_group(req.group_id):
             cfg = self._ctx.config
@@ -207,6 +235,8 @@ class GroupCoordinatorShard(Shard):
     def sync_group(
         self, req: SyncGroupRequest, reply: Callable[[SyncGroupResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         if req.group_id and self._is_consumer_group(req.group_id):
             return self.groups.consumer.classic_sync(req, reply)
         return self._classic.handle_sync_group(req, reply)
@@ -214,6 +244,8 @@ class GroupCoordinatorShard(Shard):
     def heartbeat(
         self, req: HeartbeatRequest, reply: Callable[[HeartbeatResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         if req.group_id and self._is_consumer_group(req.group_id):
             return self.groups.consumer.classic_heartbeat(req, reply)
         return self._classic.handle_heartbeat(req, reply)
@@ -221,6 +253,8 @@ class GroupCoordinatorShard(Shard):
     def leave_group(
         self, req: LeaveGroupRequest, reply: Callable[[LeaveGroupResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         if req.group_id and self._is_consumer_group(req.group_id):
             return self.groups.consumer.classic_leave(req, reply)
         return self._classic.handle_leave_group(req, reply)
@@ -230,14 +264,20 @@ class GroupCoordinatorShard(Shard):
         self, req: ConsumerGroupHeartbeatRequest, reply: Callable[[ConsumerGroupHeartbeatResponse], None]
     ) -> CoordinatorResult:
         """ConsumerGroupHeartbeat (68): answered once its records are durable."""
+        if self.durable:
+            self._settle()
         return self.groups.consumer.heartbeat(req, reply)
 
     def consumer_group_describe(self, group_id: str) -> ConsumerDescribedGroup:
         """One group of a ConsumerGroupDescribe (69): a query against the live state."""
+        if self.durable:
+            self._settle()
         return self.groups.consumer.describe(group_id)
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """The live consumer group (read-only use: tests, describe)."""
+        if self.durable:
+            self._settle()
         return self.groups.consumer.groups.get(group_id)
 
     def set_group_overrides(self, group_id: str, overrides: GroupOverrides | None) -> None:
@@ -246,32 +286,44 @@ class GroupCoordinatorShard(Shard):
 
     def on_metadata_update(self, image: TopicsImage) -> CoordinatorResult:
         """New topics image: groups subscribed to a changed topic reassign on their next heartbeat."""
+        if self.durable:
+            self._settle()
         self.groups.consumer.on_metadata_update(image)
         return CoordinatorResult()
 
     def offset_commit(
         self, req: OffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         return self.offsets.handle_offset_commit(req, reply)
 
     def txn_offset_commit(
         self, req: TxnOffsetCommitRequest, reply: Callable[[OffsetCommitResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         return self.offsets.handle_txn_offset_commit(req, reply)
 
     def offset_fetch(
         self, req: OffsetFetchRequest, reply: Callable[[OffsetFetchResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         return self.offsets.handle_offset_fetch(req, reply)
 
     def offset_delete(
         self, req: OffsetDeleteRequest, reply: Callable[[OffsetDeleteResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         return self.offsets.handle_offset_delete(req, reply)
 
     def describe_groups(
         self, group_ids: Sequence[str], reply: Callable[[DescribeGroupsResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         out = CoordinatorResult()
         out.respond(reply, self.groups.describe_groups(group_ids))
         return out
@@ -279,6 +331,8 @@ class GroupCoordinatorShard(Shard):
     def list_groups(
         self, states_filter: Sequence[str] | None, reply: Callable[[ListGroupsResponse], None]
     ) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         out = CoordinatorResult()
         out.respond(reply, self.groups.list_groups(states_filter))
         return out
@@ -289,6 +343,8 @@ class GroupCoordinatorShard(Shard):
         """Kafka's ``GroupCoordinatorShard.deleteGroups``: each Empty group's offsets and the
         group itself get tombstones (the offsets manager tracks the write as one that changes
         the group's offsets); the request is answered when every group's write has finished."""
+        if self.durable:
+            self._settle()
         out = CoordinatorResult()
         ctx = self._ctx
         request = DeleteGroupsInFlight(reply=reply, order=list(dict.fromkeys(group_ids)))
@@ -422,23 +478,31 @@ class GroupCoordinatorShard(Shard):
         """The live path: a COMMIT (``commit``) or ABORT marker of ``producer_id`` is durable in
         ``__consumer_offsets`` partition ``partition``; its pending offsets there are put in
         place or dropped (deferred to the end of the partition's load if it is loading)."""
+        if self.durable:
+            self._settle()
         self.offsets.complete_transaction(partition, producer_id, commit)
         return CoordinatorResult()
 
     def replay_transactional(self, record: CoordinatorRecord, producer_id: int) -> CoordinatorResult:
         """Replay a record of a transactional batch of ``producer_id`` (loading)."""
+        if self.durable:
+            self._settle()
         out = CoordinatorResult()
         self.offsets.replay_transactional(out, record, producer_id)
         return out
 
     def replay_end_transaction(self, partition: int, producer_id: int, commit: bool) -> CoordinatorResult:
         """Replay a marker of ``producer_id`` read from ``partition`` (loading)."""
+        if self.durable:
+            self._settle()
         self.offsets.end_transaction(partition, producer_id, commit)
         return CoordinatorResult()
 
     # ================================================================== timers and writes
     def poll(self) -> CoordinatorResult:
         """Run every timer due at the clock's current time."""
+        if self.durable:
+            self._settle()
         out = CoordinatorResult()
         ctx = self._ctx
         rebalance = self._rebalance
@@ -465,15 +529,22 @@ class GroupCoordinatorShard(Shard):
 
     def complete_write(self, write: PendingWrite, error: ErrorCode) -> CoordinatorResult:
         """The runtime's report that ``write`` is durable (``NONE``) or failed with ``error``."""
+        if self.durable:
+            self._settle()
         out = CoordinatorResult()
         done = write.completion
         records = write.records
         if isinstance(done, OffsetWrite):
             offsets = self.offsets
-            offsets.offset_write_finished(done)
             then = done.then
+            if not isinstance(then, OffsetCommitWrite):
+                offsets.offset_write_finished(done)
             if isinstance(then, OffsetCommitWrite):
-                offsets.offset_commit_written(out, then, records, error)
+                # Durable, the runtime answered it and the shard took it in above (durable
+                # list); only a failed one is finished here.
+                if error is not ErrorCode.NONE:
+                    offsets.offset_write_finished(done)
+                    offsets.offset_commit_failed(out, write, then, error)
             elif isinstance(then, TxnOffsetCommitWrite):
                 offsets.txn_offset_commit_written(out, then, records, error)
             elif isinstance(then, OffsetDeleteWrite):
@@ -506,6 +577,8 @@ class GroupCoordinatorShard(Shard):
         :meth:`complete_loading`) and by tests; on the live path the managers replay a write's
         records themselves when the write completes.
         """
+        if self.durable:
+            self._settle()
         out = CoordinatorResult()
         self._replay(out, record)
         return out
@@ -526,6 +599,8 @@ class GroupCoordinatorShard(Shard):
 
     def replay_consumer_record(self, record: ConsumerGroupRecord) -> CoordinatorResult:
         """Apply one consumer-group record (types 3-8 and 16) while loading."""
+        if self.durable:
+            self._settle()
         self.groups.consumer.replay(record)
         return CoordinatorResult()
 
@@ -533,15 +608,21 @@ class GroupCoordinatorShard(Shard):
         self, group_id: str, offsets: Iterable[tuple[tuple[str, int], CommittedOffset]]
     ) -> None:
         """Bulk replay of a run of offset commits (see :meth:`OffsetManager.replay_offsets`)."""
+        if self.durable:
+            self._settle()
         self.offsets.replay_offsets(group_id, offsets)
 
     def begin_loading(self, partition: int) -> CoordinatorResult:
         """Start loading ``partition``: its groups answer COORDINATOR_LOAD_IN_PROGRESS until done."""
+        if self.durable:
+            self._settle()
         self._ctx.owned.add(partition)
         self._ctx.loading.add(partition)
         return CoordinatorResult()
 
     def complete_loading(self, partition: int) -> CoordinatorResult:
+        if self.durable:
+            self._settle()
         ctx = self._ctx
         if partition not in ctx.loading:
             raise IllegalStateError(f"partition {partition} is not loading")
@@ -567,6 +648,8 @@ class GroupCoordinatorShard(Shard):
 
     def unload_partition(self, partition: int) -> CoordinatorResult:
         """Leadership of ``partition`` lost: its groups die and parked requests get NOT_COORDINATOR."""
+        if self.durable:
+            self._settle()
         ctx = self._ctx
         ctx.owned.discard(partition)
         was_loading = partition in ctx.loading

@@ -62,19 +62,15 @@ class StaticMemberReplacementWrite:
 class OffsetCommitWrite:
     """An OffsetCommit's records; ``results`` holds each partition's code before the write.
 
+    The write carries its answer (``PendingWrite.reply``, ``response``), completed by the runtime
+    once durable; this is what a failed write needs to answer the mapped error instead.
     A plain class for the reason :class:`~groupcoord.coordinator.result.PendingWrite` is one:
     every commit makes one, and only a plain class's ``__init__`` is compiled.
     """
 
-    __slots__ = ("reply", "request", "results")
+    __slots__ = ("request", "results")
 
-    def __init__(
-        self,
-        reply: Callable[[Any], None],
-        request: OffsetCommitRequest,
-        results: dict[tuple[str, int], ErrorCode],
-    ) -> None:
-        self.reply = reply
+    def __init__(self, request: OffsetCommitRequest, results: dict[tuple[str, int], ErrorCode]) -> None:
         self.request = request
         self.results = results
 

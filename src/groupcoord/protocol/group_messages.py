@@ -82,13 +82,31 @@ class SyncGroupResponse:
 # --------------------------------------------------------------------------- Heartbeat
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, init=False)
 class HeartbeatRequest:
+    # Written-out __init__, as OffsetCommitPartition's: one is built for every heartbeat, and a
+    # frozen dataclass's generated __init__ stays interpreted and sets each field through
+    # object.__setattr__ (docs/benchmarks.md, session 11).
     group_id: str
     generation_id: int
     member_id: str
-    group_instance_id: str | None = None
-    version: int = 4
+    group_instance_id: str | None
+    version: int
+
+    def __init__(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None = None,
+        version: int = 4,
+    ) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.version = version
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -11,9 +11,13 @@ coordinator: it hosts any shard and applies the
    decides);
 2. responses are completed, in the order the shard produced them;
 3. each pending write's records go to the record sink (the shard's own partition of the internal
-   topic in the broker, a list in tests and the simulator); when the sink reports the write
-   durable or failed, the write goes back to its shard (``complete_write``) and that result is
-   applied in turn;
+   topic in the broker, a list in tests and the simulator). When the sink reports a write that
+   carries its own answer durable (an OffsetCommit's, a consumer group heartbeat's: Kafka 4.x's
+   write operation returns its records and its response), the runtime completes that answer
+   and puts the write in the shard's ``durable`` list, which the shard takes in at its next
+   call: the shard is not entered again. Any other outcome (a failed write, a write with no
+   answer of its own, one the shard asked to hear of) goes back to the shard
+   (``complete_write``) and that result is applied in turn;
 4. the shard's earliest timer is armed on the timer service it was given (the broker's loop
    timers), and a due timer runs the shard's ``poll``.
 
@@ -194,6 +198,17 @@ class CoordinatorRuntime(Generic[S]):
             # unloaded meanwhile (what waited for the write was answered then), perhaps loaded
             # again since (the partition's leadership moved away and back): the new shard did
             # not make this write, and reads it from the log if it is there
+            return
+        reply = write.reply
+        if reply is not None and error is ErrorCode.NONE:
+            # Durable, with its answer made when it was written: answered here, and handed to
+            # the shard's durable list for it to take in at its next call.
+            shard.durable.append(write)
+            self._replies.append((reply, write.response))
+            if write.wake:  # something in the shard waits for this write (a stable fetch)
+                self.apply(partition, shard.complete_write(write, error))
+            elif not self._delivering:
+                self._deliver()
             return
         self.apply(partition, shard.complete_write(write, error))
 

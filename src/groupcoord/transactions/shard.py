@@ -146,6 +146,8 @@ class TransactionCoordinatorShard(Shard):
         self._owned: dict[int, int] = {}  # partition -> coordinator epoch
         self._loading: set[int] = set()
         self.timer: KeyedTimer[TxnTimerKey, None] = KeyedTimer()
+        #: none of this shard's writes carries its own answer, so this stays empty
+        self.durable = []
         self._markers: dict[str, MarkerWrite] = {}  # markers waiting for a retry
         self._out = CoordinatorResult()
         self.timer.schedule(
