@@ -79,6 +79,9 @@ class ConsumerGroup:
         self.group_id = group_id
         self.group_epoch = 0
         self.assignment_epoch = 0
+        #: When the last target computation finished (ms), 0 if unknown: the assignment interval
+        #: (KIP-1263) counts from it. Persisted with the assignment epoch, as Kafka 4.3 does.
+        self.assignment_timestamp = 0
         self.metadata_hash = 0
         #: A ConsumerGroupPartitionMetadata record written by 4.0 is still in the log: the next
         #: epoch bump writes its tombstone (4.1).

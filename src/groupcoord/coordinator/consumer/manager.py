@@ -19,12 +19,16 @@ ConsumerGroupHeartbeat, the order of checks (reference §2.2):
    the assignor (UNKNOWN_SERVER_ERROR), reconciliation of a member in an unknown state
    (FENCED_MEMBER_EPOCH).
 
-Versions: Kafka 4.1 throughout, with two later fixes the reference lists (§3.11) because they make
-real clients work better: a member that rejoins at epoch 0 with its old id is accepted whatever
-epoch the server holds (KAFKA-19233, 4.2; 4.1 answers FENCED_MEMBER_EPOCH until the session
-expires, while the Java client rejoins with the same id), and a member's own pending revocation
-is not "unreleased" (KAFKA-19449, 4.1 branch). A regex that changes to "" bumps the epoch only
-through the subscription-hash check, as in 4.1.0 (KAFKA-19899 is not taken).
+Versions: Kafka 4.1 throughout, with Kafka 4.3's assignment batching (KIP-1263, KAFKA-20291): a
+heartbeat that bumps the group epoch computes the new target only once
+``group.consumer.assignment.interval.ms`` (or the group's ``consumer.assignment.interval.ms``) has
+passed since the last computation, and otherwise reconciles with the last target; and two later
+fixes the reference lists (§3.11) because they make real clients work better: a member that rejoins
+at epoch 0 with its old id is accepted whatever epoch the server holds (KAFKA-19233, 4.2; 4.1
+answers FENCED_MEMBER_EPOCH until the session expires, while the Java client rejoins with the same
+id), and a member's own pending revocation is not "unreleased" (KAFKA-19449, 4.1 branch). A regex
+that changes to "" bumps the epoch only through the subscription-hash check, as in 4.1.0
+(KAFKA-19899 is not taken).
 
 Classic-protocol members inside a consumer group are ``classic_members.py``; the online upgrade
 and downgrade ``migration.py``. Not here: topic authorization, reading at the last committed offset.
@@ -93,7 +97,7 @@ from groupcoord.coordinator.consumer.records import (
 )
 from groupcoord.coordinator.consumer.replay import replay
 from groupcoord.coordinator.consumer.static_members import replace_static_member
-from groupcoord.coordinator.consumer.target import build_target_assignment
+from groupcoord.coordinator.consumer.target import build_target_assignment, can_compute_next_target
 from groupcoord.coordinator.consumer.uniform_assignor import UniformAssignor
 from groupcoord.coordinator.consumer.validation import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -237,6 +241,13 @@ class ConsumerGroupManager:
         return (
             o.session_timeout_ms if o and o.session_timeout_ms is not None else self.config.session_timeout_ms
         )
+
+    def assignment_interval_ms(self, group_id: str) -> int:
+        """``consumer.assignment.interval.ms`` of the group, else the broker's (4.3)."""
+        o = self.overrides.get(group_id)
+        if o and o.assignment_interval_ms is not None:
+            return o.assignment_interval_ms
+        return self.config.assignment_interval_ms
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
         o = self.overrides.get(group_id)
@@ -387,10 +398,13 @@ class ConsumerGroupManager:
             if group.has_partition_metadata_record:
                 batch.records.append(new_partition_metadata_tombstone(group_id))
 
-        if group_epoch > group.assignment_epoch:
-            target = self._update_target(group, group_epoch, member, updated, replaced, kind, batch)
+        if group_epoch > group.assignment_epoch and self._can_compute_target(group, now):
+            target = self._update_target(group, group_epoch, member, updated, replaced, kind, now, batch)
             target_epoch = group_epoch
         else:
+            # The target is up to date, or (KIP-1263) the assignment interval since the last
+            # computation has not elapsed: the member reconciles with the last target (a new
+            # member's is empty) and the group stays ASSIGNING until a heartbeat after it.
             target_epoch = group.assignment_epoch
             holder = replaced.member_id if replaced is not None else member_id
             target = group.target(member_id) if member_id in group.target_assignment else group.target(holder)
@@ -479,6 +493,7 @@ class ConsumerGroupManager:
         updated: ConsumerGroupMember,
         replaced: ConsumerGroupMember | None,
         kind: SubscriptionType,
+        now: int,
         batch: _Batch,
     ) -> Assignment:
         name = group.preferred_server_assignor(
@@ -504,8 +519,14 @@ class ConsumerGroupManager:
             ) from None
         for member_id, assignment in result.changed:
             batch.records.append(new_target_assignment_record(group.group_id, member_id, assignment))
-        batch.records.append(new_target_assignment_epoch_record(group.group_id, group_epoch))
+        batch.records.append(new_target_assignment_epoch_record(group.group_id, group_epoch, now))
         return result.targets.get(updated.member_id, {})
+
+    def _can_compute_target(self, group: ConsumerGroup, now: int) -> bool:
+        """Whether a bumped epoch gets its target now (``target.can_compute_next_target``)."""
+        return can_compute_next_target(
+            group.assignment_timestamp, self.assignment_interval_ms(group.group_id), now
+        )
 
     # ================================================================================ regexes
 
