@@ -42,7 +42,17 @@ def _ms(value: datetime.timedelta) -> int:
 
 
 def _td(ms: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
+    """kio's wire duration of ``ms``; the few values a broker answers with (0, the heartbeat
+    intervals in force) are made once, not on every heartbeat."""
+    td = _DURATIONS.get(ms)
+    if td is None:
+        td = i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
+        if len(_DURATIONS) < 64:
+            _DURATIONS[ms] = td
+    return td
+
+
+_DURATIONS: dict[int, i32Timedelta] = {}
 
 
 def heartbeat_from_kio(

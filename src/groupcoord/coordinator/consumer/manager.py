@@ -258,12 +258,15 @@ class ConsumerGroupManager:
     # ================================================================================ heartbeat
 
     def consumer_group_heartbeat(
-        self, request: ConsumerGroupHeartbeatRequest, now: int
+        self, request: ConsumerGroupHeartbeatRequest, now: int, *, validated: bool = False
     ) -> ConsumerGroupResult:
-        """ConsumerGroupHeartbeat (API 68)."""
+        """ConsumerGroupHeartbeat (API 68). ``validated``: the caller (the shard, which checks the
+        request before its loading and ownership checks, as Kafka's service does) has already
+        run :func:`validate_heartbeat_request` on it."""
         batch = _Batch()
         try:
-            validate_heartbeat_request(request, self.assignors)
+            if not validated:
+                validate_heartbeat_request(request, self.assignors)
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 response = self._leave(request, batch)
             else:
@@ -328,7 +331,15 @@ class ConsumerGroupManager:
             server_assignor_name=r.server_assignor,
             subscribed_topic_names=r.subscribed_topic_names,
             subscribed_topic_regex=r.subscribed_topic_regex,
-        ).replace(client_id=r.client_id, client_host=r.client_host, classic_member_metadata=None)
+        )
+        if (
+            updated.client_id != r.client_id
+            or updated.client_host != r.client_host
+            or updated.classic_member_metadata is not None
+        ):
+            updated = updated.replace(
+                client_id=r.client_id, client_host=r.client_host, classic_member_metadata=None
+            )
         reconciled = self.update_and_reconcile(group, member, updated, replaced, is_new, owned, now, batch)
         batch.timers.append(self.session_timer(group_id, reconciled, now))
         send_assignment = (
@@ -361,7 +372,7 @@ class ConsumerGroupManager:
         group_id, member_id = group.group_id, updated.member_id
         bump = group.group_epoch == 0
         cause = "group-created" if bump else ""
-        if updated != member:
+        if updated is not member and updated != member:
             batch.records.append(new_member_subscription_record(group_id, updated))
             if updated.subscribed_topic_names != member.subscribed_topic_names:
                 bump = True
@@ -372,12 +383,14 @@ class ConsumerGroupManager:
 
         group_epoch = group.group_epoch
         deadline, deadline_epoch = group.metadata_refresh_deadline
-        # The subscriptions with this heartbeat's member counted: Kafka 4.1 recomputes the type
+        # The subscriptions with this heartbeat's member counted, only when the metadata or the
+        # target needs them (a steady heartbeat needs neither). Kafka 4.1 recomputes the type
         # only with the metadata and otherwise uses the stored one, which does not count a member
         # joining now; we always count it (docs/coordinator-scenarios.md).
-        names, by_regex, regexes = group.subscription_counts(member if not is_new else None, updated)
-        kind = subscription_type(regexes, names, by_regex, len(group.members) + (1 if is_new else 0))
+        counts = None
         if bump or now >= deadline or group_epoch < deadline_epoch:
+            counts = group.subscription_counts(member if not is_new else None, updated)
+            names, by_regex, _ = counts
             metadata_hash = group_metadata_hash(set(names) | set(by_regex), self.image)
             if metadata_hash != group.metadata_hash:
                 bump = True
@@ -399,6 +412,10 @@ class ConsumerGroupManager:
                 batch.records.append(new_partition_metadata_tombstone(group_id))
 
         if group_epoch > group.assignment_epoch and self._can_compute_target(group, now):
+            if counts is None:
+                counts = group.subscription_counts(member if not is_new else None, updated)
+            names, by_regex, regexes = counts
+            kind = subscription_type(regexes, names, by_regex, len(group.members) + (1 if is_new else 0))
             target = self._update_target(group, group_epoch, member, updated, replaced, kind, now, batch)
             target_epoch = group_epoch
         else:
