@@ -110,8 +110,17 @@ class ConsumerGroup:
         """A copy that later replays do not change (members, assignments and regexes are
         immutable values; only the containers holding them are copied). The shard keeps one
         while a write of the group is in flight and puts it back if the write fails."""
-        copy = ConsumerGroup.__new__(ConsumerGroup)
-        copy.__dict__.update(self.__dict__)
+        # Field by field (not through __dict__): the class is compiled with mypyc (setup.py),
+        # whose instances have none.
+        copy = ConsumerGroup(self.group_id)
+        copy.group_epoch = self.group_epoch
+        copy.assignment_epoch = self.assignment_epoch
+        copy.assignment_timestamp = self.assignment_timestamp
+        copy.metadata_hash = self.metadata_hash
+        copy.has_partition_metadata_record = self.has_partition_metadata_record
+        copy._unreconciled = self._unreconciled
+        copy._counted_epoch = self._counted_epoch
+        copy.metadata_refresh_deadline = self.metadata_refresh_deadline
         copy.members = dict(self.members)
         copy.static_members = dict(self.static_members)
         copy.target_assignment = dict(self.target_assignment)
