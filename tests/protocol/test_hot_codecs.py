@@ -3,8 +3,8 @@
 For every version served, requests generated from kio's own types are written with kio's writer
 and read by both paths (the guard plus kio's reader, and ``protocol/hot.py``): the values must be
 the same, field by field. Truncated and corrupted frames must be refused by both or read to the
-same values by both. Answers written by :func:`offset_commit_response` must be the bytes kio's
-writer gives for the same entity.
+same values by both. Answers written by :func:`offset_commit_response` and
+:func:`consumer_group_heartbeat_response` must be the bytes kio's writer gives for the same entity.
 """
 
 from __future__ import annotations
@@ -21,13 +21,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.static.primitive import i64Timedelta
 
+from groupcoord.coordinator.consumer import kio_adapter
+from groupcoord.errors import ErrorCode
 from groupcoord.protocol.codec import encode_request
+from groupcoord.protocol.consumer_group_messages import ConsumerGroupHeartbeatResponse
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
 from groupcoord.protocol.headers import MalformedRequestError, decode_request_header
 from groupcoord.protocol.hot import HeartbeatIn, OffsetCommitIn, offset_commit_response
 from groupcoord.protocol.registry import ApiMessages, load_messages
 
-OFFSET_COMMIT, HEARTBEAT = 8, 12
+OFFSET_COMMIT, HEARTBEAT, CONSUMER_GROUP_HEARTBEAT = 8, 12, 68
 HOT = [(OFFSET_COMMIT, v) for v in range(2, 10)] + [(HEARTBEAT, v) for v in range(0, 5)]
 
 # As in test_guard: whole milliseconds inside what kio's decoder can turn back into a timedelta.
@@ -165,3 +168,30 @@ def test_offset_commit_answer_is_the_bytes_kio_writes(
     version: int, topics: list[tuple[str, list[tuple[int, int]]]]
 ) -> None:
     assert offset_commit_response(version, topics) == _kio_answer(version, topics)
+
+
+_TOPIC_IDS = st.uuids()
+_CGH_ANSWERS = st.builds(
+    ConsumerGroupHeartbeatResponse,
+    error_code=st.sampled_from([ErrorCode.NONE, ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID]),
+    error_message=st.none() | st.text(max_size=40),
+    member_id=st.none() | st.text(max_size=30),
+    member_epoch=st.integers(-2, 2**31 - 1),
+    heartbeat_interval_ms=st.integers(0, 2**31 - 1),
+    assignment=st.none()
+    | st.dictionaries(_TOPIC_IDS, st.frozensets(st.integers(0, 2**31 - 1), max_size=20), max_size=5),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(version=st.integers(0, 1), answer=_CGH_ANSWERS)
+def test_consumer_group_heartbeat_answer_is_the_bytes_kio_writes(
+    version: int, answer: ConsumerGroupHeartbeatResponse
+) -> None:
+    """``consumer_group_heartbeat_response`` (through ``kio_adapter.heartbeat_response_body``)
+    against kio's writer of the entity ``kio_adapter.heartbeat_response_to_kio`` makes: topics in
+    ``Uuid.compareTo`` order (signed), partitions ascending, null and empty assignments."""
+    m = load_messages(CONSUMER_GROUP_HEARTBEAT, version)
+    buf = io.BytesIO()
+    m.writer(buf, kio_adapter.heartbeat_response_to_kio(answer, api_version=version))
+    assert kio_adapter.heartbeat_response_body(answer) == buf.getvalue()
