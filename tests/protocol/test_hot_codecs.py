@@ -13,6 +13,7 @@ import dataclasses
 import datetime
 import io
 import random
+import uuid
 import warnings
 from typing import Any
 
@@ -27,11 +28,25 @@ from groupcoord.protocol.codec import encode_request
 from groupcoord.protocol.consumer_group_messages import ConsumerGroupHeartbeatResponse
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
 from groupcoord.protocol.headers import MalformedRequestError, decode_request_header
-from groupcoord.protocol.hot import HeartbeatIn, OffsetCommitIn, offset_commit_response
+from groupcoord.protocol.hot import (
+    ConsumerGroupHeartbeatIn,
+    HeartbeatIn,
+    OffsetCommitIn,
+    offset_commit_response,
+)
 from groupcoord.protocol.registry import ApiMessages, load_messages
 
 OFFSET_COMMIT, HEARTBEAT, CONSUMER_GROUP_HEARTBEAT = 8, 12, 68
-HOT = [(OFFSET_COMMIT, v) for v in range(2, 10)] + [(HEARTBEAT, v) for v in range(0, 5)]
+HOT = (
+    [(OFFSET_COMMIT, v) for v in range(2, 10)]
+    + [(HEARTBEAT, v) for v in range(0, 5)]
+    + [(CONSUMER_GROUP_HEARTBEAT, v) for v in range(0, 2)]
+)
+_HOT_TYPES = {
+    OFFSET_COMMIT: OffsetCommitIn,
+    HEARTBEAT: HeartbeatIn,
+    CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeatIn,
+}
 
 # As in test_guard: whole milliseconds inside what kio's decoder can turn back into a timedelta.
 _MS = 100_000 * 86_400_000
@@ -40,7 +55,15 @@ st.register_type_strategy(
 )
 
 # What a handler's getattr(request, name, default) gives for a field the version lacks.
-_ABSENT = {"committed_leader_epoch": -1, "group_instance_id": None, "retention_time": None}
+_ABSENT = {
+    "committed_leader_epoch": -1,
+    "group_instance_id": None,
+    "retention_time": None,
+    "subscribed_topic_regex": None,
+}
+
+
+_SCALARS = (int, str, type(None), datetime.timedelta, uuid.UUID)
 
 
 def _same(hot: Any, entity: Any, path: str = "") -> None:
@@ -52,9 +75,12 @@ def _same(hot: Any, entity: Any, path: str = "") -> None:
         if isinstance(want, tuple):
             assert isinstance(got, tuple) and len(got) == len(want), f"{path}{name}"
             for i, (g, w) in enumerate(zip(got, want, strict=True)):
-                _same(g, w, f"{path}{name}[{i}].")
+                if dataclasses.is_dataclass(w):
+                    _same(g, w, f"{path}{name}[{i}].")
+                else:  # an array of scalars (topic names, partitions)
+                    assert g == w and type(g) in _SCALARS, f"{path}{name}[{i}]"
         else:
-            assert got == want and type(got) in (int, str, type(None), datetime.timedelta), f"{path}{name}"
+            assert got == want and type(got) in _SCALARS, f"{path}{name}"
     for name, default in _ABSENT.items():
         if name in getattr(type(hot), "_fields", ()) and name not in names:
             assert getattr(hot, name) == default, f"{path}{name}"
@@ -88,7 +114,7 @@ def test_hot_reader_reads_what_kio_reads(key: int, version: int, data: st.DataOb
     frame, offset = _body(m, request)
     assert m.hot_reader is not None
     got = m.hot_reader(frame, offset)
-    assert type(got) is (OffsetCommitIn if key == OFFSET_COMMIT else HeartbeatIn)
+    assert type(got) is _HOT_TYPES[key]
     _same(got, request)
 
 
