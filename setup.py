@@ -29,10 +29,13 @@ SRC = ROOT / "src"
 #: The request path of the coordinator, from the socket to the log and back: the modules a commit,
 #: heartbeat, join or sync runs through (bench/commit_probe.py's profiles). The classic side of the
 #: coordinator is compiled whole (its shard and managers call each other directly), and with it the
-#: runtime that hosts its shards and the group coordinator that routes to them. The consumer groups
-#: of KIP-848 (coordinator/consumer_groups.py, coordinator/consumer/) run as Python beside it: they
-#: are not on the classic path measured here, and where their values cross compiled code the
-#: compiled signatures name their types (a consumer group's records reach the record sink).
+#: runtime that hosts its shards and the group coordinator that routes to them. Of the consumer
+#: groups of KIP-848 (coordinator/consumer/), the modules a ConsumerGroupHeartbeat runs through
+#: (bench/stable848_bench.py's heartbeat and form workloads): the manager, the group and member
+#: model, reconciliation, the target builder and the uniform assignor, the records and their
+#: replay, and kio's conversion at the edge. The rarer paths (describe, the range assignor,
+#: classic members, migration, regexes' compilation) and the shard glue
+#: (coordinator/consumer_groups.py) run as Python beside them.
 NATIVE_MODULES = (
     "groupcoord/clock.py",
     "groupcoord/timer.py",
@@ -55,6 +58,20 @@ NATIVE_MODULES = (
     "groupcoord/coordinator/classic_messages.py",
     "groupcoord/coordinator/classic_rebalance.py",
     "groupcoord/coordinator/config.py",
+    "groupcoord/coordinator/consumer/api.py",
+    "groupcoord/coordinator/consumer/assignment.py",
+    "groupcoord/coordinator/consumer/config.py",
+    "groupcoord/coordinator/consumer/group.py",
+    "groupcoord/coordinator/consumer/kio_adapter.py",
+    "groupcoord/coordinator/consumer/manager.py",
+    "groupcoord/coordinator/consumer/member.py",
+    "groupcoord/coordinator/consumer/metadata.py",
+    "groupcoord/coordinator/consumer/reconcile.py",
+    "groupcoord/coordinator/consumer/records.py",
+    "groupcoord/coordinator/consumer/replay.py",
+    "groupcoord/coordinator/consumer/target.py",
+    "groupcoord/coordinator/consumer/uniform_assignor.py",
+    "groupcoord/coordinator/consumer/validation.py",
     "groupcoord/coordinator/context.py",
     "groupcoord/coordinator/events.py",
     "groupcoord/coordinator/group.py",

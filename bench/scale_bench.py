@@ -512,6 +512,10 @@ def main() -> None:
     if args.protocol == "consumer":
         # Members keep their session with the bench's own --interval (10 s), as classic ones do.
         settings["group.consumer.session.timeout.ms"] = str(max(args.session_ms, 45_000))
+        # Groups are formed fast and then only heartbeat: a target per join (Kafka 4.1's order),
+        # so that stable848_bench's members-side test of "formed" holds (with KIP-1263's batching
+        # the members would agree on the last assignment epoch while the group is Assigning).
+        settings["group.consumer.assignment.interval.ms"] = "0"
     out["settings"] = settings
     broker = peer.start_groupcoord(settings)
     if args.pin:

@@ -132,6 +132,7 @@ def test_every_group_and_offsets_key_reaches_the_coordinator_config() -> None:
     assert g.consumer_group_config().max_size == 7
     assert g.consumer_group_config().classic_max_size == 7
     assert g.consumer_group_config().migration_policy == "upgrade"
+    assert g.consumer_group_config().assignment_interval_ms == 7
 
 
 _LIST_KEYS = ("group.coordinator.rebalance.protocols", "group.consumer.assignors")
@@ -148,6 +149,7 @@ def test_consumer_group_configs_take_kafkas_defaults() -> None:
         ("uniform", "range"),
     )
     assert g.consumer_protocol_enabled
+    assert cg.assignment_interval_ms == 1000  # Kafka 4.3, KIP-1263
     assert (cg.migration_policy, cg.upgrade_enabled, cg.downgrade_enabled) == ("bidirectional", True, True)
 
 
@@ -182,6 +184,26 @@ def test_the_migration_policy_is_parsed_case_insensitively(
             ["group.consumer.min.session.timeout.ms=1000", "group.consumer.session.timeout.ms=5000"],
             "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
         ),
+        # Kafka 4.3 GroupCoordinatorConfig (KAFKA-20300): the assignment interval in [min, max].
+        (
+            ["group.consumer.assignment.interval.ms=15001"],
+            "group.consumer.assignment.interval.ms must be less than or equal to "
+            "group.consumer.max.assignment.interval.ms",
+        ),
+        (
+            ["group.consumer.min.assignment.interval.ms=2000"],
+            "group.consumer.assignment.interval.ms must be greater than or equal to "
+            "group.consumer.min.assignment.interval.ms",
+        ),
+        (
+            [
+                "group.consumer.max.assignment.interval.ms=500",
+                "group.consumer.min.assignment.interval.ms=600",
+            ],
+            "group.consumer.max.assignment.interval.ms must be greater than or equal to "
+            "group.consumer.min.assignment.interval.ms",
+        ),
+        (["group.consumer.assignment.interval.ms=-1"], "group.consumer.assignment.interval.ms"),
         (["group.coordinator.rebalance.protocols=consumer"], "must contain classic"),
         (["group.coordinator.rebalance.protocols=classic,share"], "group.coordinator.rebalance.protocols"),
         (["group.consumer.assignors=sticky"], "group.consumer.assignors"),

@@ -89,9 +89,18 @@ def test_group_configs_are_set_described_applied_and_kept_across_a_restart(broke
     assert before["consumer.heartbeat.interval.ms"].value == "5000"
     assert before["consumer.session.timeout.ms"].value == "45000"
     assert before["consumer.session.timeout.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert before["consumer.assignment.interval.ms"].value == "1000"  # Kafka 4.3 (KAFKA-20251)
 
-    alter(admin, "g1", ("consumer.heartbeat.interval.ms", "6000"), ("consumer.session.timeout.ms", "50000"))
+    alter(
+        admin,
+        "g1",
+        ("consumer.heartbeat.interval.ms", "6000"),
+        ("consumer.session.timeout.ms", "50000"),
+        ("consumer.assignment.interval.ms", "0"),
+    )
     after = describe(admin, "g1")
+    assert after["consumer.assignment.interval.ms"].value == "0"
+    assert after["consumer.assignment.interval.ms"].source == ConfigSource.GROUP_CONFIG.value
     assert after["consumer.heartbeat.interval.ms"].value == "6000"
     assert after["consumer.session.timeout.ms"].value == "50000"
     assert after["consumer.session.timeout.ms"].source == ConfigSource.GROUP_CONFIG.value
@@ -103,6 +112,7 @@ def test_group_configs_are_set_described_applied_and_kept_across_a_restart(broke
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     assert describe(admin, "g1")["consumer.heartbeat.interval.ms"].value == "6000"
     assert describe(admin, "g1")["consumer.session.timeout.ms"].value == "50000"
+    assert describe(admin, "g1")["consumer.assignment.interval.ms"].value == "0"
     assert interval_handed_out(broker, "g1") == 6000  # its member rejoins the reloaded group
     alter(admin, "g4", ("consumer.heartbeat.interval.ms", "7000"))
     assert interval_handed_out(broker, "g4") == 7000
@@ -117,6 +127,10 @@ def test_group_configs_are_set_described_applied_and_kept_across_a_restart(broke
         ((("consumer.heartbeat.interval.ms", "4000"),), "must be greater than or equal to"),
         ((("consumer.heartbeat.interval.ms", "16000"),), "must be less than or equal to"),
         ((("consumer.session.timeout.ms", "61000"),), "must be less than or equal to"),
+        (
+            (("consumer.assignment.interval.ms", "15001"),),
+            "consumer.assignment.interval.ms must be less than or equal to",
+        ),
         ((("consumer.heartbeat.interval.ms", "soon"),), "Not a number of type INT"),
         ((("consumer.poll.ms", "1"),), "Unknown group config name: consumer.poll.ms"),
     ],

@@ -3,8 +3,8 @@
 For every version served, requests generated from kio's own types are written with kio's writer
 and read by both paths (the guard plus kio's reader, and ``protocol/hot.py``): the values must be
 the same, field by field. Truncated and corrupted frames must be refused by both or read to the
-same values by both. Answers written by :func:`offset_commit_response` must be the bytes kio's
-writer gives for the same entity.
+same values by both. Answers written by :func:`offset_commit_response` and
+:func:`consumer_group_heartbeat_response` must be the bytes kio's writer gives for the same entity.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import dataclasses
 import datetime
 import io
 import random
+import uuid
 import warnings
 from typing import Any
 
@@ -21,14 +22,31 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.static.primitive import i64Timedelta
 
+from groupcoord.coordinator.consumer import kio_adapter
+from groupcoord.errors import ErrorCode
 from groupcoord.protocol.codec import encode_request
+from groupcoord.protocol.consumer_group_messages import ConsumerGroupHeartbeatResponse
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
 from groupcoord.protocol.headers import MalformedRequestError, decode_request_header
-from groupcoord.protocol.hot import HeartbeatIn, OffsetCommitIn, offset_commit_response
+from groupcoord.protocol.hot import (
+    ConsumerGroupHeartbeatIn,
+    HeartbeatIn,
+    OffsetCommitIn,
+    offset_commit_response,
+)
 from groupcoord.protocol.registry import ApiMessages, load_messages
 
-OFFSET_COMMIT, HEARTBEAT = 8, 12
-HOT = [(OFFSET_COMMIT, v) for v in range(2, 10)] + [(HEARTBEAT, v) for v in range(0, 5)]
+OFFSET_COMMIT, HEARTBEAT, CONSUMER_GROUP_HEARTBEAT = 8, 12, 68
+HOT = (
+    [(OFFSET_COMMIT, v) for v in range(2, 10)]
+    + [(HEARTBEAT, v) for v in range(0, 5)]
+    + [(CONSUMER_GROUP_HEARTBEAT, v) for v in range(0, 2)]
+)
+_HOT_TYPES = {
+    OFFSET_COMMIT: OffsetCommitIn,
+    HEARTBEAT: HeartbeatIn,
+    CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeatIn,
+}
 
 # As in test_guard: whole milliseconds inside what kio's decoder can turn back into a timedelta.
 _MS = 100_000 * 86_400_000
@@ -37,7 +55,15 @@ st.register_type_strategy(
 )
 
 # What a handler's getattr(request, name, default) gives for a field the version lacks.
-_ABSENT = {"committed_leader_epoch": -1, "group_instance_id": None, "retention_time": None}
+_ABSENT = {
+    "committed_leader_epoch": -1,
+    "group_instance_id": None,
+    "retention_time": None,
+    "subscribed_topic_regex": None,
+}
+
+
+_SCALARS = (int, str, type(None), datetime.timedelta, uuid.UUID)
 
 
 def _same(hot: Any, entity: Any, path: str = "") -> None:
@@ -49,9 +75,12 @@ def _same(hot: Any, entity: Any, path: str = "") -> None:
         if isinstance(want, tuple):
             assert isinstance(got, tuple) and len(got) == len(want), f"{path}{name}"
             for i, (g, w) in enumerate(zip(got, want, strict=True)):
-                _same(g, w, f"{path}{name}[{i}].")
+                if dataclasses.is_dataclass(w):
+                    _same(g, w, f"{path}{name}[{i}].")
+                else:  # an array of scalars (topic names, partitions)
+                    assert g == w and type(g) in _SCALARS, f"{path}{name}[{i}]"
         else:
-            assert got == want and type(got) in (int, str, type(None), datetime.timedelta), f"{path}{name}"
+            assert got == want and type(got) in _SCALARS, f"{path}{name}"
     for name, default in _ABSENT.items():
         if name in getattr(type(hot), "_fields", ()) and name not in names:
             assert getattr(hot, name) == default, f"{path}{name}"
@@ -85,7 +114,7 @@ def test_hot_reader_reads_what_kio_reads(key: int, version: int, data: st.DataOb
     frame, offset = _body(m, request)
     assert m.hot_reader is not None
     got = m.hot_reader(frame, offset)
-    assert type(got) is (OffsetCommitIn if key == OFFSET_COMMIT else HeartbeatIn)
+    assert type(got) is _HOT_TYPES[key]
     _same(got, request)
 
 
@@ -165,3 +194,30 @@ def test_offset_commit_answer_is_the_bytes_kio_writes(
     version: int, topics: list[tuple[str, list[tuple[int, int]]]]
 ) -> None:
     assert offset_commit_response(version, topics) == _kio_answer(version, topics)
+
+
+_TOPIC_IDS = st.uuids()
+_CGH_ANSWERS = st.builds(
+    ConsumerGroupHeartbeatResponse,
+    error_code=st.sampled_from([ErrorCode.NONE, ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID]),
+    error_message=st.none() | st.text(max_size=40),
+    member_id=st.none() | st.text(max_size=30),
+    member_epoch=st.integers(-2, 2**31 - 1),
+    heartbeat_interval_ms=st.integers(0, 2**31 - 1),
+    assignment=st.none()
+    | st.dictionaries(_TOPIC_IDS, st.frozensets(st.integers(0, 2**31 - 1), max_size=20), max_size=5),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(version=st.integers(0, 1), answer=_CGH_ANSWERS)
+def test_consumer_group_heartbeat_answer_is_the_bytes_kio_writes(
+    version: int, answer: ConsumerGroupHeartbeatResponse
+) -> None:
+    """``consumer_group_heartbeat_response`` (through ``kio_adapter.heartbeat_response_body``)
+    against kio's writer of the entity ``kio_adapter.heartbeat_response_to_kio`` makes: topics in
+    ``Uuid.compareTo`` order (signed), partitions ascending, null and empty assignments."""
+    m = load_messages(CONSUMER_GROUP_HEARTBEAT, version)
+    buf = io.BytesIO()
+    m.writer(buf, kio_adapter.heartbeat_response_to_kio(answer, api_version=version))
+    assert kio_adapter.heartbeat_response_body(answer) == buf.getvalue()

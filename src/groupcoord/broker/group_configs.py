@@ -1,10 +1,12 @@
 """Dynamic group configs (KIP-848): IncrementalAlterConfigs and DescribeConfigs on resource type
 GROUP (32), Kafka 4.x ``GroupConfig`` / ``GroupConfigManager``.
 
-A consumer group may override two of the broker's consumer group configs:
+A consumer group may override three of the broker's consumer group configs:
 
 * ``consumer.session.timeout.ms`` (default: ``group.consumer.session.timeout.ms``);
-* ``consumer.heartbeat.interval.ms`` (default: ``group.consumer.heartbeat.interval.ms``).
+* ``consumer.heartbeat.interval.ms`` (default: ``group.consumer.heartbeat.interval.ms``);
+* ``consumer.assignment.interval.ms`` (default: ``group.consumer.assignment.interval.ms``; Kafka
+  4.3, KAFKA-20251: the assignment batching of KIP-1263).
 
 ``GroupConfig.validate``: each is an int within the broker's ``group.consumer.{min,max}.*`` bounds
 and the session timeout must be greater than the heartbeat interval, else INVALID_CONFIG; a name
@@ -28,7 +30,8 @@ SOURCE_GROUP = 8
 
 SESSION = "consumer.session.timeout.ms"
 HEARTBEAT = "consumer.heartbeat.interval.ms"
-NAMES = (SESSION, HEARTBEAT)
+ASSIGNMENT = "consumer.assignment.interval.ms"
+NAMES = (SESSION, HEARTBEAT, ASSIGNMENT)
 
 
 class GroupConfigError(ValueError):
@@ -39,6 +42,7 @@ def defaults(config: BrokerConfig) -> dict[str, int]:
     return {
         SESSION: config.group_consumer_session_timeout_ms,
         HEARTBEAT: config.group_consumer_heartbeat_interval_ms,
+        ASSIGNMENT: config.group_consumer_assignment_interval_ms,
     }
 
 
@@ -70,6 +74,13 @@ def validate(config: BrokerConfig, configs: Mapping[str, str]) -> dict[str, int]
             config.group_consumer_min_session_timeout_ms,
             "group.consumer.max.session.timeout.ms",
             config.group_consumer_max_session_timeout_ms,
+        ),
+        (
+            ASSIGNMENT,
+            "group.consumer.min.assignment.interval.ms",
+            config.group_consumer_min_assignment_interval_ms,
+            "group.consumer.max.assignment.interval.ms",
+            config.group_consumer_max_assignment_interval_ms,
         ),
     )
     for name, min_name, lo, max_name, hi in bounds:

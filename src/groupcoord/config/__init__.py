@@ -145,6 +145,10 @@ class BrokerConfig:
     group_consumer_heartbeat_interval_ms: int = 5000
     group_consumer_min_heartbeat_interval_ms: int = 5000
     group_consumer_max_heartbeat_interval_ms: int = 15000
+    # Kafka 4.3 (KIP-1263): the target assignment at most once per interval.
+    group_consumer_assignment_interval_ms: int = 1000
+    group_consumer_min_assignment_interval_ms: int = 0
+    group_consumer_max_assignment_interval_ms: int = 15000
     group_consumer_max_size: int = INT_MAX
     group_consumer_assignors: str = "uniform,range"
     group_consumer_migration_policy: str = "bidirectional"
@@ -385,7 +389,20 @@ class BrokerConfig:
                 "group.consumer.max.heartbeat.interval.ms",
                 self.group_consumer_max_heartbeat_interval_ms,
             ),
+            (
+                "group.consumer.assignment.interval.ms",
+                self.group_consumer_assignment_interval_ms,
+                "group.consumer.min.assignment.interval.ms",
+                self.group_consumer_min_assignment_interval_ms,
+                "group.consumer.max.assignment.interval.ms",
+                self.group_consumer_max_assignment_interval_ms,
+            ),
         )
+        if self.group_consumer_max_assignment_interval_ms < self.group_consumer_min_assignment_interval_ms:
+            raise ConfigError(
+                "group.consumer.max.assignment.interval.ms must be greater than or equal to "
+                "group.consumer.min.assignment.interval.ms"
+            )
         for name, value, min_name, lo, max_name, hi in checks:
             if value < lo:
                 raise ConfigError(f"{name} must be greater than or equal to {min_name}")
@@ -693,6 +710,16 @@ PROPERTIES: dict[str, PropertySpec] = {
     ),
     "group.consumer.max.heartbeat.interval.ms": PropertySpec(
         field="group_consumer_max_heartbeat_interval_ms", **_int_at_least(1, INT_MAX)
+    ),
+    # Kafka 4.3's GroupCoordinatorConfig (KAFKA-20300): int, at least 0.
+    "group.consumer.assignment.interval.ms": PropertySpec(
+        field="group_consumer_assignment_interval_ms", **_int_at_least(0, INT_MAX)
+    ),
+    "group.consumer.min.assignment.interval.ms": PropertySpec(
+        field="group_consumer_min_assignment_interval_ms", **_int_at_least(0, INT_MAX)
+    ),
+    "group.consumer.max.assignment.interval.ms": PropertySpec(
+        field="group_consumer_max_assignment_interval_ms", **_int_at_least(0, INT_MAX)
     ),
     "group.consumer.max.size": PropertySpec(field="group_consumer_max_size", **_int_at_least(1, INT_MAX)),
     "group.consumer.assignors": PropertySpec(field="group_consumer_assignors", **_TEXT),

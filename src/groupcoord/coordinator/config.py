@@ -58,6 +58,7 @@ class GroupConfig:
     group_coordinator_rebalance_protocols: str = _default_text("group.coordinator.rebalance.protocols")
     group_consumer_session_timeout_ms: int = _default("group.consumer.session.timeout.ms")
     group_consumer_heartbeat_interval_ms: int = _default("group.consumer.heartbeat.interval.ms")
+    group_consumer_assignment_interval_ms: int = _default("group.consumer.assignment.interval.ms")
     group_consumer_max_size: int = _default("group.consumer.max.size")
     group_consumer_assignors: str = _default_text("group.consumer.assignors")
     group_consumer_migration_policy: str = _default_text("group.consumer.migration.policy")
@@ -98,6 +99,7 @@ class GroupConfig:
             assignors=consumer_assignor_names(self.group_consumer_assignors),
             migration_policy=self.group_consumer_migration_policy.strip().lower(),
             classic_max_size=self.group_max_size,
+            assignment_interval_ms=self.group_consumer_assignment_interval_ms,
         )
 
     @property

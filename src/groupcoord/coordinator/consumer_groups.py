@@ -239,7 +239,7 @@ class ConsumerGroups:
         self._new_group = None if gid in self.groups else gid
         self._upgrading = gid if prefix else None
         try:
-            result = self.manager.consumer_group_heartbeat(req, self._ctx.now())
+            result = self.manager.consumer_group_heartbeat(req, self._ctx.now(), validated=True)
         finally:
             self._new_group = None
             self._upgrading = None

@@ -1,4 +1,5 @@
-"""Hand-written codecs for the two most frequent group requests: OffsetCommit and Heartbeat.
+"""Hand-written codecs for the most frequent group requests: OffsetCommit, Heartbeat and
+ConsumerGroupHeartbeat (KIP-848; its answer too).
 
 A stable consumer sends little else, and with many small groups these two are most of the
 broker's work. The general path (:func:`groupcoord.protocol.guard.check_request`, a Python walk
@@ -8,8 +9,8 @@ read in one pass with ``struct``:
 
 * the same bytes are accepted and rejected as by that general path: every count and length is
   checked against the bytes that remain before anything is read, a null is accepted only where
-  the schema allows it, strings must be UTF-8, a tagged field is refused (neither request has one, and
-  kio refuses a tag it does not know), and anything wrong raises :class:`MalformedRequestError`
+  the schema allows it, strings must be UTF-8, a tagged field is refused (none of these requests
+  has one, and kio refuses a tag it does not know), and anything wrong raises :class:`MalformedRequestError`
   (the connection closes with one log line);
 * the result is a named tuple with the field names of kio's entity for that version, and the
   same values (``tests/protocol/test_hot_codecs.py`` compares both over generated requests,
@@ -18,30 +19,37 @@ read in one pass with ``struct``:
   ``group_instance_id=None``, ``retention_time=None``).
 
 :func:`offset_commit_response` writes an OffsetCommit answer body byte for byte as kio's writer
-does (same test).
+does (same test), and :func:`consumer_group_heartbeat_response` a ConsumerGroupHeartbeat one (v0
+and v1 share the layout): a steady consumer-protocol member's every answer, where building kio's
+entity and walking it with kio's writer cost more than the coordinator's handling.
 """
 
 from __future__ import annotations
 
 import datetime
 import struct
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from groupcoord.protocol.framing import MalformedRequestError
 from groupcoord.protocol.guard import _Bad, _uvarint  # one varint reader: refused alike
 
 __all__ = [
+    "ConsumerGroupHeartbeatIn",
+    "ConsumerGroupHeartbeatTopicIn",
     "HeartbeatIn",
     "OffsetCommitIn",
     "OffsetCommitPartitionIn",
     "OffsetCommitTopicIn",
+    "consumer_group_heartbeat_response",
     "hot_reader",
     "offset_commit_response",
 ]
 
 OFFSET_COMMIT_KEY = 8
 HEARTBEAT_KEY = 12
+CONSUMER_GROUP_HEARTBEAT_KEY = 68
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -49,6 +57,7 @@ _I64 = struct.Struct(">q")
 _I32_I64 = struct.Struct(">iq")
 _I32_I64_I32 = struct.Struct(">iqi")
 _I32_I16 = struct.Struct(">ih")
+_I32_I32 = struct.Struct(">ii")
 _ONE_MS = datetime.timedelta(milliseconds=1)
 #: the largest millisecond count kio turns into a timedelta (microseconds within an int64)
 _MAX_TIMEDELTA_MS = (2**63 - 1) // 1000
@@ -73,6 +82,26 @@ class OffsetCommitIn(NamedTuple):
     group_instance_id: str | None
     retention_time: datetime.timedelta | None
     topics: tuple[OffsetCommitTopicIn, ...]
+
+
+class ConsumerGroupHeartbeatTopicIn(NamedTuple):
+    topic_id: uuid.UUID | None
+    partitions: tuple[int, ...]
+
+
+class ConsumerGroupHeartbeatIn(NamedTuple):
+    """ConsumerGroupHeartbeat v0-v1 (v0 has no regex: None, as ``getattr`` gives)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout: datetime.timedelta
+    subscribed_topic_names: tuple[str, ...] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    topic_partitions: tuple[ConsumerGroupHeartbeatTopicIn, ...] | None
 
 
 class HeartbeatIn(NamedTuple):
@@ -150,7 +179,7 @@ def _skip_tags(buf: bytes, pos: int, end: int) -> int:
         size, pos = _uvarint(buf, pos, end)
         if pos + size > end:
             raise _Bad("tagged field overruns the frame")
-        # Neither request has a tagged field at any version, and the general path (kio's
+        # None of these requests has a tagged field at any version, and the general path (kio's
         # reader) refuses a tag it does not know, so this one does too: the same bytes are
         # refused on both paths. (Kafka's readers keep unknown tags instead; see
         # docs/coordinator-scenarios.md, "Unknown tagged fields".)
@@ -318,9 +347,88 @@ def _heartbeat(version: int) -> Callable[[bytes, int], HeartbeatIn]:
     return read
 
 
+def _nullable_count(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """A compact nullable array's element count, -1 for null."""
+    if pos < end and buf[pos] < 0x80:
+        n = buf[pos]
+        pos += 1
+    else:
+        n, pos = _uvarint(buf, pos, end)
+    count = n - 1
+    if count > end - pos:
+        raise _Bad(f"array of {count} elements overruns the {end - pos} remaining bytes")
+    return count, pos
+
+
+_ZERO_UUID = bytes(16)
+
+
+def _consumer_group_heartbeat(version: int) -> Callable[[bytes, int], ConsumerGroupHeartbeatIn]:
+    """ConsumerGroupHeartbeat v0 and v1 (flexible; v1 adds SubscribedTopicRegex). A zero topic
+    id reads as None, as kio's reader gives it."""
+    has_regex = version >= 1
+
+    def read(buf: bytes, pos: int) -> ConsumerGroupHeartbeatIn:
+        end = len(buf)
+        group_id, pos = _compact_string(buf, pos, end, False, "group_id")
+        member_id, pos = _compact_string(buf, pos, end, False, "member_id")
+        (epoch,) = _fixed(buf, pos, end, _I32)
+        pos += 4
+        instance_id, pos = _compact_string(buf, pos, end, True, "instance_id")
+        rack_id, pos = _compact_string(buf, pos, end, True, "rack_id")
+        (timeout_ms,) = _fixed(buf, pos, end, _I32)
+        pos += 4
+        count, pos = _nullable_count(buf, pos, end)
+        names: tuple[str, ...] | None = None
+        if count >= 0:
+            read_names = []
+            for _ in range(count):
+                name, pos = _compact_string(buf, pos, end, False, "subscribed_topic_names")
+                read_names.append(name)
+            names = tuple(read_names)  # type: ignore[arg-type]
+        regex: str | None = None
+        if has_regex:
+            regex, pos = _compact_string(buf, pos, end, True, "subscribed_topic_regex")
+        assignor, pos = _compact_string(buf, pos, end, True, "server_assignor")
+        count, pos = _nullable_count(buf, pos, end)
+        topics: tuple[ConsumerGroupHeartbeatTopicIn, ...] | None = None
+        if count >= 0:
+            read_topics = []
+            for _ in range(count):
+                if pos + 16 > end:
+                    raise _Bad("truncated")
+                raw = buf[pos : pos + 16]
+                pos += 16
+                n, pos = _count(buf, pos, end, True, "partitions")
+                if pos + 4 * n > end:
+                    raise _Bad("truncated")
+                parts = struct.unpack_from(f">{n}i", buf, pos)
+                pos += 4 * n
+                pos = _skip_tags(buf, pos, end)
+                topic_id = None if raw == _ZERO_UUID else uuid.UUID(bytes=bytes(raw))
+                read_topics.append(ConsumerGroupHeartbeatTopicIn(topic_id, parts))
+            topics = tuple(read_topics)
+        _skip_tags(buf, pos, end)
+        return ConsumerGroupHeartbeatIn(
+            group_id,  # type: ignore[arg-type]
+            member_id,  # type: ignore[arg-type]
+            epoch,
+            instance_id,
+            rack_id,
+            datetime.timedelta(milliseconds=timeout_ms),
+            names,
+            regex,
+            assignor,
+            topics,
+        )
+
+    return read
+
+
 _READERS: dict[tuple[int, int], Callable[[bytes, int], Any]] = {
     **{(OFFSET_COMMIT_KEY, v): _offset_commit(v) for v in range(2, 10)},
     **{(HEARTBEAT_KEY, v): _heartbeat(v) for v in range(0, 5)},
+    **{(CONSUMER_GROUP_HEARTBEAT_KEY, v): _consumer_group_heartbeat(v) for v in range(0, 2)},
 }
 
 
@@ -384,6 +492,43 @@ def offset_commit_response(version: int, topics: Iterable[tuple[str, Iterable[tu
         out += _I32.pack(len(plist))
         for index, code in plist:
             out += _I32_I16.pack(index, code)
+    return bytes(out)
+
+
+def consumer_group_heartbeat_response(
+    error_code: int,
+    error_message: str | None,
+    member_id: str | None,
+    member_epoch: int,
+    heartbeat_interval_ms: int,
+    assignment: Sequence[tuple[uuid.UUID, Sequence[int]]] | None,
+    throttle_time_ms: int = 0,
+) -> bytes:
+    """The body of a ConsumerGroupHeartbeat answer, v0 or v1 (flexible): ``assignment`` is None
+    (the nullable struct absent) or its topics with their partitions, in the order to write them."""
+    out = bytearray(_I32.pack(throttle_time_ms))
+    out += _I16.pack(error_code)
+    for text in (error_message, member_id):
+        if text is None:
+            out.append(0)
+        else:
+            raw = text.encode("utf-8")
+            out += _uvarint_bytes(len(raw) + 1)
+            out += raw
+    out += _I32_I32.pack(member_epoch, heartbeat_interval_ms)
+    if assignment is None:
+        out.append(0xFF)  # a null struct: int8 -1
+    else:
+        out.append(1)
+        out += _uvarint_bytes(len(assignment) + 1)
+        for topic_id, partitions in assignment:
+            out += topic_id.bytes
+            out += _uvarint_bytes(len(partitions) + 1)
+            for p in partitions:
+                out += _I32.pack(p)
+            out.append(0)  # the topic's tagged fields
+        out.append(0)  # the assignment's
+    out.append(0)  # the answer's
     return bytes(out)
 
 

@@ -677,8 +677,10 @@ def consumer_group_heartbeat(runtime: GroupRuntime, broker: Broker, ctx: Request
     (Kafka's ``KafkaApis.isConsumerGroupProtocolEnabled``)."""
     version = ctx.api_version
 
-    def encode(r: ConsumerGroupHeartbeatResponse) -> Any:
-        return kio_adapter.heartbeat_response_to_kio(r, api_version=version)
+    def encode(r: ConsumerGroupHeartbeatResponse) -> PreEncoded:
+        # Hand-written (protocol/hot.py, checked byte for byte against kio's writer): a steady
+        # member's answer, at every heartbeat interval.
+        return PreEncoded(pieces=(kio_adapter.heartbeat_response_body(r),))
 
     if not runtime.coordinator.config.consumer_protocol_enabled:
         return encode(ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION))

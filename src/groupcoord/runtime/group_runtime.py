@@ -98,10 +98,12 @@ class GroupRuntime:
         stored = self.broker.logs.group_configs().get(group_id, {})
         session = stored.get("consumer.session.timeout.ms")
         interval = stored.get("consumer.heartbeat.interval.ms")
+        assignment = stored.get("consumer.assignment.interval.ms")
         overrides = (
             GroupOverrides(
                 session_timeout_ms=None if session is None else int(session),
                 heartbeat_interval_ms=None if interval is None else int(interval),
+                assignment_interval_ms=None if assignment is None else int(assignment),
             )
             if stored
             else None

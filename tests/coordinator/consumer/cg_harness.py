@@ -176,6 +176,7 @@ def _snapshot(group: ConsumerGroup) -> Mapping[str, object]:
     return {
         "epoch": group.group_epoch,
         "assignment_epoch": group.assignment_epoch,
+        "assignment_timestamp": group.assignment_timestamp,
         "hash": group.metadata_hash,
         "members": dict(group.members),
         "targets": dict(group.target_assignment),

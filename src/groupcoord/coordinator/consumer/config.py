@@ -1,5 +1,6 @@
-"""The consumer group's broker configs (``group.consumer.*``) with Kafka 4.1's defaults, and the
-per-group overrides Kafka takes through IncrementalAlterConfigs on GROUP resources.
+"""The consumer group's broker configs (``group.consumer.*``) with Kafka 4.1's defaults (and 4.3's
+assignment interval, KIP-1263), and the per-group overrides Kafka takes through
+IncrementalAlterConfigs on GROUP resources.
 
 Bounds (min/max session timeout and heartbeat interval) are checked where configs are parsed
 (``groupcoord.config``), not here; this is what the core reads."""
@@ -29,6 +30,10 @@ class ConsumerGroupConfig:
     migration_policy: str = "bidirectional"
     #: group.max.size: a downgrade to a classic group bigger than this is not made
     classic_max_size: int = INT32_MAX
+    #: group.consumer.assignment.interval.ms (Kafka 4.3, KIP-1263): a group's target assignment
+    #: is computed at most once per interval since the last computation; 0 computes it on every
+    #: epoch bump, as Kafka 4.1 did.
+    assignment_interval_ms: int = 1000
 
     @property
     def upgrade_enabled(self) -> bool:
@@ -43,7 +48,9 @@ class ConsumerGroupConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GroupOverrides:
-    """``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` of one group."""
+    """``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms`` and (4.3)
+    ``consumer.assignment.interval.ms`` of one group."""
 
     session_timeout_ms: int | None = None
     heartbeat_interval_ms: int | None = None
+    assignment_interval_ms: int | None = None

@@ -79,6 +79,9 @@ class ConsumerGroup:
         self.group_id = group_id
         self.group_epoch = 0
         self.assignment_epoch = 0
+        #: When the last target computation finished (ms), 0 if unknown: the assignment interval
+        #: (KIP-1263) counts from it. Persisted with the assignment epoch, as Kafka 4.3 does.
+        self.assignment_timestamp = 0
         self.metadata_hash = 0
         #: A ConsumerGroupPartitionMetadata record written by 4.0 is still in the log: the next
         #: epoch bump writes its tombstone (4.1).
@@ -107,8 +110,17 @@ class ConsumerGroup:
         """A copy that later replays do not change (members, assignments and regexes are
         immutable values; only the containers holding them are copied). The shard keeps one
         while a write of the group is in flight and puts it back if the write fails."""
-        copy = ConsumerGroup.__new__(ConsumerGroup)
-        copy.__dict__.update(self.__dict__)
+        # Field by field (not through __dict__): the class is compiled with mypyc (setup.py),
+        # whose instances have none.
+        copy = ConsumerGroup(self.group_id)
+        copy.group_epoch = self.group_epoch
+        copy.assignment_epoch = self.assignment_epoch
+        copy.assignment_timestamp = self.assignment_timestamp
+        copy.metadata_hash = self.metadata_hash
+        copy.has_partition_metadata_record = self.has_partition_metadata_record
+        copy._unreconciled = self._unreconciled
+        copy._counted_epoch = self._counted_epoch
+        copy.metadata_refresh_deadline = self.metadata_refresh_deadline
         copy.members = dict(self.members)
         copy.static_members = dict(self.static_members)
         copy.target_assignment = dict(self.target_assignment)

@@ -28,6 +28,7 @@ from groupcoord.coordinator.consumer.api import (
 )
 from groupcoord.coordinator.consumer.assignment import Assignment, topic_id_order
 from groupcoord.protocol.consumer_group_messages import TopicIdPartitions
+from groupcoord.protocol.hot import consumer_group_heartbeat_response
 
 __all__ = [
     "describe_request_from_kio",
@@ -42,7 +43,17 @@ def _ms(value: datetime.timedelta) -> int:
 
 
 def _td(ms: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
+    """kio's wire duration of ``ms``; the few values a broker answers with (0, the heartbeat
+    intervals in force) are made once, not on every heartbeat."""
+    td = _DURATIONS.get(ms)
+    if td is None:
+        td = i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
+        if len(_DURATIONS) < 64:
+            _DURATIONS[ms] = td
+    return td
+
+
+_DURATIONS: dict[int, i32Timedelta] = {}
 
 
 def heartbeat_from_kio(
@@ -84,6 +95,25 @@ def _topic_partitions(module: Any, assignment: Assignment) -> tuple[Any, ...]:
     return tuple(
         module.TopicPartitions(topic_id=t, partitions=tuple(i32(p) for p in sorted(assignment[t])))
         for t in sorted(assignment, key=topic_id_order)
+    )
+
+
+def heartbeat_response_body(response: ConsumerGroupHeartbeatResponse) -> bytes:
+    """The core's response as the bytes of a ConsumerGroupHeartbeat answer body (v0 and v1 are
+    the same), written by :func:`groupcoord.protocol.hot.consumer_group_heartbeat_response` in
+    the order :func:`heartbeat_response_to_kio` gives kio (topics in ``Uuid.compareTo`` order,
+    partitions ascending): the same bytes, without an entity per answer."""
+    assignment = response.assignment
+    return consumer_group_heartbeat_response(
+        int(response.error_code),
+        response.error_message,
+        response.member_id,
+        response.member_epoch,
+        response.heartbeat_interval_ms,
+        None
+        if assignment is None
+        else [(t, sorted(assignment[t])) for t in sorted(assignment, key=topic_id_order)],
+        response.throttle_time_ms,
     )
 
 

@@ -19,12 +19,16 @@ ConsumerGroupHeartbeat, the order of checks (reference §2.2):
    the assignor (UNKNOWN_SERVER_ERROR), reconciliation of a member in an unknown state
    (FENCED_MEMBER_EPOCH).
 
-Versions: Kafka 4.1 throughout, with two later fixes the reference lists (§3.11) because they make
-real clients work better: a member that rejoins at epoch 0 with its old id is accepted whatever
-epoch the server holds (KAFKA-19233, 4.2; 4.1 answers FENCED_MEMBER_EPOCH until the session
-expires, while the Java client rejoins with the same id), and a member's own pending revocation
-is not "unreleased" (KAFKA-19449, 4.1 branch). A regex that changes to "" bumps the epoch only
-through the subscription-hash check, as in 4.1.0 (KAFKA-19899 is not taken).
+Versions: Kafka 4.1 throughout, with Kafka 4.3's assignment batching (KIP-1263, KAFKA-20291): a
+heartbeat that bumps the group epoch computes the new target only once
+``group.consumer.assignment.interval.ms`` (or the group's ``consumer.assignment.interval.ms``) has
+passed since the last computation, and otherwise reconciles with the last target; and two later
+fixes the reference lists (§3.11) because they make real clients work better: a member that rejoins
+at epoch 0 with its old id is accepted whatever epoch the server holds (KAFKA-19233, 4.2; 4.1
+answers FENCED_MEMBER_EPOCH until the session expires, while the Java client rejoins with the same
+id), and a member's own pending revocation is not "unreleased" (KAFKA-19449, 4.1 branch). A regex
+that changes to "" bumps the epoch only through the subscription-hash check, as in 4.1.0
+(KAFKA-19899 is not taken).
 
 Classic-protocol members inside a consumer group are ``classic_members.py``; the online upgrade
 and downgrade ``migration.py``. Not here: topic authorization, reading at the last committed offset.
@@ -93,7 +97,7 @@ from groupcoord.coordinator.consumer.records import (
 )
 from groupcoord.coordinator.consumer.replay import replay
 from groupcoord.coordinator.consumer.static_members import replace_static_member
-from groupcoord.coordinator.consumer.target import build_target_assignment
+from groupcoord.coordinator.consumer.target import build_target_assignment, can_compute_next_target
 from groupcoord.coordinator.consumer.uniform_assignor import UniformAssignor
 from groupcoord.coordinator.consumer.validation import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -238,6 +242,13 @@ class ConsumerGroupManager:
             o.session_timeout_ms if o and o.session_timeout_ms is not None else self.config.session_timeout_ms
         )
 
+    def assignment_interval_ms(self, group_id: str) -> int:
+        """``consumer.assignment.interval.ms`` of the group, else the broker's (4.3)."""
+        o = self.overrides.get(group_id)
+        if o and o.assignment_interval_ms is not None:
+            return o.assignment_interval_ms
+        return self.config.assignment_interval_ms
+
     def heartbeat_interval_ms(self, group_id: str) -> int:
         o = self.overrides.get(group_id)
         if o and o.heartbeat_interval_ms is not None:
@@ -247,12 +258,15 @@ class ConsumerGroupManager:
     # ================================================================================ heartbeat
 
     def consumer_group_heartbeat(
-        self, request: ConsumerGroupHeartbeatRequest, now: int
+        self, request: ConsumerGroupHeartbeatRequest, now: int, *, validated: bool = False
     ) -> ConsumerGroupResult:
-        """ConsumerGroupHeartbeat (API 68)."""
+        """ConsumerGroupHeartbeat (API 68). ``validated``: the caller (the shard, which checks the
+        request before its loading and ownership checks, as Kafka's service does) has already
+        run :func:`validate_heartbeat_request` on it."""
         batch = _Batch()
         try:
-            validate_heartbeat_request(request, self.assignors)
+            if not validated:
+                validate_heartbeat_request(request, self.assignors)
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 response = self._leave(request, batch)
             else:
@@ -317,7 +331,15 @@ class ConsumerGroupManager:
             server_assignor_name=r.server_assignor,
             subscribed_topic_names=r.subscribed_topic_names,
             subscribed_topic_regex=r.subscribed_topic_regex,
-        ).replace(client_id=r.client_id, client_host=r.client_host, classic_member_metadata=None)
+        )
+        if (
+            updated.client_id != r.client_id
+            or updated.client_host != r.client_host
+            or updated.classic_member_metadata is not None
+        ):
+            updated = updated.replace(
+                client_id=r.client_id, client_host=r.client_host, classic_member_metadata=None
+            )
         reconciled = self.update_and_reconcile(group, member, updated, replaced, is_new, owned, now, batch)
         batch.timers.append(self.session_timer(group_id, reconciled, now))
         send_assignment = (
@@ -350,7 +372,7 @@ class ConsumerGroupManager:
         group_id, member_id = group.group_id, updated.member_id
         bump = group.group_epoch == 0
         cause = "group-created" if bump else ""
-        if updated != member:
+        if updated is not member and updated != member:
             batch.records.append(new_member_subscription_record(group_id, updated))
             if updated.subscribed_topic_names != member.subscribed_topic_names:
                 bump = True
@@ -361,12 +383,14 @@ class ConsumerGroupManager:
 
         group_epoch = group.group_epoch
         deadline, deadline_epoch = group.metadata_refresh_deadline
-        # The subscriptions with this heartbeat's member counted: Kafka 4.1 recomputes the type
+        # The subscriptions with this heartbeat's member counted, only when the metadata or the
+        # target needs them (a steady heartbeat needs neither). Kafka 4.1 recomputes the type
         # only with the metadata and otherwise uses the stored one, which does not count a member
         # joining now; we always count it (docs/coordinator-scenarios.md).
-        names, by_regex, regexes = group.subscription_counts(member if not is_new else None, updated)
-        kind = subscription_type(regexes, names, by_regex, len(group.members) + (1 if is_new else 0))
+        counts = None
         if bump or now >= deadline or group_epoch < deadline_epoch:
+            counts = group.subscription_counts(member if not is_new else None, updated)
+            names, by_regex, _ = counts
             metadata_hash = group_metadata_hash(set(names) | set(by_regex), self.image)
             if metadata_hash != group.metadata_hash:
                 bump = True
@@ -387,10 +411,17 @@ class ConsumerGroupManager:
             if group.has_partition_metadata_record:
                 batch.records.append(new_partition_metadata_tombstone(group_id))
 
-        if group_epoch > group.assignment_epoch:
-            target = self._update_target(group, group_epoch, member, updated, replaced, kind, batch)
+        if group_epoch > group.assignment_epoch and self._can_compute_target(group, now):
+            if counts is None:
+                counts = group.subscription_counts(member if not is_new else None, updated)
+            names, by_regex, regexes = counts
+            kind = subscription_type(regexes, names, by_regex, len(group.members) + (1 if is_new else 0))
+            target = self._update_target(group, group_epoch, member, updated, replaced, kind, now, batch)
             target_epoch = group_epoch
         else:
+            # The target is up to date, or (KIP-1263) the assignment interval since the last
+            # computation has not elapsed: the member reconciles with the last target (a new
+            # member's is empty) and the group stays ASSIGNING until a heartbeat after it.
             target_epoch = group.assignment_epoch
             holder = replaced.member_id if replaced is not None else member_id
             target = group.target(member_id) if member_id in group.target_assignment else group.target(holder)
@@ -479,6 +510,7 @@ class ConsumerGroupManager:
         updated: ConsumerGroupMember,
         replaced: ConsumerGroupMember | None,
         kind: SubscriptionType,
+        now: int,
         batch: _Batch,
     ) -> Assignment:
         name = group.preferred_server_assignor(
@@ -504,8 +536,14 @@ class ConsumerGroupManager:
             ) from None
         for member_id, assignment in result.changed:
             batch.records.append(new_target_assignment_record(group.group_id, member_id, assignment))
-        batch.records.append(new_target_assignment_epoch_record(group.group_id, group_epoch))
+        batch.records.append(new_target_assignment_epoch_record(group.group_id, group_epoch, now))
         return result.targets.get(updated.member_id, {})
+
+    def _can_compute_target(self, group: ConsumerGroup, now: int) -> bool:
+        """Whether a bumped epoch gets its target now (``target.can_compute_next_target``)."""
+        return can_compute_next_target(
+            group.assignment_timestamp, self.assignment_interval_ms(group.group_id), now
+        )
 
     # ================================================================================ regexes
 

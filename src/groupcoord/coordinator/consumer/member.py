@@ -89,7 +89,18 @@ class ConsumerGroupMember:
         subscribed_topic_regex: str | None = None,
     ) -> ConsumerGroupMember:
         """The member with a heartbeat's fields applied; None (-1 for the timeout) keeps the
-        stored value (Kafka's ``Builder.maybeUpdate*``)."""
+        stored value (Kafka's ``Builder.maybeUpdate*``). The member itself when nothing changes
+        (a steady heartbeat sends every field null): no new value is built."""
+        names = None if subscribed_topic_names is None else frozenset(subscribed_topic_names)
+        if (
+            (instance_id is None or instance_id == self.instance_id)
+            and (rack_id is None or rack_id == self.rack_id)
+            and (rebalance_timeout_ms == -1 or rebalance_timeout_ms == self.rebalance_timeout_ms)
+            and (server_assignor_name is None or server_assignor_name == self.server_assignor_name)
+            and (names is None or names == self.subscribed_topic_names)
+            and (subscribed_topic_regex is None or subscribed_topic_regex == self.subscribed_topic_regex)
+        ):
+            return self
         return dataclasses.replace(
             self,
             instance_id=self.instance_id if instance_id is None else instance_id,
@@ -100,11 +111,7 @@ class ConsumerGroupMember:
             server_assignor_name=self.server_assignor_name
             if server_assignor_name is None
             else server_assignor_name,
-            subscribed_topic_names=(
-                self.subscribed_topic_names
-                if subscribed_topic_names is None
-                else frozenset(subscribed_topic_names)
-            ),
+            subscribed_topic_names=self.subscribed_topic_names if names is None else names,
             subscribed_topic_regex=self.subscribed_topic_regex
             if subscribed_topic_regex is None
             else subscribed_topic_regex,

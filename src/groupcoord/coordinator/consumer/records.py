@@ -13,7 +13,9 @@ struct). A ``None`` value is a tombstone.
   ClientHost, SubscribedTopicNames [], SubscribedTopicRegex?, RebalanceTimeoutMs int32,
   ServerAssignor?; tagged 0: ClassicMemberMetadata? {SessionTimeoutMs, SupportedProtocols
   []{Name, Metadata bytes}}.
-* type 6, ConsumerGroupTargetAssignmentMetadata (GroupId): AssignmentEpoch int32.
+* type 6, ConsumerGroupTargetAssignmentMetadata (GroupId): AssignmentEpoch int32; tagged 0:
+  AssignmentTimestamp int64 (Kafka 4.3, KAFKA-20266: when the last target computation finished;
+  0, the default, means unknown, and a 4.1 reader skips the tag).
 * type 7, ConsumerGroupTargetAssignmentMember (GroupId, MemberId): TopicPartitions []{TopicId
   uuid, Partitions []int32}.
 * type 8, ConsumerGroupCurrentMemberAssignment (GroupId, MemberId): MemberEpoch int32,
@@ -152,6 +154,7 @@ class ConsumerGroupMemberMetadataValue:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
+    assignment_timestamp: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -323,6 +326,9 @@ def encode_value(value: ConsumerGroupValue | None) -> bytes | None:
         return w.getvalue()
     elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
         w.int32(value.assignment_epoch)
+        stamp = value.assignment_timestamp
+        _tagged(w, [(0, struct.pack(">q", stamp))] if stamp != 0 else [])
+        return w.getvalue()
     elif isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
         _write_topic_partitions(w, value.topic_partitions)
     elif isinstance(value, ConsumerGroupCurrentMemberAssignmentValue):
@@ -570,7 +576,17 @@ def decode_value(key: ConsumerGroupKey, data: bytes | None) -> ConsumerGroupValu
             classic_member_metadata=classic[0] if classic else None,
         )
     elif record_type == 6:
-        value = ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=r.int32())
+        assignment_epoch = r.int32()
+        stamps: dict[str, int] = {}
+
+        def _timestamp(sub: _Reader) -> None:
+            stamps["timestamp"] = sub.int64()
+
+        r.tagged({0: _timestamp})
+        r.finish()
+        return ConsumerGroupTargetAssignmentMetadataValue(
+            assignment_epoch=assignment_epoch, assignment_timestamp=stamps.get("timestamp", 0)
+        )
     elif record_type == 7:
         value = ConsumerGroupTargetAssignmentMemberValue(
             topic_partitions=_read_topic_partitions(r, "TopicPartitions")
@@ -659,10 +675,16 @@ def new_target_assignment_tombstone(group_id: str, member_id: str) -> ConsumerGr
     )
 
 
-def new_target_assignment_epoch_record(group_id: str, assignment_epoch: int) -> ConsumerGroupRecord:
+def new_target_assignment_epoch_record(
+    group_id: str, assignment_epoch: int, assignment_timestamp: int = 0
+) -> ConsumerGroupRecord:
+    """Kafka 4.3's ``newConsumerGroupTargetAssignmentMetadataRecord``: the epoch and the time the
+    computation finished (0 where none was made: a classic group's upgrade)."""
     return ConsumerGroupRecord(
         key=ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
-        value=ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=assignment_epoch),
+        value=ConsumerGroupTargetAssignmentMetadataValue(
+            assignment_epoch=assignment_epoch, assignment_timestamp=assignment_timestamp
+        ),
     )
 
 

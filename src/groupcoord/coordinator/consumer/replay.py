@@ -81,9 +81,11 @@ def replay(groups: MutableMapping[str, ConsumerGroup], record: ConsumerGroupReco
     elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
         if value is None:
             group.assignment_epoch = -1
+            group.assignment_timestamp = 0
             return
         assert isinstance(value, ConsumerGroupTargetAssignmentMetadataValue)
         group.assignment_epoch = value.assignment_epoch
+        group.assignment_timestamp = value.assignment_timestamp
     elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
         if value is None:
             group.remove_target(key.member_id)

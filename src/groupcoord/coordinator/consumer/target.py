@@ -27,7 +27,7 @@ from groupcoord.coordinator.consumer.group import ConsumerGroup
 from groupcoord.coordinator.consumer.member import ConsumerGroupMember
 from groupcoord.coordinator.consumer.metadata import TopicsImage
 
-__all__ = ["TargetAssignmentResult", "build_target_assignment"]
+__all__ = ["TargetAssignmentResult", "build_target_assignment", "can_compute_next_target"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,6 +97,16 @@ def build_target_assignment(
         or group.target_assignment[member_id] != targets[member_id]
     )
     return TargetAssignmentResult(targets=targets, changed=changed)
+
+
+def can_compute_next_target(assignment_timestamp: int, interval_ms: int, now: int) -> bool:
+    """Kafka 4.3's ``canComputeNextTargetAssignment`` (KIP-1263): at once when the time of the
+    last computation is unknown (0: none yet, an upgraded classic group, a record written by 4.1)
+    or the interval is 0 (also the way out after a large backward step of the wall clock); else
+    once ``interval_ms`` has elapsed since the last computation finished."""
+    if assignment_timestamp == 0 or interval_ms == 0:
+        return True
+    return now >= assignment_timestamp + interval_ms
 
 
 def _topic_ids(group: ConsumerGroup, member: ConsumerGroupMember, image: TopicsImage) -> frozenset[uuid.UUID]:
