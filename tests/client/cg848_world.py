@@ -300,10 +300,14 @@ class World848:
         A member whose application stopped polling does not count: past max.poll.interval.ms it has
         left the group and releases its partitions (onPartitionsLost) on the application's next
         poll, before that poll returns anything (Java ``transitionToStale``), so its application
-        processes nothing meanwhile."""
+        processes nothing meanwhile. Nor does one whose application is inside a rebalance callback
+        (``held``): Java runs the callbacks on the application thread, which processes no record
+        until they return, and a member fenced meanwhile (its rebalance timeout passed, its
+        partitions given to others) runs onPartitionsLost on that thread before any record. Once
+        its callbacks return it counts again, so a partition it kept wrongly is caught then."""
         own: dict[TopicPartition, str] = {}
         for mem in self.live():
-            if not mem.polling:
+            if not mem.polling or mem.held:
                 continue
             for tp in mem.owned():
                 assert tp not in own, f"{tp} owned by {own[tp]} and {mem.name} at {self.now()}"
