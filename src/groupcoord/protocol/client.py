@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import select
+import selectors
 import socket
 import struct
 import typing
@@ -106,8 +106,12 @@ class WireClient:
         return self.recv()
 
     def readable(self, timeout_s: float) -> bool:
-        """Whether bytes (or the end of the stream) arrive within ``timeout_s``."""
-        return bool(select.select([self.sock], [], [], timeout_s)[0])
+        """Whether bytes (or the end of the stream) arrive within ``timeout_s``. Through a
+        selector (poll/epoll), not ``select.select``, which refuses descriptors above 1023: a
+        process holding many partitions' files (three brokers in one test process) has them."""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.sock, selectors.EVENT_READ)
+            return bool(sel.select(timeout_s))
 
     def close(self) -> None:
         self.sock.close()
