@@ -107,9 +107,12 @@ def test_the_rebalances_table_is_the_ground_truth_for_both_protocols(spark: Any,
     target_moves = {(g, e): n for g, e, n in truth.target_moves}
     epochs = spark.read.parquet(str(result.out / "tables" / "rebalances")).where("protocol = 'consumer'")
     consumer_rows = [r.asDict() for r in epochs.collect()]
-    assert consumer_rows and len(target_moves) == len(consumer_rows)
+    # (with Kafka 4.3's assignment batching, the default, a bump inside the interval has no target
+    # of its own: it moved nothing, and the next computed target's row counts the moves)
+    assert consumer_rows and set(target_moves) <= {(r["group_id"], r["generation"]) for r in consumer_rows}
+    assert len(target_moves) < len(consumer_rows)  # some bumps were batched
     for r in consumer_rows:
-        assert r["partitions_moved"] == target_moves[(r["group_id"], r["generation"])], r
+        assert r["partitions_moved"] == target_moves.get((r["group_id"], r["generation"]), 0), r
     # the consumer group's first epoch gives its first member every partition
     for g in range(MIXED.groups):
         first = min((f for f in found if f["group_id"] == f"group-{g}-consumer"), key=lambda f: f["start_ms"])
@@ -146,8 +149,8 @@ def test_consumer_groups_own_partitions_by_topic_name_beside_classic_ones(spark:
     rebalances = spark.read.parquet(str(tables / "rebalances")).collect()
     consumer_rows = [r for r in rebalances if r["protocol"] == "consumer"]
     assert consumer_rows
-    for r in consumer_rows:
-        assert movement[(r["group_id"], r["generation"], "consumer")] == r["partitions_moved"], r
+    for r in consumer_rows:  # a batched bump (no target of its own) moved nothing
+        assert movement.get((r["group_id"], r["generation"], "consumer"), 0) == r["partitions_moved"], r
 
 
 def test_the_report_sets_the_two_protocols_side_by_side(spark: Any, mixed: Any) -> None:

@@ -474,7 +474,11 @@ def consumer_rebalances(
     while others reconcile (``stop_the_world`` false; ``join_ms``/``sync_ms`` null). Partitions moved
     compare the target assignment at this epoch with the previous one
     (:func:`consumer_target_ownership`), ``members_affected`` counts the members whose target changed
-    (:func:`consumer_members_affected`): the others reconcile nothing."""
+    (:func:`consumer_members_affected`): the others reconcile nothing. Under Kafka 4.3's assignment
+    batching a bump inside ``group.consumer.assignment.interval.ms`` gets no target of its own (the
+    next computation covers it): such a bump, followed by a target, moved nothing and affected
+    nobody (0, 0), and the moves are counted at the epoch whose target made them. A bump with no
+    target after it (the last member left: an empty group gets none) keeps null."""
     bumped = events.where(F.col("type") == "epoch_bump").select("group_id").distinct()
     order = Window.partitionBy("group_id").orderBy("t", "log_offset")
     ev = events.join(bumped, "group_id", "left_semi").withColumn("t", ms("time"))
@@ -559,11 +563,15 @@ def consumer_rebalances(
         affected = movement.select(
             "group_id", "generation", F.lit(None).cast("int").alias("members_affected")
         )
+    targeted = movement.groupBy("group_id").agg(F.max("generation").alias("_last_target"))
     out = (
         ep.join(mv, ["group_id", "generation"], "left")
         .join(
             affected.select("group_id", "generation", "members_affected"), ["group_id", "generation"], "left"
         )
+        .join(targeted, "group_id", "left")
+        .withColumn("partitions_moved", _zero_if_targeted("partitions_moved"))
+        .withColumn("members_affected", _zero_if_targeted("members_affected"))
         .join(known, ["group_id", "trigger_member_id"], "left")
         .withColumn("trigger_client_id", F.coalesce("trigger_client_id", "_known_client_id"))
         .withColumn("trigger_instance_id", F.coalesce("trigger_instance_id", "_known_instance_id"))
@@ -592,6 +600,12 @@ def consumer_rebalances(
         F.lit(False).alias("stop_the_world"),
         F.col("members_affected").cast("int").alias("members_affected"),
     )
+
+
+def _zero_if_targeted(column: str) -> Column:
+    """``column``, or 0 for an epoch without a target of its own that a later target covers."""
+    covered = F.col(column).isNull() & (F.col("generation") < F.col("_last_target"))
+    return F.when(covered, F.lit(0)).otherwise(F.col(column))
 
 
 def all_ownership(classic: DataFrame, consumer: DataFrame) -> DataFrame:

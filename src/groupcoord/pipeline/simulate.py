@@ -653,7 +653,11 @@ class Simulation:
                 for tid, parts in assignment.items()
                 for p in parts
             }
-            if cg.assignment_epoch == seen + 1:
+            # with assignment batching (an interval above 0) a computation follows the previous
+            # one by at least the interval, so an epoch skipped had no target of its own; at 0, two
+            # targets in one instant leave the second uncounted
+            batched = self.coordinator.config.group_consumer_assignment_interval_ms > 0
+            if cg.assignment_epoch == seen + 1 or (batched and seen > 0):
                 moved = sum(1 for tp in before.keys() | owners.keys() if before.get(tp) != owners.get(tp))
                 self.target_moves.append((group.group_id, cg.assignment_epoch, moved))
             self._targets[group.group_id] = (cg.assignment_epoch, owners)
