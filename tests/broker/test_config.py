@@ -203,6 +203,15 @@ def test_the_migration_policy_is_parsed_case_insensitively(
             "group.consumer.max.assignment.interval.ms must be greater than or equal to "
             "group.consumer.min.assignment.interval.ms",
         ),
+        # the same max >= min requirement for every pair (GroupCoordinatorConfig's constructor)
+        (
+            [
+                "group.consumer.max.session.timeout.ms=40000",
+                "group.consumer.min.session.timeout.ms=50000",
+            ],
+            "group.consumer.max.session.timeout.ms must be greater than or equal to "
+            "group.consumer.min.session.timeout.ms",
+        ),
         (["group.consumer.assignment.interval.ms=-1"], "group.consumer.assignment.interval.ms"),
         (["group.coordinator.rebalance.protocols=consumer"], "must contain classic"),
         (["group.coordinator.rebalance.protocols=classic,share"], "group.coordinator.rebalance.protocols"),

@@ -398,12 +398,10 @@ class BrokerConfig:
                 self.group_consumer_max_assignment_interval_ms,
             ),
         )
-        if self.group_consumer_max_assignment_interval_ms < self.group_consumer_min_assignment_interval_ms:
-            raise ConfigError(
-                "group.consumer.max.assignment.interval.ms must be greater than or equal to "
-                "group.consumer.min.assignment.interval.ms"
-            )
+        # Kafka's GroupCoordinatorConfig requires each pair's max >= min before the value's bounds
         for name, value, min_name, lo, max_name, hi in checks:
+            if hi < lo:
+                raise ConfigError(f"{max_name} must be greater than or equal to {min_name}")
             if value < lo:
                 raise ConfigError(f"{name} must be greater than or equal to {min_name}")
             if value > hi:
