@@ -265,3 +265,17 @@ def test_consumer_group_epoch_bumps_are_rebalances_until_reconciled() -> None:
     )
     assert (leave.ended_ms, leave.outcome) == (4200, "Superseded")
     assert (overtaken.ended_ms, overtaken.outcome) == (None, None)
+
+
+def test_a_leave_whose_removal_event_names_its_client_keeps_that_client() -> None:
+    """The member_removed event before a leave's bump may carry the member's client itself (the
+    member was still in the group when the event was made); the bump is named by it, although
+    that event has already dropped the member from the known clients."""
+    history = GroupHistory(lambda gid: {})
+    on = history.on_event
+    on(event(1000, "member_added", R.NEW_MEMBER_JOINED, member="a", client="ca", gen=1))
+    on(event(1000, "epoch_bump", R.GROUP_CREATED, member="a", client="ca", gen=1))
+    on(event(2000, "member_removed", R.MEMBER_LEFT, member="a", client="ca", gen=2, count=0))
+    on(event(2000, "epoch_bump", R.MEMBER_LEFT, gen=2, count=0))
+    leave = history.rebalances("g")[-1]
+    assert (leave.cause, leave.member_id, leave.client_id) == ("member_left", "a", "ca")

@@ -214,6 +214,15 @@ class GroupHistory:
             last = glog.events[-1]
             if last.type == "member_removed" and last.time_ms == bump.time_ms:
                 member_id = last.member_id
+                if last.client_id is not None and bump.client_id is None:
+                    # the removal names its client itself (and has dropped it from ``clients``)
+                    return replace(
+                        bump,
+                        member_id=member_id,
+                        client_id=last.client_id,
+                        group_instance_id=last.group_instance_id,
+                        client_host=last.client_host,
+                    )
         if member_id is None or bump.client_id is not None:
             return bump
         client_id, instance_id, host = glog.clients.get(member_id, (None, None, None))
