@@ -1,6 +1,6 @@
 """What the offsets manager answers with, as values: the OffsetCommit answers (a one-partition
-answer made once and reused), the maps from a failed write's storage error to the code each
-request answers, and Java's string length for the metadata limit."""
+answer made once and reused), the offset a commit record stands for, and the maps from a
+failed write's storage error to the code each request answers."""
 
 from __future__ import annotations
 
@@ -14,13 +14,6 @@ from groupcoord.protocol.group_messages import (
     OffsetCommitTopicResponse,
     TxnOffsetCommitRequest,
 )
-
-
-def java_string_length(s: str) -> int:
-    """Java ``String.length()``: UTF-16 code units (astral characters count twice)."""
-    if s.isascii():  # almost every metadata string: one unit per character
-        return len(s)
-    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
 
 
 def committed_offset(value: OffsetCommitValue) -> CommittedOffset:

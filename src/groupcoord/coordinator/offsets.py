@@ -37,7 +37,6 @@ from groupcoord.coordinator.offset_messages import (
     commit_response,
     commit_response_all,
     committed_offset,
-    java_string_length,
     map_offset_write_error,
 )
 from groupcoord.coordinator.records import (
@@ -80,6 +79,13 @@ log = logging.getLogger(__name__)
 
 #: The shard's replay of one durable record (``GroupCoordinatorShard``), given to the manager.
 ReplayRecord = Callable[[CoordinatorResult, CoordinatorRecord], None]
+
+
+def java_string_length(s: str) -> int:
+    """Java ``String.length()``: UTF-16 code units (astral characters count twice)."""
+    if s.isascii():  # almost every metadata string: one unit per character
+        return len(s)
+    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
 
 
 @dataclass(eq=False, slots=True)
@@ -315,7 +321,8 @@ class OffsetManager:
             for p in topic.partitions:
                 metadata = p.metadata or ""
                 key = (topic.name, p.partition)
-                if java_string_length(metadata) > max_md:
+                # Java counts UTF-16 units, at most two per character: short metadata needs no count.
+                if 2 * len(metadata) > max_md and java_string_length(metadata) > max_md:
                     results[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                     continue
                 results[key] = ErrorCode.NONE
