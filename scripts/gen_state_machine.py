@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Generate docs/state-machine.md from the coordinator's transition table.
 
-    python scripts/gen_state_machine.py                 # print the page
-    python scripts/gen_state_machine.py --check FILE    # exit 1 when FILE is out of date
-    python scripts/gen_state_machine.py --write FILE    # (re)write FILE
+python scripts/gen_state_machine.py                 # print the page
+python scripts/gen_state_machine.py --check FILE    # exit 1 when FILE is out of date
+python scripts/gen_state_machine.py --write FILE    # (re)write FILE
 """
 
 from __future__ import annotations

@@ -136,9 +136,7 @@ def test_the_client_row_of_the_table_reaches_nothing_of_the_broker_side() -> Non
 def test_the_real_client_package_imports_only_leaves_formats_and_protocol() -> None:
     allowed = ("errors", "clock", "constants", "timer", "config", "gcutil", "formats", "protocol", "client")
     found = {
-        layers.component(imp.imported)
-        for imp in layers.scan()
-        if layers.component(imp.importer) == "client"
+        layers.component(imp.imported) for imp in layers.scan() if layers.component(imp.importer) == "client"
     }
     assert found <= set(allowed), sorted(found - set(allowed))
 

@@ -48,9 +48,7 @@ async def create_topics(env: Env, *topics: Any, version: int = 7, validate_only:
 def test_api_versions_advertises_exactly_the_routes_at_every_version(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         c = await env.connect()
-        expected = sorted(
-            (r.api_key, r.min_version, r.max_version) for r in routes(None).values()
-        )
+        expected = sorted((r.api_key, r.min_version, r.max_version) for r in routes(None).values())
         for v in range(0, 5):
             body = {"client_software_name": "t", "client_software_version": "1"} if v >= 3 else {}
             r = await c.call(API_VERSIONS, v, **body)

@@ -331,11 +331,20 @@ def test_iter_batches_from_walks_every_segment(tmp_path: Path, clock: ManualCloc
 def test_topic_config_overrides_use_kafka_names(tmp_path: Path) -> None:
     base = LogConfig()
     cfg = base.with_overrides(
-        {"retention.ms": "-1", "segment.bytes": "1048576", "cleanup.policy": "compact,delete",
-         "min.insync.replicas": "1", "flush.ms": "9223372036854775807"}
+        {
+            "retention.ms": "-1",
+            "segment.bytes": "1048576",
+            "cleanup.policy": "compact,delete",
+            "min.insync.replicas": "1",
+            "flush.ms": "9223372036854775807",
+        }
     )
     assert (cfg.retention_ms, cfg.segment_bytes, cfg.compact, cfg.delete, cfg.flush_interval_ms) == (
-        -1, 1048576, True, True, None,
+        -1,
+        1048576,
+        True,
+        True,
+        None,
     )
     assert cfg.to_topic_configs()["segment.bytes"] == "1048576"
     with pytest.raises(InvalidConfigError, match=r"unknown topic config 'retention\.msec'"):
