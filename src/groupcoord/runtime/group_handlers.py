@@ -277,7 +277,7 @@ def _committable(
 ) -> tuple[list[api.OffsetCommitTopic], dict[tuple[str, int], ErrorCode]]:
     """An (Txn)OffsetCommit's partitions of existing topics, and the others' codes
     (UNKNOWN_TOPIC_OR_PARTITION, as Kafka's request layer answers them)."""
-    topics_meta = broker.logs.topics()
+    topics_meta = broker.logs.topics_view
     unknown: dict[tuple[str, int], ErrorCode] = {}
     known_topics: list[api.OffsetCommitTopic] = []
     for t in request.topics:
