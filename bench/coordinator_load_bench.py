@@ -65,7 +65,7 @@ def write_partition(data_dir: Path, *, commits: int, topics: int, batch: int) ->
     broker = Broker.open(BrokerConfig.load(None, []), data_dir, SystemClock())
     runtime = GroupRuntime(broker)
     runtime.ensure_topics()
-    nparts = broker.logs.topics()[OFFSETS_TOPIC].partitions
+    nparts = broker.logs.topics_view[OFFSETS_TOPIC].partitions
     plog = broker.logs.partition(OFFSETS_TOPIC, PARTITION)
     ngroups = max(1, commits // COMMITS_PER_GROUP)
     groups: list[str] = []

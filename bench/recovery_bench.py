@@ -67,7 +67,7 @@ def write_offsets_topic(
     broker = Broker.open(config, data_dir, SystemClock())
     runtime = GroupRuntime(broker)
     runtime.ensure_topics()
-    nparts = broker.logs.topics()[OFFSETS_TOPIC].partitions
+    nparts = broker.logs.topics_view[OFFSETS_TOPIC].partitions
     now = int(time.time() * 1000)
     group_ids = [f"recovery-group-{g:06d}" for g in range(groups)]
     by_partition: dict[int, list[str]] = {}

@@ -98,7 +98,7 @@ def _topics_changed(cluster: ClusterMetadata, broker: Broker) -> None:
     """A new topic (or partition) is placed at once, on the brokers running then, as Kafka's
     controller places it at creation; a deleted topic's placement goes with it (a topic made
     again under its name is new)."""
-    known = broker.logs.topics()
+    known = broker.logs.topics_view
     for topic in {tp[0] for tp in cluster.placed()} - set(known):
         cluster.forget_topic(topic)
     cluster.known((m.name, m.partitions) for m in known.values())
@@ -228,7 +228,7 @@ class ClusterNodes:
         self.balancer.start()
 
     def _place_all(self) -> ClusterMetadata:
-        self.cluster.known((m.name, m.partitions) for m in self.broker.logs.topics().values())
+        self.cluster.known((m.name, m.partitions) for m in self.broker.logs.topics_view.values())
         return self.cluster
 
     def _check(self, node: int) -> ClusterMetadata:
@@ -270,7 +270,7 @@ class ClusterNodes:
         """Make ``node`` the partition's leader (a reassignment's election): a new leader epoch;
         for a coordinator partition, its shard moves."""
         cluster = self._place_all()
-        meta = self.broker.logs.topics().get(topic)
+        meta = self.broker.logs.topics_view.get(topic)
         if meta is None or not 0 <= partition < meta.partitions:
             raise ValueError(f"no partition {topic}-{partition}")
         cluster.elect(topic, partition, node)

@@ -89,7 +89,7 @@ def test_metadata_reports_cluster_controller_topic_ids_and_internal_flag(tmp_pat
 
     async def scenario(env: Env) -> None:
         b = env.broker
-        if "orders" not in b.logs.topics():
+        if "orders" not in b.logs.topics_view:
             b.logs.create_topic("orders", 2, {})
             b.logs.create_topic("__internal_thing", 1, {}, internal=True)
         c = await env.connect()
@@ -105,7 +105,7 @@ def test_metadata_reports_cluster_controller_topic_ids_and_internal_flag(tmp_pat
         assert [(x.node_id, x.host, x.port) for x in r.brokers] == [(0, "127.0.0.1", env.server.port)]
         topics = {t.name: t for t in r.topics}
         assert set(topics) == {"orders", "__internal_thing"}
-        assert topics["orders"].topic_id == b.logs.topics()["orders"].topic_id
+        assert topics["orders"].topic_id == b.logs.topics_view["orders"].topic_id
         assert (topics["orders"].is_internal, topics["__internal_thing"].is_internal) == (False, True)
         assert [
             (p.partition_index, p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes))
@@ -155,7 +155,7 @@ def test_metadata_auto_creates_only_when_allowed_and_enabled(tmp_path: Path) -> 
             include_topic_authorized_operations=False,
         )
         assert r.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        assert "a" not in env.broker.logs.topics()
+        assert "a" not in env.broker.logs.topics_view
         r = await c.call(
             METADATA,
             12,
@@ -196,7 +196,7 @@ def test_create_topics_defaults_and_validation(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         (ok,) = await create_topics(env, new_topic(7, "d"))
         assert (ok.error_code, ok.num_partitions, ok.replication_factor) == (0, 4, 1)
-        assert ok.topic_id == env.broker.logs.topics()["d"].topic_id
+        assert ok.topic_id == env.broker.logs.topics_view["d"].topic_id
         assert {c.name: c.value for c in ok.configs}["retention.ms"] == str(7 * 24 * 3_600_000)
         results = await create_topics(
             env,
@@ -224,8 +224,8 @@ def test_create_topics_defaults_and_validation(tmp_path: Path) -> None:
             ("cfg", ErrorCode.NONE),
         ]
         assert results[3].error_message is not None and "retention.ms" in results[3].error_message
-        assert set(env.broker.logs.topics()) == {"d", "cfg"}
-        assert dict(env.broker.logs.topics()["cfg"].configs) == {
+        assert set(env.broker.logs.topics_view) == {"d", "cfg"}
+        assert dict(env.broker.logs.topics_view["cfg"].configs) == {
             "retention.ms": "1000",
             "cleanup.policy": "compact",
         }
@@ -238,7 +238,7 @@ def test_create_topics_validate_only_and_assignments_and_old_versions(tmp_path: 
     async def scenario(env: Env) -> None:
         (r,) = await create_topics(env, new_topic(7, "v", 2, 1), validate_only=True)
         assert (r.error_code, r.num_partitions) == (0, 2)
-        assert "v" not in env.broker.logs.topics()
+        assert "v" not in env.broker.logs.topics_view
         at = nested(CREATE, 7, "topics", "assignments")
         (r,) = await create_topics(
             env,
@@ -248,7 +248,7 @@ def test_create_topics_validate_only_and_assignments_and_old_versions(tmp_path: 
                 assignments=(at(partition_index=0, broker_ids=(0,)), at(partition_index=1, broker_ids=(0,))),
             ),
         )
-        assert (r.error_code, env.broker.logs.topics()["a"].partitions) == (0, 2)
+        assert (r.error_code, env.broker.logs.topics_view["a"].partitions) == (0, 2)
         (r,) = await create_topics(
             env, new_topic(7, "b", assignments=(at(partition_index=0, broker_ids=(1,)),))
         )
@@ -256,7 +256,7 @@ def test_create_topics_validate_only_and_assignments_and_old_versions(tmp_path: 
         for v in range(2, 8):
             (r,) = await create_topics(env, new_topic(v, f"old{v}", 1, 1), version=v)
             assert r.error_code == 0
-        assert {f"old{v}" for v in range(2, 8)} <= set(env.broker.logs.topics())
+        assert {f"old{v}" for v in range(2, 8)} <= set(env.broker.logs.topics_view)
 
     run_broker(tmp_path, scenario)
 
@@ -267,7 +267,7 @@ def test_delete_topics_by_name_and_by_id(tmp_path: Path) -> None:
         for name in ("a", "b", "c"):
             logs.create_topic(name, 1, {})
         logs.create_topic("__inner", 1, {}, internal=True)
-        b_id = logs.topics()["b"].topic_id
+        b_id = logs.topics_view["b"].topic_id
         c = await env.connect()
         r = await c.call(DELETE, 1, topic_names=("a", "zz"), timeout=MINUTE)
         assert [(x.name, int(x.error_code)) for x in r.responses] == [
@@ -289,9 +289,9 @@ def test_delete_topics_by_name_and_by_id(tmp_path: Path) -> None:
         assert [(x.name, x.topic_id, int(x.error_code)) for x in r.responses] == [
             ("b", b_id, 0),
             (None, unknown, ErrorCode.UNKNOWN_TOPIC_ID),
-            ("__inner", logs.topics()["__inner"].topic_id, ErrorCode.INVALID_TOPIC_EXCEPTION),
+            ("__inner", logs.topics_view["__inner"].topic_id, ErrorCode.INVALID_TOPIC_EXCEPTION),
         ]
-        assert set(logs.topics()) == {"c", "__inner"}
+        assert set(logs.topics_view) == {"c", "__inner"}
         assert not (env.broker.data_dir / "a-0").exists()
         c.close()
 
@@ -315,9 +315,9 @@ def test_create_partitions_grows_only(tmp_path: Path) -> None:
             return int(r.results[0].error_code)
 
         assert await ask("t", 4, validate_only=True) == 0
-        assert env.broker.logs.topics()["t"].partitions == 2
+        assert env.broker.logs.topics_view["t"].partitions == 2
         assert await ask("t", 4) == 0
-        assert env.broker.logs.topics()["t"].partitions == 4
+        assert env.broker.logs.topics_view["t"].partitions == 4
         assert env.broker.logs.partition("t", 3).log_end_offset == 0
         assert await ask("t", 4) == ErrorCode.INVALID_PARTITIONS
         assert await ask("t", 3) == ErrorCode.INVALID_PARTITIONS

@@ -241,7 +241,7 @@ def _big_batch(rnd: random.Random, records: int, size: int) -> bytes:
 def test_large_record_sets_arrive_byte_exact_at_every_version(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         env.broker.logs.create_topic("big", 3, {})
-        tid = env.broker.logs.topics()["big"].topic_id
+        tid = env.broker.logs.topics_view["big"].topic_id
         rnd = random.Random(11)
         logs = [env.broker.logs.partition("big", p) for p in range(3)]
         for p, plog in enumerate(logs):
@@ -267,7 +267,7 @@ def test_large_record_sets_arrive_byte_exact_at_every_version(tmp_path: Path) ->
 def test_max_bytes_and_partition_max_bytes_cut_large_record_sets_at_batch_boundaries(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         env.broker.logs.create_topic("big", 2, {})
-        tid = env.broker.logs.topics()["big"].topic_id
+        tid = env.broker.logs.topics_view["big"].topic_id
         rnd = random.Random(12)
         logs = [env.broker.logs.partition("big", p) for p in range(2)]
         for plog in logs:
@@ -297,7 +297,7 @@ def test_max_bytes_and_partition_max_bytes_cut_large_record_sets_at_batch_bounda
 def test_parked_fetch_woken_by_a_large_append_carries_its_bytes(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         env.broker.logs.create_topic("big", 1, {})
-        tid = env.broker.logs.topics()["big"].topic_id
+        tid = env.broker.logs.topics_view["big"].topic_id
         c = await env.connect()
         corr = await c.send(
             FETCH, 16, **_fetch_body(16, "big", tid, [(0, 0)], max_wait_ms=10_000, min_bytes=1)
@@ -330,7 +330,7 @@ def test_parked_fetch_woken_by_a_large_append_carries_its_bytes(tmp_path: Path) 
 def test_pipelined_large_fetches_answer_in_request_order_with_exact_bytes(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         env.broker.logs.create_topic("big", 2, {})
-        tid = env.broker.logs.topics()["big"].topic_id
+        tid = env.broker.logs.topics_view["big"].topic_id
         rnd = random.Random(13)
         logs = [env.broker.logs.partition("big", p) for p in range(2)]
         for plog in logs:

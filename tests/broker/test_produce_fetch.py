@@ -263,7 +263,7 @@ def test_fetch_long_poll_answers_empty_when_max_wait_passes_on_the_clock(tmp_pat
             FETCH,
             16,
             **fetch_body(
-                16, "", 0, 0, max_wait_ms=500, min_bytes=1, topic_id=env.broker.logs.topics()["t"].topic_id
+                16, "", 0, 0, max_wait_ms=500, min_bytes=1, topic_id=env.broker.logs.topics_view["t"].topic_id
             ),
         )
         while not env.broker.fetch_waiters.waiters:
@@ -277,7 +277,7 @@ def test_fetch_long_poll_answers_empty_when_max_wait_passes_on_the_clock(tmp_pat
         assert got == corr
         assert resp.session_id == 0
         t = resp.responses[0]
-        assert t.topic_id == env.broker.logs.topics()["t"].topic_id
+        assert t.topic_id == env.broker.logs.topics_view["t"].topic_id
         assert (t.partitions[0].error_code, t.partitions[0].high_watermark, t.partitions[0].records) == (
             0,
             0,
@@ -368,7 +368,7 @@ def test_list_offsets_earliest_latest_max_timestamp_and_by_timestamp(tmp_path: P
 def test_every_advertised_produce_and_fetch_version_round_trips(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         create(env, "t")
-        topic_id = env.broker.logs.topics()["t"].topic_id
+        topic_id = env.broker.logs.topics_view["t"].topic_id
         c = await env.connect()
         for i, v in enumerate(range(3, 11)):
             r = await c.call(PRODUCE, v, **produce_body(v, "t", 0, batch(1, start=i)))

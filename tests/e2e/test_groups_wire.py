@@ -939,6 +939,31 @@ def test_commit_only_to_unknown_topics_does_not_create_the_group(
     assert "g-commit-nothing" not in [g.group_id for g in r.groups]
 
 
+@pytest.mark.parametrize("version", [1, 2, 8, 9])
+def test_commit_of_a_known_topic_with_no_partitions_does_not_create_the_group(
+    wire_broker: BrokerProcess, conns: list[Wire], version: int
+) -> None:
+    """Kafka's ``KafkaApis.handleOffsetCommitRequest`` keeps a known topic only
+    ``if (!topicWithValidPartitions.partitions.isEmpty)``, and with nothing kept answers without
+    asking the coordinator: no group is created. v1 goes through kio's entity, v2-9 through
+    ``protocol/hot.py``'s request, which the handler must not pass on as it is here."""
+    c = open_conn(wire_broker, conns)
+    group = f"g-commit-no-partitions-v{version}"
+    fields: dict[str, Any] = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "topics": [{"name": TOPIC, "partitions": []}],
+    }
+    if 2 <= version <= 4:
+        fields["retention_time"] = -1
+    if version >= 7:
+        fields["group_instance_id"] = None
+    r = c.call(OFFSET_COMMIT, version, **fields)
+    assert [p for t in r.topics for p in t.partitions] == []
+    assert describe(c, group).group_state == "Dead"
+
+
 @pytest.mark.parametrize("api", ["join", "sync", "heartbeat", "leave"])
 def test_empty_group_id_is_invalid_group_id_for_membership_requests(
     wire_broker: BrokerProcess, conns: list[Wire], api: str

@@ -84,3 +84,36 @@ def test_frames_either_side_of_the_slice_copy_size_come_out_whole_and_independen
     dec.feed(encode_frame(b"\x00" * 10))
     assert dec.next_frame() == b"\x00" * 10
     assert first == payload
+
+
+def test_prefixed_says_whether_a_size_prefix_is_buffered_past_the_frames_taken() -> None:
+    """The server's connection asks for the next frame only while ``prefixed`` is True: it must
+    be True as soon as 4 bytes wait (a whole frame or not, a bad prefix too) and False once
+    the frames taken leave fewer than 4, through compaction as well."""
+    dec = FrameDecoder(1 << 20)
+    assert dec.prefixed is False
+    data = encode_frame(b"abc")
+    dec.feed(data[:3])
+    assert dec.prefixed is False
+    dec.feed(data[3:5])
+    assert dec.prefixed is True
+    assert dec.next_frame() is None  # a prefix, not yet the body
+    assert dec.prefixed is True
+    dec.feed(data[5:] + encode_frame(b"de")[:3])
+    assert dec.next_frame() == b"abc"
+    assert dec.prefixed is False  # 3 bytes of the next prefix
+    dec.feed(encode_frame(b"de")[3:])
+    assert dec.prefixed is True
+    assert dec.next_frame() == b"de"
+    assert dec.prefixed is False and dec.buffered == 0
+    big = b"\x01" * 70_000  # taking it compacts the buffer
+    dec.feed(encode_frame(big) + encode_frame(b"z"))
+    assert dec.next_frame() == big
+    assert dec.prefixed is True
+    assert dec.next_frame() == b"z"
+    assert dec.prefixed is False
+    bad = FrameDecoder(10)
+    bad.feed(struct.pack(">i", -1))
+    assert bad.prefixed is True  # so the bad prefix reaches next_frame, which refuses it
+    with pytest.raises(FrameError, match="negative"):
+        bad.next_frame()

@@ -2,7 +2,9 @@
 
 For every version served, requests generated from kio's own types are written with kio's writer
 and read by both paths (the guard plus kio's reader, and ``protocol/hot.py``): the values must be
-the same, field by field. Truncated and corrupted frames must be refused by both or read to the
+the same, field by field (an OffsetCommit is read straight into the coordinator's request: it
+must be the one built from kio's entity as the handler builds it for v1, see
+:func:`_commit_request`). Truncated and corrupted frames must be refused by both or read to the
 same values by both. Answers written by :func:`offset_commit_response` and
 :func:`consumer_group_heartbeat_response` must be the bytes kio's writer gives for the same entity.
 """
@@ -26,12 +28,12 @@ from groupcoord.coordinator.consumer import kio_adapter
 from groupcoord.errors import ErrorCode
 from groupcoord.protocol.codec import encode_request
 from groupcoord.protocol.consumer_group_messages import ConsumerGroupHeartbeatResponse
-from groupcoord.protocol.entities import NO_THROTTLE, child, err, make
+from groupcoord.protocol.entities import NO_THROTTLE, child, err, make, ms
+from groupcoord.protocol.group_messages import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
 from groupcoord.protocol.headers import MalformedRequestError, decode_request_header
 from groupcoord.protocol.hot import (
     ConsumerGroupHeartbeatIn,
     HeartbeatIn,
-    OffsetCommitIn,
     offset_commit_response,
 )
 from groupcoord.protocol.registry import ApiMessages, load_messages
@@ -43,7 +45,7 @@ HOT = (
     + [(CONSUMER_GROUP_HEARTBEAT, v) for v in range(0, 2)]
 )
 _HOT_TYPES = {
-    OFFSET_COMMIT: OffsetCommitIn,
+    OFFSET_COMMIT: OffsetCommitRequest,
     HEARTBEAT: HeartbeatIn,
     CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeatIn,
 }
@@ -56,9 +58,7 @@ st.register_type_strategy(
 
 # What a handler's getattr(request, name, default) gives for a field the version lacks.
 _ABSENT = {
-    "committed_leader_epoch": -1,
     "group_instance_id": None,
-    "retention_time": None,
     "subscribed_topic_regex": None,
 }
 
@@ -84,6 +84,63 @@ def _same(hot: Any, entity: Any, path: str = "") -> None:
     for name, default in _ABSENT.items():
         if name in getattr(type(hot), "_fields", ()) and name not in names:
             assert getattr(hot, name) == default, f"{path}{name}"
+
+
+def _commit_request(entity: Any, version: int) -> OffsetCommitRequest:
+    """The coordinator's request for a kio OffsetCommit entity, as ``group_handlers`` builds it
+    from kio's entity (v1, and v2-9 before the hot reader built it): the generation, retention
+    in milliseconds (-1 when the version has none), a negative or absent leader epoch as None,
+    every topic and partition in the request's order."""
+    retention = getattr(entity, "retention_time", None)
+    return OffsetCommitRequest(
+        group_id=entity.group_id,
+        generation_id=int(entity.generation_id_or_member_epoch),
+        member_id=entity.member_id,
+        group_instance_id=getattr(entity, "group_instance_id", None),
+        retention_time_ms=-1 if retention is None else ms(retention),
+        topics=tuple(
+            OffsetCommitTopic(
+                name=t.name,
+                partitions=tuple(
+                    OffsetCommitPartition(
+                        partition=int(p.partition_index),
+                        offset=int(p.committed_offset),
+                        leader_epoch=(
+                            None
+                            if getattr(p, "committed_leader_epoch", -1) < 0
+                            else int(p.committed_leader_epoch)
+                        ),
+                        metadata=p.committed_metadata,
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in entity.topics
+        ),
+        version=version,
+    )
+
+
+def _same_commit(hot: Any, entity: Any, version: int) -> None:
+    """The hot reader's OffsetCommit is the request built from kio's entity, field by field,
+    with plain values (no kio primitive subclasses)."""
+    assert type(hot) is OffsetCommitRequest
+    assert hot == _commit_request(entity, version)
+    scalars = [hot.group_id, hot.generation_id, hot.member_id, hot.group_instance_id, hot.retention_time_ms]
+    for t in hot.topics:
+        assert type(t) is OffsetCommitTopic and type(t.partitions) is tuple
+        scalars.append(t.name)
+        for p in t.partitions:
+            assert type(p) is OffsetCommitPartition
+            scalars += [p.partition, p.offset, p.leader_epoch, p.metadata]
+    assert all(type(v) in (int, str, type(None)) for v in scalars)
+
+
+def _agree(key: int, version: int, hot: Any, entity: Any) -> None:
+    if key == OFFSET_COMMIT:
+        _same_commit(hot, entity, version)
+    else:
+        _same(hot, entity)
 
 
 def _body(m: ApiMessages, request: Any) -> tuple[bytes, int]:
@@ -115,7 +172,7 @@ def test_hot_reader_reads_what_kio_reads(key: int, version: int, data: st.DataOb
     assert m.hot_reader is not None
     got = m.hot_reader(frame, offset)
     assert type(got) is _HOT_TYPES[key]
-    _same(got, request)
+    _agree(key, version, got, request)
 
 
 @pytest.mark.parametrize(("key", "version"), HOT, ids=[f"{k}v{v}" for k, v in HOT])
@@ -133,7 +190,7 @@ def test_hot_reader_refuses_exactly_what_the_general_path_refuses(key: int, vers
             general, hot = _both(m, frame[:cut], offset)
             assert isinstance(general, MalformedRequestError) == isinstance(hot, MalformedRequestError)
             if not isinstance(hot, MalformedRequestError):
-                _same(hot, general)
+                _agree(key, version, hot, general)
         for _ in range(100):  # corruptions, nulls and forged counts among them
             b = bytearray(frame)
             for _ in range(rng.randint(1, 3)):
@@ -152,7 +209,7 @@ def test_hot_reader_refuses_exactly_what_the_general_path_refuses(key: int, vers
                 refused += 1
             else:
                 read += 1
-                _same(hot, general)
+                _agree(key, version, hot, general)
     assert refused and read  # both outcomes were exercised
 
 

@@ -265,7 +265,7 @@ def test_an_entry_whose_batch_does_not_append_stops_the_open_naming_the_journal(
     assert journal is not None
     batch = bytearray(build_batch([(b"k", b"v", ())], timestamp_ms=T0))
     batch[-1] ^= 0xFF  # a record byte: the batch CRC no longer matches
-    journal.record(logs[0], Journal.key(m.topics()[TOPIC].topic_id, 0), batch)
+    journal.record(logs[0], Journal.key(m.topics_view[TOPIC].topic_id, 0), batch)
     journal.flush()
     power_loss(m)
     before = (tmp_path / JOURNAL_FILE).read_bytes()

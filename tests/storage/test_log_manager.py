@@ -59,8 +59,8 @@ def test_topics_and_data_survive_reopen(tmp_path: Path) -> None:
     assert [put(m, "orders", 1, b"v%d" % i) for i in range(3)] == [0, 1, 2]
     m.close()
     again = open_manager(tmp_path)
-    assert dict(again.topics()) == {"orders": orders, "__consumer_offsets": offsets}
-    assert again.topics()["__consumer_offsets"].internal
+    assert dict(again.topics_view) == {"orders": orders, "__consumer_offsets": offsets}
+    assert again.topics_view["__consumer_offsets"].internal
     assert again.partition("orders", 1).log_end_offset == 3
     assert again.partition("orders", 1).config.compact
     assert all(r.clean_shutdown for r in again.recovery_reports.values())
@@ -83,7 +83,7 @@ def test_duplicate_and_illegal_topic_names_are_refused(tmp_path: Path) -> None:
         m.create_topic("zero", 0, {})
     with pytest.raises(InvalidConfigError):
         m.create_topic("badcfg", 1, {"retention.ms": "soon"})
-    assert sorted(m.topics()) == ["a.b_c-D9", "x" * 249]
+    assert sorted(m.topics_view) == ["a.b_c-D9", "x" * 249]
     assert not (tmp_path / "badcfg-0").exists()
 
 
@@ -101,7 +101,7 @@ def test_delete_topic_removes_its_dirs_and_it_stays_deleted(tmp_path: Path) -> N
     assert m.topic_by_id(meta.topic_id) is None
     m.close()
     again = open_manager(tmp_path)
-    assert sorted(again.topics()) == ["kept"]
+    assert sorted(again.topics_view) == ["kept"]
     # a new topic of the same name starts empty, with a new id
     fresh = again.create_topic("gone", 1, {})
     assert fresh.topic_id != meta.topic_id
@@ -128,7 +128,7 @@ def test_create_partitions_adds_empty_partitions_and_refuses_shrinking(tmp_path:
     with pytest.raises(InvalidPartitionsError):
         m.create_partitions("t", 5)
     m.close()
-    assert open_manager(tmp_path).topics()["t"].partitions == 5
+    assert open_manager(tmp_path).topics_view["t"].partitions == 5
 
 
 def test_topics_file_is_rebuilt_from_partition_metadata_when_lost(tmp_path: Path) -> None:
@@ -138,7 +138,7 @@ def test_topics_file_is_rebuilt_from_partition_metadata_when_lost(tmp_path: Path
     m.close()
     (tmp_path / "__topics.json").unlink()
     again = open_manager(tmp_path)
-    rebuilt = again.topics()["t"]
+    rebuilt = again.topics_view["t"]
     assert (rebuilt.topic_id, rebuilt.partitions, dict(rebuilt.configs)) == (meta.topic_id, 3, {})
     assert again.partition("t", 2).log_end_offset == 1
     assert json.loads((tmp_path / "__topics.json").read_text())["topics"]["t"]["partitions"] == 3
@@ -170,8 +170,8 @@ def test_alter_topic_configs_applies_to_open_partitions(tmp_path: Path) -> None:
 def test_topics_mapping_is_a_snapshot_safe_to_iterate_while_creating(tmp_path: Path) -> None:
     m = open_manager(tmp_path)
     m.create_topic("a", 1, {})
-    view = m.topics()
+    view = m.topics_view
     for name in view:
         m.create_topic(name + "-copy", 1, {})
     assert sorted(view) == ["a"]
-    assert sorted(m.topics()) == ["a", "a-copy"]
+    assert sorted(m.topics_view) == ["a", "a-copy"]

@@ -136,7 +136,7 @@ def _topic_default(broker: Broker, name: str) -> str | None:
 
 
 def _alter_topic(broker: Broker, name: str, new: dict[str, str], validate_only: bool) -> None:
-    meta = broker.logs.topics().get(name)
+    meta = broker.logs.topics_view.get(name)
     if meta is None:
         raise _Fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     bad = validate_topic_configs(new)
@@ -154,7 +154,7 @@ def _alter_topic(broker: Broker, name: str, new: dict[str, str], validate_only: 
 
 
 def _topic_current(broker: Broker, name: str) -> dict[str, str]:
-    meta = broker.logs.topics().get(name)
+    meta = broker.logs.topics_view.get(name)
     if meta is None:
         raise _Fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     return dict(meta.configs)

@@ -181,7 +181,7 @@ def _metadata(
     may_create_all = broker.allowed(ctx, Op.CREATE, Resource.CLUSTER, CLUSTER_NAME)
     create_denied: set[str] = set(refused)  # missing topics the principal may not create
     if named and auto and not may_create_all:
-        existing = broker.logs.topics()
+        existing = broker.logs.topics_view
         for t in request.topics:
             name = t.name
             if (

@@ -96,7 +96,7 @@ MINUS_ONE_MS = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def replace_fields(request: Any, **changes: Any) -> Any:
-    if hasattr(request, "_replace"):  # a hand-decoded request (protocol.hot) is a NamedTuple
+    if hasattr(request, "_replace"):  # a hand-decoded Heartbeat (protocol.hot) is a NamedTuple
         return request._replace(**changes)
     return dataclasses.replace(request, **changes)
 

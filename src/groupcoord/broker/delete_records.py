@@ -32,7 +32,7 @@ HIGH_WATERMARK = -1
 
 def _delete_one(broker: Broker, topic: str, partition: int, offset: int) -> tuple[ErrorCode, int]:
     """(error, low watermark) for one partition."""
-    meta = broker.logs.topics().get(topic)
+    meta = broker.logs.topics_view.get(topic)
     if meta is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
     try:

@@ -171,7 +171,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         code, message = ErrorCode.NONE, None
         entries: list[ConfigEntry] = []
         if rtype == RESOURCE_TOPIC:
-            meta = broker.logs.topics().get(name)
+            meta = broker.logs.topics_view.get(name)
             if meta is None:
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
             else:

@@ -225,7 +225,7 @@ def _build(
 
 def _topic_setting(broker: Broker, name: str, key: str) -> str | None:
     """A topic config as set on the topic, else as a dynamic broker default (None if neither)."""
-    meta = broker.logs.topics().get(name)
+    meta = broker.logs.topics_view.get(name)
     if meta is not None and key in meta.configs:
         return str(meta.configs[key]).lower()
     found = broker.logs.dynamic_topic_defaults().get(key)

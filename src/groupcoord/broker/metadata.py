@@ -140,7 +140,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         else NOT_REQUESTED
     )
     topics_out: list[Any] = []
-    known = broker.logs.topics()
+    known = broker.logs.topics_view
     if not all_topics and version < 12 and any(_by_id(entry) for entry in requested):
         # Before v12 a topic is named, never identified (the response cannot carry a null name):
         # Kafka refuses the whole request (KafkaApis.handleTopicMetadataRequest) with every topic
@@ -177,7 +177,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
                     meta = broker.logs.create_topic(name, broker.config.num_partitions, {})
                     log.info("auto-created topic %s with %d partitions", name, meta.partitions)
                 except TopicExistsError:
-                    meta = broker.logs.topics().get(name)
+                    meta = broker.logs.topics_view.get(name)
                 except InvalidTopicError:
                     topics_out.append(
                         _error_entry(topic_t, ErrorCode.INVALID_TOPIC_EXCEPTION, name, None, topic_ops)

@@ -27,7 +27,7 @@ def handle(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     topic_t = child(resp_t, "topics")
     part_t = child(topic_t, "partitions")
     cluster = broker.cluster
-    known = broker.logs.topics()
+    known = broker.logs.topics_view
     topics = []
     for t in request.topics:
         allowed = broker.allowed(ctx, Op.DESCRIBE, Resource.TOPIC, t.topic)

@@ -26,7 +26,7 @@ Handler = Callable[[Broker, RequestContext, Any], Any]
 
 def offset_commit_v0(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     resp_t = broker.registry.lookup(ctx.api_key, ctx.api_version).response_type
-    topics = broker.logs.topics()
+    topics = broker.logs.topics_view
 
     def known(name: str, index: int) -> bool:
         meta = topics.get(name)

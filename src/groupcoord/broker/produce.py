@@ -110,7 +110,7 @@ def _produce_partition(
         plog = broker.logs.partition(topic, partition)
     except KeyError:
         return _PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    meta = broker.logs.topics().get(topic)
+    meta = broker.logs.topics_view.get(topic)
     if meta is not None and meta.internal:
         # Kafka refuses client appends to internal topics; only the broker writes them.
         return _PartitionResult(

@@ -222,7 +222,7 @@ class Broker:
         cluster = self.cluster
         if cluster is None:
             return ErrorCode.NONE
-        meta = self.logs.topics().get(topic)
+        meta = self.logs.topics_view.get(topic)
         if meta is None or not 0 <= partition < meta.partitions:
             return ErrorCode.NONE
         return cluster.check(topic, partition, node, current_epoch, follower_ok=follower_ok)

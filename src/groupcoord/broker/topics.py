@@ -138,7 +138,7 @@ def _check_new_topic(broker: Broker, t: Any) -> tuple[int, dict[str, str]]:
         log_config_for(broker.config).with_overrides(configs)
     except InvalidConfigError as exc:
         raise _Fail(ErrorCode.INVALID_CONFIG, exc.message or str(exc)) from None
-    if name in broker.logs.topics():
+    if name in broker.logs.topics_view:
         raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     return num_partitions, configs
 
@@ -182,7 +182,7 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             else:
                 # the quota is charged only for a topic that would be created, before it is
                 # (ReplicationControlManager.createTopic: existence first, then the quota)
-                if t.name in broker.logs.topics():
+                if t.name in broker.logs.topics_view:
                     raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
                 if not quota.record(num_partitions):
                     raise _Fail(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE)
@@ -224,7 +224,7 @@ def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
         except _Fail as fail:
             code, message = fail.code, fail.message
             if code == ErrorCode.TOPIC_ALREADY_EXISTS:
-                existing = broker.logs.topics().get(t.name)
+                existing = broker.logs.topics_view.get(t.name)
                 topic_id = existing.topic_id if existing is not None else _ZERO_UUID
         except InvalidTopicError as exc:
             code, message = ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
@@ -263,7 +263,7 @@ def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> Any:
             if meta is None:
                 code, message = ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID."
         else:
-            meta = broker.logs.topics().get(name)
+            meta = broker.logs.topics_view.get(name)
             if meta is None:
                 code, message = (
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -327,7 +327,7 @@ def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> Any:
     out = []
     for t in request.topics:
         code, message = ErrorCode.NONE, None
-        meta = broker.logs.topics().get(t.name)
+        meta = broker.logs.topics_view.get(t.name)
         count = int(t.count)
         if meta is None:
             code, message = (

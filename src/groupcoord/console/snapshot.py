@@ -365,7 +365,7 @@ class Reader:
         return tuple(out)
 
     def topics(self) -> tuple[TopicView, ...]:
-        metas = self.broker.logs.topics()
+        metas = self.broker.logs.topics_view
         by_topic: dict[str, list[PartitionEnds]] = {}
         for (topic, partition), plog in self.broker.logs.partitions().items():
             if plog.closed:

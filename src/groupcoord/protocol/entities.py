@@ -18,6 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as KioErrorCode
 
 from groupcoord.errors import ErrorCode
+from groupcoord.protocol.group_messages import OffsetCommitRequest
 
 _ZERO = datetime.timedelta(0)
 
@@ -85,9 +86,11 @@ def offset_commit_entities(
 ) -> Any:
     """An OffsetCommit response of class ``resp_t`` answering every partition of ``request`` with
     ``code(topic, partition)``; ``top`` holds the response's own fields (``make`` drops those the
-    version lacks)."""
+    version lacks). ``request`` is kio's entity (OffsetCommit v0-1, TxnOffsetCommit) or the
+    coordinator's :class:`OffsetCommitRequest` that ``protocol/hot.py`` reads v2-9 into."""
     topic_t = child(resp_t, "topics")
     part_t = child(topic_t, "partitions")
+    read = type(request) is OffsetCommitRequest
     return make(
         resp_t,
         **top,
@@ -96,12 +99,12 @@ def offset_commit_entities(
                 topic_t,
                 name=t.name,
                 partitions=tuple(
-                    make(
-                        part_t,
-                        partition_index=p.partition_index,
-                        error_code=err(code(t.name, int(p.partition_index))),
+                    make(part_t, partition_index=index, error_code=err(code(t.name, index)))
+                    for index in (
+                        [p.partition for p in t.partitions]
+                        if read
+                        else [int(p.partition_index) for p in t.partitions]
                     )
-                    for p in t.partitions
                 ),
             )
             for t in request.topics

@@ -32,9 +32,15 @@ class FrameTooLargeError(FrameError):
 
 
 class FrameDecoder:
-    """Incremental splitter of a byte stream into frames (without their size prefix)."""
+    """Incremental splitter of a byte stream into frames (without their size prefix).
 
-    __slots__ = ("_buf", "_max", "_pos")
+    :attr:`prefixed` says, as a plain attribute kept by :meth:`feed` and :meth:`next_frame`,
+    whether a size prefix is buffered beyond the frames already returned: while it is False,
+    :meth:`next_frame` would return None, so a reader asks it only when it is True (the
+    server's connection looks once per request, without a call).
+    """
+
+    __slots__ = ("_buf", "_max", "_pos", "prefixed")
 
     def __init__(self, max_frame_bytes: int) -> None:
         if max_frame_bytes <= 0:
@@ -42,6 +48,8 @@ class FrameDecoder:
         self._max = max_frame_bytes
         self._buf = bytearray()
         self._pos = 0
+        #: At least 4 bytes (a size prefix) are buffered past the last frame returned.
+        self.prefixed = False
 
     @property
     def buffered(self) -> int:
@@ -53,6 +61,7 @@ class FrameDecoder:
             self._buf.clear()
             self._pos = 0
         self._buf += data
+        self.prefixed = len(self._buf) - self._pos >= 4
 
     def next_size(self) -> int:
         """The size of the next frame once its 4-byte prefix has arrived, else -1 (a bad prefix
@@ -87,10 +96,11 @@ class FrameDecoder:
         else:
             with memoryview(buf) as view:  # one copy of a large frame, not two
                 frame = bytes(view[start : start + size])
-        self._pos = start + size
-        if self._pos > 65536 and self._pos * 2 > len(buf):
-            del buf[: self._pos]
-            self._pos = 0
+        pos = self._pos = start + size
+        if pos > 65536 and pos * 2 > len(buf):
+            del buf[:pos]
+            pos = self._pos = 0
+        self.prefixed = len(buf) - pos >= 4
         return frame
 
     def frames(self) -> Iterator[bytes]:

@@ -12,11 +12,16 @@ read in one pass with ``struct``:
   the schema allows it, strings must be UTF-8, a tagged field is refused (none of these requests
   has one, and kio refuses a tag it does not know), and anything wrong raises :class:`MalformedRequestError`
   (the connection closes with one log line);
-* the result is a named tuple with the field names of kio's entity for that version, and the
-  same values (``tests/protocol/test_hot_codecs.py`` compares both over generated requests,
-  truncations and corruptions). Fields a version lacks are present with the value a handler's
-  ``getattr(request, name, default)`` would give (``committed_leader_epoch=-1``,
-  ``group_instance_id=None``, ``retention_time=None``).
+* an OffsetCommit is read straight into the coordinator's request
+  (:class:`~groupcoord.protocol.group_messages.OffsetCommitRequest`, its topics and partitions),
+  with the values the handler used to build from kio's entity: the generation, the retention in
+  milliseconds (-1 where the version has none), a negative or absent leader epoch as None, the
+  version it came in. The handler hands it to the coordinator as it is when every topic is
+  known. Heartbeat and ConsumerGroupHeartbeat give a named tuple with the field names of kio's
+  entity for that version and the same values; fields a version lacks are present with the
+  value a handler's ``getattr(request, name, default)`` would give (``group_instance_id=None``,
+  ``subscribed_topic_regex=None``). ``tests/protocol/test_hot_codecs.py`` compares both paths
+  over generated requests, truncations and corruptions.
 
 :func:`offset_commit_response` writes an OffsetCommit answer body byte for byte as kio's writer
 does (same test), and :func:`consumer_group_heartbeat_response` a ConsumerGroupHeartbeat one (v0
@@ -33,15 +38,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from groupcoord.protocol.framing import MalformedRequestError
+from groupcoord.protocol.group_messages import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
 from groupcoord.protocol.guard import _Bad, _uvarint  # one varint reader: refused alike
 
 __all__ = [
     "ConsumerGroupHeartbeatIn",
     "ConsumerGroupHeartbeatTopicIn",
     "HeartbeatIn",
-    "OffsetCommitIn",
-    "OffsetCommitPartitionIn",
-    "OffsetCommitTopicIn",
     "consumer_group_heartbeat_response",
     "hot_reader",
     "offset_commit_response",
@@ -58,30 +61,8 @@ _I32_I64 = struct.Struct(">iq")
 _I32_I64_I32 = struct.Struct(">iqi")
 _I32_I16 = struct.Struct(">ih")
 _I32_I32 = struct.Struct(">ii")
-_ONE_MS = datetime.timedelta(milliseconds=1)
 #: the largest millisecond count kio turns into a timedelta (microseconds within an int64)
 _MAX_TIMEDELTA_MS = (2**63 - 1) // 1000
-
-
-class OffsetCommitPartitionIn(NamedTuple):
-    partition_index: int
-    committed_offset: int
-    committed_leader_epoch: int
-    committed_metadata: str | None
-
-
-class OffsetCommitTopicIn(NamedTuple):
-    name: str
-    partitions: tuple[OffsetCommitPartitionIn, ...]
-
-
-class OffsetCommitIn(NamedTuple):
-    group_id: str
-    generation_id_or_member_epoch: int
-    member_id: str
-    group_instance_id: str | None
-    retention_time: datetime.timedelta | None
-    topics: tuple[OffsetCommitTopicIn, ...]
 
 
 class ConsumerGroupHeartbeatTopicIn(NamedTuple):
@@ -212,7 +193,7 @@ def _member_fields(
 
 
 # ---------------------------------------------------------------------------- OffsetCommit
-def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
+def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitRequest]:
     flexible = version >= 8
     has_retention = version <= 4
     has_epoch = version >= 6
@@ -221,18 +202,17 @@ def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
     part_struct = _I32_I64_I32 if has_epoch else _I32_I64
 
     if flexible:
-        return _read_flexible_commit
+        return _flexible_commit(version)
 
-    def read(buf: bytes, pos: int) -> OffsetCommitIn:
+    def read(buf: bytes, pos: int) -> OffsetCommitRequest:
         end = len(buf)
         group_id, generation, member_id, instance, pos = _member_fields(buf, pos, end, string, has_instance)
-        retention: datetime.timedelta | None = None
+        retention_ms = -1  # "none": the coordinator's offsets.retention.minutes applies
         if has_retention:
             (retention_ms,) = _fixed(buf, pos, end, _I64)
             pos += 8
             if not -_MAX_TIMEDELTA_MS <= retention_ms <= _MAX_TIMEDELTA_MS:
                 raise _Bad("timedelta milliseconds overflow")  # kio refuses these too
-            retention = retention_ms * _ONE_MS
         n_topics, pos = _count(buf, pos, end, flexible, "topics")
         topics = []
         for _ in range(n_topics):
@@ -243,23 +223,24 @@ def _offset_commit(version: int) -> Callable[[bytes, int], OffsetCommitIn]:
                 fields = _fixed(buf, pos, end, part_struct)
                 pos += part_struct.size
                 metadata, pos = string(buf, pos, end, True, "committed_metadata")
-                if flexible:
-                    pos = _skip_tags(buf, pos, end)
+                epoch = fields[2] if has_epoch else -1
                 parts.append(
-                    OffsetCommitPartitionIn(fields[0], fields[1], fields[2] if has_epoch else -1, metadata)
+                    OffsetCommitPartition(
+                        partition=fields[0],
+                        offset=fields[1],
+                        leader_epoch=None if epoch < 0 else epoch,
+                        metadata=metadata,
+                    )
                 )
-            if flexible:
-                pos = _skip_tags(buf, pos, end)
-            topics.append(OffsetCommitTopicIn(name, tuple(parts)))  # type: ignore[arg-type]
-        if flexible:
-            pos = _skip_tags(buf, pos, end)
-        return OffsetCommitIn(
-            group_id,  # type: ignore[arg-type]
-            generation,
-            member_id,  # type: ignore[arg-type]
-            instance,
-            retention,
-            tuple(topics),
+            topics.append(OffsetCommitTopic(name=name, partitions=tuple(parts)))  # type: ignore[arg-type]
+        return OffsetCommitRequest(
+            group_id=group_id,  # type: ignore[arg-type]
+            generation_id=generation,
+            member_id=member_id,  # type: ignore[arg-type]
+            group_instance_id=instance,
+            retention_time_ms=retention_ms,
+            topics=tuple(topics),
+            version=version,
         )
 
     return read
@@ -283,46 +264,66 @@ def _flexible_member(buf: bytes, pos: int, end: int) -> tuple[str | None, int, s
     return group_id, generation, member_id, instance, pos
 
 
-def _read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitIn:
-    """OffsetCommit v8-9 (flexible, with instance id and leader epoch, no retention).
+def _flexible_commit(version: int) -> Callable[[bytes, int], OffsetCommitRequest]:
+    """The reader of OffsetCommit v8-9 (flexible, with instance id and leader epoch, no
+    retention).
 
     As the general reader above, with the loops written for the flexible layout and the usual
     empty tagged fields skipped inline; every field goes through the same helpers as there, so
     the bytes accepted and refused (and the values read) are the same.
     """
-    end = len(buf)
-    group_id, generation, member_id, instance, pos = _flexible_member(buf, pos, end)
-    n_topics, pos = _count(buf, pos, end, True, "topics")
-    topics = []
-    part_struct = _I32_I64_I32
-    for _ in range(n_topics):
-        name, pos = _compact_string(buf, pos, end, False, "name")
-        n_parts, pos = _count(buf, pos, end, True, "partitions")
-        parts = []
-        for _ in range(n_parts):
-            if pos + 16 > end:
-                raise _Bad("truncated")
-            index, offset, epoch = part_struct.unpack_from(buf, pos)
-            pos += 16
-            metadata, pos = _compact_string(buf, pos, end, True, "committed_metadata")
+
+    def read_flexible_commit(buf: bytes, pos: int) -> OffsetCommitRequest:
+        end = len(buf)
+        group_id, generation, member_id, instance, pos = _flexible_member(buf, pos, end)
+        n_topics, pos = _count(buf, pos, end, True, "topics")
+        topics = []
+        part_struct = _I32_I64_I32
+        for _ in range(n_topics):
+            name, pos = _compact_string(buf, pos, end, False, "name")
+            n_parts, pos = _count(buf, pos, end, True, "partitions")
+            parts = []
+            for _ in range(n_parts):
+                if pos + 16 > end:
+                    raise _Bad("truncated")
+                index, offset, epoch = part_struct.unpack_from(buf, pos)
+                pos += 16
+                metadata, pos = _compact_string(buf, pos, end, True, "committed_metadata")
+                if pos < end and buf[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _skip_tags(buf, pos, end)
+                parts.append(
+                    OffsetCommitPartition(
+                        partition=index,
+                        offset=offset,
+                        leader_epoch=None if epoch < 0 else epoch,
+                        metadata=metadata,
+                    )
+                )
             if pos < end and buf[pos] == 0:
                 pos += 1
             else:
                 pos = _skip_tags(buf, pos, end)
-            parts.append(_new(OffsetCommitPartitionIn, (index, offset, epoch, metadata)))
-        if pos < end and buf[pos] == 0:
-            pos += 1
-        else:
-            pos = _skip_tags(buf, pos, end)
-        topics.append(_new(OffsetCommitTopicIn, (name, tuple(parts))))
-    if not (pos < end and buf[pos] == 0):
-        _skip_tags(buf, pos, end)
-    return _new(OffsetCommitIn, (group_id, generation, member_id, instance, None, tuple(topics)))  # type: ignore[no-any-return]
+            topics.append(OffsetCommitTopic(name=name, partitions=tuple(parts)))  # type: ignore[arg-type]
+        if not (pos < end and buf[pos] == 0):
+            _skip_tags(buf, pos, end)
+        return OffsetCommitRequest(
+            group_id=group_id,  # type: ignore[arg-type]
+            generation_id=generation,
+            member_id=member_id,  # type: ignore[arg-type]
+            group_instance_id=instance,
+            retention_time_ms=-1,
+            topics=tuple(topics),
+            version=version,
+        )
+
+    return read_flexible_commit
 
 
 # ---------------------------------------------------------------------------- Heartbeat
 def _read_flexible_heartbeat(buf: bytes, pos: int) -> HeartbeatIn:
-    """Heartbeat v4, written for the flexible layout (see :func:`_read_flexible_commit`)."""
+    """Heartbeat v4, written for the flexible layout (see :func:`_flexible_commit`)."""
     end = len(buf)
     group_id, generation, member_id, instance, pos = _flexible_member(buf, pos, end)
     if not (pos < end and buf[pos] == 0):

@@ -277,7 +277,7 @@ def _committable(
 ) -> tuple[list[api.OffsetCommitTopic], dict[tuple[str, int], ErrorCode]]:
     """An (Txn)OffsetCommit's partitions of existing topics, and the others' codes
     (UNKNOWN_TOPIC_OR_PARTITION, as Kafka's request layer answers them)."""
-    topics_meta = broker.logs.topics()
+    topics_meta = broker.logs.topics_view
     unknown: dict[tuple[str, int], ErrorCode] = {}
     known_topics: list[api.OffsetCommitTopic] = []
     for t in request.topics:
@@ -300,6 +300,55 @@ def _committable(
         if parts:
             known_topics.append(api.OffsetCommitTopic(name=t.name, partitions=tuple(parts)))
     return known_topics, unknown
+
+
+def _known_commits(
+    broker: Broker, request: api.OffsetCommitRequest
+) -> tuple[api.OffsetCommitRequest, dict[tuple[str, int], ErrorCode]]:
+    """As :func:`_committable` for an OffsetCommit that ``protocol/hot.py`` read straight into
+    the coordinator's request: that request itself when every partition is of a known topic
+    (the usual case, nothing rebuilt), else one with only those partitions (a topic left with
+    none dropped, as there) and the others' codes."""
+    topics_meta = broker.logs.topics_view
+    for t in request.topics:
+        meta = topics_meta.get(t.name)
+        if meta is None or not t.partitions:
+            break
+        count = meta.partitions
+        whole = True
+        for p in t.partitions:
+            if not 0 <= p.partition < count:
+                whole = False
+                break
+        if not whole:
+            break
+    else:
+        return request, {}
+    unknown: dict[tuple[str, int], ErrorCode] = {}
+    known_topics: list[api.OffsetCommitTopic] = []
+    for t in request.topics:
+        meta = topics_meta.get(t.name)
+        count = 0 if meta is None else meta.partitions
+        parts = []
+        for p in t.partitions:
+            if 0 <= p.partition < count:
+                parts.append(p)
+            else:
+                unknown[(t.name, p.partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if len(parts) == len(t.partitions) and parts:
+            known_topics.append(t)
+        elif parts:
+            known_topics.append(api.OffsetCommitTopic(name=t.name, partitions=tuple(parts)))
+    known = api.OffsetCommitRequest(
+        group_id=request.group_id,
+        generation_id=request.generation_id,
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id,
+        retention_time_ms=request.retention_time_ms,
+        topics=tuple(known_topics),
+        version=request.version,
+    )
+    return known, unknown
 
 
 def _commit_encoder(
@@ -325,9 +374,10 @@ _ANSWER_CACHE_SIZE = 10_000
 
 
 def _hot_commit_encoder(
-    version: int, request: Any, unknown: dict[tuple[str, int], ErrorCode]
+    version: int, request: api.OffsetCommitRequest, unknown: dict[tuple[str, int], ErrorCode]
 ) -> Callable[[api.OffsetCommitResponse], Any]:
-    """As :func:`_commit_encoder` for OffsetCommit v2-9, written straight to bytes by
+    """As :func:`_commit_encoder` for OffsetCommit v2-9 (``request`` as ``protocol/hot.py``
+    read it, every partition), written straight to bytes by
     :func:`~groupcoord.protocol.hot.offset_commit_response` (no kio entities per commit)."""
 
     def encode(r: api.OffsetCommitResponse) -> PreEncoded:
@@ -360,7 +410,7 @@ def _hot_commit_encoder(
         topics = [
             (
                 t.name,
-                [(p.partition_index, int(codes.get((t.name, p.partition_index), 0))) for p in t.partitions],
+                [(p.partition, int(codes.get((t.name, p.partition), 0))) for p in t.partitions],
             )
             for t in request.topics
         ]
@@ -370,25 +420,28 @@ def _hot_commit_encoder(
 
 
 def offset_commit(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
-    """Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the core."""
-    known_topics, unknown = _committable(broker, request)
-    retention = getattr(request, "retention_time", None)
-    req = api.OffsetCommitRequest(
-        group_id=request.group_id,
-        generation_id=int(request.generation_id_or_member_epoch),
-        member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
-        retention_time_ms=-1 if retention is None else ms(retention),
-        topics=tuple(known_topics),
-        version=ctx.api_version,
-    )
-    version = ctx.api_version
-    encode = (
-        _hot_commit_encoder(version, request, unknown)
-        if 2 <= version <= 9
-        else _commit_encoder(broker, ctx, request, unknown)
-    )
-    if not known_topics:
+    """Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the core.
+
+    v2-9 arrive as the coordinator's request already (``protocol/hot.py``); v1 as kio's entity,
+    translated here."""
+    encode: Callable[[api.OffsetCommitResponse], Any]
+    if type(request) is api.OffsetCommitRequest:
+        req, unknown = _known_commits(broker, request)
+        encode = _hot_commit_encoder(request.version, request, unknown)
+    else:
+        known_topics, unknown = _committable(broker, request)
+        retention = getattr(request, "retention_time", None)
+        req = api.OffsetCommitRequest(
+            group_id=request.group_id,
+            generation_id=int(request.generation_id_or_member_epoch),
+            member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+            retention_time_ms=-1 if retention is None else ms(retention),
+            topics=tuple(known_topics),
+            version=ctx.api_version,
+        )
+        encode = _commit_encoder(broker, ctx, request, unknown)
+    if not req.topics:
         # As in Kafka's request layer: with nothing committable the coordinator is not asked,
         # so no group is created and no membership is checked.
         return encode(api.OffsetCommitResponse(topics=()))

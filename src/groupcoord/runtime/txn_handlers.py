@@ -103,7 +103,7 @@ def add_partitions(rt: TxnRuntime, broker: Broker, ctx: RequestContext, request:
 
     # Kafka's KafkaApis.handleAddPartitionsToTxnRequest: partitions that do not exist get
     # UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and nothing is added.
-    topics = broker.logs.topics()
+    topics = broker.logs.topics_view
     unknown = {
         (t, p) for t, ps in req.partitions for p in ps if t not in topics or not 0 <= p < topics[t].partitions
     }

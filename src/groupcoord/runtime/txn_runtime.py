@@ -117,7 +117,7 @@ class TxnRuntime:
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Replay ``__transaction_state`` if this data dir has it, each partition into its shard."""
-        have = TRANSACTION_STATE_TOPIC in self.broker.logs.topics()
+        have = TRANSACTION_STATE_TOPIC in self.broker.logs.topics_view
         for p in range(self.config.num_partitions):
             shard = self.runtime.load(p)
             if have:
@@ -141,7 +141,7 @@ class TxnRuntime:
 
     def ensure_topic(self) -> None:
         logs = self.broker.logs
-        if TRANSACTION_STATE_TOPIC not in logs.topics():
+        if TRANSACTION_STATE_TOPIC not in logs.topics_view:
             logs.create_topic(
                 TRANSACTION_STATE_TOPIC,
                 self.config.num_partitions,
@@ -183,7 +183,7 @@ class TxnRuntime:
         if leader < 0:
             return
         shard = self.runtime.load(partition)
-        if TRANSACTION_STATE_TOPIC in self.broker.logs.topics():
+        if TRANSACTION_STATE_TOPIC in self.broker.logs.topics_view:
             self._load_partition(partition, shard)
         self.runtime.loaded(partition)
 

@@ -311,7 +311,7 @@ class KafkaConnection(AnswerOutput):
             return True
         size = self._decoder.next_size()
         if size <= 0:
-            return True  # no prefix yet (or a bad one: next_frame reports it)
+            return True  # an empty frame, or a bad prefix (next_frame reports it)
         pool = self._pool
         assert pool is not None
         if pool.try_allocate(size):
@@ -461,10 +461,13 @@ class KafkaConnection(AnswerOutput):
             else:
                 if self._blocked():
                     return self._only_full()
+                decoder = self._decoder
+                if not decoder.prefixed:
+                    return False  # not even a size prefix buffered: next_frame would say None
                 if self._pool is not None and not self._reserve():
                     return False
                 try:
-                    read = self._decoder.next_frame()
+                    read = decoder.next_frame()
                 except FrameError as exc:
                     self.abort(str(exc))
                     return False

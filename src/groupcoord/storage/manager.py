@@ -181,7 +181,10 @@ class LogManager:
         self.default_config = default_config
         self._clock = clock
         self._topics: dict[str, TopicMeta] = {}
-        self._topics_view: Mapping[str, TopicMeta] = MappingProxyType({})
+        #: Every topic by name, read-only: a snapshot replaced (never changed) on each topic
+        #: change, so a reader may keep and iterate it while topics are created. A plain
+        #: attribute, read without a call (an OffsetCommit checks its topics here).
+        self.topics_view: Mapping[str, TopicMeta] = MappingProxyType({})
         self._by_id: dict[uuid.UUID, str] = {}
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         #: the broker's static log defaults (config file); ``default_config`` adds the dynamic ones
@@ -264,7 +267,7 @@ class LogManager:
                 self._save()
         self._by_id = {m.topic_id: m.name for m in self._topics.values()}
         self.default_config = self._effective_default(self._broker_configs)
-        self._topics_view = MappingProxyType(dict(self._topics))
+        self.topics_view = MappingProxyType(dict(self._topics))
         known = {partition_dir_name(m.name, p) for m in self._topics.values() for p in range(m.partitions)}
         for child in self.data_dir.iterdir():
             if child.is_dir() and parse_partition_dir(child.name) and child.name not in known:
@@ -390,7 +393,7 @@ class LogManager:
         return plog, report
 
     def _save(self) -> None:
-        self._topics_view = MappingProxyType(dict(self._topics))
+        self.topics_view = MappingProxyType(dict(self._topics))
         doc: dict[str, object] = {
             "version": 1,
             "topics": {name: m.to_json() for name, m in sorted(self._topics.items())},
@@ -404,8 +407,9 @@ class LogManager:
     # -- queries -------------------------------------------------------------------------------
 
     def topics(self) -> Mapping[str, TopicMeta]:
-        """A read-only snapshot; later topic changes do not alter it (iterate it freely)."""
-        return self._topics_view
+        """:attr:`topics_view`, for ``runtime/group_runtime.py`` only until it reads the
+        attribute (that file is another branch's for now); then this goes."""
+        return self.topics_view
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMeta | None:
         name = self._by_id.get(topic_id)
