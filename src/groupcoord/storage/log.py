@@ -313,9 +313,11 @@ class PartitionLog:
         entries: Sequence[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
         timestamp_ms: int,
         timestamps: Sequence[int] | None = None,
-    ) -> AppendInfo:
+    ) -> int:
         """Append ``entries`` (key, value, headers) as one batch that the log frames itself at its
-        log end: the coordinators' writes (uncompressed, producer id -1).
+        log end: the coordinators' writes (uncompressed, producer id -1). Returns the batch's
+        size in bytes (what the fetches waiting on the partition learn of); its offsets run from
+        the log end before the call to the log end after it.
 
         The bytes, offsets, checks and errors are those of :meth:`append` given
         ``build_batch(entries, timestamp_ms=timestamp_ms, timestamps=timestamps)``: LogAppendTime
@@ -356,13 +358,12 @@ class PartitionLog:
             if self.journal is not None:
                 self.journal.record(self, self._journal_key, batch)
             self._unflushed_messages += records
-            info = AppendInfo(base, last, now if log_append else -1, self._log_start, records, batch_ts)
             due = self._unflushed_messages >= cfg.flush_interval_messages or (
                 cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
             )
         if due:
             self.flush()
-        return info
+        return size
 
     def roll(self) -> None:
         """Start a new active segment at the log end now (Kafka's ``UnifiedLog.roll``); nothing
