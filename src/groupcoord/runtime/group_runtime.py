@@ -506,7 +506,7 @@ class GroupRuntime:
                     plog = logs[partition] = self.broker.logs.partition(GROUP_EVENTS_TOPIC, partition)
                 except KeyError:
                     continue
-            entries: list[Entry] = [(e.group_id.encode("utf-8"), e.to_json(), ()) for e in events]
+            entries: list[Entry] = [(e.group_id.encode("utf-8"), e.encoded, ()) for e in events]
             try:
                 nbytes = plog.append_records(entries, events[-1].time_ms)
             except Exception:
