@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 #: ``epoch_bump``: a consumer group (KIP-848) moved to a new group epoch (its rebalance).
@@ -70,16 +70,23 @@ class GroupEvent:
     protocol_type: str | None
     protocol_name: str | None
     member_count: int
+    #: the event as published to ``__group_events``: the JSON of the fields above, UTF-8.
+    #: Serialized once, when the event is made: the broker's write tick reads it, and the event
+    #: never changes (frozen)
+    encoded: bytes = field(init=False, repr=False, compare=False, default=b"")
 
     def __post_init__(self) -> None:
         if self.type not in EVENT_TYPES:
             raise ValueError(f"unknown group event type {self.type!r}")
-
-    def to_json(self) -> bytes:
         # Flat fields only: a dict of them is what asdict() would build, without its deep copy.
         d = {name: getattr(self, name) for name in _FIELDS}
         d["reason"] = self.reason.value
-        return json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        encoded = json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        object.__setattr__(self, "encoded", encoded)
+
+    def to_json(self) -> bytes:
+        """The event's JSON (``docs/group-events.md``), as published: :attr:`encoded`."""
+        return self.encoded
 
     @classmethod
     def from_json(cls, data: bytes | str) -> GroupEvent:
@@ -88,4 +95,5 @@ class GroupEvent:
         return cls(**d)
 
 
-_FIELDS = tuple(f.name for f in fields(GroupEvent))
+#: the fields of the JSON: every field but the derived ``encoded``
+_FIELDS = tuple(f.name for f in fields(GroupEvent) if f.init)

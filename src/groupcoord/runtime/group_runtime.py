@@ -41,7 +41,7 @@ from groupcoord.errors import ErrorCode
 from groupcoord.formats.batch import ATTR_TRANSACTIONAL, build_batch
 from groupcoord.runtime.group_coordinator import GroupCoordinator
 from groupcoord.runtime.loader import OffsetsLoader
-from groupcoord.storage.log import PartitionLog
+from groupcoord.storage.log import PartitionLog, RecordTooLargeError
 
 if TYPE_CHECKING:
     from groupcoord.broker.state import Broker
@@ -77,6 +77,13 @@ class GroupRuntime:
         self._tick_scheduled = False
         self._events: dict[int, list[GroupEvent]] = {}
         self._events_flush_scheduled = False
+        #: the logs of the ``__consumer_offsets`` and ``__group_events`` partitions written, by
+        #: partition: looked up at a partition's first write, not at every tick, and forgotten
+        #: when its shard moves (``move_partition``) and whenever a topic is created, grown or
+        #: deleted (``_topics_changed``): a deleted partition's log is closed, never written
+        #: again, and a recreated one is looked up anew
+        self._offsets_logs: dict[int, PartitionLog] = {}
+        self._events_logs: dict[int, PartitionLog] = {}
         #: called with each event as the coordinator makes it, on the loop (the metrics endpoint)
         self.event_listeners: list[Callable[[GroupEvent], None]] = []
         self._load_task: asyncio.Task[None] | None = None
@@ -114,7 +121,12 @@ class GroupRuntime:
         """Hand the consumer groups a new topics image: every topic (internal ones too: Kafka's
         regexes do not skip them), with its id and partition count (the broker has no racks),
         versioned by the log manager's count of topic changes. Groups subscribed to a changed
-        topic reassign on their next heartbeat (Kafka's ``onNewMetadataImage``)."""
+        topic reassign on their next heartbeat (Kafka's ``onNewMetadataImage``).
+
+        Every topic change also drops the partition logs the writes keep: the change may have
+        deleted or recreated an internal topic's partitions."""
+        self._offsets_logs.clear()
+        self._events_logs.clear()
         logs = self.broker.logs
         image = TopicsImage(
             (
@@ -224,6 +236,8 @@ class GroupRuntime:
         if running is not None:
             running.cancel()
         self.coordinator.unload_partition(partition)
+        self._offsets_logs.pop(partition, None)
+        self._events_logs.pop(partition, None)
         if leader < 0:
             return
         self.coordinator.begin_loading(partition)
@@ -320,30 +334,32 @@ class GroupRuntime:
             return
         dones: list[Callable[[ErrorCode], None]] = []
         dirty: dict[Hashable, Flushable] = {}
+        logs = self._offsets_logs
         for partition, writes in tick.items():
-            try:
-                plog = self.broker.logs.partition(OFFSETS_TOPIC, partition)
-            except KeyError:
-                self._confirm([w[2] for w in writes], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                continue
+            plog = logs.get(partition)
+            if plog is None:
+                try:
+                    plog = logs[partition] = self.broker.logs.partition(OFFSETS_TOPIC, partition)
+                except KeyError:
+                    self._confirm([w[2] for w in writes], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    continue
             if len(writes) == 1:
                 entries, now, done = writes[0]
-                batches = [(build_batch(entries, timestamp_ms=now), [done])]
-            else:
-                batches = self._tick_batches(plog, writes)
-            for batch, batch_dones in batches:
                 try:
-                    plog.append(batch)
+                    nbytes = plog.append_records(entries, now)
                 except Exception as exc:  # the storage layer's errors carry no wire code of their own
-                    code = getattr(exc, "code", None)
-                    log.error("%s-%d append failed: %r", OFFSETS_TOPIC, partition, exc)
-                    self._confirm(
-                        batch_dones, code if isinstance(code, ErrorCode) else ErrorCode.KAFKA_STORAGE_ERROR
-                    )
+                    self._append_failed(partition, [done], exc)
                     continue
-                self.broker.notify_append((OFFSETS_TOPIC, partition), len(batch))
-                dones.extend(batch_dones)
-                dirty[(OFFSETS_TOPIC, partition)] = plog
+                self.broker.notify_append((OFFSETS_TOPIC, partition), nbytes)
+                dones.append(done)
+            else:
+                appended = self._tick_appends(plog, partition, writes)
+                if not appended:
+                    continue
+                for nbytes, batch_dones in appended:
+                    self.broker.notify_append((OFFSETS_TOPIC, partition), nbytes)
+                    dones.extend(batch_dones)
+            dirty[(OFFSETS_TOPIC, partition)] = plog
         if not dones:
             return
         if self.broker.config.flush_policy_explicit:
@@ -352,21 +368,42 @@ class GroupRuntime:
         fut = self.broker.flusher.flush(dirty)
         fut.add_done_callback(functools.partial(self._tick_flushed, dones))
 
-    @staticmethod
-    def _tick_batches(
-        plog: PartitionLog, writes: list[tuple[list[Entry], int, Callable[[ErrorCode], None]]]
-    ) -> list[tuple[bytes, list[Callable[[ErrorCode], None]]]]:
-        """One batch for a partition's writes of a tick; one per write if together they would
-        pass ``max.message.bytes`` (a write too large alone then fails alone)."""
+    def _tick_appends(
+        self,
+        plog: PartitionLog,
+        partition: int,
+        writes: list[tuple[list[Entry], int, Callable[[ErrorCode], None]]],
+    ) -> list[tuple[int, list[Callable[[ErrorCode], None]]]]:
+        """Append a partition's writes of a tick as one batch; as one batch per write if together
+        they pass ``max.message.bytes`` (a write too large alone then fails alone). The bytes and
+        completions of each batch appended; a failed write is confirmed with its error here."""
         entries: list[Entry] = [entry for write_entries, _now, _done in writes for entry in write_entries]
         first = writes[0][1]
         timestamps = None  # one millisecond (the usual tick): no per-record timestamps
         if any(now != first for _e, now, _d in writes):
             timestamps = [now for write_entries, now, _done in writes for _ in write_entries]
-        batch = build_batch(entries, timestamp_ms=first, timestamps=timestamps)
-        if len(batch) <= plog.config.max_message_bytes:
-            return [(batch, [w[2] for w in writes])]
-        return [(build_batch(e, timestamp_ms=now), [done]) for e, now, done in writes]
+        all_dones = [w[2] for w in writes]
+        try:
+            return [(plog.append_records(entries, first, timestamps), all_dones)]
+        except RecordTooLargeError:
+            pass  # nothing was written: each write alone
+        except Exception as exc:  # the storage layer's errors carry no wire code of their own
+            self._append_failed(partition, all_dones, exc)
+            return []
+        appended: list[tuple[int, list[Callable[[ErrorCode], None]]]] = []
+        for write_entries, now, done in writes:
+            try:
+                appended.append((plog.append_records(write_entries, now), [done]))
+            except Exception as exc:
+                self._append_failed(partition, [done], exc)
+        return appended
+
+    def _append_failed(
+        self, partition: int, dones: list[Callable[[ErrorCode], None]], exc: Exception
+    ) -> None:
+        code = getattr(exc, "code", None)
+        log.error("%s-%d append failed: %r", OFFSETS_TOPIC, partition, exc)
+        self._confirm(dones, code if isinstance(code, ErrorCode) else ErrorCode.KAFKA_STORAGE_ERROR)
 
     def _tick_flushed(self, dones: list[Callable[[ErrorCode], None]], fut: asyncio.Future[None]) -> None:
         failed = fut.cancelled() or fut.exception() is not None
@@ -390,7 +427,9 @@ class GroupRuntime:
         """A TxnOffsetCommit's records as a transactional batch of the producer (as Kafka's
         ``GroupMetadataManager.storeOffsets``); a fenced epoch is INVALID_PRODUCER_EPOCH."""
         try:
-            plog = self.broker.logs.partition(OFFSETS_TOPIC, partition)
+            plog = self._offsets_logs.get(partition)
+            if plog is None:
+                plog = self._offsets_logs[partition] = self.broker.logs.partition(OFFSETS_TOPIC, partition)
         except KeyError:
             self._finish(done, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             return
@@ -459,18 +498,20 @@ class GroupRuntime:
     def _flush_events(self) -> None:
         self._events_flush_scheduled = False
         pending, self._events = self._events, {}
+        logs = self._events_logs
         for partition, events in pending.items():
+            plog = logs.get(partition)
+            if plog is None:
+                try:
+                    plog = logs[partition] = self.broker.logs.partition(GROUP_EVENTS_TOPIC, partition)
+                except KeyError:
+                    continue
+            entries: list[Entry] = [(e.group_id.encode("utf-8"), e.encoded, ()) for e in events]
             try:
-                plog = self.broker.logs.partition(GROUP_EVENTS_TOPIC, partition)
-            except KeyError:
-                continue
-            entries = [(e.group_id.encode("utf-8"), e.to_json(), ()) for e in events]
-            batch = build_batch(entries, timestamp_ms=events[-1].time_ms)
-            try:
-                plog.append(batch)
+                nbytes = plog.append_records(entries, events[-1].time_ms)
             except Exception:
                 log.exception(
                     "%s-%d: could not publish %d events", GROUP_EVENTS_TOPIC, partition, len(events)
                 )
                 continue
-            self.broker.notify_append((GROUP_EVENTS_TOPIC, partition), len(batch))
+            self.broker.notify_append((GROUP_EVENTS_TOPIC, partition), nbytes)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.constants import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from groupcoord.errors import ErrorCode
-from groupcoord.formats.batch import build_batch, decode_records
+from groupcoord.formats.batch import decode_records
 from groupcoord.runtime.answers import now_or_later
 from groupcoord.runtime.coordinator_runtime import CoordinatorRuntime
 from groupcoord.storage.control import build_marker_batch
@@ -263,15 +263,14 @@ class TxnRuntime:
         try:
             plog = self.broker.logs.partition(TRANSACTION_STATE_TOPIC, partition)
             entries = [(encode_key(r.transactional_id), encode_value(r.value), ()) for r in records]
-            batch = build_batch(entries, timestamp_ms=self.broker.clock.now_ms())
-            plog.append(batch)
+            nbytes = plog.append_records(entries, self.broker.clock.now_ms())
         except Exception as exc:
             log.error("%s-%d append failed: %r", TRANSACTION_STATE_TOPIC, partition, exc)
             code = getattr(exc, "code", None)
             failed = code if isinstance(code, ErrorCode) else ErrorCode.KAFKA_STORAGE_ERROR
             self._soon(lambda: done(failed))
             return
-        self.broker.notify_append((TRANSACTION_STATE_TOPIC, partition), len(batch))
+        self.broker.notify_append((TRANSACTION_STATE_TOPIC, partition), nbytes)
         dirty: dict[Hashable, Flushable] = {(TRANSACTION_STATE_TOPIC, partition): plog}
         self._durable(dirty, done)
 

@@ -30,14 +30,16 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from groupcoord.clock import Clock
 from groupcoord.constants import INT32_MAX
 from groupcoord.formats.batch import (
+    ATTR_TIMESTAMP_TYPE,
     BatchHeader,
     CorruptBatchError,
+    build_batch,
     decode_records,
     parse_header,
     rewrite_base_offset,
@@ -216,16 +218,17 @@ class PartitionLog:
         pos = 0
         while pos < n:
             h = validate_batch(buf, pos)
-            if h.size > cfg.max_message_bytes:
+            size = h.size
+            if size > cfg.max_message_bytes:
                 raise RecordTooLargeError(
-                    f"batch of {h.size} bytes is larger than max.message.bytes {cfg.max_message_bytes}"
+                    f"batch of {size} bytes is larger than max.message.bytes {cfg.max_message_bytes}"
                 )
             if assign_offsets and (h.record_count < 1 or h.last_offset_delta != h.record_count - 1):
                 raise CorruptBatchError(
                     f"batch has {h.record_count} records but last_offset_delta {h.last_offset_delta}"
                 )
             headers.append((pos, h))
-            pos += h.size
+            pos += size
         with self._lock:
             self._check_open()
             now = self._clock.now_ms()
@@ -304,6 +307,63 @@ class PartitionLog:
         if due:
             self.flush()
         return info
+
+    def append_records(
+        self,
+        entries: Sequence[tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
+        timestamp_ms: int,
+        timestamps: Sequence[int] | None = None,
+    ) -> int:
+        """Append ``entries`` (key, value, headers) as one batch that the log frames itself at its
+        log end: the coordinators' writes (uncompressed, producer id -1). Returns the batch's
+        size in bytes (what the fetches waiting on the partition learn of); its offsets run from
+        the log end before the call to the log end after it.
+
+        The bytes, offsets, checks and errors are those of :meth:`append` given
+        ``build_batch(entries, timestamp_ms=timestamp_ms, timestamps=timestamps)``: LogAppendTime
+        stamps the batch the same way (timestamp-type bit, max timestamp the append time), a
+        batch above max.message.bytes raises the same :class:`RecordTooLargeError` and writes
+        nothing, and no producer is tracked (there is none). Framed at its own offset by the log,
+        the batch needs neither the validation pass nor the offset rewrite, and its CRC-32C is
+        computed once instead of three times (build, validation, LogAppendTime stamp).
+        """
+        with self._lock:
+            cfg = self.config
+            now = self._clock.now_ms()
+            log_append = cfg.log_append_time
+            base = self.log_end_offset
+            batch = build_batch(
+                entries,
+                base_offset=base,
+                timestamp_ms=timestamp_ms,
+                timestamps=timestamps,
+                attributes=ATTR_TIMESTAMP_TYPE if log_append else 0,
+                max_timestamp=now if log_append else None,
+            )
+            size = len(batch)
+            if size > cfg.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {size} bytes is larger than max.message.bytes {cfg.max_message_bytes}"
+                )
+            self._check_open()
+            batch_ts = now if log_append else timestamp_ms if timestamps is None else max(timestamps)
+            records = len(entries)
+            last = base + records - 1
+            seg = self._segments[-1]
+            if self._should_roll(seg, size, last, now):
+                seg = self._roll(base, now)
+            if seg.size == 0:
+                seg.created_ms = now
+            seg.append(memoryview(batch), [(0, size, last, batch_ts)], cfg.index_interval_bytes)
+            if self.journal is not None:
+                self.journal.record(self, self._journal_key, batch)
+            self._unflushed_messages += records
+            due = self._unflushed_messages >= cfg.flush_interval_messages or (
+                cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
+            )
+        if due:
+            self.flush()
+        return size
 
     def roll(self) -> None:
         """Start a new active segment at the log end now (Kafka's ``UnifiedLog.roll``); nothing

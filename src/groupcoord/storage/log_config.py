@@ -11,7 +11,7 @@ that supplies its default.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from groupcoord.config import BrokerConfig
 from groupcoord.constants import INT32_MAX, LONG_MAX
@@ -79,6 +79,9 @@ class LogConfig:
     #: within it, and every segment after it, are left out of a pass (Kafka's
     #: ``LogCleanerManager.cleanableOffsets``).
     min_compaction_lag_ms: int = 0
+    #: ``message.timestamp.type`` is LogAppendTime: derived, set once by ``__post_init__`` (every
+    #: append reads it; ``replace`` and ``with_overrides`` recompute it)
+    log_append_time: bool = field(init=False, repr=False, compare=False, default=False)
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:
@@ -113,6 +116,7 @@ class LogConfig:
                 "message.timestamp.type must be CreateTime or LogAppendTime, "
                 f"got {self.message_timestamp_type!r}"
             )
+        object.__setattr__(self, "log_append_time", self.message_timestamp_type == "LogAppendTime")
 
     @property
     def compact(self) -> bool:
@@ -121,10 +125,6 @@ class LogConfig:
     @property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
-
-    @property
-    def log_append_time(self) -> bool:
-        return self.message_timestamp_type == "LogAppendTime"
 
     def with_overrides(self, configs: Mapping[str, str]) -> LogConfig:
         """This config with Kafka topic-config overrides applied (``{"retention.ms": "1000"}``).
@@ -136,21 +136,21 @@ class LogConfig:
         for name, raw in configs.items():
             if name not in KAFKA_TOPIC_CONFIG_NAMES:
                 raise InvalidConfigError(f"unknown topic config {name!r}")
-            field = TOPIC_CONFIG_FIELDS.get(name)
-            if field is None:
+            attr = TOPIC_CONFIG_FIELDS.get(name)
+            if attr is None:
                 continue
             value = raw.strip()
-            if field in ("cleanup_policy", "message_timestamp_type"):
-                changes[field] = value.replace(" ", "")
+            if attr in ("cleanup_policy", "message_timestamp_type"):
+                changes[attr] = value.replace(" ", "")
                 continue
             try:
                 number = int(value)
             except ValueError:
                 raise InvalidConfigError(f"topic config {name!r} needs an integer, got {raw!r}") from None
-            if field == "flush_interval_ms":
-                changes[field] = None if number >= LONG_MAX else number
+            if attr == "flush_interval_ms":
+                changes[attr] = None if number >= LONG_MAX else number
             else:
-                changes[field] = number
+                changes[attr] = number
         try:
             return replace(self, **changes)  # type: ignore[arg-type]
         except InvalidConfigError as exc:
@@ -159,15 +159,15 @@ class LogConfig:
     def to_topic_configs(self) -> dict[str, str]:
         """The settings the log implements, under Kafka's topic config names."""
         out: dict[str, str] = {}
-        for name, field in TOPIC_CONFIG_FIELDS.items():
-            value = getattr(self, field)
-            if field == "flush_interval_ms" and value is None:
+        for name, attr in TOPIC_CONFIG_FIELDS.items():
+            value = getattr(self, attr)
+            if attr == "flush_interval_ms" and value is None:
                 value = LONG_MAX
             out[name] = str(value)
         return out
 
 
-assert {f.name for f in fields(LogConfig)} == set(TOPIC_CONFIG_FIELDS.values())
+assert {f.name for f in fields(LogConfig) if f.init} == set(TOPIC_CONFIG_FIELDS.values())
 
 
 def log_config_for(config: BrokerConfig) -> LogConfig:
