@@ -131,7 +131,7 @@ class GroupRuntime:
         image = TopicsImage(
             (
                 TopicMetadata(topic_id=m.topic_id, name=m.name, num_partitions=m.partitions)
-                for m in logs.topics().values()
+                for m in logs.topics_view.values()
             ),
             version=logs.topics_version,
         )
@@ -141,7 +141,7 @@ class GroupRuntime:
     def ensure_topics(self) -> None:
         """Create ``__consumer_offsets`` and ``__group_events`` if this data dir has none."""
         logs = self.broker.logs
-        topics = logs.topics()
+        topics = logs.topics_view
         if OFFSETS_TOPIC not in topics:
             logs.create_topic(
                 OFFSETS_TOPIC,
@@ -159,7 +159,7 @@ class GroupRuntime:
                 GROUP_EVENTS_TOPIC, self.num_partitions, {"cleanup.policy": "delete"}, internal=True
             )
             log.info("created %s with %d partitions", GROUP_EVENTS_TOPIC, self.num_partitions)
-        have = logs.topics()[OFFSETS_TOPIC].partitions
+        have = logs.topics_view[OFFSETS_TOPIC].partitions
         if have != self.num_partitions:
             log.warning(
                 "%s has %d partitions but offsets.topic.num.partitions=%d; using %d",

@@ -406,11 +406,6 @@ class LogManager:
 
     # -- queries -------------------------------------------------------------------------------
 
-    def topics(self) -> Mapping[str, TopicMeta]:
-        """:attr:`topics_view`, for ``runtime/group_runtime.py`` only until it reads the
-        attribute (that file is another branch's for now); then this goes."""
-        return self.topics_view
-
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMeta | None:
         name = self._by_id.get(topic_id)
         return None if name is None else self._topics[name]
