@@ -745,6 +745,49 @@ def test_offset_commit_denies_only_the_topics_not_readable(broker: Broker, names
         }
 
 
+def test_a_topic_sent_with_no_partitions_is_listed_only_in_a_whole_request_error(
+    broker: Broker, names: Names
+) -> None:
+    """Kafka answers a topic with no partitions two ways. Without READ on the group the whole
+    request fails through ``OffsetCommitRequest.getErrorResponse``, which adds every topic of the
+    request, partitions or none. With READ on the group, a topic without READ goes through
+    ``OffsetCommitResponse.Builder.addPartitions`` (KafkaApis.scala:469-483), which makes a
+    topic's entry only with its first partition: a topic sent with none is not in the answer."""
+    other = f"o-{uuid.uuid4().hex[:6]}"
+    _create_topic(broker, other)
+    part = {
+        "partition_index": 0,
+        "committed_offset": 3,
+        "committed_leader_epoch": -1,
+        "committed_metadata": "",
+    }
+    topics = [{"name": names.topic, "partitions": [part]}, {"name": other, "partitions": []}]
+
+    def commit(bob: WireClient) -> Any:
+        return bob.call(
+            K.OFFSET_COMMIT,
+            8,
+            group_id=names.group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=topics,
+        )
+
+    with _login(broker, "bob") as bob:
+        r = commit(bob)
+        assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] == [
+            (names.topic, [(0, E.GROUP_AUTHORIZATION_FAILED)]),
+            (other, []),
+        ]
+        broker.add_acl("User:bob", "READ", "GROUP", names.group)
+        broker.add_acl("User:bob", "READ", "TOPIC", names.topic)
+        r = commit(bob)
+        assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] == [
+            (names.topic, [(0, E.NONE)]),
+        ]
+
+
 @pytest.mark.parametrize("version", [4, 6])
 def test_delete_topics_deletes_only_the_topics_the_principal_may_delete(
     broker: Broker, names: Names, version: int

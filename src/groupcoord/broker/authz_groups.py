@@ -50,9 +50,13 @@ def offset_commit(broker: Broker, ctx: RequestContext, request: Any, proceed: Ha
     if len(allowed) == len(request.topics):
         return proceed(broker, ctx, request)
     denied = replace_fields(request, topics=tuple(t for t in request.topics if t not in allowed))
-    denied_topics = offset_commit_entities(resp_t, denied, lambda _t, _p: T, throttle_time=NO_THROTTLE).topics
+    denied_topics = offset_commit_entities(
+        resp_t, denied, lambda _t, _p: T, by_partition=True, throttle_time=NO_THROTTLE
+    ).topics
     if not allowed:
-        return offset_commit_entities(resp_t, denied, lambda _t, _p: T, throttle_time=NO_THROTTLE)
+        return offset_commit_entities(
+            resp_t, denied, lambda _t, _p: T, by_partition=True, throttle_time=NO_THROTTLE
+        )
     result = proceed(broker, ctx, replace_fields(request, topics=tuple(allowed)))
     return then(broker, ctx, result, lambda r: add_entries(r, "topics", denied_topics))
 

@@ -82,12 +82,23 @@ def err(code: ErrorCode | int) -> KioErrorCode:
 
 
 def offset_commit_entities(
-    resp_t: type[Any], request: Any, code: Callable[[str, int], ErrorCode], **top: Any
+    resp_t: type[Any],
+    request: Any,
+    code: Callable[[str, int], ErrorCode],
+    *,
+    by_partition: bool = False,
+    **top: Any,
 ) -> Any:
     """An OffsetCommit response of class ``resp_t`` answering every partition of ``request`` with
     ``code(topic, partition)``; ``top`` holds the response's own fields (``make`` drops those the
     version lacks). ``request`` is kio's entity (OffsetCommit v0-1, TxnOffsetCommit) or the
-    coordinator's :class:`OffsetCommitRequest` that ``protocol/hot.py`` reads v2-9 into."""
+    coordinator's :class:`OffsetCommitRequest` that ``protocol/hot.py`` reads v2-9 into.
+
+    Kafka lists a topic sent with no partitions in one answer and not in the other:
+    ``by_partition`` answers as ``KafkaApis`` does partition by partition through
+    ``OffsetCommitResponse.Builder.addPartitions``, which makes a topic's entry only with its
+    first partition (no partitions, no topic); without it, as ``OffsetCommitRequest.getErrorResponse``
+    (one error for the whole request: every topic of the request, partitions or none)."""
     topic_t = child(resp_t, "topics")
     part_t = child(topic_t, "partitions")
     read = type(request) is OffsetCommitRequest
@@ -108,6 +119,7 @@ def offset_commit_entities(
                 ),
             )
             for t in request.topics
+            if t.partitions or not by_partition
         ),
     )
 

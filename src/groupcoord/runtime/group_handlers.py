@@ -361,7 +361,11 @@ def _commit_encoder(
         codes = {(t.name, p.partition): p.error for t in r.topics for p in t.partitions}
         codes.update(unknown)
         return offset_commit_entities(
-            resp_t, request, lambda t, p: codes.get((t, p), ErrorCode.NONE), throttle_time=NO_THROTTLE
+            resp_t,
+            request,
+            lambda t, p: codes.get((t, p), ErrorCode.NONE),
+            by_partition=True,
+            throttle_time=NO_THROTTLE,
         )
 
     return encode
@@ -413,6 +417,7 @@ def _hot_commit_encoder(
                 [(p.partition, int(codes.get((t.name, p.partition), 0))) for p in t.partitions],
             )
             for t in request.topics
+            if t.partitions  # Kafka's response builder adds a topic with its first partition
         ]
         return PreEncoded(pieces=(offset_commit_response(version, topics),))
 
