@@ -67,6 +67,7 @@ NATIVE_MODULES = (
     "groupcoord/coordinator/consumer/member.py",
     "groupcoord/coordinator/consumer/metadata.py",
     "groupcoord/coordinator/consumer/reconcile.py",
+    "groupcoord/coordinator/consumer/regexes.py",
     "groupcoord/coordinator/consumer/records.py",
     "groupcoord/coordinator/consumer/replay.py",
     "groupcoord/coordinator/consumer/target.py",

@@ -120,6 +120,10 @@ ALLOWED: Mapping[str, tuple[str, tuple[str, ...]]] = {
     # ---- composition roots: they alone wire everything
     "app": ("the composition root: route table, BrokerApp, serve", ("*",)),
     "app_cluster": ("the composition root's part for several brokers in one process", ("*",)),
+    "app_security": (
+        "the composition root's part for security: listeners' TLS and SASL, the console's users",
+        ("*",),
+    ),
     "cli": ("the `groupcoord` command", ("*",)),
     "testing": ("in-process broker for tests, time control, fault injection", ("*",)),
     "__main__": ("`python -m groupcoord`", ("cli",)),

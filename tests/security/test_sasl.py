@@ -271,7 +271,7 @@ def test_scram_credentials_survive_a_restart(tmp_path) -> None:
 
 
 def test_sasl_config_errors_name_the_key() -> None:
-    from groupcoord.app import listener_security
+    from groupcoord.app_security import listener_security
     from groupcoord.errors import ConfigError
 
     (spec,) = BrokerConfig.load(None, ["listeners=SASL_PLAINTEXT://127.0.0.1:0"]).listener_specs()

@@ -6,7 +6,8 @@ here with the rest; the shard converts them from and to kio.
 
 A handler returns a :class:`ConsumerGroupResult`: the records to append (already replayed into the
 model, as Kafka replays a write's records before it commits), the response to send once they are
-durable, the timers to schedule or cancel by key, and group events.
+durable, the timers to schedule or cancel by key, and group events. While it computes them, a
+handler gathers them in a :class:`Batch`, the one mutable type here.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from groupcoord.protocol.consumer_group_messages import (
 )
 
 __all__ = [
+    "Batch",
     "ConsumerGroupDescribeRequest",
     "ConsumerGroupDescribeResponse",
     "ConsumerGroupEvent",
@@ -141,4 +143,17 @@ class ConsumerGroupResult:
     response: ConsumerGroupHeartbeatResponse | None = None
     timers: tuple[TimerSchedule | TimerCancel, ...] = ()
     events: tuple[ConsumerGroupEvent, ...] = field(default=())
+    downgrade: Downgrade | None = None
+
+
+@dataclass
+class Batch:
+    """What one handler accumulates before the manager commits it into a
+    :class:`ConsumerGroupResult` (``ConsumerGroupManager.commit``): records, timers, events, the
+    group whose regexes are to be resolved, the downgrade asked for."""
+
+    records: list[ConsumerGroupRecord] = field(default_factory=list)
+    timers: list[TimerSchedule | TimerCancel] = field(default_factory=list)
+    events: list[ConsumerGroupEvent] = field(default_factory=list)
+    regex_refresh: str | None = None
     downgrade: Downgrade | None = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 
 from groupcoord.coordinator.consumer.api import (
+    Batch,
     ConsumerGroupResult,
     TimerCancel,
     TimerKind,
@@ -27,7 +28,7 @@ from groupcoord.coordinator.consumer.api import (
     timer_key,
 )
 from groupcoord.coordinator.consumer.group import ConsumerGroup
-from groupcoord.coordinator.consumer.manager import ConsumerGroupManager, _Batch
+from groupcoord.coordinator.consumer.manager import ConsumerGroupManager
 from groupcoord.coordinator.consumer.member import ClassicMemberMetadata, ConsumerGroupMember, MemberState
 from groupcoord.coordinator.consumer.migration import (
     downgrade_of,
@@ -91,7 +92,7 @@ class ClassicMembers:
         """``classicGroupJoinToConsumerGroup`` (the group exists and is not empty)."""
         m = self._m
         group = m.groups[req.group_id]
-        batch = _Batch()
+        batch = Batch()
         member_id = req.member_id
         is_unknown = member_id == UNKNOWN_MEMBER_ID
         if is_unknown:
@@ -166,7 +167,7 @@ class ClassicMembers:
         return m.commit(batch, None), response
 
     def _find_member(
-        self, group: ConsumerGroup, req: JoinGroupRequest, member_id: str, is_unknown: bool, batch: _Batch
+        self, group: ConsumerGroup, req: JoinGroupRequest, member_id: str, is_unknown: bool, batch: Batch
     ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
         """``getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember`` for a classic joiner: epochs
         are not checked, and a static replacement does not wait for unreleased partitions."""
@@ -187,7 +188,7 @@ class ClassicMembers:
         """``classicGroupSyncToConsumerGroup``: no records; the member's current assignment."""
         m = self._m
         group = m.groups[req.group_id]
-        batch = _Batch()
+        batch = Batch()
         try:
             member = _validate_member(group, req.member_id, req.group_instance_id)
             _check_classic_generation(member, req.generation_id)
@@ -276,7 +277,7 @@ class ClassicMembers:
         instance id; the valid ones are fenced together (one epoch bump, or the downgrade)."""
         m = self._m
         group = m.groups[req.group_id]
-        batch = _Batch()
+        batch = Batch()
         leaving: dict[str, ConsumerGroupMember] = {}
         answers = []
         for identity in req.members:

@@ -31,7 +31,8 @@ that changes to "" bumps the epoch only through the subscription-hash check, as 
 (KAFKA-19899 is not taken).
 
 Classic-protocol members inside a consumer group are ``classic_members.py``; the online upgrade
-and downgrade ``migration.py``. Not here: topic authorization, reading at the last committed offset.
+and downgrade ``migration.py``; when regexes are resolved, and their resolution, ``regexes.py``.
+Not here: topic authorization, reading at the last committed offset.
 """
 
 from __future__ import annotations
@@ -41,17 +42,15 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
-from groupcoord.constants import INT32_MAX
 from groupcoord.coordinator.consumer.api import (
+    Batch,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupEvent,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupResult,
-    Downgrade,
     TimerCancel,
     TimerKind,
     TimerSchedule,
@@ -65,13 +64,12 @@ from groupcoord.coordinator.consumer.assignment import (
 )
 from groupcoord.coordinator.consumer.config import ConsumerGroupConfig, GroupOverrides
 from groupcoord.coordinator.consumer.describe import describe_groups
-from groupcoord.coordinator.consumer.group import ConsumerGroup, ResolvedRegularExpression, subscription_type
+from groupcoord.coordinator.consumer.group import ConsumerGroup, subscription_type
 from groupcoord.coordinator.consumer.member import ConsumerGroupMember, MemberState
 from groupcoord.coordinator.consumer.metadata import (
+    METADATA_REFRESH_INTERVAL_MS,
     TopicsImage,
-    compile_regex,
     group_metadata_hash,
-    resolve_regex,
 )
 from groupcoord.coordinator.consumer.migration import (
     MEMBER_TIMERS,
@@ -89,12 +87,12 @@ from groupcoord.coordinator.consumer.records import (
     new_member_subscription_record,
     new_member_subscription_tombstone,
     new_partition_metadata_tombstone,
-    new_regular_expression_record,
     new_regular_expression_tombstone,
     new_target_assignment_epoch_record,
     new_target_assignment_record,
     new_target_assignment_tombstone,
 )
+from groupcoord.coordinator.consumer.regexes import RegexResolution
 from groupcoord.coordinator.consumer.replay import replay
 from groupcoord.coordinator.consumer.static_members import replace_static_member
 from groupcoord.coordinator.consumer.target import build_target_assignment, can_compute_next_target
@@ -111,11 +109,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["ConsumerGroupManager"]
 
-#: Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS.
-REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
-#: Kafka's METADATA_REFRESH_INTERVAL_MS: "until a new metadata image asks for a refresh".
-METADATA_REFRESH_INTERVAL_MS = INT32_MAX
-
 
 #: Why a member's timer fences it.
 _TIMER_CAUSES = {
@@ -129,17 +122,6 @@ _TIMER_CAUSES = {
 def _java_uuid_string() -> str:
     """A member id as Kafka's ``Uuid.randomUuid().toString()``: 22 URL-safe base64 characters."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-@dataclass
-class _Batch:
-    """What one handler accumulates before it commits."""
-
-    records: list[ConsumerGroupRecord] = field(default_factory=list)
-    timers: list[TimerSchedule | TimerCancel] = field(default_factory=list)
-    events: list[ConsumerGroupEvent] = field(default_factory=list)
-    regex_refresh: str | None = None
-    downgrade: Downgrade | None = None
 
 
 class ConsumerGroupManager:
@@ -175,8 +157,8 @@ class ConsumerGroupManager:
         self._member_id_factory = member_id_factory
         self._is_other_group_type = is_other_group_type
         self._before_write = before_write
-        self._regex_refresh_pending: set[str] = set()
-        self._last_image_with_new_topics = -1
+        #: when the groups' regexes are resolved, and the resolution (``regexes.py``)
+        self.regexes = RegexResolution(self.config)
 
     # ================================================================================ records
 
@@ -220,7 +202,7 @@ class ConsumerGroupManager:
             name for name in set(old.names()) | set(image.names()) if old.by_name(name) != image.by_name(name)
         }
         if any(old.by_name(name) is None for name in image.names()):
-            self._last_image_with_new_topics = image.version
+            self.regexes.last_image_with_new_topics = image.version
         if not changed:
             return
         for group in self.groups.values():
@@ -263,7 +245,7 @@ class ConsumerGroupManager:
         """ConsumerGroupHeartbeat (API 68). ``validated``: the caller (the shard, which checks the
         request before its loading and ownership checks, as Kafka's service does) has already
         run :func:`validate_heartbeat_request` on it."""
-        batch = _Batch()
+        batch = Batch()
         try:
             if not validated:
                 validate_heartbeat_request(request, self.assignors)
@@ -282,7 +264,7 @@ class ConsumerGroupManager:
     def new_member_id(self) -> str:
         return self._member_id_factory()
 
-    def commit(self, batch: _Batch, response: ConsumerGroupHeartbeatResponse | None) -> ConsumerGroupResult:
+    def commit(self, batch: Batch, response: ConsumerGroupHeartbeatResponse | None) -> ConsumerGroupResult:
         """Replay the batch's records (Kafka replays a write's records before it is durable; the
         shard releases ``response`` once they are) and hand everything to the shard. First
         ``before_write`` learns which groups the records change, while they are still as the
@@ -292,7 +274,7 @@ class ConsumerGroupManager:
         for record in batch.records:
             self.replay(record)
         if batch.regex_refresh is not None:
-            self._regex_refresh_pending.add(batch.regex_refresh)
+            self.regexes.pending.add(batch.regex_refresh)
         return ConsumerGroupResult(
             records=tuple(batch.records),
             response=response,
@@ -302,7 +284,7 @@ class ConsumerGroupManager:
         )
 
     def _heartbeat(
-        self, r: ConsumerGroupHeartbeatRequest, now: int, batch: _Batch
+        self, r: ConsumerGroupHeartbeatRequest, now: int, batch: Batch
     ) -> ConsumerGroupHeartbeatResponse:
         group_id, epoch = r.group_id, r.member_epoch
         if self._is_other_group_type(group_id):
@@ -364,7 +346,7 @@ class ConsumerGroupManager:
         is_new: bool,
         owned: Mapping[uuid.UUID, frozenset[int]] | None,
         now: int,
-        batch: _Batch,
+        batch: Batch,
     ) -> ConsumerGroupMember:
         """Steps 5-8 of a heartbeat (and of a classic member's JoinGroup): write the member if it
         changed, bump the epoch on a new subscription, regex or topic metadata, recompute the
@@ -377,7 +359,7 @@ class ConsumerGroupManager:
             if updated.subscribed_topic_names != member.subscribed_topic_names:
                 bump = True
                 cause = cause or ("member-joined" if is_new else "subscription-changed")
-        if self._maybe_update_regex(group, member, updated, now, batch):
+        if self.regexes.maybe_update(group, member, updated, now, batch):
             bump = True
             cause = cause or "regex-changed"
 
@@ -459,7 +441,7 @@ class ConsumerGroupManager:
         r: ConsumerGroupHeartbeatRequest,
         member_id: str,
         owned: Mapping[uuid.UUID, frozenset[int]] | None,
-        batch: _Batch,
+        batch: Batch,
     ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
         """The member the heartbeat is for (new, existing, or a static replacement) and, for a
         replacement, the member it replaces (``getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember``)."""
@@ -511,7 +493,7 @@ class ConsumerGroupManager:
         replaced: ConsumerGroupMember | None,
         kind: SubscriptionType,
         now: int,
-        batch: _Batch,
+        batch: Batch,
     ) -> Assignment:
         name = group.preferred_server_assignor(
             member if member.member_id in group.members or replaced else None, updated, self.config.assignors
@@ -545,98 +527,9 @@ class ConsumerGroupManager:
             group.assignment_timestamp, self.assignment_interval_ms(group.group_id), now
         )
 
-    # ================================================================================ regexes
-
-    def _maybe_update_regex(
-        self,
-        group: ConsumerGroup,
-        member: ConsumerGroupMember,
-        updated: ConsumerGroupMember,
-        now: int,
-        batch: _Batch,
-    ) -> bool:
-        """``maybeUpdateRegularExpressions``: whether the epoch must be bumped; may write the old
-        regex's tombstone, refuse an invalid new one, or ask for a resolution."""
-        old, new = member.subscribed_topic_regex, updated.subscribed_topic_regex
-        bump = False
-        require_refresh = False
-        if old != new:
-            if old and group.subscribed_regexes.get(old, 0) == 1:
-                batch.records.append(new_regular_expression_tombstone(group.group_id, old))
-            if new:
-                if group.subscribed_regexes.get(new, 0) == 0:
-                    compile_regex(new)
-                    require_refresh = True
-                else:
-                    bump = new in group.resolved_regexes
-        if not require_refresh and not group.subscribed_regexes:
-            return bump
-        if group.group_id in self._regex_refresh_pending:
-            return bump
-        last_time, last_version = group.last_regex_refresh()
-        if last_time is not None and now <= last_time + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
-            return bump
-        regexes = Counter(group.subscribed_regexes)
-        if old:
-            regexes[old] -= 1
-        if new:
-            regexes[new] += 1
-        in_use = {k for k, v in regexes.items() if v > 0}
-        require_refresh |= len(in_use) != len(group.resolved_regexes)
-        require_refresh |= last_version < self._last_image_with_new_topics
-        require_refresh |= last_time is None or now > last_time + self.config.regex_refresh_interval_ms
-        if require_refresh and in_use:
-            batch.regex_refresh = group.group_id
-            batch.timers.append(
-                TimerSchedule(
-                    key=timer_key(TimerKind.REGEX_REFRESH, group.group_id),
-                    deadline_ms=now,
-                    kind=TimerKind.REGEX_REFRESH,
-                    group_id=group.group_id,
-                    member_id=updated.member_id,
-                )
-            )
-        return bump
-
-    def _refresh_regexes(self, group_id: str, now: int) -> ConsumerGroupResult:
-        """The resolution task and its completion (``refreshRegularExpressions`` and
-        ``handleRegularExpressionsResult``): resolve every regex in use against the topics image,
-        write each resolution, and bump the epoch if a topic set or the hash changed."""
-        self._regex_refresh_pending.discard(group_id)
-        group = self.groups.get(group_id)
-        batch = _Batch()
-        if group is None or not group.subscribed_regexes:
-            return ConsumerGroupResult()
-        bump = False
-        topics = set(group.subscribed_names)
-        for regex in sorted(group.subscribed_regexes):
-            resolved = resolve_regex(regex, self.image.names())
-            previous = group.resolved_regexes.get(
-                regex, ResolvedRegularExpression(topics=frozenset(), version=-1, timestamp=-1)
-            )
-            if previous.topics != resolved:
-                bump = True
-            topics |= resolved
-            batch.records.append(
-                new_regular_expression_record(group_id, regex, resolved, self.image.version, now)
-            )
-        metadata_hash = group_metadata_hash(topics, self.image)
-        if metadata_hash != group.metadata_hash:
-            bump = True
-        if bump:
-            epoch = group.group_epoch + 1
-            batch.records.append(new_group_epoch_record(group_id, epoch, metadata_hash))
-            batch.events.append(
-                ConsumerGroupEvent(
-                    kind="epoch-bump", group_id=group_id, group_epoch=epoch, cause="regex-resolved"
-                )
-            )
-            group.metadata_refresh_deadline = (now + METADATA_REFRESH_INTERVAL_MS, epoch)
-        return self.commit(batch, None)
-
     # ================================================================================ leave and fence
 
-    def _leave(self, r: ConsumerGroupHeartbeatRequest, batch: _Batch) -> ConsumerGroupHeartbeatResponse:
+    def _leave(self, r: ConsumerGroupHeartbeatRequest, batch: Batch) -> ConsumerGroupHeartbeatResponse:
         """``consumerGroupLeave``: epoch -1 removes the member, -2 parks a static member."""
         group_id = r.group_id
         group = self.groups.get(group_id)
@@ -678,7 +571,7 @@ class ConsumerGroupManager:
         return ConsumerGroupHeartbeatResponse(member_id=r.member_id, member_epoch=r.member_epoch)
 
     def fence(
-        self, group: ConsumerGroup, members: list[ConsumerGroupMember], cause: str, batch: _Batch
+        self, group: ConsumerGroup, members: list[ConsumerGroupMember], cause: str, batch: Batch
     ) -> None:
         """``consumerGroupFenceMembers``: tombstones, orphaned regexes, one epoch bump; or, when
         only classic-protocol members would remain, the online downgrade instead."""
@@ -713,7 +606,7 @@ class ConsumerGroupManager:
     # ================================================================================ downgrade
 
     def _downgrade(
-        self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], cause: str, batch: _Batch
+        self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], cause: str, batch: Batch
     ) -> None:
         """``convertToClassicGroup`` triggered by members leaving: the whole group's tombstones
         (``createGroupTombstoneRecords``) and a :class:`Downgrade` for the shard, which builds the
@@ -762,7 +655,9 @@ class ConsumerGroupManager:
         """A timer this manager asked for fired. A member or group that is gone, or a rebalance
         timer whose member moved to another epoch, makes it a no-op."""
         if timer.kind is TimerKind.REGEX_REFRESH:
-            return self._refresh_regexes(timer.group_id, now)
+            batch = Batch()
+            self.regexes.refresh(timer.group_id, self.groups.get(timer.group_id), self.image, now, batch)
+            return self.commit(batch, None)
         group = self.groups.get(timer.group_id)
         member = group.member(timer.member_id or "") if group is not None else None
         if group is None or member is None:
@@ -771,7 +666,7 @@ class ConsumerGroupManager:
             return ConsumerGroupResult()
         cause = _TIMER_CAUSES[timer.kind]
         log.info("group %s: member %s fenced (%s)", group.group_id, member.member_id, cause)
-        batch = _Batch()
+        batch = Batch()
         self.fence(group, [member], cause, batch)
         return self.commit(batch, None)
 

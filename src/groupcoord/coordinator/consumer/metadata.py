@@ -30,9 +30,21 @@ from functools import lru_cache
 
 import re2
 
+from groupcoord.constants import INT32_MAX
 from groupcoord.errors import ErrorCode, KafkaError
 
-__all__ = ["TopicMetadata", "TopicsImage", "compile_regex", "group_metadata_hash", "topic_hash"]
+__all__ = [
+    "METADATA_REFRESH_INTERVAL_MS",
+    "TopicMetadata",
+    "TopicsImage",
+    "compile_regex",
+    "group_metadata_hash",
+    "topic_hash",
+]
+
+#: Kafka's METADATA_REFRESH_INTERVAL_MS: a group's subscription metadata, once computed, is due
+#: again "until a new metadata image asks for a refresh" (``ConsumerGroup.metadata_refresh_deadline``).
+METADATA_REFRESH_INTERVAL_MS = INT32_MAX
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
