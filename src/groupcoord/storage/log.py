@@ -256,53 +256,9 @@ class PartitionLog:
                 records += h.record_count
                 max_ts = max(max_ts, batch_ts)
                 next_offset = last + 1
-            view = memoryview(buf)
-            i = 0
-            if len(planned) == 1:  # one batch (a coordinator write, most produces): no splitting
-                _pos, size, base, last, batch_ts = planned[0]
-                seg = self._segments[-1]
-                if self._should_roll(seg, size, last, now):
-                    seg = self._roll(base, now)
-                if seg.size == 0:
-                    seg.created_ms = now
-                seg.append(view, [(0, size, last, batch_ts)], cfg.index_interval_bytes)
-                if headers[0][1].producer_id >= 0:
-                    track_producers(self._pstate, self._segments, self._bases, buf, headers, planned, 0, 1)
-                i = 1
-            while i < len(planned):
-                seg = self._segments[-1]
-                first_pos, first_size, first_base, first_last, _ = planned[i]
-                if self._should_roll(seg, first_size, first_last, now):
-                    seg = self._roll(first_base, now)
-                if seg.size == 0:
-                    seg.created_ms = now  # segment.ms counts from the segment's first append
-                j = i
-                total = 0
-                while j < len(planned):
-                    size, last = planned[j][1], planned[j][3]
-                    if j > i and (
-                        seg.size + total + size > cfg.segment_bytes or last - seg.base_offset > INT32_MAX
-                    ):
-                        break
-                    total += size
-                    j += 1
-                seg.append(
-                    view[first_pos : first_pos + total],
-                    [(p - first_pos, s, last, ts) for p, s, _b, last, ts in planned[i:j]],
-                    cfg.index_interval_bytes,
-                )
-                track_producers(
-                    self._pstate, self._segments, self._bases, buf, headers, planned, i, j
-                )  # before a roll snapshots it
-                i = j
-            if self.journal is not None:
-                self.journal.record(self, self._journal_key, buf)
-            self._unflushed_messages += records
+            due = self._write(buf, planned, records, now, headers)
             info = AppendInfo(  # base, last, log append time, log start, records, max timestamp
                 planned[0][2], planned[-1][3], now if log_append else -1, self._log_start, records, max_ts
-            )
-            due = self._unflushed_messages >= cfg.flush_interval_messages or (
-                cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
             )
         if due:
             self.flush()
@@ -348,19 +304,7 @@ class PartitionLog:
             self._check_open()
             batch_ts = now if log_append else timestamp_ms if timestamps is None else max(timestamps)
             records = len(entries)
-            last = base + records - 1
-            seg = self._segments[-1]
-            if self._should_roll(seg, size, last, now):
-                seg = self._roll(base, now)
-            if seg.size == 0:
-                seg.created_ms = now
-            seg.append(memoryview(batch), [(0, size, last, batch_ts)], cfg.index_interval_bytes)
-            if self.journal is not None:
-                self.journal.record(self, self._journal_key, batch)
-            self._unflushed_messages += records
-            due = self._unflushed_messages >= cfg.flush_interval_messages or (
-                cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
-            )
+            due = self._write(batch, [(0, size, base, base + records - 1, batch_ts)], records, now, None)
         if due:
             self.flush()
         return size
@@ -373,13 +317,62 @@ class PartitionLog:
             if self._segments[-1].size:
                 self._roll(self.log_end_offset, self._clock.now_ms())
 
-    def _should_roll(self, seg: Segment, size: int, last_offset: int, now: int) -> bool:
-        if seg.size == 0:
-            return False
-        return (
-            seg.size + size > self.config.segment_bytes
-            or now - seg.created_ms >= self.config.segment_ms
-            or last_offset - seg.base_offset > INT32_MAX
+    def _write(
+        self,
+        buf: bytes | bytearray,
+        planned: list[tuple[int, int, int, int, int]],
+        records: int,
+        now: int,
+        headers: list[tuple[int, BatchHeader]] | None,
+    ) -> bool:
+        """Write the ``planned`` batches of ``buf`` (position, size, base offset, last offset,
+        max timestamp; offsets already in place) at the log end, rolling first where a batch
+        would not fit the active segment, then queue them in the journal; True when a flush is
+        due. ``headers``: track the batches' producers (:meth:`append`); None: there are none
+        (:meth:`append_records`). The caller holds the lock and has checked the log is open."""
+        cfg = self.config
+        view = memoryview(buf)
+        n = len(planned)
+        i = 0
+        while i < n:
+            first_pos, first_size, first_base, first_last, first_ts = planned[i]
+            seg = self._segments[-1]
+            if seg.size and (  # roll when full, old, or past the relative offsets' range
+                seg.size + first_size > cfg.segment_bytes
+                or now - seg.created_ms >= cfg.segment_ms
+                or first_last - seg.base_offset > INT32_MAX
+            ):
+                seg = self._roll(first_base, now)
+            if seg.size == 0:
+                seg.created_ms = now  # segment.ms counts from the segment's first append
+            if n == 1:  # one batch (a coordinator write, most produces): no splitting
+                seg.append(view, [(0, first_size, first_last, first_ts)], cfg.index_interval_bytes)
+                j = 1
+            else:  # the batches that fit this segment, as one write
+                j = i
+                total = 0
+                while j < n:
+                    size, last = planned[j][1], planned[j][3]
+                    if j > i and (
+                        seg.size + total + size > cfg.segment_bytes or last - seg.base_offset > INT32_MAX
+                    ):
+                        break
+                    total += size
+                    j += 1
+                seg.append(
+                    view[first_pos : first_pos + total],
+                    [(p - first_pos, s, last, ts) for p, s, _b, last, ts in planned[i:j]],
+                    cfg.index_interval_bytes,
+                )
+            if headers is not None and (j > i + 1 or headers[i][1].producer_id >= 0):
+                # before a roll snapshots it
+                track_producers(self._pstate, self._segments, self._bases, buf, headers, planned, i, j)
+            i = j
+        if self.journal is not None:
+            self.journal.record(self, self._journal_key, buf)
+        self._unflushed_messages += records
+        return self._unflushed_messages >= cfg.flush_interval_messages or (
+            cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
         )
 
     def _roll(self, base_offset: int, now: int) -> Segment:
