@@ -18,9 +18,11 @@ segment in only if that segment is still part of the log and unchanged, so reten
 and record deletion may run meanwhile. At most one compaction runs at a time per log.
 
 :class:`PartitionLog` is one object whose methods all work on the same segment list, offsets and
-lock under the rule above; what can stand alone lives in the modules named above, and the
+lock under the rule above; what can stand alone lives in the modules named above, the
 producer state's rebuild at open and its tracking at append in
-:mod:`groupcoord.storage.log_producers`.
+:mod:`groupcoord.storage.log_producers`, and the reads that walk the segments off the fetch path
+(:meth:`PartitionLog.iter_batches_from`, the timestamp lookups) in
+:mod:`groupcoord.storage.log_scans`.
 """
 
 from __future__ import annotations
@@ -40,8 +42,6 @@ from groupcoord.formats.batch import (
     BatchHeader,
     CorruptBatchError,
     build_batch,
-    decode_records,
-    parse_header,
     rewrite_base_offset,
     set_log_append_time,
     validate_batch,
@@ -61,6 +61,7 @@ from .log_results import (
     RecordTooLargeError,
     RegionRead,
 )
+from .log_scans import max_timestamp_offset, offset_for_timestamp, scan_batches
 from .producer_state import (
     ProducerStateManager,
     delete_snapshot,
@@ -70,14 +71,10 @@ from .producer_state import (
 from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, recover
 from .segment import (
     CLEANED_SUFFIX,
-    LOG_SUFFIX,
     Segment,
-    TornBatch,
     find_batch_header,
     fsync_dir,
     fsync_if_present,
-    read_batches,
-    segment_name,
     whole_batches,
     whole_batches_in,
 )
@@ -529,43 +526,24 @@ class PartitionLog:
     def iter_batches_from(self, offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
         """``(header, batch bytes)`` of every batch whose last offset is >= ``offset``, in order.
 
-        For loaders and tools; reads in 1 MiB chunks. Segments are looked up one at a time, so
-        segments rolled while the caller iterates are included; each segment is read up to its
-        size when it is reached. Holds no lock between batches."""
-        offset = max(offset, self._log_start)
-        after_base: int | None = None
-        while True:
-            with self._lock:
-                if self._closed:
-                    return
-                if after_base is None:
-                    i = self._segment_index(offset)
-                else:
-                    i = bisect.bisect_right(self._bases, after_base)
-                if i >= len(self._segments):
-                    return
-                seg = self._segments[i]
-                fd = os.dup(seg.fd)
-                end = seg.size
-                start = seg.index_position(offset)
-                after_base = seg.base_offset
-            try:
-                for _pos, view in read_batches(fd, start, end):
-                    h = parse_header(view)
-                    if h.last_offset >= offset:
-                        yield h, bytes(view)
-            except TornBatch as exc:
-                # Damage that recovery did not see (a rolled segment is trusted when its index
-                # agrees with it): the rest of this segment is unreadable; go on with the next.
-                log.warning(
-                    "log %s: skipping the rest of %s from byte %d: %s",
-                    self.dir,
-                    segment_name(after_base) + LOG_SUFFIX,
-                    exc.position,
-                    exc.reason,
-                )
-            finally:
-                os.close(fd)
+        For loaders and tools (:func:`~groupcoord.storage.log_scans.scan_batches`). Segments are
+        looked up one at a time, so segments rolled while the caller iterates are included; each
+        segment is read up to its size when it is reached. Holds no lock between batches."""
+        yield from scan_batches(self._next_scanned, max(offset, self._log_start), self.dir)
+
+    def _next_scanned(self, offset: int, after_base: int | None) -> tuple[int, int, int, int] | None:
+        """The next segment of :meth:`iter_batches_from` (see ``log_scans.NextSegment``)."""
+        with self._lock:
+            if self._closed:
+                return None
+            if after_base is None:
+                i = self._segment_index(offset)
+            else:
+                i = bisect.bisect_right(self._bases, after_base)
+            if i >= len(self._segments):
+                return None
+            seg = self._segments[i]
+            return os.dup(seg.fd), seg.index_position(offset), seg.size, seg.base_offset
 
     # -- timestamps ------------------------------------------------------------------------
 
@@ -573,37 +551,13 @@ class PartitionLog:
         """(offset, timestamp) of the first record with timestamp >= ``ts``, or None."""
         with self._lock:
             self._check_open()
-            for seg in self._segments:
-                if seg.max_ts < ts:
-                    continue
-                start = seg.time_position(ts)
-                with contextlib.suppress(TornBatch):  # unreadable rest of a damaged segment
-                    for _pos, view in read_batches(seg.fd, start, seg.size):
-                        h = parse_header(view)
-                        if h.max_timestamp < ts or h.last_offset < self._log_start:
-                            continue
-                        for r in decode_records(view):
-                            if r.timestamp >= ts and r.offset >= self._log_start:
-                                return r.offset, r.timestamp
-            return None
+            return offset_for_timestamp(self._segments, self._log_start, ts)
 
     def max_timestamp_offset(self) -> tuple[int, int]:
         """(offset, timestamp) of the earliest record holding the largest timestamp; (-1, -1) if empty."""
         with self._lock:
             self._check_open()
-            best: Segment | None = None
-            for seg in self._segments:
-                if seg.max_ts >= 0 and (best is None or seg.max_ts > best.max_ts):
-                    best = seg
-            if best is None:
-                return -1, -1
-            found = best.find_batch(best.max_ts_offset)
-            if found is not None:
-                pos, size = found
-                for r in decode_records(os.pread(best.fd, size, pos)):
-                    if r.timestamp == best.max_ts:
-                        return r.offset, r.timestamp
-            return best.max_ts_offset, best.max_ts
+            return max_timestamp_offset(self._segments)
 
     # -- retention, deletion, truncation ---------------------------------------------------
 
