@@ -68,7 +68,7 @@ from .producer_state import (
     list_snapshots,
     write_snapshot,
 )
-from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, recover
+from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, close_cleanly, recover
 from .segment import (
     CLEANED_SUFFIX,
     Segment,
@@ -749,30 +749,12 @@ class PartitionLog:
     # -- close -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush, close the files and leave a clean-shutdown marker for the next open."""
+        """Flush, close the files and leave a clean-shutdown marker for the next open
+        (:func:`~groupcoord.storage.recovery.close_cleanly`)."""
         with self._lock:
             if self._closed:
                 return
-            active = self._segments[-1]
-            active.seal()
-            for seg in self._segments:
-                if seg.dirty or seg is active:
-                    seg.fsync()
-                seg.close()
-            fsync_if_present(active.txnindex_path)
-            leo = active.next_offset
-            # (an empty log needs none: there is nothing to read at the next open)
-            if leo > self._log_start and not any(off == leo for off, _p in list_snapshots(self.dir)):
-                try:  # Kafka snapshots producer state at a clean close; the next open replays nothing
-                    write_snapshot(self.dir, leo, self._pstate)
-                except OSError as exc:
-                    log.warning("log %s: could not write a producer snapshot at close: %s", self.dir, exc)
-            self._checkpoints.write_marker(
-                active_base=active.base_offset,
-                active_size=active.size,
-                log_end_offset=active.next_offset,
-            )
-            fsync_dir(self.dir)
+            close_cleanly(self.dir, self._segments, self._log_start, self._pstate, self._checkpoints)
             self._closed = True
 
     def delete(self) -> None:
