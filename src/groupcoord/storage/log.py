@@ -69,6 +69,7 @@ from .producer_state import (
     write_snapshot,
 )
 from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, close_cleanly, recover
+from .retention import segments_to_delete
 from .segment import (
     CLEANED_SUFFIX,
     Segment,
@@ -578,40 +579,27 @@ class PartitionLog:
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete rolled segments past retention.ms or beyond retention.bytes (and those wholly
-        below the log start offset); returns the bytes deleted. Only for cleanup.policy delete."""
+        below the log start offset); returns the bytes deleted. Only for cleanup.policy delete
+        (which segments: :mod:`groupcoord.storage.retention`)."""
         with self._lock:
             self._check_open()
-            cfg = self.config
+            removed = segments_to_delete(self._segments, self._log_start, self.config, now_ms)
+            if not removed:
+                return 0
             deleted = 0
-            removed = 0
-            while len(self._segments) > 1 and self._bases[1] <= self._log_start:
-                deleted += self._drop_segment(self._segments[0])
-                removed += 1
-            if cfg.delete and cfg.retention_ms >= 0:
-                while len(self._segments) > 1:
-                    seg = self._segments[0]
-                    if now_ms - seg.largest_timestamp() <= cfg.retention_ms:
-                        break
-                    deleted += self._drop_segment(seg)
-                    removed += 1
-            if cfg.delete and cfg.retention_bytes >= 0:
-                excess = self.size_bytes - cfg.retention_bytes
-                while len(self._segments) > 1 and excess - self._segments[0].size >= 0:
-                    excess -= self._segments[0].size
-                    deleted += self._drop_segment(self._segments[0])
-                    removed += 1
-            if removed:
-                if self._log_start < self._bases[0]:
-                    self._log_start = self._bases[0]
-                self._write_log_start_checkpoint()
-                self._forget_below(self._bases[0])
-                log.info(
-                    "log %s retention deleted %d segments (%d bytes); log start offset %d",
-                    self.dir,
-                    removed,
-                    deleted,
-                    self._log_start,
-                )
+            for seg in self._segments[:removed]:
+                deleted += self._drop_segment(seg)
+            if self._log_start < self._bases[0]:
+                self._log_start = self._bases[0]
+            self._write_log_start_checkpoint()
+            self._forget_below(self._bases[0])
+            log.info(
+                "log %s retention deleted %d segments (%d bytes); log start offset %d",
+                self.dir,
+                removed,
+                deleted,
+                self._log_start,
+            )
             return deleted
 
     def delete_records_before(self, offset: int) -> int:
