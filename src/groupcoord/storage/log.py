@@ -3,8 +3,9 @@
 A partition directory ``<topic>-<partition>/`` holds segments named by their base offset (their
 files and index rules: :mod:`groupcoord.storage.segment`) plus three small files of ours, written
 and read by :mod:`groupcoord.storage.recovery`, which also repairs a damaged log at open
-(:meth:`PartitionLog.open`). Settings: :mod:`groupcoord.storage.log_config`. Compaction:
-:mod:`groupcoord.storage.cleaner`.
+(:meth:`PartitionLog.open`) and closes it cleanly (:meth:`PartitionLog.close`). Settings:
+:mod:`groupcoord.storage.log_config`. Compaction: :mod:`groupcoord.storage.cleaner`. Which
+segments retention deletes: :mod:`groupcoord.storage.retention`.
 
 Torn framing that recovery did not see is skipped by the readers: a fetch or
 :meth:`PartitionLog.iter_batches_from` moves on to the next segment.
@@ -180,9 +181,6 @@ class PartitionLog:
         return [s.log_path for s in self._segments]
 
     # -- recovery ------------------------------------------------------------------------------
-
-    def _write_recovery_point(self, offset: int, *, sync: bool = False) -> None:
-        self._checkpoints.write_recovery_point(offset, sync=sync)
 
     def _write_log_start_checkpoint(self) -> None:
         self._checkpoints.write_log_start(self._log_start, self._bases[0])
@@ -389,7 +387,7 @@ class PartitionLog:
         fsync_dir(self.dir)
         self._flushed_offset = max(self._flushed_offset, base_offset)
         try:
-            self._write_recovery_point(self._flushed_offset)
+            self._checkpoints.write_recovery_point(self._flushed_offset)
         except OSError as exc:  # the next flush writes it; the append goes on
             log.warning("log %s: could not write %s at a roll: %s", self.dir, RECOVERY_POINT_FILE, exc)
         log.debug("log %s rolled a new segment at offset %d", self.dir, base_offset)
@@ -434,7 +432,7 @@ class PartitionLog:
         with self._lock:
             self._flushed_offset = max(self._flushed_offset, min(target, self.log_end_offset))
             if not self._closed:
-                self._write_recovery_point(self._flushed_offset)
+                self._checkpoints.write_recovery_point(self._flushed_offset)
         return target
 
     # -- read ------------------------------------------------------------------------------
@@ -640,7 +638,7 @@ class PartitionLog:
                 self._bases = [offset]
                 self._log_start = offset
                 self._write_log_start_checkpoint()
-                self._write_recovery_point(offset, sync=True)
+                self._checkpoints.write_recovery_point(offset, sync=True)
                 fsync_dir(self.dir)
                 self._flushed_offset = min(self._flushed_offset, offset)
                 for _off, path in list_snapshots(self.dir):
@@ -660,7 +658,7 @@ class PartitionLog:
                 self._log_start = seg.next_offset
                 self._write_log_start_checkpoint()
             # A deliberate truncation lowers the recovery point, so a restart keeps it.
-            self._write_recovery_point(seg.next_offset, sync=True)
+            self._checkpoints.write_recovery_point(seg.next_offset, sync=True)
             fsync_dir(self.dir)
             # Producer state from the newest snapshot at or below the new end (those past it
             # are deleted) and the batches after it; .txnindex entries past the end go.
