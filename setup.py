@@ -91,6 +91,7 @@ NATIVE_MODULES = (
     "groupcoord/storage/log.py",
     "groupcoord/storage/log_producers.py",
     "groupcoord/storage/log_results.py",
+    "groupcoord/storage/log_scans.py",
     "groupcoord/storage/segment.py",
     "groupcoord/broker/durability.py",
 )

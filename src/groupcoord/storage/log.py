@@ -3,8 +3,9 @@
 A partition directory ``<topic>-<partition>/`` holds segments named by their base offset (their
 files and index rules: :mod:`groupcoord.storage.segment`) plus three small files of ours, written
 and read by :mod:`groupcoord.storage.recovery`, which also repairs a damaged log at open
-(:meth:`PartitionLog.open`). Settings: :mod:`groupcoord.storage.log_config`. Compaction:
-:mod:`groupcoord.storage.cleaner`.
+(:meth:`PartitionLog.open`) and closes it cleanly (:meth:`PartitionLog.close`). Settings:
+:mod:`groupcoord.storage.log_config`. Compaction: :mod:`groupcoord.storage.cleaner`. Which
+segments retention deletes: :mod:`groupcoord.storage.retention`.
 
 Torn framing that recovery did not see is skipped by the readers: a fetch or
 :meth:`PartitionLog.iter_batches_from` moves on to the next segment.
@@ -18,9 +19,11 @@ segment in only if that segment is still part of the log and unchanged, so reten
 and record deletion may run meanwhile. At most one compaction runs at a time per log.
 
 :class:`PartitionLog` is one object whose methods all work on the same segment list, offsets and
-lock under the rule above; what can stand alone lives in the modules named above, and the
+lock under the rule above; what can stand alone lives in the modules named above, the
 producer state's rebuild at open and its tracking at append in
-:mod:`groupcoord.storage.log_producers`.
+:mod:`groupcoord.storage.log_producers`, and the reads that walk the segments off the fetch path
+(:meth:`PartitionLog.iter_batches_from`, the timestamp lookups) in
+:mod:`groupcoord.storage.log_scans`.
 """
 
 from __future__ import annotations
@@ -40,8 +43,6 @@ from groupcoord.formats.batch import (
     BatchHeader,
     CorruptBatchError,
     build_batch,
-    decode_records,
-    parse_header,
     rewrite_base_offset,
     set_log_append_time,
     validate_batch,
@@ -61,23 +62,21 @@ from .log_results import (
     RecordTooLargeError,
     RegionRead,
 )
+from .log_scans import max_timestamp_offset, offset_for_timestamp, scan_batches
 from .producer_state import (
     ProducerStateManager,
     delete_snapshot,
     list_snapshots,
     write_snapshot,
 )
-from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, recover
+from .recovery import RECOVERY_POINT_FILE, LogCheckpoints, RecoveryReport, close_cleanly, recover
+from .retention import segments_to_delete
 from .segment import (
     CLEANED_SUFFIX,
-    LOG_SUFFIX,
     Segment,
-    TornBatch,
     find_batch_header,
     fsync_dir,
     fsync_if_present,
-    read_batches,
-    segment_name,
     whole_batches,
     whole_batches_in,
 )
@@ -183,9 +182,6 @@ class PartitionLog:
 
     # -- recovery ------------------------------------------------------------------------------
 
-    def _write_recovery_point(self, offset: int, *, sync: bool = False) -> None:
-        self._checkpoints.write_recovery_point(offset, sync=sync)
-
     def _write_log_start_checkpoint(self) -> None:
         self._checkpoints.write_log_start(self._log_start, self._bases[0])
 
@@ -256,53 +252,9 @@ class PartitionLog:
                 records += h.record_count
                 max_ts = max(max_ts, batch_ts)
                 next_offset = last + 1
-            view = memoryview(buf)
-            i = 0
-            if len(planned) == 1:  # one batch (a coordinator write, most produces): no splitting
-                _pos, size, base, last, batch_ts = planned[0]
-                seg = self._segments[-1]
-                if self._should_roll(seg, size, last, now):
-                    seg = self._roll(base, now)
-                if seg.size == 0:
-                    seg.created_ms = now
-                seg.append(view, [(0, size, last, batch_ts)], cfg.index_interval_bytes)
-                if headers[0][1].producer_id >= 0:
-                    track_producers(self._pstate, self._segments, self._bases, buf, headers, planned, 0, 1)
-                i = 1
-            while i < len(planned):
-                seg = self._segments[-1]
-                first_pos, first_size, first_base, first_last, _ = planned[i]
-                if self._should_roll(seg, first_size, first_last, now):
-                    seg = self._roll(first_base, now)
-                if seg.size == 0:
-                    seg.created_ms = now  # segment.ms counts from the segment's first append
-                j = i
-                total = 0
-                while j < len(planned):
-                    size, last = planned[j][1], planned[j][3]
-                    if j > i and (
-                        seg.size + total + size > cfg.segment_bytes or last - seg.base_offset > INT32_MAX
-                    ):
-                        break
-                    total += size
-                    j += 1
-                seg.append(
-                    view[first_pos : first_pos + total],
-                    [(p - first_pos, s, last, ts) for p, s, _b, last, ts in planned[i:j]],
-                    cfg.index_interval_bytes,
-                )
-                track_producers(
-                    self._pstate, self._segments, self._bases, buf, headers, planned, i, j
-                )  # before a roll snapshots it
-                i = j
-            if self.journal is not None:
-                self.journal.record(self, self._journal_key, buf)
-            self._unflushed_messages += records
+            due = self._write(buf, planned, records, now, headers)
             info = AppendInfo(  # base, last, log append time, log start, records, max timestamp
                 planned[0][2], planned[-1][3], now if log_append else -1, self._log_start, records, max_ts
-            )
-            due = self._unflushed_messages >= cfg.flush_interval_messages or (
-                cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
             )
         if due:
             self.flush()
@@ -348,19 +300,7 @@ class PartitionLog:
             self._check_open()
             batch_ts = now if log_append else timestamp_ms if timestamps is None else max(timestamps)
             records = len(entries)
-            last = base + records - 1
-            seg = self._segments[-1]
-            if self._should_roll(seg, size, last, now):
-                seg = self._roll(base, now)
-            if seg.size == 0:
-                seg.created_ms = now
-            seg.append(memoryview(batch), [(0, size, last, batch_ts)], cfg.index_interval_bytes)
-            if self.journal is not None:
-                self.journal.record(self, self._journal_key, batch)
-            self._unflushed_messages += records
-            due = self._unflushed_messages >= cfg.flush_interval_messages or (
-                cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
-            )
+            due = self._write(batch, [(0, size, base, base + records - 1, batch_ts)], records, now, None)
         if due:
             self.flush()
         return size
@@ -373,13 +313,62 @@ class PartitionLog:
             if self._segments[-1].size:
                 self._roll(self.log_end_offset, self._clock.now_ms())
 
-    def _should_roll(self, seg: Segment, size: int, last_offset: int, now: int) -> bool:
-        if seg.size == 0:
-            return False
-        return (
-            seg.size + size > self.config.segment_bytes
-            or now - seg.created_ms >= self.config.segment_ms
-            or last_offset - seg.base_offset > INT32_MAX
+    def _write(
+        self,
+        buf: bytes | bytearray,
+        planned: list[tuple[int, int, int, int, int]],
+        records: int,
+        now: int,
+        headers: list[tuple[int, BatchHeader]] | None,
+    ) -> bool:
+        """Write the ``planned`` batches of ``buf`` (position, size, base offset, last offset,
+        max timestamp; offsets already in place) at the log end, rolling first where a batch
+        would not fit the active segment, then queue them in the journal; True when a flush is
+        due. ``headers``: track the batches' producers (:meth:`append`); None: there are none
+        (:meth:`append_records`). The caller holds the lock and has checked the log is open."""
+        cfg = self.config
+        view = memoryview(buf)
+        n = len(planned)
+        i = 0
+        while i < n:
+            first_pos, first_size, first_base, first_last, first_ts = planned[i]
+            seg = self._segments[-1]
+            if seg.size and (  # roll when full, old, or past the relative offsets' range
+                seg.size + first_size > cfg.segment_bytes
+                or now - seg.created_ms >= cfg.segment_ms
+                or first_last - seg.base_offset > INT32_MAX
+            ):
+                seg = self._roll(first_base, now)
+            if seg.size == 0:
+                seg.created_ms = now  # segment.ms counts from the segment's first append
+            if n == 1:  # one batch (a coordinator write, most produces): no splitting
+                seg.append(view, [(0, first_size, first_last, first_ts)], cfg.index_interval_bytes)
+                j = 1
+            else:  # the batches that fit this segment, as one write
+                j = i
+                total = 0
+                while j < n:
+                    size, last = planned[j][1], planned[j][3]
+                    if j > i and (
+                        seg.size + total + size > cfg.segment_bytes or last - seg.base_offset > INT32_MAX
+                    ):
+                        break
+                    total += size
+                    j += 1
+                seg.append(
+                    view[first_pos : first_pos + total],
+                    [(p - first_pos, s, last, ts) for p, s, _b, last, ts in planned[i:j]],
+                    cfg.index_interval_bytes,
+                )
+            if headers is not None and (j > i + 1 or headers[i][1].producer_id >= 0):
+                # before a roll snapshots it
+                track_producers(self._pstate, self._segments, self._bases, buf, headers, planned, i, j)
+            i = j
+        if self.journal is not None:
+            self.journal.record(self, self._journal_key, buf)
+        self._unflushed_messages += records
+        return self._unflushed_messages >= cfg.flush_interval_messages or (
+            cfg.flush_interval_ms is not None and now - self._last_flush_ms >= cfg.flush_interval_ms
         )
 
     def _roll(self, base_offset: int, now: int) -> Segment:
@@ -398,7 +387,7 @@ class PartitionLog:
         fsync_dir(self.dir)
         self._flushed_offset = max(self._flushed_offset, base_offset)
         try:
-            self._write_recovery_point(self._flushed_offset)
+            self._checkpoints.write_recovery_point(self._flushed_offset)
         except OSError as exc:  # the next flush writes it; the append goes on
             log.warning("log %s: could not write %s at a roll: %s", self.dir, RECOVERY_POINT_FILE, exc)
         log.debug("log %s rolled a new segment at offset %d", self.dir, base_offset)
@@ -443,7 +432,7 @@ class PartitionLog:
         with self._lock:
             self._flushed_offset = max(self._flushed_offset, min(target, self.log_end_offset))
             if not self._closed:
-                self._write_recovery_point(self._flushed_offset)
+                self._checkpoints.write_recovery_point(self._flushed_offset)
         return target
 
     # -- read ------------------------------------------------------------------------------
@@ -536,43 +525,24 @@ class PartitionLog:
     def iter_batches_from(self, offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
         """``(header, batch bytes)`` of every batch whose last offset is >= ``offset``, in order.
 
-        For loaders and tools; reads in 1 MiB chunks. Segments are looked up one at a time, so
-        segments rolled while the caller iterates are included; each segment is read up to its
-        size when it is reached. Holds no lock between batches."""
-        offset = max(offset, self._log_start)
-        after_base: int | None = None
-        while True:
-            with self._lock:
-                if self._closed:
-                    return
-                if after_base is None:
-                    i = self._segment_index(offset)
-                else:
-                    i = bisect.bisect_right(self._bases, after_base)
-                if i >= len(self._segments):
-                    return
-                seg = self._segments[i]
-                fd = os.dup(seg.fd)
-                end = seg.size
-                start = seg.index_position(offset)
-                after_base = seg.base_offset
-            try:
-                for _pos, view in read_batches(fd, start, end):
-                    h = parse_header(view)
-                    if h.last_offset >= offset:
-                        yield h, bytes(view)
-            except TornBatch as exc:
-                # Damage that recovery did not see (a rolled segment is trusted when its index
-                # agrees with it): the rest of this segment is unreadable; go on with the next.
-                log.warning(
-                    "log %s: skipping the rest of %s from byte %d: %s",
-                    self.dir,
-                    segment_name(after_base) + LOG_SUFFIX,
-                    exc.position,
-                    exc.reason,
-                )
-            finally:
-                os.close(fd)
+        For loaders and tools (:func:`~groupcoord.storage.log_scans.scan_batches`). Segments are
+        looked up one at a time, so segments rolled while the caller iterates are included; each
+        segment is read up to its size when it is reached. Holds no lock between batches."""
+        yield from scan_batches(self._next_scanned, max(offset, self._log_start), self.dir)
+
+    def _next_scanned(self, offset: int, after_base: int | None) -> tuple[int, int, int, int] | None:
+        """The next segment of :meth:`iter_batches_from` (see ``log_scans.NextSegment``)."""
+        with self._lock:
+            if self._closed:
+                return None
+            if after_base is None:
+                i = self._segment_index(offset)
+            else:
+                i = bisect.bisect_right(self._bases, after_base)
+            if i >= len(self._segments):
+                return None
+            seg = self._segments[i]
+            return os.dup(seg.fd), seg.index_position(offset), seg.size, seg.base_offset
 
     # -- timestamps ------------------------------------------------------------------------
 
@@ -580,37 +550,13 @@ class PartitionLog:
         """(offset, timestamp) of the first record with timestamp >= ``ts``, or None."""
         with self._lock:
             self._check_open()
-            for seg in self._segments:
-                if seg.max_ts < ts:
-                    continue
-                start = seg.time_position(ts)
-                with contextlib.suppress(TornBatch):  # unreadable rest of a damaged segment
-                    for _pos, view in read_batches(seg.fd, start, seg.size):
-                        h = parse_header(view)
-                        if h.max_timestamp < ts or h.last_offset < self._log_start:
-                            continue
-                        for r in decode_records(view):
-                            if r.timestamp >= ts and r.offset >= self._log_start:
-                                return r.offset, r.timestamp
-            return None
+            return offset_for_timestamp(self._segments, self._log_start, ts)
 
     def max_timestamp_offset(self) -> tuple[int, int]:
         """(offset, timestamp) of the earliest record holding the largest timestamp; (-1, -1) if empty."""
         with self._lock:
             self._check_open()
-            best: Segment | None = None
-            for seg in self._segments:
-                if seg.max_ts >= 0 and (best is None or seg.max_ts > best.max_ts):
-                    best = seg
-            if best is None:
-                return -1, -1
-            found = best.find_batch(best.max_ts_offset)
-            if found is not None:
-                pos, size = found
-                for r in decode_records(os.pread(best.fd, size, pos)):
-                    if r.timestamp == best.max_ts:
-                        return r.offset, r.timestamp
-            return best.max_ts_offset, best.max_ts
+            return max_timestamp_offset(self._segments)
 
     # -- retention, deletion, truncation ---------------------------------------------------
 
@@ -631,40 +577,27 @@ class PartitionLog:
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete rolled segments past retention.ms or beyond retention.bytes (and those wholly
-        below the log start offset); returns the bytes deleted. Only for cleanup.policy delete."""
+        below the log start offset); returns the bytes deleted. Only for cleanup.policy delete
+        (which segments: :mod:`groupcoord.storage.retention`)."""
         with self._lock:
             self._check_open()
-            cfg = self.config
+            removed = segments_to_delete(self._segments, self._log_start, self.config, now_ms)
+            if not removed:
+                return 0
             deleted = 0
-            removed = 0
-            while len(self._segments) > 1 and self._bases[1] <= self._log_start:
-                deleted += self._drop_segment(self._segments[0])
-                removed += 1
-            if cfg.delete and cfg.retention_ms >= 0:
-                while len(self._segments) > 1:
-                    seg = self._segments[0]
-                    if now_ms - seg.largest_timestamp() <= cfg.retention_ms:
-                        break
-                    deleted += self._drop_segment(seg)
-                    removed += 1
-            if cfg.delete and cfg.retention_bytes >= 0:
-                excess = self.size_bytes - cfg.retention_bytes
-                while len(self._segments) > 1 and excess - self._segments[0].size >= 0:
-                    excess -= self._segments[0].size
-                    deleted += self._drop_segment(self._segments[0])
-                    removed += 1
-            if removed:
-                if self._log_start < self._bases[0]:
-                    self._log_start = self._bases[0]
-                self._write_log_start_checkpoint()
-                self._forget_below(self._bases[0])
-                log.info(
-                    "log %s retention deleted %d segments (%d bytes); log start offset %d",
-                    self.dir,
-                    removed,
-                    deleted,
-                    self._log_start,
-                )
+            for seg in self._segments[:removed]:
+                deleted += self._drop_segment(seg)
+            if self._log_start < self._bases[0]:
+                self._log_start = self._bases[0]
+            self._write_log_start_checkpoint()
+            self._forget_below(self._bases[0])
+            log.info(
+                "log %s retention deleted %d segments (%d bytes); log start offset %d",
+                self.dir,
+                removed,
+                deleted,
+                self._log_start,
+            )
             return deleted
 
     def delete_records_before(self, offset: int) -> int:
@@ -705,7 +638,7 @@ class PartitionLog:
                 self._bases = [offset]
                 self._log_start = offset
                 self._write_log_start_checkpoint()
-                self._write_recovery_point(offset, sync=True)
+                self._checkpoints.write_recovery_point(offset, sync=True)
                 fsync_dir(self.dir)
                 self._flushed_offset = min(self._flushed_offset, offset)
                 for _off, path in list_snapshots(self.dir):
@@ -725,7 +658,7 @@ class PartitionLog:
                 self._log_start = seg.next_offset
                 self._write_log_start_checkpoint()
             # A deliberate truncation lowers the recovery point, so a restart keeps it.
-            self._write_recovery_point(seg.next_offset, sync=True)
+            self._checkpoints.write_recovery_point(seg.next_offset, sync=True)
             fsync_dir(self.dir)
             # Producer state from the newest snapshot at or below the new end (those past it
             # are deleted) and the batches after it; .txnindex entries past the end go.
@@ -802,30 +735,12 @@ class PartitionLog:
     # -- close -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush, close the files and leave a clean-shutdown marker for the next open."""
+        """Flush, close the files and leave a clean-shutdown marker for the next open
+        (:func:`~groupcoord.storage.recovery.close_cleanly`)."""
         with self._lock:
             if self._closed:
                 return
-            active = self._segments[-1]
-            active.seal()
-            for seg in self._segments:
-                if seg.dirty or seg is active:
-                    seg.fsync()
-                seg.close()
-            fsync_if_present(active.txnindex_path)
-            leo = active.next_offset
-            # (an empty log needs none: there is nothing to read at the next open)
-            if leo > self._log_start and not any(off == leo for off, _p in list_snapshots(self.dir)):
-                try:  # Kafka snapshots producer state at a clean close; the next open replays nothing
-                    write_snapshot(self.dir, leo, self._pstate)
-                except OSError as exc:
-                    log.warning("log %s: could not write a producer snapshot at close: %s", self.dir, exc)
-            self._checkpoints.write_marker(
-                active_base=active.base_offset,
-                active_size=active.size,
-                log_end_offset=active.next_offset,
-            )
-            fsync_dir(self.dir)
+            close_cleanly(self.dir, self._segments, self._log_start, self._pstate, self._checkpoints)
             self._closed = True
 
     def delete(self) -> None:

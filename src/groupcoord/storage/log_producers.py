@@ -144,7 +144,7 @@ def track_producers(
     pstate: ProducerStateManager,
     segments: list[Segment],
     bases: list[int],
-    buf: bytearray,
+    buf: bytes | bytearray,
     headers: list[tuple[int, BatchHeader]],
     planned: list[tuple[int, int, int, int, int]],
     lo: int,

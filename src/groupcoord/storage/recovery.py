@@ -48,6 +48,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .producer_state import ProducerStateManager, list_snapshots, write_snapshot
 from .segment import (
     CLEANED_SUFFIX,
     INDEX_SUFFIX,
@@ -56,11 +57,14 @@ from .segment import (
     Segment,
     TornBatch,
     fsync_dir,
+    fsync_if_present,
     segment_name,
     write_all,
 )
 
 log = logging.getLogger(__name__)
+#: The partition log's logger, for what a close reports (as when it was part of ``storage.log``).
+_log = logging.getLogger("groupcoord.storage.log")
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE",
@@ -68,6 +72,7 @@ __all__ = [
     "RECOVERY_POINT_FILE",
     "LogCheckpoints",
     "RecoveryReport",
+    "close_cleanly",
     "recover",
 ]
 
@@ -180,6 +185,35 @@ class LogCheckpoints:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+
+
+def close_cleanly(
+    directory: Path,
+    segments: list[Segment],
+    log_start: int,
+    pstate: ProducerStateManager,
+    checkpoints: LogCheckpoints,
+) -> None:
+    """Close a log's ``segments`` so that the next open may trust them (the first case of the
+    module docstring): the active segment sealed, every segment written since its last fsync
+    fsynced and closed, a producer snapshot at the log end (Kafka snapshots producer state at a
+    clean close, so the next open replays nothing), and last the ``.clean_shutdown`` marker."""
+    active = segments[-1]
+    active.seal()
+    for seg in segments:
+        if seg.dirty or seg is active:
+            seg.fsync()
+        seg.close()
+    fsync_if_present(active.txnindex_path)
+    leo = active.next_offset
+    # (an empty log needs none: there is nothing to read at the next open)
+    if leo > log_start and not any(off == leo for off, _p in list_snapshots(directory)):
+        try:
+            write_snapshot(directory, leo, pstate)
+        except OSError as exc:
+            _log.warning("log %s: could not write a producer snapshot at close: %s", directory, exc)
+    checkpoints.write_marker(active_base=active.base_offset, active_size=active.size, log_end_offset=leo)
+    fsync_dir(directory)
 
 
 def _log_index_rebuild(directory: Path, seg: Segment, reason: str) -> None:
