@@ -1,11 +1,12 @@
-"""The hand-written OffsetCommit and Heartbeat codecs agree with kio, byte for byte.
+"""The hand-written OffsetCommit, JoinGroup and Heartbeat codecs agree with kio, byte for byte.
 
 For every version served, requests generated from kio's own types are written with kio's writer
 and read by both paths (the guard plus kio's reader, and ``protocol/hot.py``): the values must be
 the same, field by field (an OffsetCommit is read straight into the coordinator's request: it
 must be the one built from kio's entity as the handler builds it for v1, see
-:func:`_commit_request`). Truncated and corrupted frames must be refused by both or read to the
-same values by both. Answers written by :func:`offset_commit_response` and
+:func:`_commit_request`; a JoinGroup's tuple must give the coordinator's request the handler
+built from kio's entity, see :func:`_join_request`). Truncated and corrupted frames must be
+refused by both or read to the same values by both. Answers written by :func:`offset_commit_response` and
 :func:`consumer_group_heartbeat_response` must be the bytes kio's writer gives for the same entity.
 """
 
@@ -29,23 +30,31 @@ from groupcoord.errors import ErrorCode
 from groupcoord.protocol.codec import encode_request
 from groupcoord.protocol.consumer_group_messages import ConsumerGroupHeartbeatResponse
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make, ms
-from groupcoord.protocol.group_messages import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
+from groupcoord.protocol.group_messages import (
+    JoinGroupRequest,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitTopic,
+)
 from groupcoord.protocol.headers import MalformedRequestError, decode_request_header
 from groupcoord.protocol.hot import (
     ConsumerGroupHeartbeatIn,
     HeartbeatIn,
+    JoinGroupIn,
     offset_commit_response,
 )
 from groupcoord.protocol.registry import ApiMessages, load_messages
 
-OFFSET_COMMIT, HEARTBEAT, CONSUMER_GROUP_HEARTBEAT = 8, 12, 68
+OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, CONSUMER_GROUP_HEARTBEAT = 8, 11, 12, 68
 HOT = (
     [(OFFSET_COMMIT, v) for v in range(2, 10)]
+    + [(JOIN_GROUP, v) for v in range(0, 10)]
     + [(HEARTBEAT, v) for v in range(0, 5)]
     + [(CONSUMER_GROUP_HEARTBEAT, v) for v in range(0, 2)]
 )
 _HOT_TYPES = {
     OFFSET_COMMIT: OffsetCommitRequest,
+    JOIN_GROUP: JoinGroupIn,
     HEARTBEAT: HeartbeatIn,
     CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeatIn,
 }
@@ -136,9 +145,42 @@ def _same_commit(hot: Any, entity: Any, version: int) -> None:
     assert all(type(v) in (int, str, type(None)) for v in scalars)
 
 
+def _join_request(entity: Any, version: int) -> JoinGroupRequest:
+    """The coordinator's request for a kio JoinGroup entity, as ``group_handlers.join_group``
+    built it from kio's entity before the hot reader: the timeouts through ``ms`` (v0: the
+    rebalance timeout is the session timeout), the protocols as (name, metadata) pairs."""
+    session_ms = ms(entity.session_timeout)
+    return JoinGroupRequest(
+        group_id=entity.group_id,
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=ms(entity.rebalance_timeout) if version >= 1 else session_ms,
+        member_id=entity.member_id,
+        group_instance_id=getattr(entity, "group_instance_id", None),
+        protocol_type=entity.protocol_type,
+        protocols=tuple((p.name, bytes(p.metadata)) for p in entity.protocols),
+        reason=getattr(entity, "reason", None),
+        version=version,
+    )
+
+
+def _same_join(hot: Any, entity: Any, version: int) -> None:
+    """The coordinator's request built from the hot reader's tuple (as the handler builds it
+    now) is the one built from kio's entity (as it was built before), with plain values."""
+    assert type(hot) is JoinGroupIn
+    built = JoinGroupRequest(**hot._asdict(), version=version)
+    assert built == _join_request(entity, version)
+    for value in (hot.group_id, hot.member_id, hot.group_instance_id, hot.protocol_type, hot.reason):
+        assert type(value) in (str, type(None))
+    assert type(hot.session_timeout_ms) is int and type(hot.rebalance_timeout_ms) is int
+    assert type(hot.protocols) is tuple
+    assert all(type(p) is tuple and type(p[0]) is str and type(p[1]) is bytes for p in hot.protocols)
+
+
 def _agree(key: int, version: int, hot: Any, entity: Any) -> None:
     if key == OFFSET_COMMIT:
         _same_commit(hot, entity, version)
+    elif key == JOIN_GROUP:
+        _same_join(hot, entity, version)
     else:
         _same(hot, entity)
 
@@ -278,3 +320,80 @@ def test_consumer_group_heartbeat_answer_is_the_bytes_kio_writes(
     buf = io.BytesIO()
     m.writer(buf, kio_adapter.heartbeat_response_to_kio(answer, api_version=version))
     assert kio_adapter.heartbeat_response_body(answer) == buf.getvalue()
+
+
+def _join_frame(version: int) -> tuple[ApiMessages, bytes, int]:
+    """A JoinGroup of ``version`` with known values: group "g", member "", protocol type
+    "consumer", one protocol "range" with metadata b"ab" (and no instance id, no reason)."""
+    m = load_messages(JOIN_GROUP, version)
+    proto_t = child(m.request_type, "protocols")
+    request = make(
+        m.request_type,
+        group_id="g",
+        session_timeout=datetime.timedelta(milliseconds=45_000),
+        rebalance_timeout=datetime.timedelta(milliseconds=300_000),
+        member_id="",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=(make(proto_t, name="range", metadata=b"ab"),),
+        reason=None,
+    )
+    frame, offset = _body(m, request)
+    return m, frame, offset
+
+
+# (version, where in the body (after the fixed prefix), what replaces the bytes there): the
+# protocol type null, the protocols array null or its count past the frame, a protocol's
+# metadata null or longer than the frame, a negative string length. Every one is refused by
+# the guard (kio's native reader would otherwise allocate from the count) and must be by the
+# hot reader.
+_FORGED = [
+    (5, "protocol_type", b"\xff\xff"),
+    (5, "protocols", b"\xff\xff\xff\xff"),
+    (5, "protocols", b"\x7f\xff\xff\xff"),
+    (5, "metadata", b"\xff\xff\xff\xff"),
+    (5, "metadata", b"\x00\x00\x10\x00"),
+    (5, "group_id", b"\xff\xfe"),
+    (0, "protocols", b"\x7f\xff\xff\xff"),
+    (9, "protocol_type", b"\x00"),
+    (9, "protocols", b"\x00"),
+    (9, "protocols", b"\xfe\xff\xff\xff\x0f"),
+    (9, "metadata", b"\x00"),
+    (9, "metadata", b"\x7f"),
+    (9, "group_id", b"\x00"),
+]
+
+
+def _field_at(version: int, field: str) -> tuple[int, int]:
+    """(offset in the body, width) of a field of :func:`_join_frame`'s request."""
+    flexible = version >= 6
+    s_len = 1 if flexible else 2  # a string's length prefix
+    group = s_len + 1
+    timeouts = 8 if version >= 1 else 4
+    member = s_len
+    instance = s_len if version >= 5 else 0
+    ptype = group + timeouts + member + instance
+    protocols = ptype + s_len + len("consumer")
+    metadata = protocols + (1 if flexible else 4) + s_len + len("range")
+    where = {"group_id": 0, "protocol_type": ptype, "protocols": protocols, "metadata": metadata}[field]
+    width = {"group_id": s_len, "protocol_type": s_len, "protocols": 1 if flexible else 4}.get(
+        field, 1 if flexible else 4
+    )
+    return where, width
+
+
+@pytest.mark.parametrize(("version", "field", "forged"), _FORGED)
+def test_hot_join_group_refuses_forged_counts_and_nulls_as_the_guard_does(
+    version: int, field: str, forged: bytes
+) -> None:
+    m, frame, offset = _join_frame(version)
+    assert m.hot_reader is not None
+    rebalance_ms = 300_000 if version >= 1 else 45_000  # v0: the session timeout
+    want = JoinGroupIn("g", 45_000, rebalance_ms, "", None, "consumer", (("range", b"ab"),), None)
+    assert m.hot_reader(frame, offset) == want
+    where, width = _field_at(version, field)
+    at = offset + where
+    bad = frame[:at] + forged + frame[at + width :]
+    general, hot = _both(m, bad, offset)
+    assert isinstance(general, MalformedRequestError), general
+    assert isinstance(hot, MalformedRequestError), hot

@@ -57,8 +57,9 @@ class ApiMessages:
     reader: Any
     writer: Any
     #: a hand-written reader for this (key, version) (:mod:`groupcoord.protocol.hot`): the
-    #: connection uses it instead of :meth:`decode_request`; it gives a named tuple with the
-    #: entity's field names and values, not a kio entity
+    #: connection uses it instead of :meth:`decode_request`; it gives the coordinator's request
+    #: (OffsetCommit) or a named tuple (the entity's field names and values, except JoinGroup's
+    #: timeouts in milliseconds), not a kio entity
     hot_reader: Callable[[bytes, int], Any] | None = None
 
     def decode_request(self, frame: bytes, offset: int) -> Any:

@@ -33,7 +33,7 @@ from groupcoord.handling import PreEncoded, RequestContext
 from groupcoord.protocol import group_messages as api
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms, offset_commit_entities
 from groupcoord.protocol.group_responses import join_group_response, sync_group_response
-from groupcoord.protocol.hot import offset_commit_response
+from groupcoord.protocol.hot import JoinGroupIn, offset_commit_response
 from groupcoord.protocol.registry import ApiMessages
 from groupcoord.runtime.answers import call_now_or_later, response_type
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
@@ -114,19 +114,19 @@ def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) -> Any:
 
 
 # ------------------------------------------------------------------------ JoinGroup
-def join_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: Any) -> Any:
+def join_group(runtime: GroupRuntime, broker: Broker, ctx: RequestContext, request: JoinGroupIn) -> Any:
+    """``request`` is what :mod:`groupcoord.protocol.hot` reads (every version: no kio entity
+    reaches this handler), timeouts already in milliseconds."""
     version = ctx.api_version
-    session_ms = ms(request.session_timeout)
-    rebalance_ms = ms(request.rebalance_timeout) if version >= 1 else session_ms
     req = api.JoinGroupRequest(
         group_id=request.group_id,
-        session_timeout_ms=session_ms,
-        rebalance_timeout_ms=rebalance_ms,
+        session_timeout_ms=request.session_timeout_ms,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
         member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
+        group_instance_id=request.group_instance_id,
         protocol_type=request.protocol_type,
-        protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
-        reason=getattr(request, "reason", None),
+        protocols=request.protocols,
+        reason=request.reason,
         version=version,
         client_id=ctx.client_id,
         client_host=ctx.client_host,

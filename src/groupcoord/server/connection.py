@@ -526,7 +526,7 @@ class KafkaConnection(AnswerOutput):
             messages = entry.messages
             client_id, body_offset = read_request_header(frame, messages.request_header_version)
             hot = messages.hot_reader
-            if hot is not None:  # OffsetCommit, (ConsumerGroup)Heartbeat: protocol/hot.py
+            if hot is not None:  # OffsetCommit, JoinGroup, (ConsumerGroup)Heartbeat: protocol/hot.py
                 request = hot(frame, body_offset)
             else:
                 request = messages.decode_request(frame, body_offset)
