@@ -28,6 +28,8 @@ from groupcoord.formats.consumer_protocol import (
     encode_subscription,
 )
 from groupcoord.protocol.client import WireClient
+from groupcoord.protocol.codec import build_request, encode_request, request_messages
+from groupcoord.protocol.headers import decode_request_header
 
 # api keys
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
@@ -282,6 +284,53 @@ def test_error_join_responses_carry_empty_protocol_name_before_v7_and_null_from_
     assert (r7.protocol_type, r7.protocol_name) == (None, None)
     ok = join_new(c, "g-errv", version=7)
     assert (ok.protocol_type, ok.protocol_name, ok.generation_id) == ("consumer", "range", 1)
+
+
+@pytest.mark.parametrize(
+    ("version", "forged"),
+    [(0, b"\x7f\xff\xff\xff"), (5, b"\xff\xff\xff\xff"), (6, b"\x00"), (9, b"\xfe\xff\xff\xff\x0f")],
+)
+def test_join_with_a_forged_protocols_count_closes_only_that_connection_with_one_line(
+    wire_broker: BrokerProcess, conns: list[Wire], version: int, forged: bytes
+) -> None:
+    """A JoinGroup whose protocols array is null or counts more elements than the frame holds
+    (read by ``protocol/hot.py``, not kio): the broker closes that connection with one warning
+    naming the request, no traceback, and answers a well-formed JoinGroup on another connection
+    (Kafka's ``SocketServer`` closes a connection whose request fails to parse)."""
+    group = f"g-forged-v{version}"
+    m = request_messages(JOIN, version)
+    fields: dict[str, Any] = {
+        "group_id": group,
+        "session_timeout": SESSION_MS,
+        "rebalance_timeout": SESSION_MS,
+        "member_id": "",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": list(RANGE),
+    }
+    frame = bytearray(encode_request(m, 1, build_request(m.request_type, fields), "forger"))
+    # the protocols count follows group id, timeouts, member id, instance id and protocol type
+    flexible = version >= 6
+    string = 1 if flexible else 2  # a string's length prefix
+    body = 4 + decode_request_header(bytes(frame[4:]), m.request_header_version).body_offset
+    at = body + string + len(group) + (8 if version >= 1 else 4) + string
+    at += (string if version >= 5 else 0) + string + len("consumer")
+    width = 1 if flexible else 4
+    assert frame[at : at + width] == (b"\x02" if flexible else b"\x00\x00\x00\x01")
+    frame[at : at + width] = forged
+    frame[:4] = (len(frame) - 4).to_bytes(4, "big")
+    before = wire_broker.log_path.read_text()
+    c = open_conn(wire_broker, conns, client_id="forger")
+    c.sock.sendall(bytes(frame))
+    assert c.readable(15)
+    assert c.sock.recv(1) == b""  # closed, unanswered
+    wait_until(lambda: f"bad join_group v{version} body" in wire_broker.log_path.read_text()[len(before) :])
+    new_lines = wire_broker.log_path.read_text()[len(before) :].splitlines()
+    closed = [line for line in new_lines if "closing conn=" in line]
+    assert len(closed) == 1 and f"bad join_group v{version} body" in closed[0], closed
+    assert "Traceback" not in "\n".join(new_lines)
+    ok = join_new(open_conn(wire_broker, conns), group, version=version)
+    assert (code(ok.error_code), ok.generation_id) == (ErrorCode.NONE, 1)
 
 
 def test_join_with_unknown_member_id_is_unknown_member_on_new_and_existing_group(

@@ -30,6 +30,7 @@ from groupcoord.errors import ErrorCode
 from groupcoord.protocol.codec import encode_request
 from groupcoord.protocol.consumer_group_messages import ConsumerGroupHeartbeatResponse
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, make, ms
+from groupcoord.protocol.error_answers import error_answer
 from groupcoord.protocol.group_messages import (
     JoinGroupRequest,
     OffsetCommitPartition,
@@ -397,3 +398,23 @@ def test_hot_join_group_refuses_forged_counts_and_nulls_as_the_guard_does(
     general, hot = _both(m, bad, offset)
     assert isinstance(general, MalformedRequestError), general
     assert isinstance(hot, MalformedRequestError), hot
+
+
+@pytest.mark.parametrize("version", range(0, 10))
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_join_group_error_answer_is_the_same_from_the_hot_tuple(version: int, data: st.DataObject) -> None:
+    """The error answers built from a request (the SASL refusal's ILLEGAL_SASL_STATE, a fault
+    injected by ``groupcoord.testing``) read the hot reader's tuple as they read kio's entity:
+    the member id mirrored, the rest empty."""
+    m = load_messages(JOIN_GROUP, version)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        request = data.draw(st.from_type(m.request_type))
+    frame, offset = _body(m, request)
+    assert m.hot_reader is not None
+    hot = m.hot_reader(frame, offset)
+    for code in (ErrorCode.ILLEGAL_SASL_STATE, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+        assert error_answer(JOIN_GROUP, m.response_type, hot, code) == error_answer(
+            JOIN_GROUP, m.response_type, request, code
+        )
