@@ -1,4 +1,6 @@
-"""Consumer-group APIs over the wire: kio requests in, coordinator calls, kio responses out.
+"""Consumer-group APIs over the wire: decoded requests in (kio entities, or for OffsetCommit,
+JoinGroup and Heartbeat what :mod:`groupcoord.protocol.hot` reads), coordinator calls, encoded
+responses out.
 
 Each handler takes the group runtime as its first argument (the route table in
 :mod:`groupcoord.app` binds it, so the broker carries no reference to the runtime),
