@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode as KioErrorCode
 
 from groupcoord.protocol.entities import child, make
-from groupcoord.protocol.group_responses import join_group_response, sync_group_response
+from groupcoord.protocol.hot import join_group_response, sync_group_response
 from groupcoord.protocol.registry import load_messages
 
 _text = st.text(max_size=30)

@@ -31,6 +31,13 @@ read in one pass with ``struct``:
 does (same test), and :func:`consumer_group_heartbeat_response` a ConsumerGroupHeartbeat one (v0
 and v1 share the layout): a steady consumer-protocol member's every answer, where building kio's
 entity and walking it with kio's writer cost more than the coordinator's handling.
+:func:`join_group_response` (v0-9) and :func:`sync_group_response` (v0-5) write the answers of a
+classic rebalance with :class:`~groupcoord.protocol.primitives.WireWriter`: a rebalance answers
+every member's JoinGroup and SyncGroup at once, and the leader's JoinGroup answer lists every
+member with its subscription, where kio's entities and generic writer are much slower
+(docs/benchmarks.md); ``tests/protocol/test_group_responses.py`` checks them against kio's writer
+at every version (from JoinGroup v6 and SyncGroup v4 the flexible layout: compact lengths and an
+empty tagged-field section after every structure).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from typing import Any, NamedTuple
 from groupcoord.protocol.framing import MalformedRequestError
 from groupcoord.protocol.group_messages import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
 from groupcoord.protocol.guard import _Bad, _uvarint  # one varint reader: refused alike
+from groupcoord.protocol.primitives import WireWriter
 
 __all__ = [
     "ConsumerGroupHeartbeatIn",
@@ -52,7 +60,9 @@ __all__ = [
     "JoinGroupIn",
     "consumer_group_heartbeat_response",
     "hot_reader",
+    "join_group_response",
     "offset_commit_response",
+    "sync_group_response",
 ]
 
 OFFSET_COMMIT_KEY = 8
@@ -677,3 +687,69 @@ def _uvarint_bytes(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def join_group_response(
+    version: int,
+    *,
+    error: int,
+    generation_id: int,
+    protocol_type: str | None,
+    protocol_name: str | None,
+    leader: str,
+    skip_assignment: bool,
+    member_id: str,
+    members: Iterable[tuple[str, str | None, bytes]],
+    throttle_ms: int = 0,
+) -> bytes:
+    """A JoinGroup response body; ``members`` are (member id, group instance id, metadata).
+
+    Before v7 the protocol name is not nullable (None is written as ""), and protocol type
+    and skip_assignment (v9) are not in the message; the instance id is there from v5.
+    """
+    w = WireWriter(flexible=version >= 6)
+    if version >= 2:
+        w.int32(throttle_ms)
+    w.int16(error)
+    w.int32(generation_id)
+    if version >= 7:
+        w.string(protocol_type)
+        w.string(protocol_name)
+    else:
+        w.string(protocol_name or "")
+    w.string(leader)
+    if version >= 9:
+        w.boolean(skip_assignment)
+    w.string(member_id)
+    listed = list(members)
+    w.array_length(len(listed))
+    for mid, instance_id, metadata in listed:
+        w.string(mid)
+        if version >= 5:
+            w.string(instance_id)
+        w.bytes_(metadata)
+        w.tagged_fields()
+    w.tagged_fields()
+    return w.getvalue()
+
+
+def sync_group_response(
+    version: int,
+    *,
+    error: int,
+    protocol_type: str | None,
+    protocol_name: str | None,
+    assignment: bytes,
+    throttle_ms: int = 0,
+) -> bytes:
+    """A SyncGroup response body (protocol type and name from v5)."""
+    w = WireWriter(flexible=version >= 4)
+    if version >= 1:
+        w.int32(throttle_ms)
+    w.int16(error)
+    if version >= 5:
+        w.string(protocol_type)
+        w.string(protocol_name)
+    w.bytes_(assignment)
+    w.tagged_fields()
+    return w.getvalue()

@@ -34,8 +34,12 @@ from groupcoord.errors import ErrorCode
 from groupcoord.handling import PreEncoded, RequestContext
 from groupcoord.protocol import group_messages as api
 from groupcoord.protocol.entities import NO_THROTTLE, child, err, has_field, make, ms, offset_commit_entities
-from groupcoord.protocol.group_responses import join_group_response, sync_group_response
-from groupcoord.protocol.hot import JoinGroupIn, offset_commit_response
+from groupcoord.protocol.hot import (
+    JoinGroupIn,
+    join_group_response,
+    offset_commit_response,
+    sync_group_response,
+)
 from groupcoord.protocol.registry import ApiMessages
 from groupcoord.runtime.answers import call_now_or_later, response_type
 from groupcoord.runtime.group_runtime import OFFSETS_TOPIC, GroupRuntime
