@@ -101,7 +101,9 @@ class ListSink:
 
 
 class Harness:
-    def __init__(self, *, sink: ListSink | None = None, **config: Any) -> None:
+    def __init__(
+        self, *, sink: ListSink | None = None, clock: ManualClock | None = None, **config: Any
+    ) -> None:
         defaults: dict[str, Any] = dict(
             group_min_session_timeout_ms=10,
             group_max_session_timeout_ms=600_000,
@@ -109,7 +111,7 @@ class Harness:
         )
         defaults.update(config)
         self.config = GroupConfig(**defaults)
-        self.clock = ManualClock(1_000_000)
+        self.clock = clock if clock is not None else ManualClock(1_000_000)
         self.sink = sink if sink is not None else ListSink()
         self.events: list[GroupEvent] = []
         counter = itertools.count(1)

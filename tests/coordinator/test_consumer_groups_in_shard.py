@@ -12,6 +12,8 @@ from typing import Any
 
 from coord_harness import Harness, ListSink, Reply
 
+from groupcoord.clock import ManualClock
+from groupcoord.console.history import GroupHistory
 from groupcoord.coordinator.consumer.api import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -51,11 +53,11 @@ def image(partitions: int = 6, version: int = 1) -> TopicsImage:
     )
 
 
-def harness(sink: ListSink | None = None, **config: Any) -> Harness:
+def harness(sink: ListSink | None = None, clock: ManualClock | None = None, **config: Any) -> Harness:
     # These tests follow the Kafka 4.1 order (a target per epoch bump): they run with assignment
     # batching off, as Kafka 4.3 runs its request tests (KAFKA-20291); batching has its own tests.
     config.setdefault("group_consumer_assignment_interval_ms", 0)
-    h = Harness(sink=sink, **config)
+    h = Harness(sink=sink, clock=clock, **config)
     h.c.on_metadata_update(image())
     return h
 
@@ -434,3 +436,33 @@ def test_txn_offset_commit_checks_the_member_epoch_of_a_consumer_group() -> None
     assert txn_commit(0) is ErrorCode.STALE_MEMBER_EPOCH
     assert txn_commit(1) is ErrorCode.NONE
     assert h.c.pending_transactional_offsets(GROUP) == {7: {("t", 0): 11}}
+
+
+class BusyClock(ManualClock):
+    """A clock whose every read finds a millisecond gone, as on a busy machine with the wall clock:
+    two reads inside one call never agree."""
+
+    def now_ms(self) -> int:
+        return self.advance(1)
+
+
+def test_the_events_of_one_leave_share_one_time_and_the_console_names_the_leaver() -> None:
+    """A leave (``ConsumerGroupHeartbeat`` with epoch -1, ``GroupMetadataManager.consumerGroupLeave``)
+    removes the member and bumps the group epoch in one write; its group events (member_removed,
+    epoch_bump, the state change) are one change and carry one time, however long making them
+    takes. The console pairs a leave's bump with the member_removed event of the same time to
+    name the member who left and its client (``console/history.py``); with a time per event, a
+    busy machine split them and the timeline showed no client."""
+    h = harness(clock=BusyClock(1_000_000))
+    history = GroupHistory(lambda gid: {})
+    heartbeat(h, "m1", 0)
+    heartbeat(h, "m2", 0)
+    seen = len(h.events)
+    heartbeat(h, "m2", -1, owned=None, topics=None)
+    leave = h.events[seen:]
+    assert [e.type for e in leave] == ["member_removed", "epoch_bump", "state_change"]
+    assert len({e.time_ms for e in leave}) == 1
+    for e in h.events:
+        history.on_event(e)
+    newest = history.rebalances(GROUP)[-1]
+    assert (newest.cause, newest.member_id, newest.client_id) == ("member_left", "m2", "m2")

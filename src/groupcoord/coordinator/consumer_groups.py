@@ -62,7 +62,7 @@ from groupcoord.coordinator.consumer.migration import UpgradingMember, group_tom
 from groupcoord.coordinator.consumer.records import ConsumerGroupRecord
 from groupcoord.coordinator.consumer.validation import validate_heartbeat_request
 from groupcoord.coordinator.context import DEAD, EMPTY, STABLE, ShardContext
-from groupcoord.coordinator.events import EventReason, GroupEvent
+from groupcoord.coordinator.events import CONSUMER_EVENT_CAUSES, CONSUMER_EVENT_KINDS, EventReason, GroupEvent
 from groupcoord.coordinator.group import ClassicGroup, Member
 from groupcoord.coordinator.records import new_group_metadata_record, new_group_metadata_tombstone
 from groupcoord.coordinator.result import CoordinatorResult, PendingWrite
@@ -100,32 +100,6 @@ _WRITE_ERRORS = {
     ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
-}
-
-#: The core's causes (``ConsumerGroupEvent.cause``) as event reasons.
-_REASONS = {
-    "group-created": EventReason.GROUP_CREATED,
-    "member-joined": EventReason.NEW_MEMBER_JOINED,
-    "subscription-changed": EventReason.SUBSCRIPTION_CHANGED,
-    "regex-changed": EventReason.REGEX_CHANGED,
-    "regex-resolved": EventReason.REGEX_CHANGED,
-    "metadata-changed": EventReason.TOPIC_METADATA_CHANGED,
-    "member-left": EventReason.MEMBER_LEFT,
-    "session-timeout": EventReason.SESSION_TIMEOUT,
-    "rebalance-timeout": EventReason.REBALANCE_TIMEOUT,
-    "join-timeout": EventReason.CLASSIC_JOIN_TIMEOUT,
-    "sync-timeout": EventReason.SYNC_TIMEOUT,
-}
-
-#: The core's event kinds as (event type, reason when the cause does not name one).
-_KINDS = {
-    "epoch-bump": ("epoch_bump", EventReason.MEMBER_UPDATED),
-    "member-joined": ("member_added", EventReason.NEW_MEMBER_JOINED),
-    "member-left": ("member_removed", EventReason.MEMBER_LEFT),
-    "member-fenced": ("member_removed", EventReason.FENCED),
-    "reconciled": ("member_updated", EventReason.RECONCILED),
-    "static-member-left-temporarily": ("member_updated", EventReason.STATIC_MEMBER_LEFT_TEMPORARILY),
-    "static-member-replaced": ("member_added", EventReason.STATIC_MEMBER_REPLACED),
 }
 
 
@@ -640,23 +614,27 @@ class ConsumerGroups:
         after = self._state_of(group_id)
         if not self._ctx.emit_events:
             return
+        # One time for every event of one change, so a reader pairs a bump with its leave.
+        now = self._ctx.now()
         # A state change's reason: the epoch bump's cause if there is one, else the first event's.
         bump: EventReason | None = None
         first: EventReason | None = None
         for e in events:
-            type_, default = _KINDS.get(e.kind, ("member_updated", EventReason.MEMBER_UPDATED))
-            why = _REASONS.get(e.cause, default)
+            type_, default = CONSUMER_EVENT_KINDS.get(e.kind, ("member_updated", EventReason.MEMBER_UPDATED))
+            why = CONSUMER_EVENT_CAUSES.get(e.cause, default)
             if e.kind == "epoch-bump" and bump is None:
                 bump = why
             first = first or why
-            out.events.append(self._event(e.group_id, type_, why, member_id=e.member_id, cause=e.cause))
+            out.events.append(
+                self._event(e.group_id, type_, why, member_id=e.member_id, cause=e.cause, now=now)
+            )
         if before is None and after is not None:
             # created: Empty first, as a classic group is created (``group_created``, or
             # ``group_upgraded`` when a classic group became this one)
-            self._state_event(out, group_id, None, ConsumerGroupState.EMPTY, created)
+            self._state_event(out, group_id, None, ConsumerGroupState.EMPTY, created, now)
             before = ConsumerGroupState.EMPTY
         if before is not after:
-            self._state_event(out, group_id, before, after, bump or first or EventReason.MEMBER_UPDATED)
+            self._state_event(out, group_id, before, after, bump or first or EventReason.MEMBER_UPDATED, now)
 
     def _state_event(
         self,
@@ -665,6 +643,7 @@ class ConsumerGroups:
         before: ConsumerGroupState | None,
         after: ConsumerGroupState | None,
         reason: EventReason,
+        now: int | None = None,
     ) -> None:
         if not self._ctx.emit_events:
             return
@@ -682,6 +661,7 @@ class ConsumerGroups:
                 reason,
                 from_state=before.value if before else None,
                 to_state=after.value if after else ConsumerGroupState.DEAD.value,
+                now=now,
             )
         )
 
@@ -695,11 +675,12 @@ class ConsumerGroups:
         cause: str | None = None,
         from_state: str | None = None,
         to_state: str | None = None,
+        now: int | None = None,
     ) -> GroupEvent:
         group = self.groups.get(group_id)
         member = group.member(member_id) if group is not None and member_id else None
         return GroupEvent(
-            time_ms=self._ctx.now(),
+            time_ms=self._ctx.now() if now is None else now,
             group_id=group_id,
             generation=group.group_epoch if group is not None else -1,
             type=type_,

@@ -53,6 +53,34 @@ class EventReason(enum.StrEnum):
     CLASSIC_JOIN_TIMEOUT = "classic_join_timeout"
 
 
+#: The consumer group core's causes (``ConsumerGroupEvent.cause``) as event reasons.
+CONSUMER_EVENT_CAUSES = {
+    "group-created": EventReason.GROUP_CREATED,
+    "member-joined": EventReason.NEW_MEMBER_JOINED,
+    "subscription-changed": EventReason.SUBSCRIPTION_CHANGED,
+    "regex-changed": EventReason.REGEX_CHANGED,
+    "regex-resolved": EventReason.REGEX_CHANGED,
+    "metadata-changed": EventReason.TOPIC_METADATA_CHANGED,
+    "member-left": EventReason.MEMBER_LEFT,
+    "session-timeout": EventReason.SESSION_TIMEOUT,
+    "rebalance-timeout": EventReason.REBALANCE_TIMEOUT,
+    "join-timeout": EventReason.CLASSIC_JOIN_TIMEOUT,
+    "sync-timeout": EventReason.SYNC_TIMEOUT,
+}
+
+#: The consumer group core's event kinds (``ConsumerGroupEvent.kind``) as (event type, reason
+#: when the cause does not name one): how ``coordinator/consumer_groups.py`` publishes them.
+CONSUMER_EVENT_KINDS = {
+    "epoch-bump": ("epoch_bump", EventReason.MEMBER_UPDATED),
+    "member-joined": ("member_added", EventReason.NEW_MEMBER_JOINED),
+    "member-left": ("member_removed", EventReason.MEMBER_LEFT),
+    "member-fenced": ("member_removed", EventReason.FENCED),
+    "reconciled": ("member_updated", EventReason.RECONCILED),
+    "static-member-left-temporarily": ("member_updated", EventReason.STATIC_MEMBER_LEFT_TEMPORARILY),
+    "static-member-replaced": ("member_added", EventReason.STATIC_MEMBER_REPLACED),
+}
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GroupEvent:
     time_ms: int
