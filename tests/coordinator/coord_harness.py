@@ -111,6 +111,7 @@ class Harness:
         )
         defaults.update(config)
         self.config = GroupConfig(**defaults)
+        #: a ManualClock, or anything with its now_ms/advance/set
         self.clock = clock if clock is not None else ManualClock(1_000_000)
         self.sink = sink if sink is not None else ListSink()
         self.events: list[GroupEvent] = []
