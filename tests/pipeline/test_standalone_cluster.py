@@ -49,8 +49,14 @@ def _wait(predicate: Any, what: str, timeout: float = 90.0) -> None:
 
 
 def _alive_workers(ui_port: int) -> int:
+    """The master's count of registered workers; 0 while its web UI is still starting (it can
+    answer /json/ with an empty body before the page is ready: seen once under load)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as resp:
-        return int(json.load(resp).get("aliveworkers", 0))
+        body = resp.read()
+    try:
+        return int(json.loads(body).get("aliveworkers", 0))
+    except ValueError:  # an empty or partial answer: not ready yet
+        return 0
 
 
 @pytest.fixture(scope="module")
