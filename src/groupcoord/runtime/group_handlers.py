@@ -321,12 +321,7 @@ def _known_commits(
         if meta is None or not t.partitions:
             break
         count = meta.partitions
-        whole = True
-        for p in t.partitions:
-            if not 0 <= p.partition < count:
-                whole = False
-                break
-        if not whole:
+        if any(not 0 <= p.partition < count for p in t.partitions):
             break
     else:
         return request, {}

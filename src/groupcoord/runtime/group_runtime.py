@@ -334,31 +334,18 @@ class GroupRuntime:
             return
         dones: list[Callable[[ErrorCode], None]] = []
         dirty: dict[Hashable, Flushable] = {}
-        logs = self._offsets_logs
         for partition, writes in tick.items():
-            plog = logs.get(partition)
-            if plog is None:
-                try:
-                    plog = logs[partition] = self.broker.logs.partition(OFFSETS_TOPIC, partition)
-                except KeyError:
-                    self._confirm([w[2] for w in writes], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                    continue
-            if len(writes) == 1:
-                entries, now, done = writes[0]
-                try:
-                    nbytes = plog.append_records(entries, now)
-                except Exception as exc:  # the storage layer's errors carry no wire code of their own
-                    self._append_failed(partition, [done], exc)
-                    continue
+            try:
+                plog = self._log(self._offsets_logs, OFFSETS_TOPIC, partition)
+            except KeyError:
+                self._confirm([w[2] for w in writes], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            appended = self._tick_appends(plog, partition, writes)
+            if not appended:
+                continue
+            for nbytes, batch_dones in appended:
                 self.broker.notify_append((OFFSETS_TOPIC, partition), nbytes)
-                dones.append(done)
-            else:
-                appended = self._tick_appends(plog, partition, writes)
-                if not appended:
-                    continue
-                for nbytes, batch_dones in appended:
-                    self.broker.notify_append((OFFSETS_TOPIC, partition), nbytes)
-                    dones.extend(batch_dones)
+                dones.extend(batch_dones)
             dirty[(OFFSETS_TOPIC, partition)] = plog
         if not dones:
             return
@@ -377,19 +364,22 @@ class GroupRuntime:
         """Append a partition's writes of a tick as one batch; as one batch per write if together
         they pass ``max.message.bytes`` (a write too large alone then fails alone). The bytes and
         completions of each batch appended; a failed write is confirmed with its error here."""
-        entries: list[Entry] = [entry for write_entries, _now, _done in writes for entry in write_entries]
-        first = writes[0][1]
         timestamps = None  # one millisecond (the usual tick): no per-record timestamps
-        if any(now != first for _e, now, _d in writes):
-            timestamps = [now for write_entries, now, _done in writes for _ in write_entries]
+        if len(writes) == 1:  # the usual tick of a partition: its entries as they are
+            entries, first, _done = writes[0]
+        else:
+            entries = [entry for write_entries, _now, _done in writes for entry in write_entries]
+            first = writes[0][1]
+            if any(now != first for _e, now, _d in writes):
+                timestamps = [now for write_entries, now, _done in writes for _ in write_entries]
         all_dones = [w[2] for w in writes]
         try:
             return [(plog.append_records(entries, first, timestamps), all_dones)]
-        except RecordTooLargeError:
-            pass  # nothing was written: each write alone
         except Exception as exc:  # the storage layer's errors carry no wire code of their own
-            self._append_failed(partition, all_dones, exc)
-            return []
+            if len(writes) == 1 or not isinstance(exc, RecordTooLargeError):
+                self._append_failed(partition, all_dones, exc)
+                return []
+            # nothing was written: each write alone
         appended: list[tuple[int, list[Callable[[ErrorCode], None]]]] = []
         for write_entries, now, done in writes:
             try:
@@ -397,6 +387,14 @@ class GroupRuntime:
             except Exception as exc:
                 self._append_failed(partition, [done], exc)
         return appended
+
+    def _log(self, logs: dict[int, PartitionLog], topic: str, partition: int) -> PartitionLog:
+        """The log of ``topic``'s ``partition`` kept in ``logs`` (one of the two caches above),
+        looked up at its first write; KeyError when the partition does not exist."""
+        plog = logs.get(partition)
+        if plog is None:
+            plog = logs[partition] = self.broker.logs.partition(topic, partition)
+        return plog
 
     def _append_failed(
         self, partition: int, dones: list[Callable[[ErrorCode], None]], exc: Exception
@@ -427,9 +425,7 @@ class GroupRuntime:
         """A TxnOffsetCommit's records as a transactional batch of the producer (as Kafka's
         ``GroupMetadataManager.storeOffsets``); a fenced epoch is INVALID_PRODUCER_EPOCH."""
         try:
-            plog = self._offsets_logs.get(partition)
-            if plog is None:
-                plog = self._offsets_logs[partition] = self.broker.logs.partition(OFFSETS_TOPIC, partition)
+            plog = self._log(self._offsets_logs, OFFSETS_TOPIC, partition)
         except KeyError:
             self._finish(done, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             return
@@ -498,14 +494,11 @@ class GroupRuntime:
     def _flush_events(self) -> None:
         self._events_flush_scheduled = False
         pending, self._events = self._events, {}
-        logs = self._events_logs
         for partition, events in pending.items():
-            plog = logs.get(partition)
-            if plog is None:
-                try:
-                    plog = logs[partition] = self.broker.logs.partition(GROUP_EVENTS_TOPIC, partition)
-                except KeyError:
-                    continue
+            try:
+                plog = self._log(self._events_logs, GROUP_EVENTS_TOPIC, partition)
+            except KeyError:
+                continue
             entries: list[Entry] = [(e.group_id.encode("utf-8"), e.encoded, ()) for e in events]
             try:
                 nbytes = plog.append_records(entries, events[-1].time_ms)
